@@ -1,0 +1,381 @@
+//! 0x052d: K-line bars (§5.4).
+
+use super::{put_code_u16, read_code_u16, read_count, Command};
+use crate::proto::limits::BARS_PER_PAGE_MAX;
+use crate::proto::security::{Price, SecurityCode};
+use crate::proto::time::{
+    decode_packed_minute, decode_seconds_stamp, encode_packed_minute, encode_seconds_stamp, Date,
+    DateTime, TimeOfDay,
+};
+use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
+use crate::proto::ProtoError;
+
+/// A bar period: the wire's period code plus its parameter N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Period {
+    /// Code 0: 5 minutes.
+    Min5,
+    /// Code 1: 15 minutes.
+    Min15,
+    /// Code 2: 30 minutes.
+    Min30,
+    /// Code 3: 60 minutes.
+    Min60,
+    /// Code 4: day (eltdx "day").
+    Day,
+    /// Code 5: week.
+    Week,
+    /// Code 6: month.
+    Month,
+    /// Code 7: 1 minute.
+    Min1,
+    /// Code 8 with parameter N: N-minute bars (N = 1 is pytdx's 1-minute K).
+    Minutes(u16),
+    /// Code 9 with parameter N: N-day bars (N = 1 is pytdx's daily `RI_K`).
+    Days(u16),
+    /// Code 10: quarter.
+    Quarter,
+    /// Code 11: year.
+    Year,
+    /// Code 13 with parameter N: N-second bars (eltdx only).
+    Seconds(u16),
+}
+
+/// How a period's bars are stamped on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StampForm {
+    /// u16 packed date + u16 minutes of day.
+    Packed,
+    /// u32 YYYYMMDD.
+    Date,
+    /// u32 seconds since 2003-12-31.
+    Seconds,
+}
+
+impl Period {
+    /// The wire's period code and parameter.
+    pub fn wire(self) -> (u16, u16) {
+        match self {
+            Self::Min5 => (0, 1),
+            Self::Min15 => (1, 1),
+            Self::Min30 => (2, 1),
+            Self::Min60 => (3, 1),
+            Self::Day => (4, 1),
+            Self::Week => (5, 1),
+            Self::Month => (6, 1),
+            Self::Min1 => (7, 1),
+            Self::Minutes(n) => (8, n),
+            Self::Days(n) => (9, n),
+            Self::Quarter => (10, 1),
+            Self::Year => (11, 1),
+            Self::Seconds(n) => (13, n),
+        }
+    }
+
+    /// The period for a wire code and parameter. Fixed periods ignore the parameter.
+    pub fn from_wire(code: u16, param: u16) -> Result<Self, ProtoError> {
+        Ok(match code {
+            0 => Self::Min5,
+            1 => Self::Min15,
+            2 => Self::Min30,
+            3 => Self::Min60,
+            4 => Self::Day,
+            5 => Self::Week,
+            6 => Self::Month,
+            7 => Self::Min1,
+            8 => Self::Minutes(param),
+            9 => Self::Days(param),
+            10 => Self::Quarter,
+            11 => Self::Year,
+            13 => Self::Seconds(param),
+            _ => return Err(ProtoError::UnknownPeriod { code }),
+        })
+    }
+
+    /// How bars of this period are stamped.
+    pub fn stamp_form(self) -> StampForm {
+        match self {
+            Self::Min5
+            | Self::Min15
+            | Self::Min30
+            | Self::Min60
+            | Self::Min1
+            | Self::Minutes(_) => StampForm::Packed,
+            Self::Seconds(_) => StampForm::Seconds,
+            _ => StampForm::Date,
+        }
+    }
+}
+
+/// Price adjustment for 0x052d (eltdx's 42-byte layout; zero in pytdx's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Adjust {
+    /// 0: raw prices.
+    #[default]
+    None,
+    /// 1: forward adjusted (qfq).
+    Forward,
+    /// 2: backward adjusted (hfq).
+    Backward,
+    /// 3: forward adjusted, anchored at a date.
+    FixedForward,
+    /// 4: backward adjusted, anchored at a date.
+    FixedBackward,
+}
+
+impl Adjust {
+    fn wire(self) -> u16 {
+        self as u16
+    }
+
+    fn from_wire(raw: u16) -> Result<Self, ProtoError> {
+        Ok(match raw {
+            0 => Self::None,
+            1 => Self::Forward,
+            2 => Self::Backward,
+            3 => Self::FixedForward,
+            4 => Self::FixedBackward,
+            _ => {
+                return Err(ProtoError::ValueOutOfRange {
+                    what: "adjust",
+                    value: raw.into(),
+                })
+            }
+        })
+    }
+}
+
+/// Which client's request body to send: both parse the same first 22 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BarsLayout {
+    /// pytdx: 26 bytes.
+    Short,
+    /// eltdx 3.3.0: 42 bytes.
+    #[default]
+    Long,
+}
+
+/// 0x052d: one page of bars. `start` counts back from the newest bar; each
+/// page is oldest first; an empty page ends the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bars {
+    /// The security; index codes get breadth bytes.
+    pub code: SecurityCode,
+    /// The period.
+    pub period: Period,
+    /// Bars to skip back from the newest.
+    pub start: u16,
+    /// Bars wanted, 1..=800.
+    pub count: u16,
+    /// Price adjustment.
+    pub adjust: Adjust,
+    /// YYYYMMDD anchor for the fixed adjustments, else 0.
+    pub anchor_date: u32,
+    /// Body layout.
+    pub layout: BarsLayout,
+}
+
+impl Bars {
+    /// A request for `count` bars of `period`, `start` back from the newest.
+    pub fn new(code: SecurityCode, period: Period, start: u16, count: u16) -> Self {
+        Self {
+            code,
+            period,
+            start,
+            count,
+            adjust: Adjust::None,
+            anchor_date: 0,
+            layout: BarsLayout::Long,
+        }
+    }
+}
+
+/// Advancing and declining issue counts carried by index bars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Breadth {
+    /// Advancing issues.
+    pub up: u16,
+    /// Declining issues.
+    pub down: u16,
+}
+
+/// One bar. Prices are exact milli-yuan. Daily and longer bars are stamped
+/// 15:00 (the close) on their date.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bar {
+    /// Bar stamp.
+    pub time: DateTime,
+    /// Open.
+    pub open: Price,
+    /// Close.
+    pub close: Price,
+    /// High.
+    pub high: Price,
+    /// Low.
+    pub low: Price,
+    /// Volume as the wire's float; the unit varies by period (§5.4).
+    pub volume: f32,
+    /// Amount in yuan.
+    pub amount: f32,
+    /// Index bars only.
+    pub breadth: Option<Breadth>,
+}
+
+const BODY_SHORT: usize = 26;
+const BODY_LONG: usize = 42;
+/// Smallest bar record: 4-byte stamp, 4 one-byte varints, 2 floats.
+const BAR_BYTES_MIN: usize = 16;
+
+fn daily_close(date: Date) -> DateTime {
+    DateTime {
+        date,
+        time: TimeOfDay::new(15, 0, 0, 0).expect("15:00 is a valid time"),
+    }
+}
+
+fn checked_delta(what: &'static str, a: i64, b: i64) -> Result<i64, ProtoError> {
+    a.checked_sub(b)
+        .ok_or(ProtoError::ValueOutOfRange { what, value: a })
+}
+
+fn checked_base(what: &'static str, base: i64, delta: i64) -> Result<Price, ProtoError> {
+    base.checked_add(delta)
+        .map(Price)
+        .ok_or(ProtoError::ValueOutOfRange { what, value: delta })
+}
+
+impl Command for Bars {
+    const MSG_TYPE: u16 = 0x052d;
+    const NAME: &'static str = "bars";
+    type Reply = Vec<Bar>;
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        if !(1..=BARS_PER_PAGE_MAX).contains(&self.count) {
+            return Err(ProtoError::CountOutOfRange {
+                what: "bars",
+                count: self.count.into(),
+                max: BARS_PER_PAGE_MAX.into(),
+            });
+        }
+        let start = out.len();
+        let (code, param) = self.period.wire();
+        put_code_u16(out, self.code);
+        out.put_u16_le(code);
+        out.put_u16_le(param);
+        out.put_u16_le(self.start);
+        out.put_u16_le(self.count);
+        out.put_u16_le(self.adjust.wire());
+        out.put_u32_le(self.anchor_date);
+        let len = match self.layout {
+            BarsLayout::Short => BODY_SHORT,
+            BarsLayout::Long => BODY_LONG,
+        };
+        out.resize(start + len, 0);
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        let layout = match body.len() {
+            BODY_SHORT => BarsLayout::Short,
+            BODY_LONG => BarsLayout::Long,
+            len => {
+                return Err(ProtoError::BadRequestLength {
+                    msg_type: Self::MSG_TYPE,
+                    len,
+                })
+            }
+        };
+        let mut r = Reader::new(body);
+        let code = read_code_u16(&mut r)?;
+        let period = Period::from_wire(r.u16("period")?, r.u16("period parameter")?)?;
+        Ok(Self {
+            code,
+            period,
+            start: r.u16("start")?,
+            count: r.u16("count")?,
+            adjust: Adjust::from_wire(r.u16("adjust")?)?,
+            anchor_date: r.u32("anchor date")?,
+            layout,
+        })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<Vec<Bar>, ProtoError> {
+        let index = self.code.is_index();
+        let form = self.period.stamp_form();
+        let mut r = Reader::new(payload);
+        let count = read_count(&mut r, "bars", BAR_BYTES_MIN)?;
+        let mut bars = Vec::with_capacity(count);
+        let mut previous_close = 0i64;
+        for _ in 0..count {
+            let time = match form {
+                StampForm::Packed => decode_packed_minute(r.u16("bar time")?, r.u16("bar time")?)?,
+                StampForm::Seconds => decode_seconds_stamp(r.u32("bar time")?)?,
+                StampForm::Date => {
+                    let raw = r.u32("bar date")?;
+                    daily_close(
+                        Date::from_yyyymmdd(raw)
+                            .ok_or(ProtoError::InvalidDate { what: "bar", raw })?,
+                    )
+                }
+            };
+            let open = checked_base("bar open", previous_close, r.varint()?)?;
+            let close = checked_base("bar close", open.0, r.varint()?)?;
+            let high = checked_base("bar high", open.0, r.varint()?)?;
+            let low = checked_base("bar low", open.0, r.varint()?)?;
+            let volume = r.tdx_float("bar volume")?;
+            let amount = r.tdx_float("bar amount")?;
+            let breadth = if index {
+                Some(Breadth {
+                    up: r.u16("bar breadth")?,
+                    down: r.u16("bar breadth")?,
+                })
+            } else {
+                None
+            };
+            previous_close = close.0;
+            bars.push(Bar {
+                time,
+                open,
+                close,
+                high,
+                low,
+                volume,
+                amount,
+                breadth,
+            });
+        }
+        r.finish("kline payload")?;
+        Ok(bars)
+    }
+
+    fn encode_reply(&self, reply: &Vec<Bar>, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        let index = self.code.is_index();
+        let form = self.period.stamp_form();
+        out.put_u16_le(count_u16("bars", reply.len())?);
+        let mut previous_close = 0i64;
+        for bar in reply {
+            match form {
+                StampForm::Packed => {
+                    let (d, t) = encode_packed_minute(bar.time)?;
+                    out.put_u16_le(d);
+                    out.put_u16_le(t);
+                }
+                StampForm::Seconds => out.put_u32_le(encode_seconds_stamp(bar.time)?),
+                StampForm::Date => out.put_u32_le(bar.time.date.yyyymmdd()),
+            }
+            put_varint(out, checked_delta("bar open", bar.open.0, previous_close)?);
+            put_varint(out, checked_delta("bar close", bar.close.0, bar.open.0)?);
+            put_varint(out, checked_delta("bar high", bar.high.0, bar.open.0)?);
+            put_varint(out, checked_delta("bar low", bar.low.0, bar.open.0)?);
+            out.put_f32_le(bar.volume);
+            out.put_f32_le(bar.amount);
+            if index {
+                let breadth = bar.breadth.unwrap_or_default();
+                out.put_u16_le(breadth.up);
+                out.put_u16_le(breadth.down);
+            }
+            previous_close = bar.close.0;
+        }
+        Ok(())
+    }
+}

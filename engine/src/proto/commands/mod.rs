@@ -1,0 +1,203 @@
+//! Typed commands: each request knows its `msg_type`, encodes and decodes its
+//! body, parses its reply, and (for the reference server) encodes that reply.
+//!
+//! Replies are parsed against the request that asked for them, because
+//! several layouts depend on it: the bar stamp form follows the period, index
+//! bars carry breadth bytes, quote prices follow each code's price scale, and
+//! 0x0547 records are delimited by the requested codes' markers.
+
+use super::frame::{encode_request, REQUEST_CONTROL};
+use super::security::{Market, SecurityCode};
+use super::wire::{PutLe, Reader};
+use super::ProtoError;
+
+mod bars;
+mod codes;
+mod count;
+mod minutes;
+mod quotes;
+mod refresh;
+mod session;
+mod trades;
+
+pub use bars::{Adjust, Bar, Bars, Breadth, Period};
+pub use codes::{LegacySecurity, LegacySecurityList, Security, SecurityList};
+pub use count::SecurityCount;
+pub use minutes::{MinuteLine, MinutePoint, Minutes};
+pub use quotes::{
+    Level, Quote, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot, Snapshots, SnapshotsReply,
+};
+pub use refresh::{Refresh, RefreshRecord, RefreshReply, RefreshTarget, REFRESH_XOR};
+pub use session::{Handshake, HandshakeReply, Heartbeat, HeartbeatReply, LegacySetup, ServerClock};
+pub use trades::{Trade, TradeSide, Trades};
+
+/// One 7709 command: its request body and its reply payload.
+pub trait Command: Sized {
+    /// The command code.
+    const MSG_TYPE: u16;
+    /// A short name for errors and traces.
+    const NAME: &'static str;
+    /// The parsed reply.
+    type Reply;
+
+    /// Appends the request body (after the 12-byte header).
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError>;
+    /// Parses a request body (server side).
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError>;
+    /// Parses this request's reply payload (client side).
+    fn parse_reply(&self, payload: &[u8]) -> Result<Self::Reply, ProtoError>;
+    /// Appends the reply payload for this request (server side).
+    fn encode_reply(&self, reply: &Self::Reply, out: &mut Vec<u8>) -> Result<(), ProtoError>;
+}
+
+macro_rules! command_set {
+    ($($variant:ident($request:ty)),+ $(,)?) => {
+        /// Any supported request.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Request {
+            $(
+                #[doc = concat!("See [`", stringify!($request), "`].")]
+                $variant($request),
+            )+
+        }
+
+        /// Any supported reply, tagged like its request.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Reply {
+            $(
+                #[doc = concat!("Reply to [`", stringify!($request), "`].")]
+                $variant(<$request as Command>::Reply),
+            )+
+        }
+
+        impl Request {
+            /// The command code.
+            pub fn msg_type(&self) -> u16 {
+                match self { $(Self::$variant(_) => <$request>::MSG_TYPE,)+ }
+            }
+
+            /// The command's short name.
+            pub fn name(&self) -> &'static str {
+                match self { $(Self::$variant(_) => <$request>::NAME,)+ }
+            }
+
+            /// Appends the request body.
+            pub fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+                match self { $(Self::$variant(r) => r.encode_body(out),)+ }
+            }
+
+            /// Parses a request body by its `msg_type` (server side).
+            pub fn decode(msg_type: u16, body: &[u8]) -> Result<Self, ProtoError> {
+                match msg_type {
+                    $(<$request>::MSG_TYPE => <$request>::decode_body(body).map(Self::$variant),)+
+                    _ => Err(ProtoError::UnknownMsgType { msg_type }),
+                }
+            }
+
+            /// Parses this request's reply payload.
+            pub fn parse_reply(&self, payload: &[u8]) -> Result<Reply, ProtoError> {
+                match self { $(Self::$variant(r) => r.parse_reply(payload).map(Reply::$variant),)+ }
+            }
+
+            /// Appends the reply payload for this request. Fails with
+            /// [`ProtoError::UnknownMsgType`] when `reply` belongs to another command.
+            pub fn encode_reply(&self, reply: &Reply, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+                match (self, reply) {
+                    $((Self::$variant(r), Reply::$variant(reply)) => r.encode_reply(reply, out),)+
+                    _ => Err(ProtoError::UnknownMsgType { msg_type: reply.msg_type() }),
+                }
+            }
+        }
+
+        impl Reply {
+            /// The command code of the request this answers.
+            pub fn msg_type(&self) -> u16 {
+                match self { $(Self::$variant(_) => <$request>::MSG_TYPE,)+ }
+            }
+        }
+
+        $(
+            impl From<$request> for Request {
+                fn from(request: $request) -> Self {
+                    Self::$variant(request)
+                }
+            }
+        )+
+    };
+}
+
+command_set! {
+    Handshake(Handshake),
+    LegacySetup(LegacySetup),
+    Heartbeat(Heartbeat),
+    SecurityCount(SecurityCount),
+    LegacySecurityList(LegacySecurityList),
+    SecurityList(SecurityList),
+    Bars(Bars),
+    Quotes(Quotes),
+    Snapshots(Snapshots),
+    Refresh(Refresh),
+    Minutes(Minutes),
+    Trades(Trades),
+}
+
+impl Request {
+    /// Appends a whole request frame with `msg_id`.
+    pub fn encode_frame(&self, msg_id: u32, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        let mut body = Vec::new();
+        self.encode_body(&mut body)?;
+        encode_request(out, msg_id, REQUEST_CONTROL, self.msg_type(), &body)
+    }
+}
+
+/// Checks a request body's exact length.
+fn expect_len(msg_type: u16, body: &[u8], len: usize) -> Result<(), ProtoError> {
+    if body.len() != len {
+        return Err(ProtoError::BadRequestLength {
+            msg_type,
+            len: body.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Reads a `u16 market, 6-byte code` pair.
+fn read_code_u16(r: &mut Reader<'_>) -> Result<SecurityCode, ProtoError> {
+    let market = Market::from_id(r.u16("market")?)?;
+    SecurityCode::new(market, r.array("code")?)
+}
+
+/// Reads a `u8 market, 6-byte code` pair (the 7-byte marker form).
+fn read_code_u8(r: &mut Reader<'_>) -> Result<SecurityCode, ProtoError> {
+    let market = Market::from_id(r.u8("market")?.into())?;
+    SecurityCode::new(market, r.array("code")?)
+}
+
+fn put_code_u16(out: &mut Vec<u8>, code: SecurityCode) {
+    out.put_u16_le(code.market().id().into());
+    out.extend_from_slice(&code.code_bytes());
+}
+
+fn put_code_u8(out: &mut Vec<u8>, code: SecurityCode) {
+    out.extend_from_slice(&code.marker());
+}
+
+/// Reads a record count and checks that `count` records of at least
+/// `record_min` bytes can fit in what remains, so a lying count cannot make
+/// the parser reserve memory for records that are not there.
+fn read_count(
+    r: &mut Reader<'_>,
+    what: &'static str,
+    record_min: usize,
+) -> Result<usize, ProtoError> {
+    let count = usize::from(r.u16("count")?);
+    let needed = count * record_min;
+    if needed > r.remaining() {
+        return Err(ProtoError::Truncated {
+            what,
+            needed,
+            remaining: r.remaining(),
+        });
+    }
+    Ok(count)
+}

@@ -1,0 +1,157 @@
+//! 0x0fc5: today's trades, tick by tick (§5.9).
+
+use super::{expect_len, put_code_u16, read_code_u16, read_count, Command};
+use crate::proto::limits::TRADES_PER_PAGE_MAX;
+use crate::proto::security::{Price, PriceScale, SecurityCode};
+use crate::proto::time::TimeOfDay;
+use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
+use crate::proto::ProtoError;
+
+/// 0x0fc5: one page of today's ticks. `start` 0 is the newest `count`
+/// ticks, oldest first; a larger `start` goes back; an empty page ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trades {
+    /// The security.
+    pub code: SecurityCode,
+    /// Ticks to skip back from the newest.
+    pub start: u16,
+    /// Ticks wanted, 1..=1800.
+    pub count: u16,
+}
+
+/// Who initiated a trade, from its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TradeSide {
+    /// 0: buyer-initiated.
+    Buy,
+    /// 1: seller-initiated.
+    Sell,
+    /// 2: neutral.
+    Neutral,
+    /// 5: after-hours fixed-price trade (15:05–15:30).
+    AfterHours,
+    /// 8: auction snapshot, not a trade.
+    Auction,
+    /// Any other status.
+    Unknown,
+}
+
+/// One tick. Prices are in 0.01 yuan on the wire with no per-code scale
+/// (neither client applies one), held here as exact milli-yuan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trade {
+    /// Minutes of day.
+    pub minutes: u16,
+    /// Price.
+    pub price: Price,
+    /// Volume in lots.
+    pub volume: i64,
+    /// Number of orders.
+    pub order_count: i64,
+    /// Status, raw; see [`Trade::side`].
+    pub status_raw: i64,
+    /// Last varint: unknown (0 in the captures); kept raw.
+    pub tail_raw: i64,
+}
+
+impl Trade {
+    /// The tick's time of day.
+    pub fn time(&self) -> Option<TimeOfDay> {
+        TimeOfDay::from_minutes(self.minutes)
+    }
+
+    /// Who initiated it.
+    pub fn side(&self) -> TradeSide {
+        match self.status_raw {
+            0 => TradeSide::Buy,
+            1 => TradeSide::Sell,
+            2 => TradeSide::Neutral,
+            5 => TradeSide::AfterHours,
+            8 => TradeSide::Auction,
+            _ => TradeSide::Unknown,
+        }
+    }
+}
+
+const TICK_SCALE: PriceScale = PriceScale::HUNDREDTHS;
+/// Smallest tick: u16 and five one-byte varints.
+const TICK_BYTES_MIN: usize = 2 + 5;
+
+impl Command for Trades {
+    const MSG_TYPE: u16 = 0x0fc5;
+    const NAME: &'static str = "trades";
+    type Reply = Vec<Trade>;
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        if !(1..=TRADES_PER_PAGE_MAX).contains(&self.count) {
+            return Err(ProtoError::CountOutOfRange {
+                what: "trades",
+                count: self.count.into(),
+                max: TRADES_PER_PAGE_MAX.into(),
+            });
+        }
+        put_code_u16(out, self.code);
+        out.put_u16_le(self.start);
+        out.put_u16_le(self.count);
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        expect_len(Self::MSG_TYPE, body, 12)?;
+        let mut r = Reader::new(body);
+        Ok(Self {
+            code: read_code_u16(&mut r)?,
+            start: r.u16("start")?,
+            count: r.u16("count")?,
+        })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<Vec<Trade>, ProtoError> {
+        let mut r = Reader::new(payload);
+        let count = read_count(&mut r, "trades", TICK_BYTES_MIN)?;
+        let mut trades = Vec::with_capacity(count);
+        let mut price_raw = 0i64;
+        for _ in 0..count {
+            let minutes = r.u16("tick time")?;
+            let delta = r.varint()?;
+            price_raw = price_raw
+                .checked_add(delta)
+                .ok_or(ProtoError::ValueOutOfRange {
+                    what: "tick price",
+                    value: delta,
+                })?;
+            trades.push(Trade {
+                minutes,
+                price: TICK_SCALE.to_price(price_raw)?,
+                volume: r.varint()?,
+                order_count: r.varint()?,
+                status_raw: r.varint()?,
+                tail_raw: r.varint()?,
+            });
+        }
+        r.finish("trades payload")?;
+        Ok(trades)
+    }
+
+    fn encode_reply(&self, reply: &Vec<Trade>, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.put_u16_le(count_u16("trades", reply.len())?);
+        let mut previous = 0i64;
+        for t in reply {
+            let raw = TICK_SCALE.to_raw(t.price)?;
+            out.put_u16_le(t.minutes);
+            put_varint(
+                out,
+                raw.checked_sub(previous)
+                    .ok_or(ProtoError::ValueOutOfRange {
+                        what: "tick price",
+                        value: raw,
+                    })?,
+            );
+            for v in [t.volume, t.order_count, t.status_raw, t.tail_raw] {
+                put_varint(out, v);
+            }
+            previous = raw;
+        }
+        Ok(())
+    }
+}

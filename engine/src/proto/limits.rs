@@ -1,0 +1,70 @@
+//! Every bound the codec enforces, in one place.
+//!
+//! The wire format caps a single payload at 65 535 bytes (both lengths are
+//! u16), so everything per frame is small. What needs bounding is the stream:
+//! how much raw data a connection may stage, how much garbage it may skip while
+//! resynchronising, and how much one decode round may produce before the slot
+//! task yields to its neighbours.
+
+/// Length of a request header: prefix, msg_id, control, len1, len2, msg_type (§2.1).
+pub const REQUEST_HEADER_LEN: usize = 12;
+
+/// Length of a response header (§2.2).
+pub const RESPONSE_HEADER_LEN: usize = 16;
+
+/// Largest request body: `len1` is a u16 that also counts the 2-byte `msg_type`.
+pub const REQUEST_BODY_BYTES_MAX: usize = u16::MAX as usize - 2;
+
+/// Largest response payload, compressed or decompressed (§2.4).
+pub const PAYLOAD_BYTES_MAX: usize = u16::MAX as usize;
+
+/// Largest whole response frame on the wire.
+pub const RESPONSE_FRAME_BYTES_MAX: usize = RESPONSE_HEADER_LEN + PAYLOAD_BYTES_MAX;
+
+/// Raw bytes a slot task reads from its socket in one scheduling round.
+pub const ROUND_WIRE_BYTES_MAX: usize = 256 * 1024;
+
+/// Frames a slot task decodes in one scheduling round before it yields.
+pub const ROUND_FRAMES_MAX: usize = 64;
+
+/// Decoded payload bytes a slot task produces in one scheduling round before it yields.
+pub const ROUND_DECODED_BYTES_MAX: usize = 4 * 1024 * 1024;
+
+/// Hard bound on raw bytes staged in one [`FrameDecoder`](super::FrameDecoder):
+/// one full read round plus one frame that straddles the round's end.
+pub const RAW_STAGING_BYTES_MAX: usize = ROUND_WIRE_BYTES_MAX + RESPONSE_FRAME_BYTES_MAX;
+
+/// Garbage bytes a connection may discard while searching for the response
+/// magic, over its whole life, before the stream is declared broken (§2.6).
+pub const RESYNC_DISCARD_BYTES_MAX: usize = 65_536;
+
+/// Longest price varint (§3.1).
+pub const VARINT_BYTES_MAX: usize = 10;
+
+/// Most bars one 0x052d page may hold (§5.4).
+pub const BARS_PER_PAGE_MAX: u16 = 800;
+
+/// Most records one 0x044d page may hold (§5.3).
+pub const SECURITIES_PER_PAGE_MAX: u32 = 1600;
+
+/// Records per 0x0450 page served by real servers (§5.2).
+pub const LEGACY_SECURITIES_PER_PAGE: u16 = 1000;
+
+/// Most ticks one 0x0fc5 page may hold (§5.9).
+pub const TRADES_PER_PAGE_MAX: u16 = 1800;
+
+/// Most codes one 0x0547 refresh may name (§5.7).
+pub const REFRESH_CODES_MAX: usize = 100;
+
+/// Most codes one 0x053e / 0x054c request may name. The clients set no cap;
+/// this one keeps the reply (at most ~110 bytes a quote) inside one payload.
+pub const QUOTE_CODES_MAX: usize = 512;
+
+/// Size of a handshake reply payload (§4.1).
+pub const HANDSHAKE_REPLY_BYTES: usize = 189;
+
+const _: () = assert!(RAW_STAGING_BYTES_MAX >= 2 * RESPONSE_FRAME_BYTES_MAX);
+const _: () = assert!(ROUND_DECODED_BYTES_MAX >= ROUND_FRAMES_MAX * PAYLOAD_BYTES_MAX);
+const _: () = assert!(RESYNC_DISCARD_BYTES_MAX < RAW_STAGING_BYTES_MAX);
+const _: () = assert!(2 + SECURITIES_PER_PAGE_MAX as usize * 37 <= PAYLOAD_BYTES_MAX);
+const _: () = assert!(2 + LEGACY_SECURITIES_PER_PAGE as usize * 29 <= PAYLOAD_BYTES_MAX);
