@@ -69,6 +69,10 @@ pub struct Round {
 /// [`RESYNC_DISCARD_BYTES_MAX`] discarded bytes over the decoder's life is
 /// [`ProtoError::ResyncLimitExceeded`]. Any error is final for the stream:
 /// the connection must be retired and the decoder dropped.
+///
+/// The decoder yields frames with `msg_id` 0 (real servers echo whatever id
+/// they were sent); rejecting them as [`ProtoError::ZeroMsgId`] is the
+/// engine's matching policy, since it never sends id 0.
 #[derive(Debug)]
 pub struct FrameDecoder {
     /// Invariant: `staging.len() <= staging_max`.
@@ -141,9 +145,6 @@ impl FrameDecoder {
             .try_into()
             .expect("length checked above");
         let header = ResponseHeader::parse(header_bytes)?;
-        if header.msg_id == 0 {
-            return Err(ProtoError::ZeroMsgId);
-        }
         if header.is_compressed() {
             zlib::check_lengths(header.zip_length, header.length)?;
         }
@@ -379,11 +380,7 @@ mod tests {
     }
 
     #[test]
-    fn zero_msg_id_and_lying_lengths_are_errors() {
-        let mut decoder = FrameDecoder::new();
-        decoder.feed(&frame(0, b"x", Compression::Never)).unwrap();
-        assert_eq!(decoder.next_frame(), Err(ProtoError::ZeroMsgId));
-
+    fn lying_lengths_are_errors() {
         let mut lying = frame(1, b"abcdef", Compression::Never);
         lying[14] = 0xff; // length 255 while zip_length is 6
         let mut decoder = FrameDecoder::new();

@@ -64,7 +64,8 @@ pub enum ProtoError {
         /// The bound.
         max: usize,
     },
-    /// A response carried `msg_id` 0, which no request ever uses (§2.5).
+    /// A response carried `msg_id` 0, which the engine never sends, so it
+    /// answers nothing (§2.5). Raised by reply matching, not by the decoder.
     #[error("response msg_id is 0")]
     ZeroMsgId,
     /// `zip_length` cannot be the size of a zlib stream that inflates to `length`.
