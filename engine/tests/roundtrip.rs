@@ -1,0 +1,581 @@
+//! Encode-then-decode round trips for every command, both directions, and
+//! for whole frames through the stream decoder.
+//!
+//! Why: the reference server encodes with the same code the engine parses
+//! with; a value that does not survive the trip would make the simulation
+//! lie about what real servers send.
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+use tdx_engine::proto::commands::*;
+use tdx_engine::proto::frame::encode_response;
+use tdx_engine::proto::*;
+
+fn arb_market() -> impl Strategy<Value = Market> {
+    prop_oneof![Just(Market::Sz), Just(Market::Sh), Just(Market::Bj)]
+}
+
+fn arb_code_in(market: Market) -> impl Strategy<Value = SecurityCode> {
+    prop_oneof![
+        "[0-9]{6}",
+        // Prefixes that change behaviour: indexes, 3-decimal funds.
+        Just("399001".to_owned()),
+        Just("000300".to_owned()),
+        Just("510300".to_owned()),
+        Just("159915".to_owned()),
+        Just("899050".to_owned()),
+    ]
+    .prop_map(move |digits| {
+        SecurityCode::new(market, digits.as_bytes().try_into().unwrap()).unwrap()
+    })
+}
+
+fn arb_code() -> impl Strategy<Value = SecurityCode> {
+    arb_market().prop_flat_map(arb_code_in)
+}
+
+/// Non-negative finite floats (servers never send negative TDX floats, and NaN != NaN).
+fn arb_f32() -> impl Strategy<Value = f32> {
+    (0u32..0x7f80_0000).prop_map(f32::from_bits)
+}
+
+fn arb_var() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        -100i64..100,
+        -1_000_000_000i64..1_000_000_000,
+        any::<i64>().prop_map(|v| v >> 2)
+    ]
+}
+
+/// A GBK-encodable, trimmed name of at most `width` bytes.
+fn arb_name(width: usize) -> impl Strategy<Value = String> {
+    let chars = prop_oneof![
+        proptest::char::range('A', 'Z'),
+        proptest::char::range('0', '9'),
+        proptest::sample::select(vec![
+            '平', '安', '银', '行', '浦', '发', '指', '数', 'Ａ', '股'
+        ]),
+    ];
+    vec(chars, 0..=width / 2).prop_map(|cs| cs.into_iter().collect::<String>())
+}
+
+fn arb_date(years: std::ops::RangeInclusive<u16>) -> impl Strategy<Value = Date> {
+    (years, 1u8..=12, 1u8..=28).prop_map(|(y, m, d)| Date::new(y, m, d).unwrap())
+}
+
+fn arb_period() -> impl Strategy<Value = Period> {
+    prop_oneof![
+        Just(Period::Min5),
+        Just(Period::Min15),
+        Just(Period::Min30),
+        Just(Period::Min60),
+        Just(Period::Day),
+        Just(Period::Week),
+        Just(Period::Month),
+        Just(Period::Min1),
+        (1u16..100).prop_map(Period::Minutes),
+        (1u16..100).prop_map(Period::Days),
+        Just(Period::Quarter),
+        Just(Period::Year),
+        (1u16..100).prop_map(Period::Seconds),
+    ]
+}
+
+fn arb_time_for(period: Period) -> BoxedStrategy<DateTime> {
+    match period.stamp_form() {
+        StampForm::Packed => (arb_date(2004..=2035), 0u16..1440)
+            .prop_map(|(date, m)| DateTime {
+                date,
+                time: TimeOfDay::from_minutes(m).unwrap(),
+            })
+            .boxed(),
+        StampForm::Seconds => any::<u32>()
+            .prop_map(|raw| tdx_engine::proto::time::decode_seconds_stamp(raw).unwrap())
+            .boxed(),
+        StampForm::Date => arb_date(1990..=2099)
+            .prop_map(|date| DateTime {
+                date,
+                time: TimeOfDay::new(15, 0, 0, 0).unwrap(),
+            })
+            .boxed(),
+    }
+}
+
+fn arb_bars_request() -> impl Strategy<Value = Bars> {
+    (
+        arb_code(),
+        arb_period(),
+        any::<u16>(),
+        1u16..=800,
+        0u8..5,
+        any::<u32>(),
+        any::<bool>(),
+    )
+        .prop_map(|(code, period, start, count, adjust, anchor, short)| {
+            let mut bars = Bars::new(code, period, start, count);
+            bars.adjust = [
+                Adjust::None,
+                Adjust::Forward,
+                Adjust::Backward,
+                Adjust::FixedForward,
+                Adjust::FixedBackward,
+            ][adjust as usize];
+            bars.anchor_date = anchor;
+            bars.layout = if short {
+                BarsLayout::Short
+            } else {
+                BarsLayout::Long
+            };
+            bars
+        })
+}
+
+fn arb_bars_and_reply() -> impl Strategy<Value = (Bars, Vec<Bar>)> {
+    arb_bars_request().prop_flat_map(|request| {
+        let index = request.code.is_index();
+        let bar = (
+            arb_time_for(request.period),
+            vec(-10_000_000i64..10_000_000, 4),
+            arb_f32(),
+            arb_f32(),
+            any::<(u16, u16)>(),
+        )
+            .prop_map(move |(time, p, volume, amount, (up, down))| Bar {
+                time,
+                open: Price(p[0]),
+                close: Price(p[1]),
+                high: Price(p[2]),
+                low: Price(p[3]),
+                volume,
+                amount,
+                breadth: index.then_some(Breadth { up, down }),
+            });
+        (Just(request), vec(bar, 0..40))
+    })
+}
+
+fn arb_target() -> impl Strategy<Value = QuoteTarget> {
+    arb_code().prop_map(QuoteTarget::from)
+}
+
+fn price_at(scale: PriceScale) -> impl Strategy<Value = Price> {
+    (-10_000_000i64..10_000_000).prop_map(move |raw| scale.to_price(raw).unwrap())
+}
+
+fn arb_level(scale: PriceScale) -> impl Strategy<Value = Level> {
+    (price_at(scale), price_at(scale), arb_var(), arb_var()).prop_map(
+        |(bid, ask, bid_volume, ask_volume)| Level {
+            bid,
+            ask,
+            bid_volume,
+            ask_volume,
+        },
+    )
+}
+
+fn arb_head(target: QuoteTarget) -> impl Strategy<Value = QuoteHead> {
+    let s = target.scale;
+    (
+        vec(price_at(s), 5),
+        vec(arb_var(), 8),
+        any::<u16>(),
+        arb_f32(),
+    )
+        .prop_map(move |(p, v, active1, amount)| QuoteHead {
+            code: target.code,
+            active1,
+            price: p[0],
+            last_close: p[1],
+            open: p[2],
+            high: p[3],
+            low: p[4],
+            time_raw: v[0],
+            reserved_a: v[1],
+            total_volume: v[2],
+            current_volume: v[3],
+            amount,
+            inside_volume: v[4],
+            outside_volume: v[5],
+            reserved_b: v[6],
+            open_amount_raw: v[7],
+        })
+}
+
+fn arb_quote(target: QuoteTarget) -> impl Strategy<Value = Quote> {
+    (
+        arb_head(target),
+        vec(arb_level(target.scale), 5),
+        any::<u16>(),
+        vec(arb_var(), 4),
+        any::<i16>(),
+        any::<u16>(),
+    )
+        .prop_map(|(head, levels, status, m, rise_speed_raw, active2)| Quote {
+            head,
+            levels: levels.try_into().unwrap(),
+            status,
+            tail_metrics: m.try_into().unwrap(),
+            rise_speed_raw,
+            active2,
+        })
+}
+
+fn arb_quotes() -> impl Strategy<Value = (Quotes, QuotesReply)> {
+    vec(arb_target(), 1..12).prop_flat_map(|targets| {
+        let quotes: Vec<_> = targets.iter().map(|t| arb_quote(*t)).collect();
+        (Just(Quotes { targets }), any::<u16>(), quotes).prop_map(
+            |(request, unknown_head, quotes)| {
+                (
+                    request,
+                    QuotesReply {
+                        unknown_head,
+                        quotes,
+                    },
+                )
+            },
+        )
+    })
+}
+
+fn arb_snapshots() -> impl Strategy<Value = (Snapshots, SnapshotsReply)> {
+    vec(arb_target(), 1..12).prop_flat_map(|targets| {
+        let records: Vec<_> = targets
+            .iter()
+            .map(|t| {
+                (arb_head(*t), arb_level(t.scale), vec(any::<u8>(), 56)).prop_map(
+                    |(head, level, tail)| Snapshot {
+                        head,
+                        level,
+                        tail_raw: tail.try_into().unwrap(),
+                    },
+                )
+            })
+            .collect();
+        (Just(Snapshots { targets }), any::<u16>(), records).prop_map(
+            |(request, unknown_head, snapshots)| {
+                (
+                    request,
+                    SnapshotsReply {
+                        unknown_head,
+                        snapshots,
+                    },
+                )
+            },
+        )
+    })
+}
+
+fn arb_refresh_record(target: QuoteTarget) -> impl Strategy<Value = RefreshRecord> {
+    let s = target.scale;
+    (
+        vec(price_at(s), 5),
+        vec(arb_var(), 8),
+        (any::<u16>(), any::<u32>(), arb_f32()),
+        vec(arb_level(s), 5),
+        // Tail bytes >= 0x80 cannot start a marker (market ids are 0..=2).
+        vec(0x80u8..=0xff, 0..8),
+    )
+        .prop_map(
+            move |(p, v, (active, update_time_raw, amount), levels, tail_raw)| RefreshRecord {
+                code: target.code,
+                active,
+                price: p[0],
+                last_close: p[1],
+                open: p[2],
+                high: p[3],
+                low: p[4],
+                update_time_raw,
+                status_raw: v[0],
+                total_volume: v[1],
+                current_volume: v[2],
+                amount,
+                inside_volume: v[3],
+                outside_volume: v[4],
+                reserved: v[5],
+                open_amount_raw: v[6],
+                levels: levels.try_into().unwrap(),
+                tail_raw,
+            },
+        )
+}
+
+fn arb_refresh() -> impl Strategy<Value = (Refresh, RefreshReply)> {
+    vec((arb_target(), any::<u32>()), 1..10).prop_flat_map(|targets| {
+        let records: Vec<_> = targets
+            .iter()
+            .map(|(t, _)| arb_refresh_record(*t))
+            .collect();
+        let request = Refresh {
+            targets: targets
+                .into_iter()
+                .map(|(target, cursor)| RefreshTarget { target, cursor })
+                .collect(),
+        };
+        (Just(request), records).prop_map(|(request, records)| (request, RefreshReply { records }))
+    })
+}
+
+fn arb_minutes() -> impl Strategy<Value = (Minutes, MinuteLine)> {
+    (arb_target(), any::<[u8; 4]>()).prop_flat_map(|(target, reserved_tail)| {
+        let point = (
+            price_at(target.scale),
+            -100_000_000i64..100_000_000,
+            arb_var(),
+        )
+            .prop_map(|(price, average_raw, volume)| MinutePoint {
+                price,
+                average_raw,
+                volume,
+            });
+        (
+            Just(Minutes {
+                target,
+                reserved_tail,
+            }),
+            any::<u16>(),
+            vec(point, 0..240),
+        )
+            .prop_map(move |(request, reserved, points)| {
+                (
+                    request,
+                    MinuteLine {
+                        reserved,
+                        scale: target.scale,
+                        points,
+                    },
+                )
+            })
+    })
+}
+
+fn arb_trades() -> impl Strategy<Value = (Trades, Vec<Trade>)> {
+    let request = (arb_code(), any::<u16>(), 1u16..=1800).prop_map(|(code, start, count)| Trades {
+        code,
+        start,
+        count,
+    });
+    let trade = (
+        0u16..1440,
+        price_at(PriceScale::HUNDREDTHS),
+        vec(arb_var(), 4),
+    )
+        .prop_map(|(minutes, price, v)| Trade {
+            minutes,
+            price,
+            volume: v[0],
+            order_count: v[1],
+            status_raw: v[2],
+            tail_raw: v[3],
+        });
+    (request, vec(trade, 0..100))
+}
+
+fn arb_securities() -> impl Strategy<Value = (SecurityList, Vec<Security>)> {
+    (arb_market(), any::<u32>(), 1u32..=1600).prop_flat_map(|(market, start, limit)| {
+        let record = (
+            arb_code_in(market),
+            any::<u16>(),
+            arb_name(16),
+            arb_f32(),
+            any::<u8>(),
+            arb_f32(),
+            any::<[u8; 4]>(),
+        )
+            .prop_map(
+                |(
+                    code,
+                    multiple,
+                    name,
+                    volume_ratio_base,
+                    decimal,
+                    previous_close,
+                    unknown_3_raw,
+                )| Security {
+                    code,
+                    multiple,
+                    name,
+                    volume_ratio_base,
+                    decimal,
+                    previous_close,
+                    unknown_3_raw,
+                },
+            );
+        (
+            Just(SecurityList {
+                market,
+                start,
+                limit,
+            }),
+            vec(record, 0..50),
+        )
+    })
+}
+
+fn arb_legacy_securities() -> impl Strategy<Value = (LegacySecurityList, Vec<LegacySecurity>)> {
+    (arb_market(), any::<u16>()).prop_flat_map(|(market, start)| {
+        let record = (
+            arb_code_in(market),
+            any::<u16>(),
+            arb_name(8),
+            any::<[u8; 4]>(),
+            any::<i8>(),
+            arb_f32(),
+            any::<[u8; 4]>(),
+        )
+            .prop_map(
+                |(code, volunit, name, unknown_1_raw, decimal, previous_close, unknown_2_raw)| {
+                    LegacySecurity {
+                        code,
+                        volunit,
+                        name,
+                        unknown_1_raw,
+                        decimal,
+                        previous_close,
+                        unknown_2_raw,
+                    }
+                },
+            );
+        (
+            Just(LegacySecurityList { market, start }),
+            vec(record, 0..50),
+        )
+    })
+}
+
+fn arb_handshake() -> impl Strategy<Value = (Handshake, HandshakeReply)> {
+    (
+        1u8..=2,
+        (
+            any::<u8>(),
+            any::<[u8; 9]>(),
+            any::<[u16; 8]>(),
+            any::<[u16; 8]>(),
+        ),
+        any::<[u32; 4]>(),
+        (
+            any::<[u8; 10]>(),
+            any::<[u8; 8]>(),
+            arb_name(84),
+            arb_name(29),
+        ),
+    )
+        .prop_map(
+            |(
+                step,
+                (u0, c, s1, s2),
+                d,
+                (flags_raw, tail_control_raw, server_name, product_tag),
+            )| {
+                let reply = HandshakeReply {
+                    unknown_0: u0,
+                    clock: ServerClock {
+                        year: u16::from_le_bytes([c[0], c[1]]),
+                        day: c[2],
+                        month: c[3],
+                        minute: c[4],
+                        hour: c[5],
+                        unknown: c[6],
+                        second: c[7],
+                    },
+                    session_minutes_1: s1,
+                    session_minutes_2: s2,
+                    unknown_41: c[8],
+                    server_date_1_raw: d[0],
+                    unknown_time_1_raw: d[1],
+                    server_date_2_raw: d[2],
+                    unknown_time_2_raw: d[3],
+                    flags_raw,
+                    server_name,
+                    tail_control_raw,
+                    product_tag,
+                };
+                (Handshake { step }, reply)
+            },
+        )
+}
+
+/// Every command as a (request, reply) pair.
+fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
+    prop_oneof![
+        arb_handshake().prop_map(|(q, r)| (q.into(), Reply::Handshake(r))),
+        (vec(any::<u8>(), 0..64), vec(any::<u8>(), 0..400))
+            .prop_map(|(body, reply)| (LegacySetup { body }.into(), Reply::LegacySetup(reply))),
+        (any::<[u8; 6]>(), any::<u32>()).prop_map(|(reserved, server_date_raw)| (
+            Heartbeat.into(),
+            Reply::Heartbeat(HeartbeatReply {
+                reserved,
+                server_date_raw
+            })
+        )),
+        (arb_market(), any::<u32>(), any::<u16>()).prop_map(|(market, client_date, count)| (
+            SecurityCount {
+                market,
+                client_date
+            }
+            .into(),
+            Reply::SecurityCount(count)
+        )),
+        arb_legacy_securities().prop_map(|(q, r)| (q.into(), Reply::LegacySecurityList(r))),
+        arb_securities().prop_map(|(q, r)| (q.into(), Reply::SecurityList(r))),
+        arb_bars_and_reply().prop_map(|(q, r)| (q.into(), Reply::Bars(r))),
+        arb_quotes().prop_map(|(q, r)| (q.into(), Reply::Quotes(r))),
+        arb_snapshots().prop_map(|(q, r)| (q.into(), Reply::Snapshots(r))),
+        arb_refresh().prop_map(|(q, r)| (q.into(), Reply::Refresh(r))),
+        arb_minutes().prop_map(|(q, r)| (q.into(), Reply::Minutes(r))),
+        arb_trades().prop_map(|(q, r)| (q.into(), Reply::Trades(r))),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The server decodes exactly what the client encoded, and the client
+    /// parses exactly what the server encoded.
+    #[test]
+    fn every_command_round_trips((request, reply) in arb_exchange(), msg_id in 1u32.., zlib in any::<bool>()) {
+        // Request: frame -> request decoder -> typed request.
+        let mut wire = Vec::new();
+        request.encode_frame(msg_id, &mut wire).unwrap();
+        let mut requests = RequestDecoder::new();
+        requests.feed(&wire).unwrap();
+        let frame = requests.next_frame().unwrap().unwrap();
+        prop_assert_eq!(frame.header.msg_id, msg_id);
+        prop_assert_eq!(&Request::decode(frame.header.msg_type, &frame.body).unwrap(), &request);
+
+        // Reply: payload -> response frame -> frame decoder -> typed reply.
+        let mut payload = Vec::new();
+        request.encode_reply(&reply, &mut payload).unwrap();
+        let compression = if zlib { Compression::IfSmaller(6) } else { Compression::Never };
+        let mut wire = Vec::new();
+        encode_response(&mut wire, msg_id, request.msg_type(), &payload, compression).unwrap();
+        let mut frames = FrameDecoder::new();
+        frames.feed(&wire).unwrap();
+        let frame = frames.next_frame().unwrap().unwrap();
+        prop_assert_eq!(frame.header.msg_type, request.msg_type());
+        prop_assert_eq!(&frame.payload[..], &payload[..]);
+        prop_assert_eq!(request.parse_reply(&frame.payload).unwrap(), reply);
+    }
+
+    /// Parsers given any bytes return a value or a typed error, never panic.
+    #[test]
+    fn parsers_never_panic_on_garbage((request, _) in arb_exchange(), payload in vec(any::<u8>(), 0..600)) {
+        let _ = request.parse_reply(&payload);
+        let _ = Request::decode(request.msg_type(), &payload);
+    }
+
+    /// A truncated reply is an error for every command whose layout has no
+    /// optional tail (the server never relies on clients ignoring bytes).
+    #[test]
+    fn truncated_replies_are_errors((request, reply) in arb_exchange(), cut in any::<prop::sample::Index>()) {
+        let mut payload = Vec::new();
+        request.encode_reply(&reply, &mut payload).unwrap();
+        prop_assume!(!matches!(request, Request::LegacySetup(_)));
+        prop_assume!(!payload.is_empty());
+        let cut = cut.index(payload.len());
+        if let Ok(parsed) = request.parse_reply(&payload[..cut]) {
+            // Only a cut on a record boundary of a count-prefixed list may parse,
+            // and then it must differ from the whole reply.
+            prop_assert_ne!(parsed, reply);
+        }
+    }
+}
