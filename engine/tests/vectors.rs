@@ -29,7 +29,7 @@ use tdx_engine::proto::*;
 const OUT_OF_SCOPE: &[&str] = &["0x000f", "0x051d", "0x056a", "0x0fb4", "0x0fb5"];
 
 fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd hex length");
+    assert!(s.len().is_multiple_of(2), "odd hex length");
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))

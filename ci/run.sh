@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The project's full check, as the README's test command: formatting, lints,
+# every test, the Supervisor purity check and a fixed-budget fuzz smoke.
+# Installs what it needs (cargo-fuzz) itself; runs from any directory.
+#
+#   FUZZ_SECONDS=N   seconds per fuzz target (default 20; 0 skips the smoke)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+CARGO_FUZZ_VERSION="0.13.2"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain"
+cargo --version
+rustc --version
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    rustup component add rustfmt clippy
+fi
+
+step "fmt"
+cargo fmt --all -- --check
+
+step "clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "supervisor purity"
+# The Supervisor is a pure state machine: no runtime, clock, sockets,
+# threads, files or unseeded randomness under engine/src/supervisor/.
+if [ -d engine/src/supervisor ]; then
+    if grep -rnE 'tokio|Instant::now|SystemTime::now|std::net|std::thread|thread_rng|rand::random|std::fs' \
+        engine/src/supervisor | grep -vE '^\S+:[0-9]+:\s*//'; then
+        echo "impure code under engine/src/supervisor" >&2
+        exit 1
+    fi
+    echo "pure"
+else
+    echo "no supervisor yet"
+fi
+
+step "fuzz smoke (${FUZZ_SECONDS}s per target)"
+if [ "$FUZZ_SECONDS" -gt 0 ]; then
+    if ! cargo +nightly --version >/dev/null 2>&1; then
+        echo "the fuzz smoke needs the nightly toolchain (cargo +nightly); none is installed" >&2
+        exit 1
+    fi
+    if ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
+        cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
+    fi
+    mkdir -p target/fuzz-logs
+    for target in $(cargo +nightly fuzz list); do
+        step "fuzz $target"
+        log="target/fuzz-logs/$target.log"
+        if ! cargo +nightly fuzz run "$target" -- -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 >"$log" 2>&1; then
+            tail -n 60 "$log" >&2
+            echo "fuzz target $target failed; the crashing input is under fuzz/artifacts/$target/" >&2
+            exit 1
+        fi
+        grep -E '^Done' "$log" || true
+    done
+fi
+
+step "tests"
+cargo test --workspace --locked
