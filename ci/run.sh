@@ -62,4 +62,9 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
 fi
 
 step "tests"
-cargo test --workspace --locked
+mkdir -p target
+cargo test --workspace --locked 2>&1 | tee target/test.log
+# One closing line for the whole run (cargo prints one per test binary,
+# and the last of those is a doc-test binary that may hold none).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
