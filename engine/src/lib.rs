@@ -12,3 +12,4 @@
 #![warn(missing_docs)]
 
 pub mod proto;
+pub mod supervisor;

@@ -1,0 +1,252 @@
+//! Supervisor configuration: every knob with its default, its reason and its
+//! effect, checked once at build time.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Most slots one engine may hold. 160 is the largest pool in use; this
+/// leaves room while keeping every per-slot scan cheap.
+pub const SLOTS_MAX: usize = 4096;
+
+/// A server the pool may connect to. The Supervisor treats it as a label;
+/// the driver resolves and connects.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Endpoint {
+    /// Host name or address.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+impl Endpoint {
+    /// An endpoint.
+    pub fn new(host: impl Into<String>, port: u16) -> Self {
+        Self {
+            host: host.into(),
+            port,
+        }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// What the Supervisor decides with. Build one with [`Default`] and set
+/// fields, then [`SupervisorConfig::validate`] (also called by
+/// `Supervisor::new`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SupervisorConfig {
+    /// Ranked endpoints, best first. Slots start on the first
+    /// `server_count`; a slot that keeps failing falls back to the next one.
+    pub endpoints: Vec<Endpoint>,
+    /// Servers used at once. Default 2.
+    pub server_count: usize,
+    /// Connections per server. Default 4. The pool holds
+    /// `server_count * connections_per_server` slots.
+    pub connections_per_server: usize,
+    /// Requests that may wait beyond one per slot. Default 256. Admission
+    /// capacity is `pool_size + max_pending_requests`; past it a submit is
+    /// answered `PoolBusy` at once.
+    pub max_pending_requests: usize,
+    /// Deadline for a TCP connect plus handshake. Default 8 s.
+    pub connect_timeout: Duration,
+    /// Deadline for a heartbeat's reply. Default 8 s.
+    pub heartbeat_timeout: Duration,
+    /// An idle, unpinned slot sends a heartbeat after this long. Default
+    /// 30 s; `None` disables heartbeats.
+    pub heartbeat_interval: Option<Duration>,
+    /// Push frames buffered before the oldest is dropped. Default 65 536.
+    pub push_frames_max: usize,
+    /// Push payload bytes buffered before the oldest is dropped. Default 64 MiB.
+    pub push_bytes_max: usize,
+    /// First reconnect delay after a failure. Default 50 ms.
+    pub backoff_min: Duration,
+    /// Largest reconnect delay. Default 5 s.
+    pub backoff_max: Duration,
+    /// Consecutive failures after which a slot moves to the next ranked
+    /// endpoint. Default 3.
+    pub failures_before_fallback: u32,
+    /// How long close waits for every slot to confirm it closed before it
+    /// reports `FailedClosing`. Default 1 s.
+    pub close_gate: Duration,
+    /// Seeds every random choice (slot choice, jitter, msg_ids).
+    pub rng_seed: u64,
+}
+
+impl Default for SupervisorConfig {
+    fn default() -> Self {
+        Self {
+            endpoints: Vec::new(),
+            server_count: 2,
+            connections_per_server: 4,
+            max_pending_requests: 256,
+            connect_timeout: Duration::from_secs(8),
+            heartbeat_timeout: Duration::from_secs(8),
+            heartbeat_interval: Some(Duration::from_secs(30)),
+            push_frames_max: 65_536,
+            push_bytes_max: 64 * 1024 * 1024,
+            backoff_min: Duration::from_millis(50),
+            backoff_max: Duration::from_secs(5),
+            failures_before_fallback: 3,
+            close_gate: Duration::from_secs(1),
+            rng_seed: 0,
+        }
+    }
+}
+
+/// A configuration the Supervisor refuses, naming the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid configuration: {field}: {reason}")]
+pub struct ConfigError {
+    /// The field at fault.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl SupervisorConfig {
+    /// Slots in the pool.
+    pub fn pool_size(&self) -> usize {
+        self.server_count * self.connections_per_server
+    }
+
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field, reason: &str| {
+            Err(ConfigError {
+                field,
+                reason: reason.to_owned(),
+            })
+        };
+        if self.endpoints.is_empty() {
+            return err("endpoints", "at least one endpoint is needed");
+        }
+        if self.server_count == 0 {
+            return err("server_count", "must be at least 1");
+        }
+        if self.server_count > self.endpoints.len() {
+            return Err(ConfigError {
+                field: "server_count",
+                reason: format!(
+                    "{} servers requested but only {} endpoints given",
+                    self.server_count,
+                    self.endpoints.len()
+                ),
+            });
+        }
+        if self.connections_per_server == 0 {
+            return err("connections_per_server", "must be at least 1");
+        }
+        if self.pool_size() > SLOTS_MAX {
+            return Err(ConfigError {
+                field: "connections_per_server",
+                reason: format!(
+                    "pool of {} slots exceeds the maximum of {SLOTS_MAX}",
+                    self.pool_size()
+                ),
+            });
+        }
+        if self.push_frames_max == 0 {
+            return err("push_frames_max", "must be at least 1");
+        }
+        if self.push_bytes_max == 0 {
+            return err("push_bytes_max", "must be at least 1");
+        }
+        if self.connect_timeout.is_zero() {
+            return err("connect_timeout", "must be positive");
+        }
+        if self.heartbeat_timeout.is_zero() {
+            return err("heartbeat_timeout", "must be positive");
+        }
+        if self.heartbeat_interval.is_some_and(|d| d.is_zero()) {
+            return err("heartbeat_interval", "must be positive, or None to disable");
+        }
+        if self.backoff_min.is_zero() || self.backoff_min > self.backoff_max {
+            return err("backoff_min", "must be positive and at most backoff_max");
+        }
+        if self.failures_before_fallback == 0 {
+            return err("failures_before_fallback", "must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> SupervisorConfig {
+        SupervisorConfig {
+            endpoints: vec![Endpoint::new("127.0.0.1", 7709); 2],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_valid_and_documented_values() {
+        let c = config();
+        c.validate().unwrap();
+        assert_eq!(c.pool_size(), 8);
+        assert_eq!(c.max_pending_requests, 256);
+        assert_eq!(c.heartbeat_interval, Some(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases: Vec<(&str, SupervisorConfig)> = vec![
+            ("endpoints", SupervisorConfig::default()),
+            (
+                "server_count",
+                SupervisorConfig {
+                    server_count: 3,
+                    ..config()
+                },
+            ),
+            (
+                "connections_per_server",
+                SupervisorConfig {
+                    connections_per_server: 0,
+                    ..config()
+                },
+            ),
+            (
+                "connections_per_server",
+                SupervisorConfig {
+                    connections_per_server: SLOTS_MAX,
+                    ..config()
+                },
+            ),
+            (
+                "heartbeat_interval",
+                SupervisorConfig {
+                    heartbeat_interval: Some(Duration::ZERO),
+                    ..config()
+                },
+            ),
+            (
+                "backoff_min",
+                SupervisorConfig {
+                    backoff_min: Duration::from_secs(10),
+                    ..config()
+                },
+            ),
+            (
+                "push_bytes_max",
+                SupervisorConfig {
+                    push_bytes_max: 0,
+                    ..config()
+                },
+            ),
+        ];
+        for (field, c) in cases {
+            let e = c.validate().unwrap_err();
+            assert_eq!(e.field, field);
+            assert!(e.to_string().contains(field));
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! What goes into the Supervisor ([`Input`]) and what comes out ([`Action`]).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use super::ids::{Epoch, Generation, PinId, RequestId, SlotId};
+use crate::proto::{ProtoError, Reply, Request, ResponseHeader};
+
+/// An event for [`Supervisor::handle`](super::Supervisor::handle).
+#[derive(Debug)]
+pub enum Input {
+    /// A caller submits a request. `deadline` covers queueing, connecting,
+    /// sending and the reply; `retry_safe` allows one resend after the
+    /// connection carrying it fails. With `pin`, the request runs on that
+    /// pin's slot, in the pin's own FIFO.
+    Submit {
+        /// Caller-chosen id, unique for the engine's life.
+        id: RequestId,
+        /// What to send.
+        request: Arc<Request>,
+        /// Absolute deadline.
+        deadline: Instant,
+        /// May be resent once on a new connection.
+        retry_safe: bool,
+        /// Run on this pin's slot.
+        pin: Option<PinId>,
+    },
+    /// A caller gives up on a request.
+    Cancel {
+        /// The request.
+        id: RequestId,
+    },
+    /// A caller asks for one slot for exclusive use, through the same FIFO
+    /// as requests. Answered by [`Action::PinGranted`] or [`Action::PinEnded`].
+    Pin {
+        /// Caller-chosen id, unique for the engine's life.
+        id: PinId,
+        /// Give up waiting for a slot at this time.
+        deadline: Instant,
+    },
+    /// A caller releases a pin (granted or still waiting).
+    Unpin {
+        /// The pin.
+        id: PinId,
+    },
+    /// The slot task's TCP connection is up; the handshake is under way.
+    SlotConnected {
+        /// The slot.
+        slot: SlotId,
+        /// Epoch of the connect.
+        epoch: Epoch,
+        /// Generation of the connect.
+        generation: Generation,
+    },
+    /// The slot task finished the 0x000d handshake; the slot can carry requests.
+    SlotReady {
+        /// The slot.
+        slot: SlotId,
+        /// Epoch of the connect.
+        epoch: Epoch,
+        /// Generation of the connect.
+        generation: Generation,
+    },
+    /// The slot task ended with an error (connect, handshake, I/O, stream
+    /// protocol error, peer closed). Its socket is closed.
+    SlotFailed {
+        /// The slot.
+        slot: SlotId,
+        /// Epoch of the connect.
+        epoch: Epoch,
+        /// Generation that failed.
+        generation: Generation,
+        /// Why.
+        error: SlotError,
+    },
+    /// The slot task ended after [`Action::Retire`]; its socket is closed.
+    SlotClosed {
+        /// The slot.
+        slot: SlotId,
+        /// Epoch of the retired connection.
+        epoch: Epoch,
+        /// The retired generation.
+        generation: Generation,
+    },
+    /// The request frame for `msg_id` was fully written.
+    SendCompleted {
+        /// The slot.
+        slot: SlotId,
+        /// Epoch.
+        epoch: Epoch,
+        /// Generation.
+        generation: Generation,
+        /// The frame's msg_id.
+        msg_id: u32,
+    },
+    /// A whole response frame arrived on a slot.
+    Frame {
+        /// The slot.
+        slot: SlotId,
+        /// Epoch.
+        epoch: Epoch,
+        /// Generation.
+        generation: Generation,
+        /// The frame's header.
+        header: ResponseHeader,
+        /// The body, parsed by the slot task when it was the reply it awaited.
+        body: FrameBody,
+    },
+    /// A push reader wants up to `max` buffered pushes.
+    ReadPushes {
+        /// Most [`Action::Push`] to emit.
+        max: usize,
+    },
+    /// Time passed; fire due timers. Any input does this too.
+    Tick,
+    /// Close the engine: admit nothing more, end every waiter, retire every slot.
+    Close,
+    /// The driver cannot go on (for example its runtime died): close at
+    /// once and report failure.
+    Fatal {
+        /// Why, for diagnostics.
+        reason: String,
+    },
+}
+
+/// A frame's body as the slot task delivers it.
+#[derive(Debug, Clone)]
+pub enum FrameBody {
+    /// The slot task parsed it as the reply to the request it sent.
+    Reply(Box<Reply>),
+    /// The slot task expected this reply but its payload did not parse.
+    Invalid(ProtoError),
+    /// Not parsed (not the awaited reply): a push, or stale.
+    Raw(Bytes),
+}
+
+/// Why a slot task ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum SlotError {
+    /// TCP connect failed or timed out.
+    Connect(String),
+    /// The handshake failed (bad reply, wrong id, short payload).
+    Handshake(String),
+    /// Socket I/O failed.
+    Io(String),
+    /// The peer closed the connection.
+    PeerClosed,
+    /// The byte stream broke the protocol (framing, zlib, resync).
+    Protocol(String),
+    /// The slot broke one of its own memory bounds.
+    Budget(String),
+}
+
+/// Why a request ended without a reply. Every accepted request gets exactly
+/// one [`Action::Complete`], with a reply or one of these.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+pub enum RequestError {
+    /// Admission queue full; retry later or raise `max_pending_requests`.
+    #[error("pool busy: the admission queue is full")]
+    PoolBusy,
+    /// Cancelled by the caller.
+    #[error("cancelled")]
+    Cancelled,
+    /// The deadline passed (queued, connecting, or awaiting the reply).
+    #[error("timed out")]
+    TimedOut,
+    /// The engine is closing or closed.
+    #[error("engine closed")]
+    Closed,
+    /// The connection carrying it failed (after the one retry, if allowed).
+    #[error("connection lost: {0:?}")]
+    ConnectionLost(SlotError),
+    /// The reply did not parse (after the one retry, if allowed).
+    #[error("bad reply: {0}")]
+    BadReply(String),
+    /// The pin it was submitted on does not exist or has ended.
+    #[error("pin lost")]
+    PinLost,
+    /// The id was already in use; the request was not admitted.
+    #[error("duplicate request id")]
+    DuplicateId,
+    /// The driver failed.
+    #[error("engine failed: {0}")]
+    Fatal(String),
+}
+
+/// The engine's close state (§ invariant 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum CloseState {
+    /// Serving.
+    Running,
+    /// Close called; waiting for every slot to confirm it closed.
+    Closing,
+    /// Every waiter ended and every slot closed. Final.
+    Closed,
+    /// The close gate passed without proof that every slot closed.
+    FailedClosing,
+    /// Final after `FailedClosing`.
+    FailedClosed,
+}
+
+impl CloseState {
+    /// True once nothing more is admitted.
+    pub fn is_closing(self) -> bool {
+        self != Self::Running
+    }
+
+    /// True in the two final states.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Closed | Self::FailedClosed)
+    }
+}
+
+/// Something the driver must do, from
+/// [`Supervisor::poll_action`](super::Supervisor::poll_action).
+#[derive(Debug)]
+pub enum Action {
+    /// Start a slot task: connect to `endpoint` (an index into the ranked
+    /// endpoints) and handshake, before `deadline`.
+    Connect {
+        /// The slot.
+        slot: SlotId,
+        /// Epoch to stamp on its events.
+        epoch: Epoch,
+        /// Generation to stamp on its events.
+        generation: Generation,
+        /// Index into the configured endpoints.
+        endpoint: usize,
+        /// Give up connecting (and report `SlotFailed`) at this time.
+        deadline: Instant,
+    },
+    /// Write `request` as a frame with `msg_id` on the slot, then report
+    /// `SendCompleted`; parse the frame that answers it.
+    Send {
+        /// The slot.
+        slot: SlotId,
+        /// Epoch.
+        epoch: Epoch,
+        /// Generation.
+        generation: Generation,
+        /// The frame's msg_id (never 0).
+        msg_id: u32,
+        /// What to send.
+        request: Arc<Request>,
+    },
+    /// Close the slot's socket, drop its decoder, end its task, then report
+    /// `SlotClosed` with this generation.
+    Retire {
+        /// The slot.
+        slot: SlotId,
+        /// Epoch.
+        epoch: Epoch,
+        /// The generation to retire.
+        generation: Generation,
+    },
+    /// A request ended. Emitted exactly once per admitted request, and once
+    /// (with `PoolBusy`, `Closed`, `DuplicateId` or `PinLost`) for a refused one.
+    Complete {
+        /// The request.
+        id: RequestId,
+        /// Its reply, or why it has none.
+        outcome: Result<Box<Reply>, RequestError>,
+    },
+    /// A pin got its slot.
+    PinGranted {
+        /// The pin.
+        id: PinId,
+        /// Its slot.
+        slot: SlotId,
+    },
+    /// A pin ended: released (`Cancelled`), timed out waiting, its slot
+    /// failed (`PinLost`), or the engine closed.
+    PinEnded {
+        /// The pin.
+        id: PinId,
+        /// Why.
+        reason: RequestError,
+    },
+    /// An unsolicited frame, for a push reader.
+    Push {
+        /// The slot it came on.
+        slot: SlotId,
+        /// Its header.
+        header: ResponseHeader,
+        /// Its payload.
+        payload: Bytes,
+    },
+    /// Pushes were dropped because the buffer was full; reported once, on
+    /// the next push read, with the total dropped so far.
+    PushOverflow {
+        /// Frames dropped since the engine started.
+        dropped_total: u64,
+    },
+    /// The close state changed.
+    CloseStateChanged {
+        /// The new state.
+        state: CloseState,
+    },
+}

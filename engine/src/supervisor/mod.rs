@@ -1,0 +1,1253 @@
+//! The Supervisor: the single owner of all pool state, as a pure state machine.
+//!
+//! It does no I/O, reads no clock, spawns nothing and draws no unseeded
+//! chance: time comes in with every input and chance from
+//! `SupervisorConfig::rng_seed`. That is what lets one engine run on Tokio,
+//! inside turmoil, and under proptest with every ordering replayable.
+//!
+//! # Driving it
+//!
+//! ```text
+//! let mut sup = Supervisor::new(config, now)?;
+//! loop {
+//!     while let Some(action) = sup.poll_action() { carry it out }
+//!     wait for the next input or until sup.poll_timeout()
+//!     sup.handle(now, input_or_Tick);
+//! }
+//! ```
+//!
+//! After **every** `handle`, drain `poll_action` until `None`, then sleep
+//! until `poll_timeout` or the next input. `poll_timeout` changes after
+//! `handle` only; a wake-up with nothing due is harmless.
+//!
+//! # What it decides
+//!
+//! - **Admission.** Capacity is `pool_size + max_pending_requests`, counting
+//!   waiting permits (queued requests and pins) and active leases apart; a
+//!   full engine answers `PoolBusy` at once. Waiters are served FIFO.
+//! - **Slot choice.** Among idle ready slots, power-of-two-choices on latency
+//!   EWMA x (1 + recent failures), so load spreads across servers.
+//! - **Deadlines.** One absolute deadline per request covers queueing,
+//!   connecting, sending and the reply. Cancel or timeout after a send
+//!   retires the slot's generation before the slot is reused. A retry-safe
+//!   request whose connection fails is resent at most once, inside the same
+//!   deadline, and only on a connection other than the retired one.
+//! - **Matching.** A frame is a reply only if epoch, slot, generation,
+//!   msg_id, msg_type and the send boundary all match; a frame from an old
+//!   epoch or generation is stale and dropped; a repeat of an ended exchange
+//!   is late and dropped; any other frame is a push (msg_id 0 is a protocol
+//!   error: the generation is retired).
+//! - **Pins, heartbeats, pushes, reconnects, close**: see [`Input`] and
+//!   [`Action`].
+//!
+//! Inputs that make no sense (an unknown slot, a generation from the future,
+//! a repeated id, time going backwards) are counted in
+//! [`Counters::ignored_inputs`], traced, and ignored; none panics.
+
+mod config;
+mod diagnostics;
+mod ids;
+mod io;
+mod push;
+mod rng;
+mod slot;
+mod timer;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use config::{ConfigError, Endpoint, SupervisorConfig, SLOTS_MAX};
+pub use diagnostics::{Counters, Diagnostics, SlotDiagnostics};
+pub use ids::{Epoch, Generation, PinId, RequestId, SlotId};
+pub use io::{Action, CloseState, FrameBody, Input, RequestError, SlotError};
+
+use push::{PushBuffer, PushFrame};
+use rng::Rng;
+use slot::{Exchange, IdleSet, Owner, Slot, SlotState};
+use timer::{Timer, TimerTable};
+
+use crate::proto::commands::Heartbeat;
+use crate::proto::{Reply, Request, ResponseHeader};
+
+/// Sequential ids hash well with one multiply; SipHash would dominate a cycle.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// Where an admitted request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// In the main FIFO.
+    Queued,
+    /// In its pin's FIFO.
+    PinQueued(PinId),
+    /// In flight on a slot.
+    OnSlot(SlotId),
+}
+
+#[derive(Debug)]
+struct Req {
+    request: Arc<Request>,
+    deadline: Instant,
+    retry_safe: bool,
+    retried: bool,
+    pin: Option<PinId>,
+    place: Place,
+}
+
+#[derive(Debug)]
+struct Pin {
+    deadline: Instant,
+    slot: Option<SlotId>,
+    queue: VecDeque<RequestId>,
+}
+
+/// An entry of the main FIFO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waiter {
+    Request(RequestId),
+    Pin(PinId),
+}
+
+/// The pool's single owner. See the [module docs](self) for the contract.
+#[derive(Debug)]
+pub struct Supervisor {
+    config: SupervisorConfig,
+    /// Latest time seen; never moves backwards.
+    now: Instant,
+    epoch: Epoch,
+    close: CloseState,
+    rng: Rng,
+    slots: Vec<Slot>,
+    idle: IdleSet,
+    /// Invariant: holds exactly the `Queued` requests and the pins without a slot.
+    waiters: VecDeque<Waiter>,
+    requests: IdMap<RequestId, Req>,
+    pins: IdMap<PinId, Pin>,
+    /// Invariant: queued requests (both FIFOs) plus pins without a slot.
+    waiting: usize,
+    /// Invariant: requests `OnSlot`.
+    active: usize,
+    timers: TimerTable,
+    pushes: PushBuffer,
+    actions: VecDeque<Action>,
+    next_msg_id: u32,
+    heartbeat: Arc<Request>,
+    counters: Counters,
+}
+
+impl Supervisor {
+    /// A Supervisor at time `now`; every slot starts connecting at once.
+    pub fn new(config: SupervisorConfig, now: Instant) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let pool_size = config.pool_size();
+        let mut rng = Rng::new(config.rng_seed);
+        let next_msg_id = (rng.next_u64() as u32).max(1);
+        let slots = (0..pool_size)
+            .map(|i| Slot::new(i / config.connections_per_server, now))
+            .collect();
+        let mut sup = Self {
+            pushes: PushBuffer::new(config.push_frames_max, config.push_bytes_max),
+            config,
+            now,
+            epoch: Epoch(0),
+            close: CloseState::Running,
+            rng,
+            slots,
+            idle: IdleSet::new(pool_size),
+            waiters: VecDeque::new(),
+            requests: IdMap::default(),
+            pins: IdMap::default(),
+            waiting: 0,
+            active: 0,
+            timers: TimerTable::default(),
+            actions: VecDeque::new(),
+            next_msg_id,
+            heartbeat: Arc::new(Request::from(Heartbeat)),
+            counters: Counters::default(),
+        };
+        for i in 0..pool_size {
+            sup.connect(SlotId(i as u32));
+        }
+        Ok(sup)
+    }
+
+    // ---- getters ----
+
+    /// The configuration.
+    pub fn config(&self) -> &SupervisorConfig {
+        &self.config
+    }
+
+    /// The close state.
+    pub fn close_state(&self) -> CloseState {
+        self.close
+    }
+
+    /// Running totals.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Requests and pins waiting for a slot.
+    pub fn waiting(&self) -> usize {
+        self.waiting
+    }
+
+    /// Requests in flight.
+    pub fn active(&self) -> usize {
+        self.active
+    }
+
+    /// A snapshot of everything, for diagnostics.
+    pub fn diagnostics(&self) -> Diagnostics {
+        Diagnostics {
+            epoch: self.epoch,
+            close_state: self.close,
+            waiting: self.waiting,
+            active: self.active,
+            pins: self.pins.len(),
+            push_frames: self.pushes.len(),
+            push_bytes: self.pushes.bytes(),
+            push_bytes_peak: self.pushes.bytes_peak,
+            push_dropped_total: self.pushes.dropped_total(),
+            timers: self.timers.len(),
+            counters: self.counters.clone(),
+            slots: self
+                .slots
+                .iter()
+                .enumerate()
+                .map(|(i, s)| SlotDiagnostics {
+                    slot: i as u32,
+                    state: s.state.name(),
+                    generation: s.generation,
+                    endpoint: s.endpoint,
+                    in_flight: matches!(s.state, SlotState::Busy(_)),
+                    pin: s.pin,
+                    latency_ewma_us: s.latency_ewma_us,
+                    recent_failures: s.recent_failures,
+                    frames: s.frames,
+                    bytes: s.bytes,
+                    exchanges: s.exchanges,
+                })
+                .collect(),
+        }
+    }
+
+    // ---- outputs ----
+
+    /// The next thing for the driver to do. Drain to `None` after every `handle`.
+    #[must_use]
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When to call `handle(now, Input::Tick)` if no input comes first.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    // ---- input ----
+
+    /// Feeds one input at time `now`. Due timers fire first.
+    pub fn handle(&mut self, now: Instant, input: Input) {
+        if now < self.now {
+            self.counters.time_reversals += 1;
+            tracing::debug!(?now, latest = ?self.now, "time went backwards; clamped");
+        } else {
+            self.now = now;
+        }
+        self.fire_timers();
+        match input {
+            Input::Submit {
+                id,
+                request,
+                deadline,
+                retry_safe,
+                pin,
+            } => self.submit(id, request, deadline, retry_safe, pin),
+            Input::Cancel { id } => self.cancel(id),
+            Input::Pin { id, deadline } => self.pin(id, deadline),
+            Input::Unpin { id } => self.end_pin(id, RequestError::Cancelled),
+            Input::SlotConnected {
+                slot,
+                epoch,
+                generation,
+            } => self.slot_connected(slot, epoch, generation),
+            Input::SlotReady {
+                slot,
+                epoch,
+                generation,
+            } => self.slot_ready(slot, epoch, generation),
+            Input::SlotFailed {
+                slot,
+                epoch,
+                generation,
+                error,
+            } => self.slot_failed(slot, epoch, generation, error),
+            Input::SlotClosed {
+                slot,
+                epoch,
+                generation,
+            } => self.slot_closed(slot, epoch, generation),
+            Input::SendCompleted {
+                slot,
+                epoch,
+                generation,
+                msg_id,
+            } => self.send_completed(slot, epoch, generation, msg_id),
+            Input::Frame {
+                slot,
+                epoch,
+                generation,
+                header,
+                body,
+            } => self.frame(slot, epoch, generation, header, body),
+            Input::ReadPushes { max } => self.read_pushes(max),
+            Input::Tick => {}
+            Input::Close => self.close(),
+            Input::Fatal { reason } => self.fatal(reason),
+        }
+        self.dispatch();
+    }
+
+    // ---- admission and dispatch ----
+
+    fn capacity(&self) -> usize {
+        self.config.pool_size() + self.config.max_pending_requests
+    }
+
+    fn has_room(&self) -> bool {
+        self.waiting + self.active < self.capacity()
+    }
+
+    fn refuse(&mut self, id: RequestId, error: RequestError) {
+        self.counters.refused += 1;
+        self.actions.push_back(Action::Complete {
+            id,
+            outcome: Err(error),
+        });
+    }
+
+    fn submit(
+        &mut self,
+        id: RequestId,
+        request: Arc<Request>,
+        deadline: Instant,
+        retry_safe: bool,
+        pin: Option<PinId>,
+    ) {
+        if self.requests.contains_key(&id) {
+            self.ignore("submit with an id already in use");
+            return;
+        }
+        if self.close.is_closing() {
+            return self.refuse(id, RequestError::Closed);
+        }
+        if deadline <= self.now {
+            return self.refuse(id, RequestError::TimedOut);
+        }
+        if pin.is_some_and(|p| !self.pins.contains_key(&p)) {
+            return self.refuse(id, RequestError::PinLost);
+        }
+        if !self.has_room() {
+            return self.refuse(id, RequestError::PoolBusy);
+        }
+        let place = match pin {
+            Some(p) => {
+                self.pins
+                    .get_mut(&p)
+                    .expect("checked above")
+                    .queue
+                    .push_back(id);
+                Place::PinQueued(p)
+            }
+            None => {
+                self.waiters.push_back(Waiter::Request(id));
+                Place::Queued
+            }
+        };
+        self.requests.insert(
+            id,
+            Req {
+                request,
+                deadline,
+                retry_safe,
+                retried: false,
+                pin,
+                place,
+            },
+        );
+        self.waiting += 1;
+        self.counters.admitted += 1;
+        self.timers.set(deadline, Timer::Request(id));
+        if let Some(p) = pin {
+            self.pin_dispatch(p);
+        }
+    }
+
+    /// Hands idle slots to the head of the FIFO while both exist.
+    fn dispatch(&mut self) {
+        while self.idle.len() > 0 {
+            let Some(waiter) = self.waiters.pop_front() else {
+                break;
+            };
+            let slot = self.pick_slot();
+            match waiter {
+                Waiter::Request(id) => self.lease(id, slot),
+                Waiter::Pin(p) => self.grant_pin(p, slot),
+            }
+        }
+    }
+
+    /// Power of two choices over idle slots; removes the chosen one.
+    fn pick_slot(&mut self) -> SlotId {
+        let n = self.idle.len() as u64;
+        assert!(n > 0, "pick_slot needs an idle slot");
+        let first = self.rng.below(n);
+        let mut chosen = self.idle.get(first as usize);
+        if n > 1 {
+            let second = (first + 1 + self.rng.below(n - 1)) % n;
+            let other = self.idle.get(second as usize);
+            if self.slots[other.index()].cost() < self.slots[chosen.index()].cost() {
+                chosen = other;
+            }
+        }
+        self.idle.remove(chosen);
+        chosen
+    }
+
+    fn lease(&mut self, id: RequestId, slot: SlotId) {
+        let req = self
+            .requests
+            .get_mut(&id)
+            .expect("waiters hold live requests");
+        debug_assert!(matches!(req.place, Place::Queued | Place::PinQueued(_)));
+        req.place = Place::OnSlot(slot);
+        let request = req.request.clone();
+        self.waiting -= 1;
+        self.active += 1;
+        self.start_exchange(slot, Owner::Request(id), request);
+    }
+
+    fn start_exchange(&mut self, slot: SlotId, owner: Owner, request: Arc<Request>) {
+        let msg_id = self.take_msg_id();
+        let s = &mut self.slots[slot.index()];
+        assert!(
+            matches!(s.state, SlotState::Ready),
+            "one exchange per socket: slot {} is {}",
+            slot.0,
+            s.state.name()
+        );
+        s.state = SlotState::Busy(Exchange {
+            owner,
+            msg_id,
+            msg_type: request.msg_type(),
+            sent_at: None,
+        });
+        let generation = s.generation;
+        self.actions.push_back(Action::Send {
+            slot,
+            epoch: self.epoch,
+            generation,
+            msg_id,
+            request,
+        });
+    }
+
+    fn take_msg_id(&mut self) -> u32 {
+        let id = self.next_msg_id;
+        self.next_msg_id = self.next_msg_id.wrapping_add(1).max(1);
+        debug_assert_ne!(id, 0, "msg_id 0 is never sent");
+        id
+    }
+
+    /// A slot whose exchange ended (or that just came up) becomes available.
+    fn release(&mut self, slot: SlotId) {
+        let s = &mut self.slots[slot.index()];
+        s.state = SlotState::Ready;
+        s.idle_since = self.now;
+        if self.close.is_closing() {
+            return self.retire(slot, None);
+        }
+        match s.pin {
+            Some(p) => self.pin_dispatch(p),
+            None => {
+                self.idle.insert(slot);
+                self.arm_heartbeat(slot);
+            }
+        }
+    }
+
+    // ---- completion ----
+
+    /// Ends an admitted request with `outcome`, wherever it is. A request on
+    /// a slot is detached from it; the caller decides the slot's fate.
+    fn finish(&mut self, id: RequestId, outcome: Result<Box<Reply>, RequestError>) {
+        let Some(req) = self.requests.remove(&id) else {
+            return;
+        };
+        self.timers.cancel(req.deadline, Timer::Request(id));
+        match req.place {
+            Place::Queued => {
+                self.waiters.retain(|w| *w != Waiter::Request(id));
+                self.waiting -= 1;
+            }
+            Place::PinQueued(p) => {
+                if let Some(pin) = self.pins.get_mut(&p) {
+                    pin.queue.retain(|r| *r != id);
+                }
+                self.waiting -= 1;
+            }
+            Place::OnSlot(_) => self.active -= 1,
+        }
+        match &outcome {
+            Ok(_) => self.counters.replies += 1,
+            Err(RequestError::Cancelled) => {
+                self.counters.errors += 1;
+                self.counters.cancels += 1;
+            }
+            Err(RequestError::TimedOut) => {
+                self.counters.errors += 1;
+                self.counters.timeouts += 1;
+            }
+            Err(_) => self.counters.errors += 1,
+        }
+        self.actions.push_back(Action::Complete { id, outcome });
+    }
+
+    /// The exchange on a retired or failed connection is gone: resend its
+    /// request once if allowed, else end it with `error`.
+    fn lose_exchange(&mut self, exchange: Exchange, error: RequestError) {
+        let Owner::Request(id) = exchange.owner else {
+            return;
+        };
+        let Some(req) = self.requests.get_mut(&id) else {
+            return;
+        };
+        let retry = req.retry_safe
+            && !req.retried
+            && req.pin.is_none()
+            && self.now < req.deadline
+            && !self.close.is_closing();
+        if !retry {
+            return self.finish(id, Err(error));
+        }
+        req.retried = true;
+        req.place = Place::Queued;
+        self.active -= 1;
+        self.waiting += 1;
+        self.counters.retries += 1;
+        // It was older than every waiter, so FIFO puts it first.
+        self.waiters.push_front(Waiter::Request(id));
+    }
+
+    fn cancel(&mut self, id: RequestId) {
+        let Some(req) = self.requests.get(&id) else {
+            // A cancel racing the completion is normal; nothing to do.
+            return;
+        };
+        let place = req.place;
+        self.finish(id, Err(RequestError::Cancelled));
+        if let Place::OnSlot(slot) = place {
+            self.retire(slot, None);
+        }
+    }
+
+    // ---- slot lifecycle ----
+
+    fn connect(&mut self, slot: SlotId) {
+        let endpoints = self.config.endpoints.len();
+        let fallback_after = self.config.failures_before_fallback;
+        let deadline = self.now + self.config.connect_timeout;
+        let s = &mut self.slots[slot.index()];
+        debug_assert!(matches!(s.state, SlotState::Disconnected));
+        if s.consecutive_failures >= fallback_after && endpoints > 1 {
+            s.endpoint = (s.endpoint + 1) % endpoints;
+            s.consecutive_failures = 0;
+        }
+        s.state = SlotState::Connecting { deadline };
+        s.heartbeat_armed = false;
+        s.last_msg_id = None;
+        let (generation, endpoint) = (s.generation, s.endpoint);
+        self.timers.set(deadline, Timer::Connect(slot, generation));
+        self.counters.connects += 1;
+        self.actions.push_back(Action::Connect {
+            slot,
+            epoch: self.epoch,
+            generation,
+            endpoint,
+            deadline,
+        });
+    }
+
+    /// Checks that a slot event is for a known slot and the current epoch
+    /// and generation. Old ones are stale; impossible ones are ignored.
+    fn current(&mut self, slot: SlotId, epoch: Epoch, generation: Generation) -> bool {
+        let Some(s) = self.slots.get(slot.index()) else {
+            self.ignore("event for an unknown slot");
+            return false;
+        };
+        if epoch > self.epoch || generation > s.generation {
+            self.ignore("event from a future epoch or generation");
+            return false;
+        }
+        epoch == self.epoch && generation == s.generation
+    }
+
+    /// [`current`](Self::current), and the generation has a connection (a
+    /// slot task exists for it).
+    fn live(&mut self, slot: SlotId, epoch: Epoch, generation: Generation) -> bool {
+        if !self.current(slot, epoch, generation) {
+            return false;
+        }
+        let live = !matches!(
+            self.slots[slot.index()].state,
+            SlotState::Disconnected | SlotState::Retiring { .. }
+        );
+        if !live {
+            self.ignore("event for a generation that has no connection");
+        }
+        live
+    }
+
+    fn slot_connected(&mut self, slot: SlotId, epoch: Epoch, generation: Generation) {
+        if !self.live(slot, epoch, generation) {
+            return;
+        }
+        let s = &mut self.slots[slot.index()];
+        match s.state {
+            SlotState::Connecting { deadline } => s.state = SlotState::Handshaking { deadline },
+            _ => self.ignore("connected while not connecting"),
+        }
+    }
+
+    fn slot_ready(&mut self, slot: SlotId, epoch: Epoch, generation: Generation) {
+        if !self.live(slot, epoch, generation) {
+            return;
+        }
+        let s = &mut self.slots[slot.index()];
+        match s.state {
+            SlotState::Connecting { deadline } | SlotState::Handshaking { deadline } => {
+                s.consecutive_failures = 0;
+                self.timers
+                    .cancel(deadline, Timer::Connect(slot, generation));
+                self.release(slot);
+            }
+            _ => self.ignore("ready while not connecting"),
+        }
+    }
+
+    fn slot_failed(
+        &mut self,
+        slot: SlotId,
+        epoch: Epoch,
+        generation: Generation,
+        error: SlotError,
+    ) {
+        if let Some(SlotState::Retiring { retired }) = self.slots.get(slot.index()).map(|s| s.state)
+        {
+            if retired == generation && epoch == self.epoch {
+                return self.slot_closed(slot, epoch, generation);
+            }
+        }
+        if !self.live(slot, epoch, generation) {
+            return;
+        }
+        tracing::debug!(slot = slot.0, ?error, "slot failed");
+        let s = &mut self.slots[slot.index()];
+        if let SlotState::Connecting { deadline } | SlotState::Handshaking { deadline } = s.state {
+            self.timers
+                .cancel(deadline, Timer::Connect(slot, generation));
+        }
+        // The task has ended and its socket is closed: no Retire needed.
+        let previous = self.end_generation(slot, true);
+        self.slots[slot.index()].state = SlotState::Disconnected;
+        self.after_generation(slot, previous, RequestError::ConnectionLost(error));
+        self.schedule_reconnect(slot);
+    }
+
+    fn slot_closed(&mut self, slot: SlotId, epoch: Epoch, generation: Generation) {
+        let Some(s) = self.slots.get_mut(slot.index()) else {
+            return self.ignore("event for an unknown slot");
+        };
+        match s.state {
+            SlotState::Retiring { retired } if retired == generation && epoch == self.epoch => {
+                s.state = SlotState::Disconnected;
+                self.schedule_reconnect(slot);
+            }
+            _ => self.ignore("closed without a retire"),
+        }
+    }
+
+    /// Moves a slot to its next generation, returning its previous state.
+    fn end_generation(&mut self, slot: SlotId, failure: bool) -> SlotState {
+        let s = &mut self.slots[slot.index()];
+        let previous = s.state;
+        s.generation = Generation(s.generation.0 + 1);
+        if failure {
+            s.record_failure();
+        }
+        self.idle.remove(slot);
+        self.counters.retirements += 1;
+        previous
+    }
+
+    /// Deals with what the ended generation carried: its exchange and its pin.
+    fn after_generation(&mut self, slot: SlotId, previous: SlotState, error: RequestError) {
+        if let SlotState::Busy(exchange) = previous {
+            self.lose_exchange(exchange, error);
+        }
+        if let Some(p) = self.slots[slot.index()].pin {
+            self.end_pin(p, RequestError::PinLost);
+        }
+    }
+
+    /// Retires the slot's current generation: the driver closes the socket
+    /// and answers `SlotClosed`. `failure` carries the error for a request in
+    /// flight, and counts against the slot; `None` is a voluntary retirement
+    /// (cancel, timeout, close), whose request was already ended.
+    fn retire(&mut self, slot: SlotId, failure: Option<RequestError>) {
+        let s = &self.slots[slot.index()];
+        let retired = s.generation;
+        if let SlotState::Connecting { deadline } | SlotState::Handshaking { deadline } = s.state {
+            self.timers.cancel(deadline, Timer::Connect(slot, retired));
+        }
+        let previous = self.end_generation(slot, failure.is_some());
+        self.slots[slot.index()].state = SlotState::Retiring { retired };
+        self.actions.push_back(Action::Retire {
+            slot,
+            epoch: self.epoch,
+            generation: retired,
+        });
+        self.after_generation(slot, previous, failure.unwrap_or(RequestError::Cancelled));
+    }
+
+    fn schedule_reconnect(&mut self, slot: SlotId) {
+        if self.close.is_closing() {
+            return self.check_closed();
+        }
+        let failures = self.slots[slot.index()].consecutive_failures;
+        if failures == 0 {
+            return self.connect(slot);
+        }
+        let when = self.now + self.backoff(failures);
+        self.timers.set(
+            when,
+            Timer::Reconnect(slot, self.slots[slot.index()].generation),
+        );
+    }
+
+    /// Exponential backoff with seeded jitter in `[base/2, base]`.
+    fn backoff(&mut self, failures: u32) -> Duration {
+        let min = self.config.backoff_min.as_nanos() as u64;
+        let max = self.config.backoff_max.as_nanos() as u64;
+        let base = min.saturating_mul(1u64 << (failures - 1).min(32)).min(max);
+        Duration::from_nanos(base / 2 + self.rng.below(base / 2 + 1))
+    }
+
+    // ---- frames ----
+
+    fn send_completed(&mut self, slot: SlotId, epoch: Epoch, generation: Generation, msg_id: u32) {
+        if !self.live(slot, epoch, generation) {
+            return;
+        }
+        let now = self.now;
+        match &mut self.slots[slot.index()].state {
+            SlotState::Busy(ex) if ex.msg_id == msg_id && ex.sent_at.is_none() => {
+                ex.sent_at = Some(now)
+            }
+            _ => self.ignore("send completed for no exchange in flight"),
+        }
+    }
+
+    fn frame(
+        &mut self,
+        slot: SlotId,
+        epoch: Epoch,
+        generation: Generation,
+        header: ResponseHeader,
+        body: FrameBody,
+    ) {
+        let known = self
+            .slots
+            .get(slot.index())
+            .is_some_and(|s| epoch <= self.epoch && generation <= s.generation);
+        if known && !(epoch == self.epoch && generation == self.slots[slot.index()].generation) {
+            self.counters.stale_frames += 1;
+            return;
+        }
+        if !self.live(slot, epoch, generation) {
+            return;
+        }
+        let s = &mut self.slots[slot.index()];
+        s.frames += 1;
+        let matched = match s.state {
+            SlotState::Busy(ex) => {
+                ex.sent_at.is_some() && ex.msg_id == header.msg_id && ex.msg_type == header.msg_type
+            }
+            _ => false,
+        };
+        if matched {
+            let SlotState::Busy(ex) = s.state else {
+                unreachable!("matched implies busy")
+            };
+            return self.reply(slot, ex, body);
+        }
+        if header.msg_id == 0 {
+            tracing::debug!(
+                slot = slot.0,
+                "frame with msg_id 0; retiring the connection"
+            );
+            return self.retire(
+                slot,
+                Some(RequestError::ConnectionLost(SlotError::Protocol(
+                    "msg_id 0".into(),
+                ))),
+            );
+        }
+        if s.last_msg_id == Some(header.msg_id) {
+            self.counters.late_frames += 1;
+            return;
+        }
+        match body {
+            FrameBody::Raw(payload) => {
+                s.bytes += payload.len() as u64;
+                self.counters.pushes += 1;
+                self.pushes.push(PushFrame {
+                    slot,
+                    header,
+                    payload,
+                });
+            }
+            // The slot task parsed it, so it believed it was the reply; the
+            // Supervisor's stricter match says no: treat it as stale.
+            FrameBody::Reply(_) | FrameBody::Invalid(_) => self.counters.stale_frames += 1,
+        }
+    }
+
+    fn reply(&mut self, slot: SlotId, ex: Exchange, body: FrameBody) {
+        let sent_at = ex.sent_at.expect("a reply follows its send");
+        let latency_us = self.now.saturating_duration_since(sent_at).as_secs_f64() * 1e6;
+        let reply = match body {
+            FrameBody::Reply(reply) => reply,
+            FrameBody::Invalid(error) => {
+                self.counters.bad_replies += 1;
+                return self.retire(slot, Some(RequestError::BadReply(error.to_string())));
+            }
+            FrameBody::Raw(_) => {
+                self.counters.bad_replies += 1;
+                return self.retire(
+                    slot,
+                    Some(RequestError::BadReply("reply was not parsed".into())),
+                );
+            }
+        };
+        let s = &mut self.slots[slot.index()];
+        s.record_latency(latency_us);
+        s.exchanges += 1;
+        s.last_msg_id = Some(ex.msg_id);
+        if let Owner::Request(id) = ex.owner {
+            self.finish(id, Ok(reply));
+        }
+        self.release(slot);
+    }
+
+    fn read_pushes(&mut self, max: usize) {
+        if let Some(dropped_total) = self.pushes.take_overflow() {
+            self.actions
+                .push_back(Action::PushOverflow { dropped_total });
+        }
+        for _ in 0..max {
+            let Some(PushFrame {
+                slot,
+                header,
+                payload,
+            }) = self.pushes.pop()
+            else {
+                break;
+            };
+            self.actions.push_back(Action::Push {
+                slot,
+                header,
+                payload,
+            });
+        }
+    }
+
+    // ---- pins ----
+
+    fn pin(&mut self, id: PinId, deadline: Instant) {
+        if self.pins.contains_key(&id) {
+            return self.ignore("pin with an id already in use");
+        }
+        let refusal = if self.close.is_closing() {
+            Some(RequestError::Closed)
+        } else if deadline <= self.now {
+            Some(RequestError::TimedOut)
+        } else if !self.has_room() {
+            Some(RequestError::PoolBusy)
+        } else {
+            None
+        };
+        if let Some(reason) = refusal {
+            return self.actions.push_back(Action::PinEnded { id, reason });
+        }
+        self.pins.insert(
+            id,
+            Pin {
+                deadline,
+                slot: None,
+                queue: VecDeque::new(),
+            },
+        );
+        self.waiters.push_back(Waiter::Pin(id));
+        self.waiting += 1;
+        self.timers.set(deadline, Timer::Pin(id));
+    }
+
+    fn grant_pin(&mut self, id: PinId, slot: SlotId) {
+        let pin = self.pins.get_mut(&id).expect("waiters hold live pins");
+        pin.slot = Some(slot);
+        let deadline = pin.deadline;
+        self.timers.cancel(deadline, Timer::Pin(id));
+        self.waiting -= 1;
+        self.slots[slot.index()].pin = Some(id);
+        self.actions.push_back(Action::PinGranted { id, slot });
+        self.pin_dispatch(id);
+    }
+
+    /// Starts the pin's next request if its slot is free.
+    fn pin_dispatch(&mut self, id: PinId) {
+        let Some(pin) = self.pins.get_mut(&id) else {
+            return;
+        };
+        let Some(slot) = pin.slot else { return };
+        if !matches!(self.slots[slot.index()].state, SlotState::Ready) {
+            return;
+        }
+        if let Some(request) = pin.queue.pop_front() {
+            self.lease(request, slot);
+        }
+    }
+
+    /// Ends a pin: its queued requests end with `PinLost`, its slot returns
+    /// to the pool (a request in flight on it finishes normally first).
+    fn end_pin(&mut self, id: PinId, reason: RequestError) {
+        let Some(pin) = self.pins.remove(&id) else {
+            return self.ignore("unknown pin");
+        };
+        match pin.slot {
+            None => {
+                self.waiters.retain(|w| *w != Waiter::Pin(id));
+                self.waiting -= 1;
+                self.timers.cancel(pin.deadline, Timer::Pin(id));
+            }
+            Some(slot) => {
+                self.slots[slot.index()].pin = None;
+                if matches!(self.slots[slot.index()].state, SlotState::Ready) {
+                    self.release(slot);
+                }
+            }
+        }
+        for request in pin.queue {
+            // `finish` looks for it in the (now removed) pin's queue: nothing to retain.
+            self.finish(request, Err(RequestError::PinLost));
+        }
+        self.actions.push_back(Action::PinEnded { id, reason });
+    }
+
+    // ---- heartbeats ----
+
+    fn arm_heartbeat(&mut self, slot: SlotId) {
+        let Some(interval) = self.config.heartbeat_interval else {
+            return;
+        };
+        let s = &mut self.slots[slot.index()];
+        if !s.heartbeat_armed {
+            s.heartbeat_armed = true;
+            let when = s.idle_since + interval;
+            self.timers.set(when, Timer::Heartbeat(slot, s.generation));
+        }
+    }
+
+    fn heartbeat_due(&mut self, slot: SlotId, generation: Generation) {
+        let Some(interval) = self.config.heartbeat_interval else {
+            return;
+        };
+        let s = &mut self.slots[slot.index()];
+        if s.generation != generation {
+            return;
+        }
+        s.heartbeat_armed = false;
+        if !self.idle.contains(slot) || self.close.is_closing() {
+            return;
+        }
+        if self.now < s.idle_since + interval {
+            // Used since it was armed: wait for a full idle interval again.
+            return self.arm_heartbeat(slot);
+        }
+        self.idle.remove(slot);
+        let heartbeat = self.heartbeat.clone();
+        self.start_exchange(slot, Owner::Heartbeat, heartbeat);
+        let SlotState::Busy(ex) = self.slots[slot.index()].state else {
+            unreachable!("exchange just started")
+        };
+        self.counters.heartbeats += 1;
+        self.timers.set(
+            self.now + self.config.heartbeat_timeout,
+            Timer::HeartbeatReply(slot, generation, ex.msg_id),
+        );
+    }
+
+    fn heartbeat_expired(&mut self, slot: SlotId, generation: Generation, msg_id: u32) {
+        let s = &self.slots[slot.index()];
+        if s.generation != generation {
+            return;
+        }
+        if let SlotState::Busy(ex) = s.state {
+            if ex.owner == Owner::Heartbeat && ex.msg_id == msg_id {
+                self.retire(slot, Some(RequestError::TimedOut));
+            }
+        }
+    }
+
+    // ---- timers ----
+
+    fn fire_timers(&mut self) {
+        // Bounded: each pop removes one entry, and firing adds only entries
+        // due strictly later than `now` (deadlines are in the future).
+        while let Some((_, timer)) = self.timers.pop_due(self.now) {
+            match timer {
+                Timer::Request(id) => self.request_expired(id),
+                Timer::Pin(id) => {
+                    if self.pins.get(&id).is_some_and(|p| p.slot.is_none()) {
+                        self.end_pin(id, RequestError::TimedOut);
+                    }
+                }
+                Timer::Connect(slot, generation) => {
+                    let s = &self.slots[slot.index()];
+                    let connecting = matches!(
+                        s.state,
+                        SlotState::Connecting { .. } | SlotState::Handshaking { .. }
+                    );
+                    if s.generation == generation && connecting {
+                        self.retire(
+                            slot,
+                            Some(RequestError::ConnectionLost(SlotError::Connect(
+                                "timed out".into(),
+                            ))),
+                        );
+                    }
+                }
+                Timer::Reconnect(slot, generation) => {
+                    let s = &self.slots[slot.index()];
+                    if s.generation == generation
+                        && matches!(s.state, SlotState::Disconnected)
+                        && !self.close.is_closing()
+                    {
+                        self.connect(slot);
+                    }
+                }
+                Timer::Heartbeat(slot, generation) => self.heartbeat_due(slot, generation),
+                Timer::HeartbeatReply(slot, generation, msg_id) => {
+                    self.heartbeat_expired(slot, generation, msg_id)
+                }
+                Timer::CloseGate => {
+                    if self.close == CloseState::Closing {
+                        self.set_close(CloseState::FailedClosing);
+                    }
+                }
+            }
+        }
+    }
+
+    fn request_expired(&mut self, id: RequestId) {
+        // `finish` removes deadlines eagerly, so a due one is for an open request.
+        let Some(req) = self.requests.get(&id) else {
+            return;
+        };
+        let place = req.place;
+        self.finish(id, Err(RequestError::TimedOut));
+        if let Place::OnSlot(slot) = place {
+            self.retire(slot, None);
+        }
+    }
+
+    // ---- close ----
+
+    fn close(&mut self) {
+        match self.close {
+            CloseState::Running => self.begin_close(RequestError::Closed, CloseState::Closing),
+            CloseState::FailedClosing => self.set_close(CloseState::FailedClosed),
+            CloseState::Closing | CloseState::Closed | CloseState::FailedClosed => {}
+        }
+    }
+
+    fn fatal(&mut self, reason: String) {
+        tracing::warn!(%reason, "engine fatal");
+        match self.close {
+            CloseState::Running => {
+                self.begin_close(RequestError::Fatal(reason), CloseState::FailedClosing)
+            }
+            CloseState::Closing => self.set_close(CloseState::FailedClosing),
+            _ => {}
+        }
+    }
+
+    /// Linearisation point: from here nothing is admitted; every waiter and
+    /// request in flight ends with `error`; every live slot retires.
+    fn begin_close(&mut self, error: RequestError, state: CloseState) {
+        self.set_close(state);
+        let mut ids: Vec<RequestId> = self.requests.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            self.finish(id, Err(error.clone()));
+        }
+        let mut pins: Vec<PinId> = self.pins.keys().copied().collect();
+        pins.sort_unstable();
+        for id in pins {
+            self.end_pin(id, error.clone());
+        }
+        for i in 0..self.slots.len() {
+            let slot = SlotId(i as u32);
+            match self.slots[i].state {
+                SlotState::Disconnected | SlotState::Retiring { .. } => {}
+                _ => self.retire(slot, None),
+            }
+        }
+        self.pushes.clear();
+        self.timers
+            .set(self.now + self.config.close_gate, Timer::CloseGate);
+        self.check_closed();
+    }
+
+    fn check_closed(&mut self) {
+        let all_closed = self
+            .slots
+            .iter()
+            .all(|s| matches!(s.state, SlotState::Disconnected));
+        if !all_closed {
+            return;
+        }
+        match self.close {
+            CloseState::Closing => self.set_close(CloseState::Closed),
+            CloseState::FailedClosing => self.set_close(CloseState::FailedClosed),
+            _ => {}
+        }
+    }
+
+    fn set_close(&mut self, state: CloseState) {
+        debug_assert!(!self.close.is_final(), "a closed engine is never reopened");
+        self.close = state;
+        self.actions.push_back(Action::CloseStateChanged { state });
+    }
+
+    fn ignore(&mut self, what: &'static str) {
+        self.counters.ignored_inputs += 1;
+        tracing::debug!(what, "ignored input");
+    }
+
+    // ---- invariants ----
+
+    /// Checks the internal invariants; panics with the broken one. For tests,
+    /// fuzzing and simulation, after every `handle`.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) {
+        let queued = self
+            .requests
+            .values()
+            .filter(|r| !matches!(r.place, Place::OnSlot(_)))
+            .count();
+        let waiting_pins = self.pins.values().filter(|p| p.slot.is_none()).count();
+        assert_eq!(self.waiting, queued + waiting_pins, "waiting count");
+        let on_slot = self
+            .requests
+            .values()
+            .filter(|r| matches!(r.place, Place::OnSlot(_)))
+            .count();
+        assert_eq!(self.active, on_slot, "active count");
+        assert!(
+            self.waiting + self.active <= self.capacity(),
+            "admission bound"
+        );
+        assert_eq!(
+            self.waiters.len(),
+            self.requests
+                .values()
+                .filter(|r| r.place == Place::Queued)
+                .count()
+                + waiting_pins
+        );
+        for (id, req) in &self.requests {
+            if let Place::OnSlot(slot) = req.place {
+                match self.slots[slot.index()].state {
+                    SlotState::Busy(ex) => {
+                        assert_eq!(ex.owner, Owner::Request(*id), "slot carries its request")
+                    }
+                    other => panic!(
+                        "request {id:?} on slot {} in state {}",
+                        slot.0,
+                        other.name()
+                    ),
+                }
+            }
+        }
+        for (i, s) in self.slots.iter().enumerate() {
+            let slot = SlotId(i as u32);
+            if let SlotState::Busy(ex) = s.state {
+                if let Owner::Request(id) = ex.owner {
+                    // A request that ended (cancel, timeout) retires its slot, so a
+                    // busy slot's request is always live and placed on it.
+                    assert_eq!(
+                        self.requests.get(&id).map(|r| r.place),
+                        Some(Place::OnSlot(slot))
+                    );
+                }
+            }
+            if self.idle.contains(slot) {
+                assert!(
+                    matches!(s.state, SlotState::Ready) && s.pin.is_none(),
+                    "idle slot {i} is ready and unpinned"
+                );
+            }
+            if let Some(p) = s.pin {
+                assert_eq!(
+                    self.pins.get(&p).and_then(|p| p.slot),
+                    Some(slot),
+                    "pinned slot {i} belongs to its pin"
+                );
+            }
+        }
+        if self.close.is_closing() {
+            assert!(
+                self.requests.is_empty() && self.pins.is_empty(),
+                "close ended every waiter"
+            );
+        }
+        if !self.waiters.is_empty() {
+            assert_eq!(self.idle.len(), 0, "no idle slot while someone waits");
+        }
+    }
+}
