@@ -54,6 +54,10 @@ mod slot;
 mod timer;
 
 #[cfg(test)]
+mod harness;
+#[cfg(test)]
+mod model_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{HashMap, VecDeque};

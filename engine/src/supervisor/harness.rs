@@ -1,0 +1,702 @@
+//! A deterministic, tokio-free discrete-event world for the Supervisor, in
+//! the spirit of quinn-proto's test `Pair`: fake slot tasks and fake servers
+//! answer its actions after seeded latencies, with seeded faults, in virtual
+//! time. One `u64` seed decides everything; a failure names it.
+//!
+//! Checkers run after every step:
+//! - the Supervisor's own invariants (`check_invariants`);
+//! - every request completes at most once, and exactly once by the end;
+//! - a reply goes to the request that asked for it (the fake server answers
+//!   a count request with a value derived from the caller's request id);
+//! - nothing is sent on a generation that is not connected (a slot is reused
+//!   only after its old generation retired);
+//! - first sends of unpinned requests follow submission order (FIFO);
+//! - after close, nothing is admitted and every slot retires.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::rng::Rng;
+use super::*;
+use crate::proto::commands::SecurityCount;
+use crate::proto::{Market, Reply, Request, ResponseHeader};
+
+/// Fault odds, each in 1/1000 per opportunity. Zero is a healed world.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Faults {
+    pub(crate) connect_fail: u64,
+    pub(crate) connect_hang: u64,
+    pub(crate) reply_drop: u64,
+    pub(crate) reply_invalid: u64,
+    pub(crate) peer_close: u64,
+    pub(crate) late_duplicate: u64,
+    pub(crate) push: u64,
+    pub(crate) zero_msg_id: u64,
+}
+
+impl Faults {
+    /// Swarm testing: each seed turns some faults off and gives the rest
+    /// very different odds.
+    pub(crate) fn swarm(rng: &mut Rng) -> Self {
+        let mut odds = |max: u64| {
+            if rng.below(3) == 0 {
+                0
+            } else {
+                rng.below(max + 1)
+            }
+        };
+        Self {
+            connect_fail: odds(300),
+            connect_hang: odds(50),
+            reply_drop: odds(50),
+            reply_invalid: odds(50),
+            peer_close: odds(50),
+            late_duplicate: odds(200),
+            push: odds(300),
+            zero_msg_id: odds(10),
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Event {
+    Slot(Input),
+}
+
+/// What the checkers know about a request.
+#[derive(Debug, Default)]
+struct Record {
+    completed: Option<Result<u16, RequestError>>,
+    sends: u32,
+    pinned: bool,
+}
+
+pub(crate) struct World {
+    pub(crate) seed: u64,
+    pub(crate) sup: Supervisor,
+    pub(crate) t0: Instant,
+    pub(crate) now: Instant,
+    rng: Rng,
+    pub(crate) faults: Faults,
+    queue: BinaryHeap<Reverse<(Instant, u64, usize)>>,
+    events: BTreeMap<usize, Event>,
+    next_event: usize,
+    seq: u64,
+    /// Connections whose slot task is alive, by (slot, generation).
+    conns: BTreeSet<(u32, u64)>,
+    records: BTreeMap<u64, Record>,
+    pins: BTreeMap<u64, Option<SlotId>>,
+    next_id: u64,
+    last_first_send: Option<u64>,
+    pub(crate) pushes_read: u64,
+    pub(crate) trace_hash: u64,
+    pub(crate) steps: u64,
+}
+
+/// Virtual time one step may advance at most, so loops stay bounded.
+const STEPS_MAX: u64 = 200_000;
+
+impl World {
+    pub(crate) fn new(seed: u64) -> Self {
+        let mut rng = Rng::new(seed);
+        let servers = 1 + rng.below(4) as usize;
+        let per_server = 1 + rng.below(4) as usize;
+        let config = SupervisorConfig {
+            endpoints: (0..servers + 2)
+                .map(|i| Endpoint::new("sim", 7709 + i as u16))
+                .collect(),
+            server_count: servers,
+            connections_per_server: per_server,
+            max_pending_requests: 1 + rng.below(32) as usize,
+            connect_timeout: Duration::from_millis(200 + rng.below(800)),
+            heartbeat_timeout: Duration::from_millis(500),
+            heartbeat_interval: if rng.below(2) == 0 {
+                None
+            } else {
+                Some(Duration::from_millis(300 + rng.below(2000)))
+            },
+            push_frames_max: 1 + rng.below(64) as usize,
+            push_bytes_max: 64 + rng.below(4096) as usize,
+            backoff_min: Duration::from_millis(5),
+            backoff_max: Duration::from_millis(200),
+            failures_before_fallback: 1 + rng.below(3) as u32,
+            close_gate: Duration::from_secs(5),
+            rng_seed: rng.next_u64(),
+        };
+        let faults = Faults::swarm(&mut rng);
+        let t0 = Instant::now();
+        let sup = Supervisor::new(config, t0).expect("valid config");
+        let mut world = Self {
+            seed,
+            sup,
+            t0,
+            now: t0,
+            rng,
+            faults,
+            queue: BinaryHeap::new(),
+            events: BTreeMap::new(),
+            next_event: 0,
+            seq: 0,
+            conns: BTreeSet::new(),
+            records: BTreeMap::new(),
+            pins: BTreeMap::new(),
+            next_id: 1,
+            last_first_send: None,
+            pushes_read: 0,
+            trace_hash: 0xcbf2_9ce4_8422_2325,
+            steps: 0,
+        };
+        world.drain();
+        world
+    }
+
+    fn chance(&mut self, per_mille: u64) -> bool {
+        per_mille > 0 && self.rng.below(1000) < per_mille
+    }
+
+    fn latency(&mut self) -> Duration {
+        Duration::from_micros(100 + self.rng.below(20_000))
+    }
+
+    fn schedule(&mut self, after: Duration, event: Event) {
+        let id = self.next_event;
+        self.next_event += 1;
+        self.seq += 1;
+        self.events.insert(id, event);
+        self.queue.push(Reverse((self.now + after, self.seq, id)));
+    }
+
+    fn trace(&mut self, what: &str) {
+        for b in what.bytes() {
+            self.trace_hash ^= u64::from(b);
+            self.trace_hash = self.trace_hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    pub(crate) fn handle(&mut self, input: Input) {
+        if let Input::SlotFailed {
+            slot, generation, ..
+        } = &input
+        {
+            // The slot task ends as it reports its failure.
+            self.conns.remove(&(slot.0, generation.0));
+        }
+        let line = format!(
+            "{:?} {}",
+            self.now - self.t0,
+            describe_input(&input, self.t0)
+        );
+        self.trace(&line);
+        self.sup.handle(self.now, input);
+        self.drain();
+    }
+
+    /// Carries out every action, checking as it goes.
+    fn drain(&mut self) {
+        while let Some(action) = self.sup.poll_action() {
+            let line = describe_action(&action, self.t0);
+            self.trace(&line);
+            self.act(action);
+        }
+        self.sup.check_invariants();
+    }
+
+    fn act(&mut self, action: Action) {
+        let epoch = Epoch(0);
+        match action {
+            Action::Connect {
+                slot, generation, ..
+            } => {
+                self.conns.insert((slot.0, generation.0));
+                if self.chance(self.faults.connect_hang) {
+                    return; // the Supervisor's connect deadline must notice
+                }
+                let after = self.latency();
+                if self.chance(self.faults.connect_fail) {
+                    let error = SlotError::Connect("refused".into());
+                    return self.schedule(
+                        after,
+                        Event::Slot(Input::SlotFailed {
+                            slot,
+                            epoch,
+                            generation,
+                            error,
+                        }),
+                    );
+                }
+                self.schedule(
+                    after,
+                    Event::Slot(Input::SlotConnected {
+                        slot,
+                        epoch,
+                        generation,
+                    }),
+                );
+                self.schedule(
+                    after * 2,
+                    Event::Slot(Input::SlotReady {
+                        slot,
+                        epoch,
+                        generation,
+                    }),
+                );
+            }
+            Action::Send {
+                slot,
+                generation,
+                msg_id,
+                request,
+                ..
+            } => {
+                let key = (slot.0, generation.0);
+                assert!(
+                    self.conns.contains(&key),
+                    "seed {}: send on slot {} generation {} that is not connected",
+                    self.seed,
+                    slot.0,
+                    generation.0
+                );
+                let id = match &*request {
+                    Request::SecurityCount(c) => Some(u64::from(c.client_date)),
+                    _ => None,
+                };
+                if let Some(id) = id {
+                    let record = self
+                        .records
+                        .get_mut(&id)
+                        .expect("sent requests were submitted");
+                    record.sends += 1;
+                    if record.sends == 1 && !record.pinned {
+                        assert!(
+                            self.last_first_send.is_none_or(|last| last < id),
+                            "seed {}: FIFO broken: request {id} sent after {:?}",
+                            self.seed,
+                            self.last_first_send
+                        );
+                        self.last_first_send = Some(id);
+                    }
+                }
+                let write = Duration::from_micros(10 + self.rng.below(100));
+                self.schedule(
+                    write,
+                    Event::Slot(Input::SendCompleted {
+                        slot,
+                        epoch,
+                        generation,
+                        msg_id,
+                    }),
+                );
+                let after = write + self.latency();
+                let msg_type = request.msg_type();
+                let body = match (&*request, id) {
+                    (_, Some(id)) => FrameBody::Reply(Box::new(Reply::SecurityCount(id as u16))),
+                    _ => FrameBody::Reply(Box::new(Reply::Heartbeat(Default::default()))),
+                };
+                if self.chance(self.faults.peer_close) {
+                    let error = SlotError::PeerClosed;
+                    return self.schedule(
+                        after,
+                        Event::Slot(Input::SlotFailed {
+                            slot,
+                            epoch,
+                            generation,
+                            error,
+                        }),
+                    );
+                }
+                if self.chance(self.faults.push) {
+                    let header = frame_header(msg_id.wrapping_add(7).max(1), 0x0547);
+                    let body =
+                        FrameBody::Raw(Bytes::from(vec![0x93; 1 + self.rng.below(200) as usize]));
+                    self.schedule(
+                        after / 2,
+                        Event::Slot(Input::Frame {
+                            slot,
+                            epoch,
+                            generation,
+                            header,
+                            body,
+                        }),
+                    );
+                }
+                if self.chance(self.faults.reply_drop) {
+                    return;
+                }
+                let reply_id = if self.chance(self.faults.zero_msg_id) {
+                    0
+                } else {
+                    msg_id
+                };
+                let body = if self.chance(self.faults.reply_invalid) {
+                    FrameBody::Invalid(crate::proto::ProtoError::VarintUnterminated)
+                } else {
+                    body
+                };
+                let duplicate = self.chance(self.faults.late_duplicate);
+                let header = frame_header(reply_id, msg_type);
+                if duplicate {
+                    let copy = match &body {
+                        FrameBody::Reply(r) => FrameBody::Reply(r.clone()),
+                        other => other.clone(),
+                    };
+                    let input = Input::Frame {
+                        slot,
+                        epoch,
+                        generation,
+                        header,
+                        body: copy,
+                    };
+                    let later = after + self.latency();
+                    self.schedule(later, Event::Slot(input));
+                }
+                self.schedule(
+                    after,
+                    Event::Slot(Input::Frame {
+                        slot,
+                        epoch,
+                        generation,
+                        header,
+                        body,
+                    }),
+                );
+            }
+            Action::Retire {
+                slot, generation, ..
+            } => {
+                assert!(
+                    self.conns.remove(&(slot.0, generation.0)),
+                    "seed {}: retire of slot {} generation {} that has no connection",
+                    self.seed,
+                    slot.0,
+                    generation.0
+                );
+                let after = Duration::from_micros(50 + self.rng.below(500));
+                self.schedule(
+                    after,
+                    Event::Slot(Input::SlotClosed {
+                        slot,
+                        epoch,
+                        generation,
+                    }),
+                );
+            }
+            Action::Complete { id, outcome } => {
+                let record = self.records.entry(id.0).or_default();
+                assert!(
+                    record.completed.is_none(),
+                    "seed {}: request {} completed twice",
+                    self.seed,
+                    id.0
+                );
+                let outcome = outcome.map(|reply| match *reply {
+                    Reply::SecurityCount(n) => n,
+                    other => panic!(
+                        "seed {}: request {} got a foreign reply {other:?}",
+                        self.seed, id.0
+                    ),
+                });
+                if let Ok(n) = outcome {
+                    assert_eq!(
+                        n, id.0 as u16,
+                        "seed {}: request {} got another caller's reply",
+                        self.seed, id.0
+                    );
+                }
+                record.completed = Some(outcome);
+            }
+            Action::PinGranted { id, slot } => {
+                assert!(
+                    self.pins.insert(id.0, Some(slot)).is_some(),
+                    "seed {}: grant of an unknown pin",
+                    self.seed
+                );
+            }
+            Action::PinEnded { id, .. } => {
+                self.pins.remove(&id.0);
+            }
+            Action::Push { .. } => self.pushes_read += 1,
+            Action::PushOverflow { .. } | Action::CloseStateChanged { .. } => {}
+        }
+    }
+
+    /// Delivers the next event, or fires the Supervisor's next timer,
+    /// whichever is first and no later than `until`. False when idle.
+    pub(crate) fn step(&mut self, until: Instant) -> bool {
+        self.steps += 1;
+        assert!(
+            self.steps < STEPS_MAX,
+            "seed {}: no convergence after {STEPS_MAX} steps",
+            self.seed
+        );
+        let next_event = self.queue.peek().map(|Reverse((t, _, _))| *t);
+        let next_timer = self.sup.poll_timeout();
+        let next = match (next_event, next_timer) {
+            (Some(e), Some(t)) => e.min(t),
+            (Some(e), None) => e,
+            (None, Some(t)) => t,
+            (None, None) => return false,
+        };
+        if next > until {
+            return false;
+        }
+        self.now = self.now.max(next);
+        if next_event == Some(next) {
+            let Reverse((_, _, id)) = self.queue.pop().expect("peeked");
+            let Event::Slot(input) = self.events.remove(&id).expect("scheduled");
+            self.handle(input);
+        } else {
+            self.handle(Input::Tick);
+        }
+        true
+    }
+
+    /// Runs until `until` or until nothing is left to do.
+    pub(crate) fn run_until(&mut self, until: Instant) {
+        while self.step(until) {}
+        self.now = self.now.max(until);
+    }
+
+    pub(crate) fn submit(&mut self, timeout: Duration, pin: Option<PinId>) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.records.insert(
+            id,
+            Record {
+                pinned: pin.is_some(),
+                ..Default::default()
+            },
+        );
+        let request = Arc::new(Request::from(SecurityCount {
+            market: Market::Sz,
+            client_date: id as u32,
+        }));
+        let deadline = self.now + timeout;
+        self.handle(Input::Submit {
+            id: RequestId(id),
+            request,
+            deadline,
+            retry_safe: true,
+            pin,
+        });
+        id
+    }
+
+    pub(crate) fn outstanding(&self) -> Vec<u64> {
+        self.records
+            .iter()
+            .filter(|(_, r)| r.completed.is_none())
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    pub(crate) fn outcome(&self, id: u64) -> Option<&Result<u16, RequestError>> {
+        self.records.get(&id).and_then(|r| r.completed.as_ref())
+    }
+
+    pub(crate) fn random_pin(&mut self) -> Option<PinId> {
+        let pins: Vec<u64> = self.pins.keys().copied().collect();
+        (!pins.is_empty()).then(|| PinId(pins[self.rng.below(pins.len() as u64) as usize]))
+    }
+
+    pub(crate) fn pin(&mut self, timeout: Duration) -> PinId {
+        let id = PinId(1_000_000 + self.next_id);
+        self.next_id += 1;
+        self.pins.insert(id.0, None);
+        let deadline = self.now + timeout;
+        self.handle(Input::Pin { id, deadline });
+        id
+    }
+
+    pub(crate) fn rng(&mut self) -> &mut Rng {
+        &mut self.rng
+    }
+
+    /// Phase two: no new faults; every open request must end by its
+    /// deadline, new requests must succeed, and close must finish.
+    pub(crate) fn heal_and_check_liveness(&mut self) {
+        self.faults = Faults::default();
+        let pins: Vec<u64> = self.pins.keys().copied().collect();
+        for pin in pins {
+            self.handle(Input::Unpin { id: PinId(pin) });
+        }
+        let horizon = self.now + Duration::from_secs(30);
+        self.run_until(horizon);
+        let stuck = self.outstanding();
+        assert!(
+            stuck.is_empty(),
+            "seed {}: requests never ended: {stuck:?}",
+            self.seed
+        );
+        // The healed engine serves new work.
+        let id = self.submit(Duration::from_secs(20), None);
+        let until = self.now + Duration::from_secs(20);
+        self.run_until(until);
+        assert_eq!(
+            self.outcome(id),
+            Some(&Ok(id as u16)),
+            "seed {}: healed engine did not serve",
+            self.seed
+        );
+        self.handle(Input::Close);
+        let refused = self.submit(Duration::from_secs(1), None);
+        assert_eq!(
+            self.outcome(refused),
+            Some(&Err(RequestError::Closed)),
+            "seed {}: admitted after close",
+            self.seed
+        );
+        let until = self.now + Duration::from_secs(10);
+        self.run_until(until);
+        assert_eq!(
+            self.sup.close_state(),
+            CloseState::Closed,
+            "seed {}: close did not finish",
+            self.seed
+        );
+        assert!(
+            self.conns.is_empty(),
+            "seed {}: connections left after close: {:?}",
+            self.seed,
+            self.conns
+        );
+        let never: Vec<_> = self
+            .records
+            .iter()
+            .filter(|(_, r)| r.completed.is_none())
+            .map(|(id, _)| id)
+            .collect();
+        assert!(
+            never.is_empty(),
+            "seed {}: requests with no outcome: {never:?}",
+            self.seed
+        );
+    }
+
+    pub(crate) fn slots_busy(&self) -> BTreeSet<u32> {
+        self.sup
+            .diagnostics()
+            .slots
+            .iter()
+            .filter(|s| s.in_flight)
+            .map(|s| s.slot)
+            .collect()
+    }
+}
+
+/// A trace line for an input, with times relative to the world's start
+/// (absolute `Instant`s differ between runs).
+fn describe_input(input: &Input, t0: Instant) -> String {
+    match input {
+        Input::Submit {
+            id,
+            request,
+            deadline,
+            pin,
+            ..
+        } => {
+            format!(
+                "submit {} {} {:?} {pin:?}",
+                id.0,
+                request.name(),
+                *deadline - t0
+            )
+        }
+        Input::Pin { id, deadline } => format!("pin {} {:?}", id.0, *deadline - t0),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A trace line for an action, with relative times.
+fn describe_action(action: &Action, t0: Instant) -> String {
+    match action {
+        Action::Connect {
+            slot,
+            generation,
+            endpoint,
+            deadline,
+            ..
+        } => {
+            format!(
+                "connect {} {} {endpoint} {:?}",
+                slot.0,
+                generation.0,
+                *deadline - t0
+            )
+        }
+        Action::Send {
+            slot,
+            generation,
+            msg_id,
+            request,
+            ..
+        } => {
+            format!(
+                "send {} {} {msg_id} {}",
+                slot.0,
+                generation.0,
+                request.name()
+            )
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+fn frame_header(msg_id: u32, msg_type: u16) -> ResponseHeader {
+    ResponseHeader {
+        control: 0x0c,
+        msg_id,
+        reserved: 0,
+        msg_type,
+        zip_length: 0,
+        length: 0,
+    }
+}
+
+/// Runs one seeded world: a phase of random work under faults, then heal.
+/// Returns the trace hash and the Supervisor's counters.
+pub(crate) fn run_seed(seed: u64) -> (u64, Counters) {
+    let mut world = World::new(seed);
+    let ops = 50 + world.rng().below(300);
+    for _ in 0..ops {
+        match world.rng().below(10) {
+            0..=4 => {
+                let timeout = Duration::from_millis(1 + world.rng().below(3000));
+                let pin = if world.rng().below(8) == 0 {
+                    world.random_pin()
+                } else {
+                    None
+                };
+                world.submit(timeout, pin);
+            }
+            5 => {
+                let open = world.outstanding();
+                if !open.is_empty() {
+                    let id = open[world.rng().below(open.len() as u64) as usize];
+                    world.handle(Input::Cancel { id: RequestId(id) });
+                }
+            }
+            6 => {
+                if world.rng().below(4) == 0 {
+                    let timeout = Duration::from_millis(10 + world.rng().below(2000));
+                    world.pin(timeout);
+                } else if let Some(pin) = world.random_pin() {
+                    world.handle(Input::Unpin { id: pin });
+                }
+            }
+            7 => {
+                let max = world.rng().below(8) as usize;
+                world.handle(Input::ReadPushes { max });
+            }
+            _ => {
+                let until = world.now + Duration::from_millis(world.rng().below(100));
+                world.run_until(until);
+            }
+        }
+    }
+    world.heal_and_check_liveness();
+    (world.trace_hash, world.sup.counters().clone())
+}
