@@ -21,6 +21,7 @@ fi
 
 step "fmt"
 cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -13,3 +13,6 @@
 
 pub mod proto;
 pub mod supervisor;
+
+#[cfg(test)]
+mod test_support;

@@ -128,7 +128,7 @@ impl World {
             rng_seed: rng.next_u64(),
         };
         let faults = Faults::swarm(&mut rng);
-        let t0 = Instant::now();
+        let t0 = crate::test_support::time_origin();
         let sup = Supervisor::new(config, t0).expect("valid config");
         let mut world = Self {
             seed,
@@ -206,10 +206,12 @@ impl World {
     }
 
     fn act(&mut self, action: Action) {
-        let epoch = Epoch(0);
         match action {
             Action::Connect {
-                slot, generation, ..
+                slot,
+                epoch,
+                generation,
+                ..
             } => {
                 self.conns.insert((slot.0, generation.0));
                 if self.chance(self.faults.connect_hang) {
@@ -247,6 +249,7 @@ impl World {
             }
             Action::Send {
                 slot,
+                epoch,
                 generation,
                 msg_id,
                 request,
@@ -365,7 +368,9 @@ impl World {
                 );
             }
             Action::Retire {
-                slot, generation, ..
+                slot,
+                epoch,
+                generation,
             } => {
                 assert!(
                     self.conns.remove(&(slot.0, generation.0)),
@@ -538,8 +543,14 @@ impl World {
         assert_eq!(
             self.outcome(id),
             Some(&Ok(id as u16)),
-            "seed {}: healed engine did not serve",
-            self.seed
+            "seed {}: healed engine did not serve; slots: {:?}",
+            self.seed,
+            self.sup
+                .diagnostics()
+                .slots
+                .iter()
+                .map(|s| (s.state, s.generation.0, s.pin))
+                .collect::<Vec<_>>()
         );
         self.handle(Input::Close);
         let refused = self.submit(Duration::from_secs(1), None);
@@ -688,8 +699,17 @@ pub(crate) fn run_seed(seed: u64) -> (u64, Counters) {
                 }
             }
             7 => {
-                let max = world.rng().below(8) as usize;
-                world.handle(Input::ReadPushes { max });
+                if world.rng().below(20) == 0 {
+                    let n = world.sup.config().server_count + world.rng().below(3) as usize;
+                    let port = 8000 + world.rng().below(1000) as u16;
+                    let endpoints = (0..n)
+                        .map(|i| Endpoint::new("sim", port + i as u16))
+                        .collect();
+                    world.handle(Input::NewEpoch { endpoints });
+                } else {
+                    let max = world.rng().below(8) as usize;
+                    world.handle(Input::ReadPushes { max });
+                }
             }
             _ => {
                 let until = world.now + Duration::from_millis(world.rng().below(100));

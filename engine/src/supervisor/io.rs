@@ -116,6 +116,14 @@ pub enum Input {
     },
     /// Time passed; fire due timers. Any input does this too.
     Tick,
+    /// Start a new engine epoch on a new ranked endpoint list (for example
+    /// after a ranking refresh): every pin ends, every live connection
+    /// retires (requests in flight are resent once if retry-safe), and slots
+    /// reconnect to the new endpoints. Everything from the old epoch is stale.
+    NewEpoch {
+        /// The new ranked endpoints; at least `server_count` of them.
+        endpoints: Vec<super::Endpoint>,
+    },
     /// Close the engine: admit nothing more, end every waiter, retire every slot.
     Close,
     /// The driver cannot go on (for example its runtime died): close at

@@ -330,6 +330,7 @@ impl Supervisor {
             } => self.frame(slot, epoch, generation, header, body),
             Input::ReadPushes { max } => self.read_pushes(max),
             Input::Tick => {}
+            Input::NewEpoch { endpoints } => self.new_epoch(endpoints),
             Input::Close => self.close(),
             Input::Fatal { reason } => self.fatal(reason),
         }
@@ -670,9 +671,13 @@ impl Supervisor {
         generation: Generation,
         error: SlotError,
     ) {
-        if let Some(SlotState::Retiring { retired }) = self.slots.get(slot.index()).map(|s| s.state)
+        let state = self.slots.get(slot.index()).map(|s| s.state);
+        if let Some(SlotState::Retiring {
+            epoch: retired_epoch,
+            retired,
+        }) = state
         {
-            if retired == generation && epoch == self.epoch {
+            if retired == generation && epoch == retired_epoch {
                 return self.slot_closed(slot, epoch, generation);
             }
         }
@@ -697,7 +702,10 @@ impl Supervisor {
             return self.ignore("event for an unknown slot");
         };
         match s.state {
-            SlotState::Retiring { retired } if retired == generation && epoch == self.epoch => {
+            SlotState::Retiring {
+                epoch: retired_epoch,
+                retired,
+            } if retired == generation && epoch == retired_epoch => {
                 s.state = SlotState::Disconnected;
                 self.schedule_reconnect(slot);
             }
@@ -739,7 +747,10 @@ impl Supervisor {
             self.timers.cancel(deadline, Timer::Connect(slot, retired));
         }
         let previous = self.end_generation(slot, failure.is_some());
-        self.slots[slot.index()].state = SlotState::Retiring { retired };
+        self.slots[slot.index()].state = SlotState::Retiring {
+            epoch: self.epoch,
+            retired,
+        };
         self.actions.push_back(Action::Retire {
             slot,
             epoch: self.epoch,
@@ -1096,6 +1107,45 @@ impl Supervisor {
         self.finish(id, Err(RequestError::TimedOut));
         if let Place::OnSlot(slot) = place {
             self.retire(slot, None);
+        }
+    }
+
+    // ---- epochs ----
+
+    fn new_epoch(&mut self, endpoints: Vec<Endpoint>) {
+        if self.close.is_closing() {
+            return self.ignore("new epoch while closing");
+        }
+        if endpoints.len() < self.config.server_count {
+            return self.ignore("new epoch with fewer endpoints than server_count");
+        }
+        let mut pins: Vec<PinId> = self.pins.keys().copied().collect();
+        pins.sort_unstable();
+        for id in pins {
+            self.end_pin(id, RequestError::PinLost);
+        }
+        // Retire under the old epoch, so the old slot tasks' answers match.
+        for i in 0..self.slots.len() {
+            if !matches!(
+                self.slots[i].state,
+                SlotState::Disconnected | SlotState::Retiring { .. }
+            ) {
+                let error =
+                    RequestError::ConnectionLost(SlotError::Io("engine epoch changed".into()));
+                self.retire(SlotId(i as u32), Some(error));
+            }
+        }
+        self.epoch = Epoch(self.epoch.0 + 1);
+        self.config.endpoints = endpoints;
+        let per_server = self.config.connections_per_server;
+        for i in 0..self.slots.len() {
+            let s = &mut self.slots[i];
+            s.endpoint = i / per_server;
+            s.consecutive_failures = 0;
+            s.recent_failures = 0;
+            if matches!(s.state, SlotState::Disconnected) {
+                self.connect(SlotId(i as u32));
+            }
         }
     }
 

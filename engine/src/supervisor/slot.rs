@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use super::ids::{Generation, PinId, RequestId, SlotId};
+use super::ids::{Epoch, Generation, PinId, RequestId, SlotId};
 
 /// Who an exchange on a slot belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,8 +37,8 @@ pub(crate) enum SlotState {
     Ready,
     /// One exchange in flight.
     Busy(Exchange),
-    /// Retire issued for `retired`; waiting for `SlotClosed`.
-    Retiring { retired: Generation },
+    /// Retire issued for `retired` (in `epoch`); waiting for `SlotClosed`.
+    Retiring { epoch: Epoch, retired: Generation },
 }
 
 impl SlotState {
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn cost_grows_with_failures_and_decays() {
-        let mut slot = Slot::new(0, Instant::now());
+        let mut slot = Slot::new(0, crate::test_support::time_origin());
         let base = slot.cost();
         slot.record_failure();
         slot.record_failure();

@@ -54,7 +54,7 @@ pub(super) fn header(msg_id: u32, msg_type: u16) -> ResponseHeader {
 
 impl Hand {
     pub(super) fn new(config: SupervisorConfig) -> (Self, Vec<Action>) {
-        let t0 = Instant::now();
+        let t0 = crate::test_support::time_origin();
         let slots = config.pool_size();
         let sup = Supervisor::new(config, t0).unwrap();
         let mut hand = Self {
@@ -785,4 +785,104 @@ fn diagnostics_serialise() {
     assert_eq!(d.active, 1);
     let json = serde_json::to_string(&d).unwrap();
     assert!(json.contains("\"close_state\":\"Running\""));
+}
+
+#[test]
+fn new_epoch_ends_pins_retires_everything_and_resends_on_new_endpoints() {
+    let (mut hand, _) = Hand::new(config(1, 2));
+    hand.ready_all();
+    let deadline = hand.now + Duration::from_secs(5);
+    hand.input(Input::Pin {
+        id: PinId(1),
+        deadline,
+    });
+    let (slot, msg_id) = the_send(&hand.submit(1, 5000));
+    hand.sent(slot, msg_id);
+    let old = hand.generation(slot.0);
+    let endpoints = vec![Endpoint::new("127.0.0.2", 7709)];
+    let out = hand.input(Input::NewEpoch { endpoints });
+    assert!(out.iter().any(|a| matches!(
+        a,
+        Action::PinEnded {
+            id: PinId(1),
+            reason: RequestError::PinLost
+        }
+    )));
+    let retires: Vec<_> = out
+        .iter()
+        .filter(|a| {
+            matches!(
+                a,
+                Action::Retire {
+                    epoch: Epoch(0),
+                    ..
+                }
+            )
+        })
+        .collect();
+    assert_eq!(
+        retires.len(),
+        2,
+        "every live connection retires under the old epoch"
+    );
+    assert!(
+        completions(&out).is_empty(),
+        "the request in flight waits for a new connection"
+    );
+    // The old connection's reply is stale now.
+    let out = hand.input(Input::Frame {
+        slot,
+        epoch: Epoch(0),
+        generation: old,
+        header: header(msg_id, COUNT),
+        body: count_reply(1),
+    });
+    assert!(out.is_empty());
+    // Old-epoch retirements complete; slots reconnect in the new epoch, to the new endpoint.
+    for s in 0..2u32 {
+        let generation = hand.generation(s);
+        let out = hand.input(Input::SlotClosed {
+            slot: SlotId(s),
+            epoch: Epoch(0),
+            generation,
+        });
+        assert!(
+            out.iter().any(|a| matches!(
+                a,
+                Action::Connect {
+                    epoch: Epoch(1),
+                    endpoint: 0,
+                    ..
+                }
+            )),
+            "{out:?}"
+        );
+    }
+    let generation = hand.generation(0);
+    hand.input(Input::SlotConnected {
+        slot: SlotId(0),
+        epoch: Epoch(1),
+        generation,
+    });
+    let out = hand.input(Input::SlotReady {
+        slot: SlotId(0),
+        epoch: Epoch(1),
+        generation,
+    });
+    let (slot, msg_id) = the_send(&out);
+    assert_eq!(hand.sup.counters().retries, 1);
+    hand.input(Input::SendCompleted {
+        slot,
+        epoch: Epoch(1),
+        generation,
+        msg_id,
+    });
+    let out = hand.input(Input::Frame {
+        slot,
+        epoch: Epoch(1),
+        generation,
+        header: header(msg_id, COUNT),
+        body: count_reply(9),
+    });
+    assert_eq!(completions(&out), vec![(1, Ok(9))]);
 }

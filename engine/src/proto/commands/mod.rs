@@ -37,6 +37,9 @@ pub trait Command: Sized {
     const MSG_TYPE: u16;
     /// A short name for errors and traces.
     const NAME: &'static str;
+    /// Safe to send again on a new connection if the first one failed
+    /// before the reply: true for every command here, since all only read.
+    const RETRY_SAFE: bool = true;
     /// The parsed reply.
     type Reply;
 
@@ -79,6 +82,11 @@ macro_rules! command_set {
             /// The command's short name.
             pub fn name(&self) -> &'static str {
                 match self { $(Self::$variant(_) => <$request>::NAME,)+ }
+            }
+
+            /// Whether the engine may resend it once after its connection fails.
+            pub fn retry_safe(&self) -> bool {
+                match self { $(Self::$variant(_) => <$request>::RETRY_SAFE,)+ }
             }
 
             /// Appends the request body.
