@@ -1,5 +1,24 @@
-//! `tdx-sim`: the reference 7709 server, its synthetic market and the
-//! deterministic simulation harness for `tdx-engine`.
+//! `tdx-sim`: the reference 7709 server, its synthetic market, and (later)
+//! the deterministic simulation harness for `tdx-engine`.
 //!
-//! This crate currently holds no code: the server, market and harness are
-//! built on top of `tdx_engine::proto` in later work (see the project's issues).
+//! - [`market`]: a seeded, pure synthetic market (SZ, SH, BJ);
+//! - [`responder`]: the typed reply to every request;
+//! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
+//! - [`faults`]: live fault injection;
+//! - [`truth`]: what a seed's server holds, as JSON.
+//!
+//! Servers listen where they are told; the binary binds 127.0.0.1 only.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod faults;
+pub mod market;
+pub mod responder;
+pub mod rng;
+pub mod server;
+pub mod truth;
+
+pub use faults::{FaultHandle, Faults, PushFlood};
+pub use market::Market;
+pub use server::{Listener, ReferenceServer};

@@ -1,0 +1,252 @@
+//! `tdx-sim`: run reference 7709 servers on loopback, or print what a seed's
+//! server holds.
+//!
+//! ```text
+//! tdx-sim serve --servers N --base-port P --seed S [fault flags]
+//! tdx-sim truth --seed S count MARKET
+//! tdx-sim truth --seed S codes MARKET --start N --limit N
+//! tdx-sim truth --seed S bars CODE --period P --start N --count N
+//! tdx-sim truth --seed S quotes CODE...
+//! ```
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use tdx_engine::proto::{Market as Exchange, SecurityCode};
+use tdx_sim::{truth, Faults, Market, PushFlood, ReferenceServer};
+
+#[derive(Parser)]
+#[command(
+    name = "tdx-sim",
+    version,
+    about = "Reference TDX 7709 servers over a seeded synthetic market"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Listen on 127.0.0.1:P .. P+N-1 until killed; faults apply to every server.
+    Serve(Serve),
+    /// Print, as JSON, what the server with this seed holds.
+    Truth {
+        /// Market seed.
+        #[arg(long)]
+        seed: u64,
+        #[command(subcommand)]
+        query: Query,
+    },
+}
+
+#[derive(Args)]
+struct Serve {
+    /// Number of servers.
+    #[arg(long, default_value_t = 1)]
+    servers: u16,
+    /// First port; 0 lets the system pick a free port for each server.
+    #[arg(long)]
+    base_port: u16,
+    /// Market seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Latency added before every reply.
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+    /// Up to this much more latency, uniformly.
+    #[arg(long, default_value_t = 0)]
+    jitter_ms: u64,
+    /// Odds (per mille, per request) of a stall.
+    #[arg(long, default_value_t = 0)]
+    stall_per_mille: u32,
+    /// Stall length.
+    #[arg(long, default_value_t = 1000)]
+    stall_ms: u64,
+    /// Odds of closing mid-frame.
+    #[arg(long, default_value_t = 0)]
+    close_mid_frame_per_mille: u32,
+    /// Odds of garbage bytes before a reply.
+    #[arg(long, default_value_t = 0)]
+    garbage_per_mille: u32,
+    /// Odds of a broken magic.
+    #[arg(long, default_value_t = 0)]
+    bad_magic_per_mille: u32,
+    /// Odds of a wrong msg_id.
+    #[arg(long, default_value_t = 0)]
+    wrong_id_per_mille: u32,
+    /// Odds of a wrong msg_type.
+    #[arg(long, default_value_t = 0)]
+    wrong_type_per_mille: u32,
+    /// Odds of a length past the body.
+    #[arg(long, default_value_t = 0)]
+    oversize_per_mille: u32,
+    /// Odds of a corrupt zlib body.
+    #[arg(long, default_value_t = 0)]
+    corrupt_zlib_per_mille: u32,
+    /// Write replies one byte at a time, this many milliseconds apart.
+    #[arg(long)]
+    drip_ms: Option<u64>,
+    /// Push flood after a refresh: RATE:SIZE (frames per second : bytes).
+    #[arg(long, value_parser = parse_flood)]
+    push_flood: Option<PushFlood>,
+    /// Close every connection at once.
+    #[arg(long)]
+    refuse_connections: bool,
+    /// Answer handshakes with a short payload.
+    #[arg(long)]
+    fail_handshake: bool,
+}
+
+#[derive(Subcommand)]
+enum Query {
+    /// Securities in a market (sz, sh, bj).
+    Count { market: String },
+    /// One 0x044d page of the code table.
+    Codes {
+        market: String,
+        #[arg(long, default_value_t = 0)]
+        start: usize,
+        #[arg(long, default_value_t = 1600)]
+        limit: usize,
+    },
+    /// One page of bars, `start` back from the newest, oldest first.
+    Bars {
+        code: String,
+        /// day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m, Nm, Nd, Ns.
+        #[arg(long, default_value = "day")]
+        period: String,
+        #[arg(long, default_value_t = 0)]
+        start: u16,
+        #[arg(long, default_value_t = 800)]
+        count: u16,
+    },
+    /// Today's five-level quotes.
+    Quotes {
+        #[arg(required = true)]
+        codes: Vec<String>,
+    },
+}
+
+fn parse_flood(s: &str) -> Result<PushFlood, String> {
+    let (rate, size) = s
+        .split_once(':')
+        .ok_or("expected RATE:SIZE, for example 100:4096")?;
+    Ok(PushFlood {
+        rate_per_sec: rate.parse().map_err(|_| format!("bad rate {rate:?}"))?,
+        size: size.parse().map_err(|_| format!("bad size {size:?}"))?,
+    })
+}
+
+fn parse_market(s: &str) -> Result<Exchange, String> {
+    s.parse()
+        .map_err(|_| format!("unknown market {s:?}: use sz, sh or bj"))
+}
+
+fn parse_code(s: &str) -> Result<SecurityCode, String> {
+    s.parse()
+        .map_err(|e: tdx_engine::proto::ParseCodeError| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(serve) => run_serve(serve),
+        Command::Truth { seed, query } => run_truth(seed, query),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tdx-sim: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_truth(seed: u64, query: Query) -> Result<(), String> {
+    let market = Market::new(seed);
+    let value = match query {
+        Query::Count { market: m } => truth::count(&market, parse_market(&m)?),
+        Query::Codes {
+            market: m,
+            start,
+            limit,
+        } => truth::codes(&market, parse_market(&m)?, start, limit),
+        Query::Bars {
+            code,
+            period,
+            start,
+            count,
+        } => truth::bars(
+            &market,
+            parse_code(&code)?,
+            truth::parse_period(&period)?,
+            start,
+            count,
+        ),
+        Query::Quotes { codes } => {
+            let codes = codes
+                .iter()
+                .map(|c| parse_code(c))
+                .collect::<Result<Vec<_>, _>>()?;
+            truth::quotes(&market, &codes)
+        }
+    };
+    println!("{value}");
+    Ok(())
+}
+
+fn run_serve(serve: Serve) -> Result<(), String> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TDX_SIM_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let faults = Faults {
+        latency: Duration::from_millis(serve.latency_ms),
+        jitter: Duration::from_millis(serve.jitter_ms),
+        stall_per_mille: serve.stall_per_mille,
+        stall: Duration::from_millis(serve.stall_ms),
+        close_mid_frame_per_mille: serve.close_mid_frame_per_mille,
+        garbage_per_mille: serve.garbage_per_mille,
+        bad_magic_per_mille: serve.bad_magic_per_mille,
+        wrong_id_per_mille: serve.wrong_id_per_mille,
+        wrong_type_per_mille: serve.wrong_type_per_mille,
+        oversize_per_mille: serve.oversize_per_mille,
+        corrupt_zlib_per_mille: serve.corrupt_zlib_per_mille,
+        drip: serve.drip_ms.map(Duration::from_millis),
+        push_flood: serve.push_flood,
+        refuse_connections: serve.refuse_connections,
+        fail_handshake: serve.fail_handshake,
+    };
+    let runtime =
+        tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async move {
+        let market = Arc::new(Market::new(serve.seed));
+        for i in 0..serve.servers {
+            let port = if serve.base_port == 0 {
+                0
+            } else {
+                serve
+                    .base_port
+                    .checked_add(i)
+                    .ok_or("port range overflows 65535")?
+            };
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                .await
+                .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            println!("listening {addr}");
+            let server = ReferenceServer::new(market.clone(), usize::from(i), faults.clone());
+            tokio::spawn(server.run(listener));
+        }
+        std::io::stdout().flush().map_err(|e| e.to_string())?;
+        tokio::signal::ctrl_c().await.map_err(|e| e.to_string())?;
+        Ok(())
+    })
+}

@@ -1,0 +1,742 @@
+//! The synthetic market: a pure function of one seed.
+//!
+//! Three exchanges (SZ, SH, BJ) with realistic code blocks and counts
+//! (about 4,600 securities), GBK names, stocks, ETFs (3 decimals) and
+//! indexes; per security a daily random walk with correct ticks over 4,000
+//! trading days (five pages of 800 bars), one-minute paths for the last 20
+//! days (six pages), derived weekly/monthly/quarterly/yearly and N-minute
+//! bars, and today's quotes, minute line and ticks, all consistent with each
+//! other. Nothing is cached or stored: every value is recomputed from
+//! `(seed, code, day)`, so the same seed always gives the same bytes.
+
+use std::collections::HashMap;
+
+use tdx_engine::proto::commands::{
+    Bar, Breadth, Level, MinuteLine, MinutePoint, Period, Security, Trade,
+};
+use tdx_engine::proto::{
+    Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay,
+};
+
+use crate::rng::Rng;
+
+/// The market's "today": the last trading day, whose session is complete.
+pub const TODAY: (u16, u8, u8) = (2026, 11, 27);
+/// Trading days of daily history.
+pub const DAILY_HISTORY_DAYS: usize = 4000;
+/// Trading days of one-minute history (240 bars each).
+pub const MINUTE_HISTORY_DAYS: usize = 20;
+/// One-minute bars per trading day.
+pub const MINUTES_PER_DAY: usize = 240;
+
+/// One listed security and the parameters of its price process.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// Its code.
+    pub code: SecurityCode,
+    /// GBK-encodable name, at most 8 GBK bytes.
+    pub name: String,
+    /// Stock, fund or index.
+    pub category: Category,
+    /// Decimal places of its quote prices (3 for funds, else 2).
+    pub decimals: u8,
+    /// Shares per lot.
+    pub multiple: u16,
+    /// Price tick in milli-yuan.
+    pub tick: i64,
+    /// Price 4000 trading days ago, in milli-yuan.
+    base_price: i64,
+    /// Daily volatility in basis points.
+    volatility_bp: i64,
+    /// Typical daily volume in lots.
+    base_lots: i64,
+    seed: u64,
+}
+
+impl Listing {
+    /// The wire price scale of its quotes.
+    pub fn scale(&self) -> PriceScale {
+        PriceScale::from_decimals(self.decimals).expect("decimals are 2 or 3")
+    }
+}
+
+/// One day of a security: OHLC in milli-yuan, volume in lots, amount in yuan.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Day {
+    /// Trading date.
+    pub date: Date,
+    /// Open.
+    pub open: i64,
+    /// High.
+    pub high: i64,
+    /// Low.
+    pub low: i64,
+    /// Close.
+    pub close: i64,
+    /// Volume in lots.
+    pub lots: i64,
+    /// Amount in yuan.
+    pub amount: f64,
+}
+
+/// One minute of a security, like [`Day`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Minute {
+    /// Bar end time.
+    pub at: DateTime,
+    /// Open.
+    pub open: i64,
+    /// High.
+    pub high: i64,
+    /// Low.
+    pub low: i64,
+    /// Close.
+    pub close: i64,
+    /// Volume in lots.
+    pub lots: i64,
+    /// Amount in yuan.
+    pub amount: f64,
+}
+
+/// A seeded market.
+#[derive(Debug)]
+pub struct Market {
+    seed: u64,
+    lists: [Vec<Listing>; 3],
+    by_code: HashMap<SecurityCode, (usize, usize)>,
+    /// The last `DAILY_HISTORY_DAYS` weekdays, oldest first, ending today.
+    days: Vec<Date>,
+}
+
+const NAME_CHARS: &[char] = &[
+    '华', '中', '国', '平', '安', '银', '行', '科', '技', '电', '子', '医', '药', '能', '源', '证',
+    '券', '力', '汽', '车', '钢', '铁', '地', '产', '建', '设', '发', '展', '信', '息', '通', '材',
+    '料', '食', '品', '化', '工', '传', '媒', '智', '网', '航', '空', '海', '洋', '环', '境', '生',
+    '物', '新', '东', '南', '西', '北', '天', '山', '江', '河', '金', '石',
+];
+const STOCK_SUFFIX: &[&str] = &[
+    "股份", "科技", "集团", "控股", "实业", "电子", "医药", "能源",
+];
+
+/// Code blocks: market, first three digits, roughly how many, category.
+const BLOCKS: &[(Exchange, &str, u32, Category)] = &[
+    (Exchange::Sz, "000", 450, Category::AShare),
+    (Exchange::Sz, "001", 30, Category::AShare),
+    (Exchange::Sz, "002", 800, Category::AShare),
+    (Exchange::Sz, "003", 40, Category::AShare),
+    (Exchange::Sz, "159", 150, Category::Fund),
+    (Exchange::Sz, "300", 700, Category::AShare),
+    (Exchange::Sz, "301", 120, Category::AShare),
+    (Exchange::Sz, "399", 60, Category::Index),
+    (Exchange::Sh, "000", 50, Category::Index),
+    (Exchange::Sh, "510", 150, Category::Fund),
+    (Exchange::Sh, "512", 100, Category::Fund),
+    (Exchange::Sh, "600", 700, Category::AShare),
+    (Exchange::Sh, "601", 250, Category::AShare),
+    (Exchange::Sh, "603", 450, Category::AShare),
+    (Exchange::Sh, "605", 80, Category::AShare),
+    (Exchange::Sh, "688", 500, Category::AShare),
+    (Exchange::Bj, "430", 60, Category::AShare),
+    (Exchange::Bj, "830", 100, Category::AShare),
+    (Exchange::Bj, "870", 80, Category::AShare),
+    (Exchange::Bj, "899", 2, Category::Index),
+    (Exchange::Bj, "920", 50, Category::AShare),
+];
+
+/// Codes every seed lists, so tests and examples can name them.
+const ALWAYS: &[&str] = &[
+    "sz000001", "sz399001", "sz159915", "sh000001", "sh510300", "sh600000", "bj430047", "bj899050",
+];
+
+impl Market {
+    /// The market for `seed`.
+    pub fn new(seed: u64) -> Self {
+        let mut rng = Rng::derive(seed, 1);
+        let mut lists: [Vec<Listing>; 3] = Default::default();
+        for &(exchange, prefix, count, category) in BLOCKS {
+            for n in 0..1000u32 {
+                let digits = format!("{prefix}{n:03}");
+                let forced = ALWAYS
+                    .iter()
+                    .any(|c| c[2..] == digits && c[..2] == *exchange.prefix());
+                if !forced && (n == 0 || !rng.chance(count)) {
+                    continue;
+                }
+                let code =
+                    SecurityCode::new(exchange, digits.as_bytes().try_into().expect("6 digits"))
+                        .expect("digits");
+                lists[exchange.id() as usize].push(listing(seed, code, category));
+            }
+        }
+        for list in &mut lists {
+            list.sort_by_key(|l| l.code);
+        }
+        let by_code = lists
+            .iter()
+            .enumerate()
+            .flat_map(|(m, list)| list.iter().enumerate().map(move |(i, l)| (l.code, (m, i))))
+            .collect();
+        Self {
+            seed,
+            lists,
+            by_code,
+            days: trading_days(DAILY_HISTORY_DAYS),
+        }
+    }
+
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Today's date.
+    pub fn today(&self) -> Date {
+        *self.days.last().expect("history is not empty")
+    }
+
+    /// Every listing of `exchange`, in code order (the 0x044d/0x0450 order).
+    pub fn listings(&self, exchange: Exchange) -> &[Listing] {
+        &self.lists[exchange.id() as usize]
+    }
+
+    /// The listing for `code`, if the market has it.
+    pub fn listing(&self, code: SecurityCode) -> Option<&Listing> {
+        self.by_code.get(&code).map(|&(m, i)| &self.lists[m][i])
+    }
+
+    /// One 0x044d record.
+    pub fn security(&self, l: &Listing) -> Security {
+        let days = self.daily(l);
+        let previous_close = days[days.len() - 2].close as f32 / 1000.0;
+        Security {
+            code: l.code,
+            multiple: l.multiple,
+            name: l.name.clone(),
+            volume_ratio_base: (days.last().expect("days").lots as f32 / 240.0).round(),
+            decimal: l.decimals,
+            previous_close,
+            unknown_3_raw: [0; 4],
+        }
+    }
+
+    /// The daily series, oldest first, ending today.
+    pub fn daily(&self, l: &Listing) -> Vec<Day> {
+        let mut rng = Rng::derive(l.seed, 2);
+        let mut days = Vec::with_capacity(self.days.len());
+        let mut close = l.base_price;
+        let minute_from = self.days.len() - MINUTE_HISTORY_DAYS;
+        for (i, &date) in self.days.iter().enumerate() {
+            let open = round_tick(
+                (close + close * rng.range(-40, 40) / 10_000).max(l.tick),
+                l.tick,
+            );
+            let change = close * gaussian_bp(&mut rng, l.volatility_bp) / 10_000;
+            let next_close = round_tick((close + change).clamp(l.tick, l.base_price * 20), l.tick);
+            let lots = (l.base_lots * rng.range(50, 150) / 100).max(1);
+            let day = if i >= minute_from {
+                let minutes = self.minute_path(l, i, open, next_close, lots);
+                Day {
+                    date,
+                    open,
+                    high: minutes.iter().map(|m| m.high).max().expect("240 minutes"),
+                    low: minutes.iter().map(|m| m.low).min().expect("240 minutes"),
+                    close: next_close,
+                    lots,
+                    amount: minutes.iter().map(|m| m.amount).sum(),
+                }
+            } else {
+                let spread = (close * rng.range(0, l.volatility_bp) / 10_000).max(l.tick);
+                let high = round_tick(
+                    open.max(next_close) + spread * rng.range(0, 100) / 100,
+                    l.tick,
+                );
+                let low = round_tick(
+                    (open.min(next_close) - spread * rng.range(0, 100) / 100).max(l.tick),
+                    l.tick,
+                );
+                let average = (open + high + low + next_close) as f64 / 4000.0;
+                Day {
+                    date,
+                    open,
+                    high,
+                    low,
+                    close: next_close,
+                    lots,
+                    amount: lots as f64 * 100.0 * average,
+                }
+            };
+            close = next_close;
+            days.push(day);
+        }
+        days
+    }
+
+    /// One-minute bars of day `day_index` (an index into the history),
+    /// going from `open` to `close` with `lots` in total.
+    fn minute_path(
+        &self,
+        l: &Listing,
+        day_index: usize,
+        open: i64,
+        close: i64,
+        lots: i64,
+    ) -> Vec<Minute> {
+        let mut rng = Rng::derive(l.seed, 1000 + day_index as u64);
+        let date = self.days[day_index];
+        // A random walk pinned at both ends (a discrete Brownian bridge).
+        let step = (open * l.volatility_bp / 10_000 / 16).max(l.tick);
+        let mut walk = vec![0i64; MINUTES_PER_DAY + 1];
+        for i in 1..=MINUTES_PER_DAY {
+            walk[i] = walk[i - 1] + rng.range(-step, step);
+        }
+        let end = walk[MINUTES_PER_DAY];
+        let n = MINUTES_PER_DAY as i64;
+        let price_at = |i: usize| {
+            let i = i as i64;
+            let p = open + (close - open) * i / n + walk[i as usize] - end * i / n;
+            round_tick(p.max(l.tick), l.tick)
+        };
+        // Split the day's volume: random weights, the remainder to the last minute.
+        let weights: Vec<i64> = (0..MINUTES_PER_DAY).map(|_| rng.range(1, 100)).collect();
+        let total: i64 = weights.iter().sum();
+        let mut left = lots;
+        let mut out = Vec::with_capacity(MINUTES_PER_DAY);
+        let mut previous = open;
+        for (i, weight) in weights.iter().enumerate() {
+            let c = if i + 1 == MINUTES_PER_DAY {
+                close
+            } else {
+                price_at(i + 1)
+            };
+            let o = previous;
+            let wiggle = l.tick * rng.range(0, 2);
+            let high = o.max(c) + wiggle;
+            let low = (o.min(c) - wiggle).max(l.tick);
+            let v = if i + 1 == MINUTES_PER_DAY {
+                left
+            } else {
+                (lots * weight / total).min(left)
+            };
+            left -= v;
+            let average = (o + high + low + c) as f64 / 4000.0;
+            let time = TimeOfDay::from_minute_index(i as u16).expect("index < 240");
+            out.push(Minute {
+                at: DateTime { date, time },
+                open: o,
+                high,
+                low,
+                close: c,
+                lots: v,
+                amount: v as f64 * 100.0 * average,
+            });
+            previous = c;
+        }
+        debug_assert_eq!(out.iter().map(|m| m.lots).sum::<i64>(), lots);
+        out
+    }
+
+    /// One-minute bars of the last `MINUTE_HISTORY_DAYS` days, oldest first.
+    pub fn minutes(&self, l: &Listing) -> Vec<Minute> {
+        let days = self.daily(l);
+        let from = days.len() - MINUTE_HISTORY_DAYS;
+        (from..days.len())
+            .flat_map(|i| self.minute_path(l, i, days[i].open, days[i].close, days[i].lots))
+            .collect()
+    }
+
+    /// Today's one-minute bars.
+    pub fn today_minutes(&self, l: &Listing) -> Vec<Minute> {
+        let days = self.daily(l);
+        let i = days.len() - 1;
+        self.minute_path(l, i, days[i].open, days[i].close, days[i].lots)
+    }
+
+    /// Every bar of `period`, oldest first, as the server sends them.
+    ///
+    /// Volume is in shares, except for code 9 (`Days`) which carries lots,
+    /// as the captures show (§5.4). Index bars carry breadth counts.
+    /// Second bars (code 13) are not served: empty.
+    pub fn bars(&self, l: &Listing, period: Period) -> Vec<Bar> {
+        let lots_unit = matches!(period, Period::Days(_));
+        let bars: Vec<Bar> = match period {
+            Period::Seconds(_) => Vec::new(),
+            Period::Day | Period::Days(1) => self
+                .daily(l)
+                .iter()
+                .map(|d| day_bar(d, lots_unit))
+                .collect(),
+            Period::Days(n) => group(&self.daily(l), |i, _| i / usize::from(n.max(1)), lots_unit),
+            Period::Week => group(
+                &self.daily(l),
+                |_, d| (d.date.days_since_epoch() + 3).div_euclid(7) as usize,
+                false,
+            ),
+            Period::Month => group(
+                &self.daily(l),
+                |_, d| usize::from(d.date.year()) * 12 + usize::from(d.date.month()),
+                false,
+            ),
+            Period::Quarter => group(
+                &self.daily(l),
+                |_, d| usize::from(d.date.year()) * 4 + usize::from(d.date.month() - 1) / 3,
+                false,
+            ),
+            Period::Year => group(&self.daily(l), |_, d| usize::from(d.date.year()), false),
+            Period::Min1 | Period::Minutes(1) => self.minutes(l).iter().map(minute_bar).collect(),
+            Period::Min5 => self.minute_groups(l, 5),
+            Period::Min15 => self.minute_groups(l, 15),
+            Period::Min30 => self.minute_groups(l, 30),
+            Period::Min60 => self.minute_groups(l, 60),
+            Period::Minutes(n) => self.minute_groups(l, usize::from(n.max(1))),
+        };
+        if l.category != Category::Index {
+            return bars;
+        }
+        let mut rng = Rng::derive(l.seed, 3);
+        bars.into_iter()
+            .map(|mut b| {
+                let up = rng.range(100, 3000) as u16;
+                b.breadth = Some(Breadth {
+                    up,
+                    down: 3100 - up,
+                });
+                b
+            })
+            .collect()
+    }
+
+    fn minute_groups(&self, l: &Listing, n: usize) -> Vec<Bar> {
+        let minutes = self.minutes(l);
+        let mut out = Vec::new();
+        for day in minutes.chunks(MINUTES_PER_DAY) {
+            for chunk in day.chunks(n) {
+                let first = chunk[0];
+                let last = chunk[chunk.len() - 1];
+                let lots: i64 = chunk.iter().map(|m| m.lots).sum();
+                out.push(Bar {
+                    time: last.at,
+                    open: Price(first.open),
+                    close: Price(last.close),
+                    high: Price(chunk.iter().map(|m| m.high).max().expect("chunk")),
+                    low: Price(chunk.iter().map(|m| m.low).min().expect("chunk")),
+                    volume: (lots * 100) as f32,
+                    amount: chunk.iter().map(|m| m.amount).sum::<f64>() as f32,
+                    breadth: None,
+                });
+            }
+        }
+        out
+    }
+
+    /// One page of bars: `start` back from the newest, at most `count`, oldest first.
+    pub fn bars_page(&self, l: &Listing, period: Period, start: u16, count: u16) -> Vec<Bar> {
+        let bars = self.bars(l, period);
+        page_from_newest(bars, usize::from(start), usize::from(count))
+    }
+
+    /// Today's quote inputs: the day, and the previous close.
+    pub fn today_day(&self, l: &Listing) -> (Day, i64) {
+        let days = self.daily(l);
+        (days[days.len() - 1], days[days.len() - 2].close)
+    }
+
+    /// The order book around `price`: bids at and below, asks above.
+    pub fn levels(&self, l: &Listing, price: i64, variant: u64) -> [Level; 5] {
+        let mut rng = Rng::derive(l.seed, 4 + variant);
+        std::array::from_fn(|k| {
+            let k = k as i64;
+            Level {
+                bid: Price((price - k * l.tick).max(l.tick)),
+                ask: Price(price + (k + 1) * l.tick),
+                bid_volume: rng.range(1, 5000),
+                ask_volume: rng.range(1, 5000),
+            }
+        })
+    }
+
+    /// Today's minute line (0x0537).
+    pub fn minute_line(&self, l: &Listing) -> MinuteLine {
+        let scale = l.scale();
+        let unit = 10i64.pow(u32::from(l.decimals) + 2); // average units per yuan
+        let mut lots = 0i64;
+        let mut amount_milli_lots = 0i128;
+        let points = self
+            .today_minutes(l)
+            .iter()
+            .map(|m| {
+                lots += m.lots;
+                amount_milli_lots += i128::from(m.close) * i128::from(m.lots);
+                let average_milli = if lots == 0 {
+                    m.close as i128
+                } else {
+                    amount_milli_lots / i128::from(lots)
+                };
+                MinutePoint {
+                    price: Price(m.close),
+                    average_raw: (average_milli * i128::from(unit) / 1000) as i64,
+                    volume: m.lots,
+                }
+            })
+            .collect();
+        MinuteLine {
+            reserved: 0,
+            scale,
+            points,
+        }
+    }
+
+    /// Today's ticks, oldest first. Tick prices travel in 0.01 yuan, so
+    /// 3-decimal prices are rounded to the cent.
+    pub fn trades(&self, l: &Listing) -> Vec<Trade> {
+        let mut rng = Rng::derive(l.seed, 5);
+        let mut out = Vec::new();
+        for (i, m) in self.today_minutes(l).iter().enumerate() {
+            let ticks = rng.range(0, 12);
+            let mut left = m.lots;
+            for t in 0..ticks {
+                if left == 0 {
+                    break;
+                }
+                let lots = if t + 1 == ticks {
+                    left
+                } else {
+                    rng.range(1, left.max(1))
+                };
+                left -= lots;
+                let price = round_tick(rng.range(m.low, m.high), 10).max(10);
+                out.push(Trade {
+                    minutes: TimeOfDay::from_minute_index(i as u16)
+                        .expect("index")
+                        .minutes(),
+                    price: Price(price),
+                    volume: lots,
+                    order_count: rng.range(1, 50),
+                    status_raw: rng.range(0, 1),
+                    tail_raw: 0,
+                });
+            }
+        }
+        if let Some(last) = out.last_mut() {
+            last.status_raw = 2; // the closing auction
+        }
+        out
+    }
+
+    /// One page of ticks: `start` back from the newest, at most `count`, oldest first.
+    pub fn trades_page(&self, l: &Listing, start: u16, count: u16) -> Vec<Trade> {
+        page_from_newest(self.trades(l), usize::from(start), usize::from(count))
+    }
+}
+
+fn page_from_newest<T>(mut items: Vec<T>, start: usize, count: usize) -> Vec<T> {
+    let end = items.len().saturating_sub(start);
+    let begin = end.saturating_sub(count);
+    items.truncate(end);
+    items.drain(..begin);
+    items
+}
+
+fn listing(seed: u64, code: SecurityCode, category: Category) -> Listing {
+    let label = u64::from_le_bytes({
+        let mut b = [0u8; 8];
+        b[..7].copy_from_slice(&code.marker());
+        b
+    });
+    let mut rng = Rng::derive(seed, label);
+    let pick = |rng: &mut Rng| NAME_CHARS[rng.below(NAME_CHARS.len() as u64) as usize];
+    let stem: String = [pick(&mut rng), pick(&mut rng)].iter().collect();
+    let (name, decimals, tick, base_price) = match category {
+        Category::Index => (format!("{stem}指数"), 2, 10, rng.range(1000, 5000) * 1000),
+        Category::Fund => (format!("{stem}ETF"), 3, 1, rng.range(500, 5000)),
+        _ => (
+            format!(
+                "{stem}{}",
+                STOCK_SUFFIX[rng.below(STOCK_SUFFIX.len() as u64) as usize]
+            ),
+            2,
+            10,
+            rng.range(200, 8000) * 10,
+        ),
+    };
+    Listing {
+        code,
+        name,
+        category,
+        decimals,
+        multiple: 100,
+        tick,
+        base_price,
+        volatility_bp: rng.range(80, 400),
+        base_lots: rng.range(1_000, 500_000),
+        seed: rng.next_u64(),
+    }
+}
+
+/// Approximately normal, in basis points: the sum of four uniforms.
+fn gaussian_bp(rng: &mut Rng, sigma_bp: i64) -> i64 {
+    let sum: i64 = (0..4).map(|_| rng.range(-sigma_bp, sigma_bp)).sum();
+    sum / 2
+}
+
+fn round_tick(milli: i64, tick: i64) -> i64 {
+    (milli + tick / 2).div_euclid(tick) * tick
+}
+
+/// The last `n` weekdays ending [`TODAY`], oldest first.
+fn trading_days(n: usize) -> Vec<Date> {
+    let (y, m, d) = TODAY;
+    let mut day = Date::new(y, m, d)
+        .expect("TODAY is a date")
+        .days_since_epoch();
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        // 1970-01-01 was a Thursday: weekday = (days + 3) mod 7, Monday = 0.
+        if (day + 3).rem_euclid(7) < 5 {
+            out.push(Date::from_days_since_epoch(day).expect("in range"));
+        }
+        day -= 1;
+    }
+    out.reverse();
+    out
+}
+
+fn close_time(date: Date) -> DateTime {
+    DateTime {
+        date,
+        time: TimeOfDay::new(15, 0, 0, 0).expect("15:00"),
+    }
+}
+
+fn day_bar(d: &Day, lots_unit: bool) -> Bar {
+    Bar {
+        time: close_time(d.date),
+        open: Price(d.open),
+        close: Price(d.close),
+        high: Price(d.high),
+        low: Price(d.low),
+        volume: if lots_unit {
+            d.lots as f32
+        } else {
+            (d.lots * 100) as f32
+        },
+        amount: d.amount as f32,
+        breadth: None,
+    }
+}
+
+fn minute_bar(m: &Minute) -> Bar {
+    Bar {
+        time: m.at,
+        open: Price(m.open),
+        close: Price(m.close),
+        high: Price(m.high),
+        low: Price(m.low),
+        volume: (m.lots * 100) as f32,
+        amount: m.amount as f32,
+        breadth: None,
+    }
+}
+
+/// Groups consecutive days with the same `key` into one bar, stamped on the group's last day.
+fn group(days: &[Day], key: impl Fn(usize, &Day) -> usize, lots_unit: bool) -> Vec<Bar> {
+    let mut out: Vec<Bar> = Vec::new();
+    let mut current = None;
+    for (i, d) in days.iter().enumerate() {
+        let k = key(i, d);
+        let bar = day_bar(d, lots_unit);
+        match out.last_mut() {
+            Some(last) if current == Some(k) => {
+                last.time = bar.time;
+                last.close = bar.close;
+                last.high = last.high.max(bar.high);
+                last.low = last.low.min(bar.low);
+                last.volume += bar.volume;
+                last.amount += bar.amount;
+            }
+            _ => out.push(bar),
+        }
+        current = Some(k);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_same_market_and_realistic_counts() {
+        let a = Market::new(7);
+        let b = Market::new(7);
+        let counts: Vec<usize> = Exchange::ALL.iter().map(|m| a.listings(*m).len()).collect();
+        assert!(
+            counts[0] > 2000 && counts[1] > 1800 && counts[2] > 150,
+            "{counts:?}"
+        );
+        for code in ALWAYS {
+            let l = a
+                .listing(code.parse().unwrap())
+                .unwrap_or_else(|| panic!("{code} is listed"));
+            assert_eq!(a.daily(l), b.daily(b.listing(l.code).unwrap()));
+        }
+        assert_ne!(
+            Market::new(8)
+                .listing("sz000001".parse().unwrap())
+                .unwrap()
+                .name,
+            a.listing("sz000001".parse().unwrap()).unwrap().name
+        );
+    }
+
+    #[test]
+    fn series_are_consistent_and_on_ticks() {
+        let m = Market::new(1);
+        for code in ["sz000001", "sh510300", "sh000001"] {
+            let l = m.listing(code.parse().unwrap()).unwrap();
+            let days = m.daily(l);
+            assert_eq!(days.len(), DAILY_HISTORY_DAYS);
+            for d in &days {
+                assert!(
+                    d.low <= d.open.min(d.close) && d.high >= d.open.max(d.close),
+                    "{code} {d:?}"
+                );
+                assert!(
+                    d.low > 0
+                        && d.open % l.tick == 0
+                        && d.close % l.tick == 0
+                        && d.high % l.tick == 0
+                );
+            }
+            let minutes = m.minutes(l);
+            assert_eq!(minutes.len(), MINUTE_HISTORY_DAYS * MINUTES_PER_DAY);
+            let today: Vec<_> = m.today_minutes(l);
+            let last = days.last().unwrap();
+            assert_eq!(today.last().unwrap().close, last.close);
+            assert_eq!(today.iter().map(|x| x.lots).sum::<i64>(), last.lots);
+            assert_eq!(today.iter().map(|x| x.high).max().unwrap(), last.high);
+            assert_eq!(m.today(), Date::new(2026, 11, 27).unwrap());
+            // Paging: five pages of 800 daily bars, then an empty page.
+            let pages: Vec<usize> = (0..6)
+                .map(|p| m.bars_page(l, Period::Day, p * 800, 800).len())
+                .collect();
+            assert_eq!(pages, vec![800, 800, 800, 800, 800, 0]);
+        }
+    }
+
+    #[test]
+    fn names_fit_both_list_formats() {
+        let m = Market::new(3);
+        for exchange in Exchange::ALL {
+            for l in m.listings(exchange) {
+                let (bytes, _, bad) = encoding_rs::GBK.encode(&l.name);
+                assert!(!bad && bytes.len() <= 8, "{}", l.name);
+                assert_eq!(
+                    l.scale(),
+                    l.code.default_scale(),
+                    "{}: decimals agree with the code rule",
+                    l.code
+                );
+            }
+        }
+    }
+}

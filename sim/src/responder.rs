@@ -1,0 +1,211 @@
+//! What the reference server answers: a typed reply for every typed request,
+//! computed from the synthetic market.
+
+use tdx_engine::proto::commands::{
+    HandshakeReply, HeartbeatReply, LegacySecurity, Quote, QuoteHead, QuotesReply, RefreshRecord,
+    RefreshReply, ServerClock, Snapshot, SnapshotsReply,
+};
+use tdx_engine::proto::limits::{
+    BARS_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX,
+};
+use tdx_engine::proto::{Price, Reply, Request};
+
+use crate::market::{Listing, Market};
+
+/// Ticks a 0x0fc5 page may hold: pytdx asks for up to 2000.
+pub const TRADES_PER_PAGE_SERVED: u16 = 2000;
+
+/// The reply to `request` from server number `server` of `market`.
+/// Unknown codes get empty pages, as real servers give.
+pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
+    match request {
+        Request::Handshake(_) => Reply::Handshake(handshake(market, server)),
+        Request::LegacySetup(_) => Reply::LegacySetup(vec![0]),
+        Request::Heartbeat(_) => Reply::Heartbeat(HeartbeatReply {
+            reserved: [0; 6],
+            server_date_raw: market.today().yyyymmdd(),
+        }),
+        Request::SecurityCount(c) => Reply::SecurityCount(market.listings(c.market).len() as u16),
+        Request::LegacySecurityList(r) => {
+            let page = page(
+                market.listings(r.market),
+                r.start.into(),
+                LEGACY_SECURITIES_PER_PAGE.into(),
+            );
+            Reply::LegacySecurityList(
+                page.iter()
+                    .map(|l| {
+                        let s = market.security(l);
+                        LegacySecurity {
+                            code: s.code,
+                            volunit: s.multiple,
+                            name: s.name,
+                            unknown_1_raw: [0; 4],
+                            decimal: s.decimal as i8,
+                            previous_close: s.previous_close,
+                            unknown_2_raw: [0; 4],
+                        }
+                    })
+                    .collect(),
+            )
+        }
+        Request::SecurityList(r) => {
+            let limit = r.limit.min(SECURITIES_PER_PAGE_MAX) as usize;
+            let page = page(market.listings(r.market), r.start as usize, limit);
+            Reply::SecurityList(page.iter().map(|l| market.security(l)).collect())
+        }
+        Request::Bars(b) => Reply::Bars(match market.listing(b.code) {
+            Some(l) => market.bars_page(l, b.period, b.start, b.count.min(BARS_PER_PAGE_MAX)),
+            None => Vec::new(),
+        }),
+        Request::Quotes(q) => Reply::Quotes(QuotesReply {
+            unknown_head: 0x0136,
+            quotes: q
+                .targets
+                .iter()
+                .filter_map(|t| market.listing(t.code))
+                .map(|l| quote(market, l))
+                .collect(),
+        }),
+        Request::Snapshots(q) => Reply::Snapshots(SnapshotsReply {
+            unknown_head: 0,
+            snapshots: q
+                .targets
+                .iter()
+                .filter_map(|t| market.listing(t.code))
+                .map(|l| snapshot(market, l))
+                .collect(),
+        }),
+        Request::Refresh(r) => Reply::Refresh(RefreshReply {
+            records: r
+                .targets
+                .iter()
+                .filter_map(|t| market.listing(t.target.code))
+                .map(|l| refresh_record(market, l, 0))
+                .collect(),
+        }),
+        Request::Minutes(m) => Reply::Minutes(match market.listing(m.target.code) {
+            Some(l) => market.minute_line(l),
+            None => tdx_engine::proto::commands::MinuteLine {
+                reserved: 0,
+                scale: m.target.scale,
+                points: Vec::new(),
+            },
+        }),
+        Request::Trades(t) => Reply::Trades(match market.listing(t.code) {
+            Some(l) => market.trades_page(l, t.start, t.count.min(TRADES_PER_PAGE_SERVED)),
+            None => Vec::new(),
+        }),
+    }
+}
+
+fn page(listings: &[Listing], start: usize, limit: usize) -> &[Listing] {
+    let start = start.min(listings.len());
+    &listings[start..(start + limit).min(listings.len())]
+}
+
+fn handshake(market: &Market, server: usize) -> HandshakeReply {
+    let today = market.today();
+    let session = [570, 690, 780, 900, 900, 900, 900, 900];
+    HandshakeReply {
+        unknown_0: 0,
+        clock: ServerClock {
+            year: today.year(),
+            day: today.day(),
+            month: today.month(),
+            minute: 30,
+            hour: 15,
+            unknown: 0,
+            second: 0,
+        },
+        session_minutes_1: session,
+        session_minutes_2: session,
+        unknown_41: 0,
+        server_date_1_raw: today.yyyymmdd(),
+        unknown_time_1_raw: 153_000,
+        server_date_2_raw: today.yyyymmdd(),
+        unknown_time_2_raw: 153_000,
+        flags_raw: [0xff, 0x00, 0xe7, 0x00, 0x00, 0x01, 0x01, 0x01, 0xff, 0x00],
+        server_name: format!("tdx-sim {server}"),
+        tail_control_raw: [0, 0, 1, 0, 0, 0, 0, 0x23],
+        product_tag: "tdx-sim".to_owned(),
+    }
+}
+
+/// Fields 1–17 of today's quote.
+fn head(market: &Market, l: &Listing) -> QuoteHead {
+    let (day, previous_close) = market.today_day(l);
+    let last = market.today_minutes(l).last().map_or(1, |m| m.lots.max(1));
+    let price_raw = day.close / (1000 / 10i64.pow(u32::from(l.decimals)));
+    let inside = day.lots * 45 / 100;
+    QuoteHead {
+        code: l.code,
+        active1: (1000 + day.lots % 3000) as u16,
+        price: Price(day.close),
+        last_close: Price(previous_close),
+        open: Price(day.open),
+        high: Price(day.high),
+        low: Price(day.low),
+        time_raw: 15_003_000,
+        reserved_a: -price_raw,
+        total_volume: day.lots,
+        current_volume: last,
+        amount: day.amount as f32,
+        inside_volume: inside,
+        outside_volume: day.lots - inside,
+        reserved_b: 0,
+        open_amount_raw: day.open * (day.lots / 240 + 1) / 100,
+    }
+}
+
+/// Today's five-level quote (0x053e).
+pub fn quote(market: &Market, l: &Listing) -> Quote {
+    let head = head(market, l);
+    Quote {
+        levels: market.levels(l, head.price.milli(), 0),
+        status: 0,
+        tail_metrics: [0; 4],
+        rise_speed_raw: 0,
+        active2: head.active1,
+        head,
+    }
+}
+
+/// Today's one-level snapshot (0x054c).
+pub fn snapshot(market: &Market, l: &Listing) -> Snapshot {
+    let head = head(market, l);
+    let mut tail_raw = [0u8; 56];
+    tail_raw[54..].copy_from_slice(&head.active1.to_le_bytes());
+    Snapshot {
+        level: market.levels(l, head.price.milli(), 0)[0],
+        tail_raw,
+        head,
+    }
+}
+
+/// A refresh record (0x0547); `seq` 0 is the refresh reply, later values are pushes.
+pub fn refresh_record(market: &Market, l: &Listing, seq: u64) -> RefreshRecord {
+    let h = head(market, l);
+    let drift = l.tick * ((seq % 5) as i64 - 2) * i64::from(seq > 0);
+    let price = Price((h.price.milli() + drift).max(l.tick));
+    RefreshRecord {
+        code: l.code,
+        active: h.active1.wrapping_add(seq as u16),
+        price,
+        last_close: h.last_close,
+        open: h.open,
+        high: Price(h.high.milli().max(price.milli())),
+        low: Price(h.low.milli().min(price.milli())),
+        update_time_raw: 150_000,
+        status_raw: 0,
+        total_volume: h.total_volume + seq as i64,
+        current_volume: h.current_volume,
+        amount: h.amount,
+        inside_volume: h.inside_volume,
+        outside_volume: h.outside_volume + seq as i64,
+        reserved: 0,
+        open_amount_raw: h.open_amount_raw,
+        levels: market.levels(l, price.milli(), seq),
+        tail_raw: Vec::new(),
+    }
+}

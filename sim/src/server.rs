@@ -1,0 +1,314 @@
+//! The reference 7709 server: one task per connection, generic over the
+//! stream so the same code runs on tokio sockets and in turmoil.
+//!
+//! Per connection: requests are read with the codec's bounded
+//! `RequestDecoder` and answered one at a time, in order, each reply written
+//! whole (pytdx needs the header and body in one write). Replies are
+//! compressed when that makes them smaller. A connection that sent a 0x0547
+//! refresh later receives unsolicited 0x0547 pushes for those codes; others
+//! never get a push. A malformed request closes that connection only.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tracing::{debug, info, warn};
+
+use tdx_engine::proto::commands::{Command, Refresh, RefreshReply};
+use tdx_engine::proto::frame::{encode_response, ResponseHeader};
+use tdx_engine::proto::{Compression, Reply, Request, RequestDecoder};
+
+use crate::faults::{FaultHandle, Faults};
+use crate::market::Market;
+use crate::responder::{refresh_record, respond};
+use crate::rng::Rng;
+
+/// zlib level for replies: real servers compress large replies.
+const COMPRESSION: Compression = Compression::IfSmaller(6);
+/// How often a subscribed connection receives a push.
+pub const PUSH_INTERVAL: Duration = Duration::from_millis(500);
+/// Push frames use their own msg_id space, so they never repeat a request's id.
+const PUSH_MSG_ID_BASE: u32 = 0x5000_0000;
+
+/// Something that accepts connections: a tokio or a turmoil listener.
+pub trait Listener: Send + 'static {
+    /// The connection type.
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// Waits for the next connection.
+    fn accept(&self) -> impl Future<Output = io::Result<(Self::Stream, SocketAddr)>> + Send;
+}
+
+impl Listener for tokio::net::TcpListener {
+    type Stream = tokio::net::TcpStream;
+    async fn accept(&self) -> io::Result<(Self::Stream, SocketAddr)> {
+        let (stream, peer) = tokio::net::TcpListener::accept(self).await?;
+        stream.set_nodelay(true)?;
+        Ok((stream, peer))
+    }
+}
+
+impl Listener for turmoil::net::TcpListener {
+    type Stream = turmoil::net::TcpStream;
+    async fn accept(&self) -> io::Result<(Self::Stream, SocketAddr)> {
+        turmoil::net::TcpListener::accept(self).await
+    }
+}
+
+/// One reference server: a market, its index (in its name), its faults.
+#[derive(Debug, Clone)]
+pub struct ReferenceServer {
+    market: Arc<Market>,
+    index: usize,
+    faults: FaultHandle,
+    connections: Arc<AtomicU64>,
+}
+
+impl ReferenceServer {
+    /// Server number `index` over `market`, with `faults`.
+    pub fn new(market: Arc<Market>, index: usize, faults: Faults) -> Self {
+        Self {
+            market,
+            index,
+            faults: FaultHandle::new(faults),
+            connections: Arc::default(),
+        }
+    }
+
+    /// The live fault settings.
+    pub fn faults(&self) -> FaultHandle {
+        self.faults.clone()
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Accepts connections forever, one task each.
+    pub async fn run<L: Listener>(self, listener: L) -> io::Result<()> {
+        loop {
+            let (stream, peer) = listener.accept().await?;
+            let n = self.connections.fetch_add(1, Ordering::Relaxed);
+            if self.faults.get().refuse_connections {
+                debug!(server = self.index, %peer, "refusing connection");
+                drop(stream);
+                continue;
+            }
+            let server = self.clone();
+            tokio::spawn(async move {
+                let seed = server.market.seed() ^ (server.index as u64) << 32 ^ n;
+                match server.serve(stream, Rng::derive(seed, 7)).await {
+                    Ok(()) => debug!(server = server.index, %peer, "connection closed"),
+                    Err(e) => info!(server = server.index, %peer, error = %e, "connection ended"),
+                }
+            });
+        }
+    }
+
+    /// Serves one connection until the peer closes, a fault closes it, or
+    /// a request is malformed.
+    pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        mut stream: S,
+        mut rng: Rng,
+    ) -> io::Result<()> {
+        let mut decoder = RequestDecoder::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut subscription: Option<Refresh> = None;
+        let mut push_seq = 0u64;
+        let mut pushes = tokio::time::interval(PUSH_INTERVAL);
+        pushes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut flood = tokio::time::interval(Duration::from_secs(3600));
+        let mut flood_rate = 0;
+        loop {
+            let faults = self.faults.get();
+            let rate = faults.push_flood.map_or(0, |f| f.rate_per_sec);
+            if rate != flood_rate {
+                flood_rate = rate;
+                let period = if rate == 0 {
+                    Duration::from_secs(3600)
+                } else {
+                    Duration::from_secs(1) / rate
+                };
+                flood = tokio::time::interval(period);
+            }
+            tokio::select! {
+                read = stream.read(&mut buf[..decoder.staging_room().min(64 * 1024)]) => {
+                    let n = read?;
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    decoder.feed(&buf[..n]).map_err(invalid)?;
+                    loop {
+                        let frame = match decoder.next_frame() {
+                            Ok(Some(frame)) => frame,
+                            Ok(None) => break,
+                            Err(e) => {
+                                warn!(server = self.index, error = %e, "malformed request stream; closing");
+                                return Err(invalid(e));
+                            }
+                        };
+                        let request = match Request::decode(frame.header.msg_type, &frame.body) {
+                            Ok(request) => request,
+                            Err(e) => {
+                                warn!(server = self.index, msg_type = frame.header.msg_type, error = %e, "malformed request; closing");
+                                return Err(invalid(e));
+                            }
+                        };
+                        if let Request::Refresh(r) = &request {
+                            subscription = Some(r.clone());
+                        }
+                        let faults = self.faults.get();
+                        if rng.chance(faults.stall_per_mille) {
+                            tokio::time::sleep(faults.stall).await;
+                        }
+                        let reply = if faults.fail_handshake && matches!(request, Request::Handshake(_)) {
+                            None
+                        } else {
+                            Some(respond(&self.market, self.index, &request))
+                        };
+                        let mut payload = Vec::new();
+                        match &reply {
+                            Some(reply) => request.encode_reply(reply, &mut payload).map_err(invalid)?,
+                            None => payload.extend_from_slice(&[0u8; 10]),
+                        }
+                        let delay = faults.latency + jitter(&mut rng, faults.jitter);
+                        if !delay.is_zero() {
+                            tokio::time::sleep(delay).await;
+                        }
+                        let keep_open = self
+                            .write_frame(&mut stream, &mut rng, &faults, frame.header.msg_id, frame.header.msg_type, &payload)
+                            .await?;
+                        if !keep_open {
+                            return Ok(());
+                        }
+                    }
+                }
+                _ = pushes.tick(), if subscription.is_some() => {
+                    push_seq += 1;
+                    let refresh = subscription.as_ref().expect("guarded");
+                    let records = refresh.targets.iter()
+                        .filter_map(|t| self.market.listing(t.target.code))
+                        .map(|l| refresh_record(&self.market, l, push_seq))
+                        .collect();
+                    let mut payload = Vec::new();
+                    refresh.encode_reply(&RefreshReply { records }, &mut payload).map_err(invalid)?;
+                    let msg_id = PUSH_MSG_ID_BASE.wrapping_add(push_seq as u32);
+                    let mut out = Vec::new();
+                    encode_response(&mut out, msg_id, Refresh::MSG_TYPE, &payload, COMPRESSION).map_err(invalid)?;
+                    stream.write_all(&out).await?;
+                }
+                _ = flood.tick(), if subscription.is_some() && flood_rate > 0 => {
+                    push_seq += 1;
+                    let size = faults.push_flood.map_or(0, |f| f.size).min(u16::MAX as usize);
+                    let payload: Vec<u8> = (0..size).map(|_| rng.next_u64() as u8).collect();
+                    let mut out = Vec::new();
+                    let msg_id = PUSH_MSG_ID_BASE.wrapping_add(push_seq as u32);
+                    encode_response(&mut out, msg_id, Refresh::MSG_TYPE, &payload, Compression::Never).map_err(invalid)?;
+                    stream.write_all(&out).await?;
+                }
+            }
+        }
+    }
+
+    /// Writes one reply with whatever faults fire. Returns false when the
+    /// connection must close after it.
+    async fn write_frame<S: AsyncWrite + Unpin>(
+        &self,
+        stream: &mut S,
+        rng: &mut Rng,
+        faults: &Faults,
+        msg_id: u32,
+        msg_type: u16,
+        payload: &[u8],
+    ) -> io::Result<bool> {
+        let msg_id = if rng.chance(faults.wrong_id_per_mille) {
+            msg_id.wrapping_add(1).max(1)
+        } else {
+            msg_id
+        };
+        let msg_type = if rng.chance(faults.wrong_type_per_mille) {
+            msg_type ^ 0x0100
+        } else {
+            msg_type
+        };
+        let corrupt_zlib = rng.chance(faults.corrupt_zlib_per_mille);
+        let compression = if corrupt_zlib {
+            Compression::IfSmaller(1)
+        } else {
+            COMPRESSION
+        };
+        let mut out = Vec::new();
+        encode_response(&mut out, msg_id, msg_type, payload, compression).map_err(invalid)?;
+        let header =
+            ResponseHeader::parse(out[..16].try_into().expect("header")).map_err(invalid)?;
+        if corrupt_zlib {
+            if header.is_compressed() {
+                // Break the deflate data after the 2-byte zlib header.
+                for b in out.iter_mut().skip(18).step_by(3) {
+                    *b ^= 0x5a;
+                }
+            } else {
+                // Too small to compress: announce a longer payload than the body holds.
+                out[14..16].copy_from_slice(&(header.length.saturating_add(1)).to_le_bytes());
+            }
+        }
+        if rng.chance(faults.oversize_per_mille) {
+            out[14..16].copy_from_slice(&u16::MAX.to_le_bytes());
+            out[12..14].copy_from_slice(&(header.zip_length.max(8)).to_le_bytes());
+            out.resize(16 + usize::from(header.zip_length.max(8)), 0);
+        }
+        if rng.chance(faults.bad_magic_per_mille) {
+            out[0] ^= 0xff;
+        }
+        if rng.chance(faults.garbage_per_mille) {
+            let garbage: Vec<u8> = (0..1 + rng.below(64))
+                .map(|_| 0x20 | (rng.next_u64() as u8 & 0x7f))
+                .collect();
+            stream.write_all(&garbage).await?;
+        }
+        if rng.chance(faults.close_mid_frame_per_mille) {
+            stream.write_all(&out[..out.len() / 2]).await?;
+            stream.flush().await?;
+            return Ok(false);
+        }
+        match faults.drip {
+            Some(pause) => {
+                for byte in &out {
+                    stream.write_all(std::slice::from_ref(byte)).await?;
+                    stream.flush().await?;
+                    tokio::time::sleep(pause).await;
+                }
+            }
+            None => stream.write_all(&out).await?,
+        }
+        Ok(true)
+    }
+}
+
+fn jitter(rng: &mut Rng, max: Duration) -> Duration {
+    let micros = max.as_micros() as u64;
+    if micros == 0 {
+        Duration::ZERO
+    } else {
+        Duration::from_micros(rng.below(micros + 1))
+    }
+}
+
+fn invalid(e: impl std::error::Error + Send + Sync + 'static) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+/// The reply a server gives to `request`, as wire payload (for tests and truth).
+pub fn reply_payload(market: &Market, server: usize, request: &Request) -> (Reply, Vec<u8>) {
+    let reply = respond(market, server, request);
+    let mut payload = Vec::new();
+    request
+        .encode_reply(&reply, &mut payload)
+        .expect("the market's replies encode");
+    (reply, payload)
+}
