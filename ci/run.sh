@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's full check, as the README's test command: formatting, lints,
-# every test, the Supervisor purity check and a fixed-budget fuzz smoke.
-# Installs what it needs (cargo-fuzz) itself; runs from any directory.
+# the Supervisor purity check, a fixed-budget fuzz smoke, the interop tests
+# (real pytdx and eltdx against the reference server) and every test.
+# Installs what it needs (cargo-fuzz, a Python venv under target/) itself;
+# runs from any directory.
 #
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 20; 0 skips the smoke)
 set -euo pipefail
@@ -61,6 +63,9 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
         grep -E '^Done' "$log" || true
     done
 fi
+
+step "interop (pytdx 1.72, eltdx 3.3.0 against tdx-sim)"
+bash tests/interop/run.sh
 
 step "tests"
 mkdir -p target

@@ -5,8 +5,9 @@
 //! `RequestDecoder` and answered one at a time, in order, each reply written
 //! whole (pytdx needs the header and body in one write). Replies are
 //! compressed when that makes them smaller. A connection that sent a 0x0547
-//! refresh later receives unsolicited 0x0547 pushes for those codes; others
-//! never get a push. A malformed request closes that connection only.
+//! refresh later receives unsolicited 0x0547 pushes for those codes, one
+//! single-record frame per code every [`PUSH_INTERVAL`]; others never get a
+//! push. A malformed request closes that connection only.
 
 use std::future::Future;
 use std::io;
@@ -120,6 +121,7 @@ impl ReferenceServer {
         let mut buf = vec![0u8; 64 * 1024];
         let mut subscription: Option<Refresh> = None;
         let mut push_seq = 0u64;
+        let mut push_id = 0u32;
         let mut pushes = tokio::time::interval(PUSH_INTERVAL);
         pushes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut flood = tokio::time::interval(Duration::from_secs(3600));
@@ -189,25 +191,27 @@ impl ReferenceServer {
                     }
                 }
                 _ = pushes.tick(), if subscription.is_some() => {
+                    // One frame per code: a single-record 0x0547 payload needs no
+                    // request codes to delimit, so every client can parse it.
                     push_seq += 1;
                     let refresh = subscription.as_ref().expect("guarded");
-                    let records = refresh.targets.iter()
-                        .filter_map(|t| self.market.listing(t.target.code))
-                        .map(|l| refresh_record(&self.market, l, push_seq))
-                        .collect();
-                    let mut payload = Vec::new();
-                    refresh.encode_reply(&RefreshReply { records }, &mut payload).map_err(invalid)?;
-                    let msg_id = PUSH_MSG_ID_BASE.wrapping_add(push_seq as u32);
-                    let mut out = Vec::new();
-                    encode_response(&mut out, msg_id, Refresh::MSG_TYPE, &payload, COMPRESSION).map_err(invalid)?;
-                    stream.write_all(&out).await?;
+                    for listing in refresh.targets.iter().filter_map(|t| self.market.listing(t.target.code)) {
+                        let record = refresh_record(&self.market, listing, push_seq);
+                        let mut payload = Vec::new();
+                        refresh.encode_reply(&RefreshReply { records: vec![record] }, &mut payload).map_err(invalid)?;
+                        push_id = push_id.wrapping_add(1);
+                        let mut out = Vec::new();
+                        encode_response(&mut out, PUSH_MSG_ID_BASE.wrapping_add(push_id), Refresh::MSG_TYPE, &payload, COMPRESSION)
+                            .map_err(invalid)?;
+                        stream.write_all(&out).await?;
+                    }
                 }
                 _ = flood.tick(), if subscription.is_some() && flood_rate > 0 => {
-                    push_seq += 1;
                     let size = faults.push_flood.map_or(0, |f| f.size).min(u16::MAX as usize);
                     let payload: Vec<u8> = (0..size).map(|_| rng.next_u64() as u8).collect();
                     let mut out = Vec::new();
-                    let msg_id = PUSH_MSG_ID_BASE.wrapping_add(push_seq as u32);
+                    push_id = push_id.wrapping_add(1);
+                    let msg_id = PUSH_MSG_ID_BASE.wrapping_add(push_id);
                     encode_response(&mut out, msg_id, Refresh::MSG_TYPE, &payload, Compression::Never).map_err(invalid)?;
                     stream.write_all(&out).await?;
                 }
