@@ -92,27 +92,11 @@ fn period_from_params(p: &Value) -> Period {
     if let Some(category) = p["category"].as_u64().or(p["period_raw"].as_u64()) {
         return Period::from_wire(category as u16, 1).unwrap();
     }
-    let s = p["period"].as_str().unwrap_or("day");
-    match s {
-        "day" => Period::Day,
-        "week" => Period::Week,
-        "month" => Period::Month,
-        "1m" => Period::Min1,
-        "5m" => Period::Min5,
-        "15m" => Period::Min15,
-        "30m" => Period::Min30,
-        "60m" => Period::Min60,
-        _ => {
-            let (n, unit) = s.split_at(s.len() - 1);
-            let n: u16 = n.parse().unwrap();
-            match unit {
-                "m" => Period::Minutes(n),
-                "d" => Period::Days(n),
-                "s" => Period::Seconds(n),
-                _ => panic!("unknown period {s}"),
-            }
-        }
-    }
+    p["period"]
+        .as_str()
+        .unwrap_or("day")
+        .parse()
+        .expect("period name")
 }
 
 fn market_from_params(p: &Value) -> Market {

@@ -9,37 +9,10 @@ use tdx_engine::proto::{DateTime, Market as Exchange, SecurityCode};
 use crate::market::Market;
 use crate::responder::quote;
 
-/// Parses a period name: `day` (code 4), `week`, `month`, `quarter`, `year`,
-/// `1m` (code 7), `5m`, `15m`, `30m`, `60m`, `Nm` (code 8, N minutes), `Nd`
-/// (code 9, N days; `1d` is pytdx's daily category 9), `Ns` (code 13).
+/// Parses a period name; see [`Period`]'s `FromStr`.
 pub fn parse_period(s: &str) -> Result<Period, String> {
-    Ok(match s {
-        "day" => Period::Day,
-        "week" => Period::Week,
-        "month" => Period::Month,
-        "quarter" => Period::Quarter,
-        "year" => Period::Year,
-        "1m" => Period::Min1,
-        "5m" => Period::Min5,
-        "15m" => Period::Min15,
-        "30m" => Period::Min30,
-        "60m" => Period::Min60,
-        _ => {
-            let bad = || {
-                format!("unknown period {s:?}: use day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m, Nm, Nd or Ns")
-            };
-            let (n, unit) = s
-                .split_at_checked(s.len().saturating_sub(1))
-                .ok_or_else(bad)?;
-            let n: u16 = n.parse().map_err(|_| bad())?;
-            match unit {
-                "m" => Period::Minutes(n),
-                "d" => Period::Days(n),
-                "s" => Period::Seconds(n),
-                _ => return Err(bad()),
-            }
-        }
-    })
+    s.parse()
+        .map_err(|e: tdx_engine::proto::commands::ParsePeriodError| e.to_string())
 }
 
 fn time(at: DateTime) -> String {

@@ -170,6 +170,26 @@ impl World {
         self.queue.push(Reverse((self.now + after, self.seq, id)));
     }
 
+    /// The slot task for this generation fails after `after`.
+    fn fail_later(
+        &mut self,
+        after: Duration,
+        slot: SlotId,
+        epoch: Epoch,
+        generation: Generation,
+        error: SlotError,
+    ) {
+        self.schedule(
+            after,
+            Event::Slot(Input::SlotFailed {
+                slot,
+                epoch,
+                generation,
+                error,
+            }),
+        );
+    }
+
     fn trace(&mut self, what: &str) {
         for b in what.bytes() {
             self.trace_hash ^= u64::from(b);
@@ -220,15 +240,7 @@ impl World {
                 let after = self.latency();
                 if self.chance(self.faults.connect_fail) {
                     let error = SlotError::Connect("refused".into());
-                    return self.schedule(
-                        after,
-                        Event::Slot(Input::SlotFailed {
-                            slot,
-                            epoch,
-                            generation,
-                            error,
-                        }),
-                    );
+                    return self.fail_later(after, slot, epoch, generation, error);
                 }
                 self.schedule(
                     after,
@@ -301,15 +313,7 @@ impl World {
                 };
                 if self.chance(self.faults.peer_close) {
                     let error = SlotError::PeerClosed;
-                    return self.schedule(
-                        after,
-                        Event::Slot(Input::SlotFailed {
-                            slot,
-                            epoch,
-                            generation,
-                            error,
-                        }),
-                    );
+                    return self.fail_later(after, slot, epoch, generation, error);
                 }
                 if self.chance(self.faults.push) {
                     let header = frame_header(msg_id.wrapping_add(7).max(1), 0x0547);

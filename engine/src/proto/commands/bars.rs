@@ -41,6 +41,51 @@ pub enum Period {
     Seconds(u16),
 }
 
+/// A period name that is not one of those [`Period::from_str`] knows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown period {input:?}: use day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m, Nm, Nd or Ns")]
+pub struct ParsePeriodError {
+    input: String,
+}
+
+impl std::str::FromStr for Period {
+    type Err = ParsePeriodError;
+
+    /// Parses the names clients use: `day` (code 4), `week`, `month`,
+    /// `quarter`, `year`, `1m` (code 7), `5m`, `15m`, `30m`, `60m`, and with
+    /// a count N: `Nm` (code 8), `Nd` (code 9; `1d` is pytdx's daily
+    /// category 9), `Ns` (code 13).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || ParsePeriodError {
+            input: s.to_owned(),
+        };
+        Ok(match s {
+            "day" => Self::Day,
+            "week" => Self::Week,
+            "month" => Self::Month,
+            "quarter" => Self::Quarter,
+            "year" => Self::Year,
+            "1m" => Self::Min1,
+            "5m" => Self::Min5,
+            "15m" => Self::Min15,
+            "30m" => Self::Min30,
+            "60m" => Self::Min60,
+            _ => {
+                let (n, unit) = s
+                    .split_at_checked(s.len().saturating_sub(1))
+                    .ok_or_else(err)?;
+                let n: u16 = n.parse().map_err(|_| err())?;
+                match unit {
+                    "m" => Self::Minutes(n),
+                    "d" => Self::Days(n),
+                    "s" => Self::Seconds(n),
+                    _ => return Err(err()),
+                }
+            }
+        })
+    }
+}
+
 /// How a period's bars are stamped on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StampForm {
@@ -377,5 +422,31 @@ impl Command for Bars {
             previous_close = bar.close.0;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn period_names() {
+        let cases = [
+            ("day", Period::Day),
+            ("1d", Period::Days(1)),
+            ("week", Period::Week),
+            ("1m", Period::Min1),
+            ("60m", Period::Min60),
+            ("10m", Period::Minutes(10)),
+            ("5s", Period::Seconds(5)),
+            ("year", Period::Year),
+        ];
+        for (name, period) in cases {
+            assert_eq!(name.parse::<Period>(), Ok(period), "{name}");
+        }
+        for bad in ["", "m", "x1m", "1h", "日", "70000m"] {
+            let e = bad.parse::<Period>().unwrap_err();
+            assert!(e.to_string().contains("unknown period"), "{bad}");
+        }
     }
 }

@@ -20,7 +20,7 @@ mod refresh;
 mod session;
 mod trades;
 
-pub use bars::{Adjust, Bar, Bars, BarsLayout, Breadth, Period, StampForm};
+pub use bars::{Adjust, Bar, Bars, BarsLayout, Breadth, ParsePeriodError, Period, StampForm};
 pub use codes::{LegacySecurity, LegacySecurityList, Security, SecurityList};
 pub use count::SecurityCount;
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
