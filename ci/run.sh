@@ -42,6 +42,11 @@ else
     echo "no supervisor yet"
 fi
 
+step "loom (engine budgets, all interleavings)"
+# A separate target dir: --cfg loom rebuilds every crate.
+RUSTFLAGS="--cfg loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
+    cargo test -p tdx-engine --lib --release --locked loom
+
 step "fuzz smoke (${FUZZ_SECONDS}s per target)"
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
     if ! cargo +nightly --version >/dev/null 2>&1; then

@@ -11,8 +11,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod budget;
 pub mod proto;
 pub mod supervisor;
+mod sync;
 
 #[cfg(test)]
 mod test_support;
