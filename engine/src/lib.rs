@@ -12,9 +12,22 @@
 #![warn(missing_docs)]
 
 pub mod budget;
+#[cfg(not(loom))]
+mod client;
+mod error;
 pub mod proto;
+// The runtime uses tokio's I/O, which does not exist under `--cfg loom`;
+// loom builds check the budgets and the shim only.
+#[cfg(not(loom))]
+pub mod runtime;
 pub mod supervisor;
 mod sync;
+
+#[cfg(not(loom))]
+pub use client::{BlockingClient, Client, ClientBuilder, Pinned, Pushes, BLOCKING_WAKE};
+pub use error::Error;
+#[cfg(not(loom))]
+pub use runtime::{EngineDiagnostics, RuntimeFlavor};
 
 #[cfg(test)]
 mod test_support;

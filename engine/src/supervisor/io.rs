@@ -146,19 +146,25 @@ pub enum FrameBody {
 }
 
 /// Why a slot task ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 pub enum SlotError {
     /// TCP connect failed or timed out.
+    #[error("connect failed: {0}")]
     Connect(String),
     /// The handshake failed (bad reply, wrong id, short payload).
+    #[error("handshake failed: {0}")]
     Handshake(String),
     /// Socket I/O failed.
+    #[error("i/o error: {0}")]
     Io(String),
     /// The peer closed the connection.
+    #[error("the server closed the connection")]
     PeerClosed,
     /// The byte stream broke the protocol (framing, zlib, resync).
+    #[error("protocol error: {0}")]
     Protocol(String),
     /// The slot broke one of its own memory bounds.
+    #[error("over budget: {0}")]
     Budget(String),
 }
 
@@ -179,7 +185,7 @@ pub enum RequestError {
     #[error("engine closed")]
     Closed,
     /// The connection carrying it failed (after the one retry, if allowed).
-    #[error("connection lost: {0:?}")]
+    #[error("connection lost: {0}")]
     ConnectionLost(SlotError),
     /// The reply did not parse (after the one retry, if allowed).
     #[error("bad reply: {0}")]

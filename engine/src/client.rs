@@ -1,0 +1,773 @@
+//! The public client: a builder, typed async calls for every command, pins,
+//! pushes, diagnostics, close; and a blocking facade.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), tdx_engine::Error> {
+//! use tdx_engine::proto::commands::Period;
+//! let client = tdx_engine::Client::builder().hosts(["127.0.0.1:7709"]).build()?;
+//! let bars = client.bars("sz000001".parse().unwrap(), Period::Day, 0, 800).await?;
+//! println!("{} bars, last close {}", bars.len(), bars.last().map_or(0.0, |b| b.close.yuan()));
+//! client.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Every call has one deadline (`timeout`, 8 s by default) covering queueing,
+//! connecting, sending and the reply. Dropping a call's future cancels it: a
+//! queued request is removed, a sent one retires its connection's
+//! generation. Admission never waits: a full engine answers
+//! `RequestError::PoolBusy` at once.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument;
+
+use crate::error::Error;
+use crate::proto::commands::*;
+use crate::proto::{Market, Reply, Request, SecurityCode};
+use crate::runtime::connector::{Connector, TcpConnector};
+use crate::runtime::driver::{Admission, BlockingCell, Control, Outcome, PushBatch, Waiter};
+use crate::runtime::{start, Engine, EngineDiagnostics, PushFrame, RuntimeConfig, RuntimeFlavor};
+use crate::supervisor::{
+    CloseState, ConfigError, Endpoint, PinId, RequestError, RequestId, SlotId, SupervisorConfig,
+};
+
+/// Builds a [`Client`]. Every setting has a default; bad values are refused
+/// by [`build`](Self::build) with an error naming the field.
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    hosts: Vec<String>,
+    server_count: Option<usize>,
+    connections_per_server: Option<usize>,
+    pool_size: Option<usize>,
+    runtime_workers: Option<usize>,
+    runtime_flavor: RuntimeFlavor,
+    timeout: Duration,
+    heartbeat_interval: Option<Duration>,
+    max_pending_requests: usize,
+    push_frames_max: usize,
+    push_bytes_max: usize,
+    raw_budget_bytes: Option<usize>,
+    decoded_budget_bytes: Option<usize>,
+    rng_seed: u64,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        let sup = SupervisorConfig::default();
+        Self {
+            hosts: Vec::new(),
+            server_count: None,
+            connections_per_server: None,
+            pool_size: None,
+            runtime_workers: None,
+            runtime_flavor: RuntimeFlavor::Shared,
+            timeout: Duration::from_secs(8),
+            heartbeat_interval: sup.heartbeat_interval,
+            max_pending_requests: sup.max_pending_requests,
+            push_frames_max: sup.push_frames_max,
+            push_bytes_max: sup.push_bytes_max,
+            raw_budget_bytes: None,
+            decoded_budget_bytes: None,
+            rng_seed: 0x7d78_7709,
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// Explicit servers, `IP:PORT`, best first.
+    pub fn hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
+        self.hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+    /// Servers used at once (default 2, at most the number of hosts).
+    pub fn server_count(mut self, n: usize) -> Self {
+        self.server_count = Some(n);
+        self
+    }
+    /// Connections per server (default 4).
+    pub fn connections_per_server(mut self, n: usize) -> Self {
+        self.connections_per_server = Some(n);
+        self
+    }
+    /// Total connections; alone, spread over `server_count` servers.
+    pub fn pool_size(mut self, n: usize) -> Self {
+        self.pool_size = Some(n);
+        self
+    }
+    /// Worker threads, `1..=pool_size` (default `min(pool_size, cores)`).
+    pub fn runtime_workers(mut self, n: usize) -> Self {
+        self.runtime_workers = Some(n);
+        self
+    }
+    /// Where slot tasks run.
+    pub fn runtime_flavor(mut self, flavor: RuntimeFlavor) -> Self {
+        self.runtime_flavor = flavor;
+        self
+    }
+    /// Deadline of every call (default 8 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+    /// Heartbeat on idle connections (default 30 s; `None` disables).
+    pub fn heartbeat_interval(mut self, interval: Option<Duration>) -> Self {
+        self.heartbeat_interval = interval;
+        self
+    }
+    /// Requests that may wait beyond one per connection (default 256).
+    pub fn max_pending_requests(mut self, n: usize) -> Self {
+        self.max_pending_requests = n;
+        self
+    }
+    /// Push buffer bound in frames and bytes (default 65 536 and 64 MiB).
+    pub fn push_queue(mut self, frames: usize, bytes: usize) -> Self {
+        self.push_frames_max = frames;
+        self.push_bytes_max = bytes;
+        self
+    }
+    /// Engine raw budget (default `min(pool x 320 KiB, 256 MiB)`, bounded by 256 MiB).
+    pub fn raw_budget_bytes(mut self, n: usize) -> Self {
+        self.raw_budget_bytes = Some(n);
+        self
+    }
+    /// Engine decoded budget (default `min(pool x 8 MiB, 2 GiB)`, bounded by 2 GiB).
+    pub fn decoded_budget_bytes(mut self, n: usize) -> Self {
+        self.decoded_budget_bytes = Some(n);
+        self
+    }
+    /// Seed for the engine's random choices (slot choice, jitter).
+    pub fn rng_seed(mut self, seed: u64) -> Self {
+        self.rng_seed = seed;
+        self
+    }
+
+    fn supervisor_config(&self) -> Result<SupervisorConfig, ConfigError> {
+        let endpoints = self
+            .hosts
+            .iter()
+            .map(|h| parse_host(h))
+            .collect::<Result<Vec<_>, _>>()?;
+        if endpoints.is_empty() {
+            return Err(ConfigError {
+                field: "hosts",
+                reason: "no servers given; pass explicit hosts (server ranking of the bundled list is not built yet)".into(),
+            });
+        }
+        let server_count = self.server_count.unwrap_or(2.min(endpoints.len()));
+        let (server_count, per_server) = match (self.pool_size, self.connections_per_server) {
+            (Some(pool), Some(per)) => {
+                if pool != server_count * per {
+                    return Err(ConfigError {
+                        field: "pool_size",
+                        reason: format!("{pool} disagrees with server_count {server_count} x connections_per_server {per}"),
+                    });
+                }
+                (server_count, per)
+            }
+            (Some(pool), None) => {
+                let servers = server_count.min(pool).max(1);
+                if pool % servers != 0 {
+                    return Err(ConfigError {
+                        field: "pool_size",
+                        reason: format!(
+                            "{pool} connections cannot be spread evenly over {servers} servers"
+                        ),
+                    });
+                }
+                (servers, pool / servers)
+            }
+            (None, per) => (server_count, per.unwrap_or(4)),
+        };
+        if self.timeout.is_zero() {
+            return Err(ConfigError {
+                field: "timeout",
+                reason: "must be positive".into(),
+            });
+        }
+        let config = SupervisorConfig {
+            endpoints,
+            server_count,
+            connections_per_server: per_server,
+            max_pending_requests: self.max_pending_requests,
+            connect_timeout: self.timeout,
+            heartbeat_timeout: self.timeout,
+            heartbeat_interval: self.heartbeat_interval,
+            push_frames_max: self.push_frames_max,
+            push_bytes_max: self.push_bytes_max,
+            rng_seed: self.rng_seed,
+            ..SupervisorConfig::default()
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Starts the engine with TCP connections.
+    pub fn build(self) -> Result<Client, Error> {
+        self.build_with(TcpConnector::default())
+    }
+
+    /// Starts the engine with another connector (for example turmoil's).
+    pub fn build_with<C: Connector>(self, connector: C) -> Result<Client, Error> {
+        let config = self.supervisor_config()?;
+        let runtime = RuntimeConfig {
+            flavor: self.runtime_flavor.clone(),
+            runtime_workers: self.runtime_workers,
+            raw_budget_bytes: self.raw_budget_bytes,
+            decoded_budget_bytes: self.decoded_budget_bytes,
+        };
+        let engine = start(config, runtime, connector)?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                engine: Some(engine),
+                next_id: AtomicU64::new(1),
+                timeout: self.timeout,
+            }),
+        })
+    }
+}
+
+fn parse_host(host: &str) -> Result<Endpoint, ConfigError> {
+    let bad = |why: &str| ConfigError {
+        field: "hosts",
+        reason: format!("{host:?}: {why}; expected HOST:PORT"),
+    };
+    let (name, port) = host.rsplit_once(':').ok_or_else(|| bad("no port"))?;
+    let port: u16 = port.parse().map_err(|_| bad("bad port"))?;
+    if name.is_empty() {
+        return Err(bad("no host"));
+    }
+    Ok(Endpoint::new(name, port))
+}
+
+struct Inner {
+    engine: Option<Engine>,
+    next_id: AtomicU64,
+    timeout: Duration,
+}
+
+impl Inner {
+    fn engine(&self) -> &Engine {
+        self.engine
+            .as_ref()
+            .expect("the engine lives as long as the client")
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(engine) = self.engine.take() {
+            let _ = engine.control.send(Control::Close);
+            // Dropping the engine's owned runtimes joins its threads.
+            drop(engine);
+        }
+    }
+}
+
+/// A handle to a running engine. Cheap to clone; the engine closes when
+/// the last clone is dropped (or at [`close`](Self::close)).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("timeout", &self.inner.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Cancels its request when dropped before completion.
+struct CancelOnDrop<'a> {
+    control: &'a mpsc::UnboundedSender<Control>,
+    id: RequestId,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.control.send(Control::Cancel(self.id));
+        }
+    }
+}
+
+fn unexpected(request: &Request) -> Error {
+    Error::InvalidRequest(format!("{} got a reply of another command", request.name()))
+}
+
+impl Client {
+    /// A builder with every default.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    fn admit(
+        &self,
+        request: Request,
+        pin: Option<PinId>,
+        waiter: Waiter,
+    ) -> Result<RequestId, Error> {
+        let mut body = Vec::new();
+        request
+            .encode_body(&mut body)
+            .map_err(|e| Error::InvalidRequest(e.to_string()))?;
+        let id = RequestId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        let deadline = Instant::now() + self.inner.timeout;
+        let admission = Admission::Submit {
+            id,
+            request: Arc::new(request),
+            deadline,
+            pin,
+            waiter,
+        };
+        self.inner
+            .engine()
+            .admit
+            .try_send(admission)
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => Error::Request(RequestError::PoolBusy),
+                mpsc::error::TrySendError::Closed(_) => Error::Request(RequestError::Closed),
+            })?;
+        Ok(id)
+    }
+
+    /// Sends any request and awaits its reply.
+    pub async fn call(&self, request: Request) -> Result<Reply, Error> {
+        self.call_on(request, None).await
+    }
+
+    async fn call_on(&self, request: Request, pin: Option<PinId>) -> Result<Reply, Error> {
+        let span = tracing::debug_span!("request", command = request.name());
+        async move {
+            let (tx, rx) = oneshot::channel::<Outcome>();
+            let id = self.admit(request, pin, Waiter::Async(tx))?;
+            let mut guard = CancelOnDrop {
+                control: &self.inner.engine().control,
+                id,
+                armed: true,
+            };
+            let outcome = rx.await.map_err(|_| Error::Request(RequestError::Closed))?;
+            guard.armed = false;
+            outcome.map(|reply| *reply).map_err(Error::Request)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Number of securities in a market (0x044e).
+    pub async fn count(&self, market: Market) -> Result<u16, Error> {
+        let request: Request = SecurityCount {
+            market,
+            client_date: SecurityCount::PYTDX_CLIENT_DATE,
+        }
+        .into();
+        match self.call(request.clone()).await? {
+            Reply::SecurityCount(n) => Ok(n),
+            _ => Err(unexpected(&request)),
+        }
+    }
+
+    /// One page of a market's code table (0x044d), at most 1600.
+    pub async fn codes(
+        &self,
+        market: Market,
+        start: u32,
+        limit: u32,
+    ) -> Result<Vec<Security>, Error> {
+        let request: Request = SecurityList {
+            market,
+            start,
+            limit,
+        }
+        .into();
+        match self.call(request.clone()).await? {
+            Reply::SecurityList(v) => Ok(v),
+            _ => Err(unexpected(&request)),
+        }
+    }
+
+    /// The whole code table, paged until an empty page (bounded by 100 pages).
+    pub async fn all_codes(&self, market: Market) -> Result<Vec<Security>, Error> {
+        let mut all = Vec::new();
+        for _ in 0..100 {
+            let page = self.codes(market, all.len() as u32, 1600).await?;
+            if page.is_empty() {
+                break;
+            }
+            all.extend(page);
+        }
+        Ok(all)
+    }
+
+    /// One page of bars (0x052d): `start` back from the newest, oldest first.
+    pub async fn bars(
+        &self,
+        code: SecurityCode,
+        period: Period,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<Bar>, Error> {
+        let request: Request = Bars::new(code, period, start, count).into();
+        match self.call(request.clone()).await? {
+            Reply::Bars(v) => Ok(v),
+            _ => Err(unexpected(&request)),
+        }
+    }
+
+    /// Every bar of `period`, paging back until an empty page or `max_pages`
+    /// pages of 800; oldest first.
+    pub async fn all_bars(
+        &self,
+        code: SecurityCode,
+        period: Period,
+        max_pages: usize,
+    ) -> Result<Vec<Bar>, Error> {
+        let mut pages: Vec<Vec<Bar>> = Vec::new();
+        let mut start = 0u32;
+        for _ in 0..max_pages {
+            let Ok(start16) = u16::try_from(start) else {
+                break;
+            };
+            let page = self.bars(code, period, start16, 800).await?;
+            if page.is_empty() {
+                break;
+            }
+            start += page.len() as u32;
+            pages.push(page);
+        }
+        Ok(pages.into_iter().rev().flatten().collect())
+    }
+
+    /// Five-level quotes (0x053e), in request order.
+    pub async fn quotes(&self, codes: &[SecurityCode]) -> Result<Vec<Quote>, Error> {
+        let request: Request = Quotes {
+            targets: codes.iter().map(|c| (*c).into()).collect(),
+        }
+        .into();
+        match self.call(request.clone()).await? {
+            Reply::Quotes(r) => Ok(r.quotes),
+            _ => Err(unexpected(&request)),
+        }
+    }
+
+    /// One-level snapshots (0x054c), in request order.
+    pub async fn snapshots(&self, codes: &[SecurityCode]) -> Result<Vec<Snapshot>, Error> {
+        let request: Request = Snapshots {
+            targets: codes.iter().map(|c| (*c).into()).collect(),
+        }
+        .into();
+        match self.call(request.clone()).await? {
+            Reply::Snapshots(r) => Ok(r.snapshots),
+            _ => Err(unexpected(&request)),
+        }
+    }
+
+    /// Refreshes up to 100 codes (0x0547); the server then pushes updates,
+    /// which [`next_pushes`](Self::next_pushes) returns (parse them with
+    /// the same [`Refresh`] request).
+    pub async fn refresh(&self, codes: &[SecurityCode]) -> Result<RefreshReply, Error> {
+        let request: Request = Refresh {
+            targets: codes.iter().map(|c| (*c).into()).collect(),
+        }
+        .into();
+        match self.call(request.clone()).await? {
+            Reply::Refresh(r) => Ok(r),
+            _ => Err(unexpected(&request)),
+        }
+    }
+
+    /// Today's minute line (0x0537).
+    pub async fn minutes(&self, code: SecurityCode) -> Result<MinuteLine, Error> {
+        let request: Request = Minutes::from(QuoteTarget::from(code)).into();
+        match self.call(request.clone()).await? {
+            Reply::Minutes(m) => Ok(m),
+            _ => Err(unexpected(&request)),
+        }
+    }
+
+    /// One page of today's ticks (0x0fc5): `start` back from the newest.
+    pub async fn trades(
+        &self,
+        code: SecurityCode,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<Trade>, Error> {
+        let request: Request = Trades { code, start, count }.into();
+        match self.call(request.clone()).await? {
+            Reply::Trades(t) => Ok(t),
+            _ => Err(unexpected(&request)),
+        }
+    }
+
+    /// Takes one connection for exclusive use, through the same FIFO as
+    /// requests. Calls on the pin run in order on that connection; dropping
+    /// it returns the connection.
+    pub async fn pin(&self) -> Result<Pinned, Error> {
+        let id = PinId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        let deadline = Instant::now() + self.inner.timeout;
+        self.inner
+            .engine()
+            .admit
+            .try_send(Admission::Pin {
+                id,
+                deadline,
+                granted: tx,
+            })
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => Error::Request(RequestError::PoolBusy),
+                mpsc::error::TrySendError::Closed(_) => Error::Request(RequestError::Closed),
+            })?;
+        let mut guard = UnpinOnDrop {
+            control: self.inner.engine().control.clone(),
+            id,
+            armed: true,
+        };
+        let slot = rx
+            .await
+            .map_err(|_| Error::Request(RequestError::Closed))?
+            .map_err(Error::Request)?;
+        guard.armed = false;
+        Ok(Pinned {
+            client: self.clone(),
+            id,
+            slot,
+        })
+    }
+
+    /// Waits for up to `max` pushes (at least one, unless the engine closes);
+    /// `overflow` reports the total dropped so far if any were dropped since
+    /// the last read.
+    pub async fn next_pushes(&self, max: usize) -> Pushes {
+        loop {
+            let batch = self.read_pushes(max).await;
+            if !batch.frames.is_empty() || batch.overflow_total.is_some() || self.is_closed() {
+                return Pushes {
+                    overflow_total: batch.overflow_total,
+                    frames: batch.frames,
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Whatever pushes are buffered now, without waiting for more.
+    pub async fn drain_pushes(&self) -> Pushes {
+        let batch = self.read_pushes(usize::MAX).await;
+        Pushes {
+            overflow_total: batch.overflow_total,
+            frames: batch.frames,
+        }
+    }
+
+    async fn read_pushes(&self, max: usize) -> PushBatch {
+        let (tx, rx) = oneshot::channel();
+        if self
+            .inner
+            .engine()
+            .control
+            .send(Control::ReadPushes { max, reply: tx })
+            .is_err()
+        {
+            return PushBatch::default();
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.inner.engine().close.borrow().is_closing()
+    }
+
+    /// The latest diagnostics snapshot (refreshed at most every 25 ms).
+    pub fn diagnostics(&self) -> Arc<EngineDiagnostics> {
+        self.inner.engine().diagnostics.get()
+    }
+
+    /// Worker threads in use.
+    pub fn runtime_workers(&self) -> usize {
+        self.inner.engine().runtime_workers
+    }
+
+    /// Closes the engine: nothing more is admitted, every call in flight
+    /// ends with `Closed`, every connection is retired. Returns `Closed`,
+    /// or `FailedClosed` when the 1 s gate passed without every connection
+    /// confirming it closed.
+    pub async fn close(&self) -> CloseState {
+        let engine = self.inner.engine();
+        let _ = engine.control.send(Control::Close);
+        let mut watch = engine.close.clone();
+        loop {
+            let state = *watch.borrow_and_update();
+            match state {
+                CloseState::Closed | CloseState::FailedClosed => return state,
+                CloseState::FailedClosing => {
+                    let _ = engine.control.send(Control::Close);
+                }
+                _ => {}
+            }
+            if watch.changed().await.is_err() {
+                return *watch.borrow();
+            }
+        }
+    }
+
+    /// A blocking facade over this client, for callers without an async runtime.
+    pub fn blocking(&self) -> BlockingClient {
+        BlockingClient {
+            client: self.clone(),
+            cancel: None,
+        }
+    }
+}
+
+/// Pushes returned by one read.
+#[derive(Debug, Default)]
+pub struct Pushes {
+    /// Total pushes dropped since start, if any were dropped since the last read.
+    pub overflow_total: Option<u64>,
+    /// The frames, oldest first.
+    pub frames: Vec<PushFrame>,
+}
+
+struct UnpinOnDrop {
+    control: mpsc::UnboundedSender<Control>,
+    id: PinId,
+    armed: bool,
+}
+
+impl Drop for UnpinOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.control.send(Control::Unpin(self.id));
+        }
+    }
+}
+
+/// One connection held for exclusive use; released on drop.
+pub struct Pinned {
+    client: Client,
+    id: PinId,
+    slot: SlotId,
+}
+
+impl std::fmt::Debug for Pinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pinned")
+            .field("id", &self.id)
+            .field("slot", &self.slot)
+            .finish()
+    }
+}
+
+impl Pinned {
+    /// The slot held.
+    pub fn slot(&self) -> SlotId {
+        self.slot
+    }
+
+    /// Sends a request on the pinned connection; calls run in order.
+    pub async fn call(&self, request: Request) -> Result<Reply, Error> {
+        self.client.call_on(request, Some(self.id)).await
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let _ = self
+            .client
+            .inner
+            .engine()
+            .control
+            .send(Control::Unpin(self.id));
+    }
+}
+
+/// Blocking calls. Waits wake at least every 25 ms to honour the cancel
+/// flag; admission never blocks.
+#[derive(Debug, Clone)]
+pub struct BlockingClient {
+    client: Client,
+    cancel: Option<Arc<AtomicBool>>,
+}
+
+/// How often a blocking wait checks its cancel flag.
+pub const BLOCKING_WAKE: Duration = Duration::from_millis(25);
+
+impl BlockingClient {
+    /// Calls end with `Cancelled` soon (within 25 ms) after `flag` becomes true.
+    pub fn with_cancel_flag(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    /// Sends any request and waits for its reply.
+    pub fn call(&self, request: Request) -> Result<Reply, Error> {
+        let cell = Arc::new(BlockingCell::default());
+        let id = self
+            .client
+            .admit(request, None, Waiter::Blocking(cell.clone()))?;
+        loop {
+            if let Some(outcome) = cell.wait(BLOCKING_WAKE) {
+                return outcome.map(|r| *r).map_err(Error::Request);
+            }
+            if self
+                .cancel
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Relaxed))
+            {
+                let _ = self.client.inner.engine().control.send(Control::Cancel(id));
+                return Err(Error::Request(RequestError::Cancelled));
+            }
+        }
+    }
+
+    /// Number of securities in a market.
+    pub fn count(&self, market: Market) -> Result<u16, Error> {
+        let request: Request = SecurityCount {
+            market,
+            client_date: SecurityCount::PYTDX_CLIENT_DATE,
+        }
+        .into();
+        match self.call(request.clone())? {
+            Reply::SecurityCount(n) => Ok(n),
+            _ => Err(unexpected(&request)),
+        }
+    }
+
+    /// One page of bars.
+    pub fn bars(
+        &self,
+        code: SecurityCode,
+        period: Period,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<Bar>, Error> {
+        let request: Request = Bars::new(code, period, start, count).into();
+        match self.call(request.clone())? {
+            Reply::Bars(v) => Ok(v),
+            _ => Err(unexpected(&request)),
+        }
+    }
+
+    /// Five-level quotes.
+    pub fn quotes(&self, codes: &[SecurityCode]) -> Result<Vec<Quote>, Error> {
+        let request: Request = Quotes {
+            targets: codes.iter().map(|c| (*c).into()).collect(),
+        }
+        .into();
+        match self.call(request.clone())? {
+            Reply::Quotes(r) => Ok(r.quotes),
+            _ => Err(unexpected(&request)),
+        }
+    }
+
+    /// The latest diagnostics snapshot.
+    pub fn diagnostics(&self) -> Arc<EngineDiagnostics> {
+        self.client.diagnostics()
+    }
+}

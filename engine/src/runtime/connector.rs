@@ -1,0 +1,95 @@
+//! How slot tasks open connections: [`TcpConnector`] (tokio sockets tuned
+//! through socket2) by default, or [`TurmoilConnector`] behind the
+//! `turmoil` feature for simulations. Both take only literal `IP:port`
+//! endpoints: resolving names would need a blocking thread per lookup.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::supervisor::Endpoint;
+
+/// Opens one connection to an endpoint.
+pub trait Connector: Send + Sync + 'static {
+    /// The connection.
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// Connects within `timeout`.
+    fn connect(
+        &self,
+        endpoint: &Endpoint,
+        timeout: Duration,
+    ) -> impl Future<Output = io::Result<Self::Stream>> + Send;
+}
+
+fn socket_addr(endpoint: &Endpoint) -> io::Result<SocketAddr> {
+    let ip = endpoint.host.trim_start_matches('[').trim_end_matches(']');
+    let ip: std::net::IpAddr = ip.parse().map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{endpoint}: host must be an IP address"),
+        )
+    })?;
+    Ok(SocketAddr::new(ip, endpoint.port))
+}
+
+/// Tokio TCP: no Nagle delay, keepalive probes, a connect timeout.
+#[derive(Debug, Clone)]
+pub struct TcpConnector {
+    /// Idle time before keepalive probes start; `None` leaves the OS default.
+    pub keepalive: Option<Duration>,
+}
+
+impl Default for TcpConnector {
+    fn default() -> Self {
+        Self {
+            keepalive: Some(Duration::from_secs(60)),
+        }
+    }
+}
+
+impl Connector for TcpConnector {
+    type Stream = tokio::net::TcpStream;
+
+    async fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> io::Result<Self::Stream> {
+        let addr = socket_addr(endpoint)?;
+        let stream = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr))
+            .await
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("connect to {endpoint} timed out"),
+                )
+            })??;
+        stream.set_nodelay(true)?;
+        if let Some(idle) = self.keepalive {
+            let keepalive = socket2::TcpKeepalive::new().with_time(idle);
+            socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive)?;
+        }
+        Ok(stream)
+    }
+}
+
+/// turmoil's simulated TCP. Endpoints name turmoil hosts (`server:7709`).
+#[cfg(feature = "turmoil")]
+#[derive(Debug, Clone, Default)]
+pub struct TurmoilConnector;
+
+#[cfg(feature = "turmoil")]
+impl Connector for TurmoilConnector {
+    type Stream = turmoil::net::TcpStream;
+
+    async fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> io::Result<Self::Stream> {
+        let target = (endpoint.host.clone(), endpoint.port);
+        tokio::time::timeout(timeout, turmoil::net::TcpStream::connect(target))
+            .await
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("connect to {endpoint} timed out"),
+                )
+            })?
+    }
+}

@@ -1,0 +1,459 @@
+//! The driver: the thin adapter that owns the Supervisor and carries out
+//! its actions. It decides nothing and does no heavy work.
+//!
+//! One task, on its own thread's current-thread runtime by default (or on a
+//! caller's runtime). Each turn it drains `poll_action`, then waits for the
+//! first of, in priority order: the control lane (cancel, unpin, push reads,
+//! close, fatal: unbounded, so a full request queue never blocks it), slot
+//! events (taken in batches of up to 64), admissions (bounded: a client that
+//! finds it full answers `PoolBusy` without waiting), and the Supervisor's
+//! next timeout. A request's path has two thread hops: client → driver
+//! (admission) and driver ↔ worker (send, frame).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::{debug, Instrument};
+
+use super::connector::Connector;
+use super::slot::{SlotBudgets, SlotCommand, SlotEvent, SlotQueue, SlotTask};
+use crate::budget::Budget;
+use crate::proto::{Reply, Request, ResponseHeader};
+use crate::supervisor::{
+    Action, CloseState, Diagnostics, Endpoint, Input, PinId, RequestError, RequestId, SlotId,
+    Supervisor,
+};
+
+/// A request's outcome.
+pub(crate) type Outcome = Result<Box<Reply>, RequestError>;
+
+/// Where a request's outcome goes.
+#[derive(Debug)]
+pub(crate) enum Waiter {
+    Async(oneshot::Sender<Outcome>),
+    Blocking(Arc<BlockingCell>),
+}
+
+impl Waiter {
+    fn complete(self, outcome: Outcome) {
+        match self {
+            Self::Async(tx) => {
+                let _ = tx.send(outcome);
+            }
+            Self::Blocking(cell) => cell.complete(outcome),
+        }
+    }
+}
+
+/// A blocking caller's completion slot: it waits on the condvar in short
+/// steps so it can notice its cancel flag.
+#[derive(Debug, Default)]
+pub(crate) struct BlockingCell {
+    outcome: Mutex<Option<Outcome>>,
+    ready: Condvar,
+}
+
+impl BlockingCell {
+    fn complete(&self, outcome: Outcome) {
+        *self.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+        self.ready.notify_all();
+    }
+
+    /// Waits up to `step` for the outcome.
+    pub(crate) fn wait(&self, step: Duration) -> Option<Outcome> {
+        let guard = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut guard, _) = self
+            .ready
+            .wait_timeout_while(guard, step, |o| o.is_none())
+            .unwrap_or_else(|e| e.into_inner());
+        guard.take()
+    }
+}
+
+/// An unsolicited frame delivered to a push reader.
+#[derive(Debug, Clone)]
+pub struct PushFrame {
+    /// The slot it arrived on.
+    pub slot: SlotId,
+    /// Its header.
+    pub header: ResponseHeader,
+    /// Its payload.
+    pub payload: Bytes,
+}
+
+/// What one push read returns.
+#[derive(Debug, Default)]
+pub(crate) struct PushBatch {
+    pub(crate) overflow_total: Option<u64>,
+    pub(crate) frames: Vec<PushFrame>,
+}
+
+/// Messages on the control lane.
+#[derive(Debug)]
+pub(crate) enum Control {
+    Cancel(RequestId),
+    Unpin(PinId),
+    ReadPushes {
+        max: usize,
+        reply: oneshot::Sender<PushBatch>,
+    },
+    Close,
+}
+
+/// Messages on the admission lane.
+#[derive(Debug)]
+pub(crate) enum Admission {
+    Submit {
+        id: RequestId,
+        request: Arc<Request>,
+        deadline: Instant,
+        pin: Option<PinId>,
+        waiter: Waiter,
+    },
+    Pin {
+        id: PinId,
+        deadline: Instant,
+        granted: oneshot::Sender<Result<SlotId, RequestError>>,
+    },
+}
+
+/// One budget's state.
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetDiagnostics {
+    /// Which budget.
+    pub name: &'static str,
+    /// Limit in bytes.
+    pub limit: usize,
+    /// Bytes reserved now.
+    pub used: usize,
+    /// Most ever reserved.
+    pub peak: usize,
+    /// Reservations refused.
+    pub refusals: usize,
+}
+
+/// The engine's diagnostics snapshot.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineDiagnostics {
+    /// The Supervisor's view: slots, queues, counters.
+    pub supervisor: Diagnostics,
+    /// The raw and decoded budgets.
+    pub budgets: Vec<BudgetDiagnostics>,
+    /// Worker threads.
+    pub runtime_workers: usize,
+}
+
+/// The latest published snapshot; reading it never waits on the runtime.
+#[derive(Debug)]
+pub(crate) struct DiagnosticsCell(Mutex<Arc<EngineDiagnostics>>);
+
+impl DiagnosticsCell {
+    pub(crate) fn new(first: EngineDiagnostics) -> Self {
+        Self(Mutex::new(Arc::new(first)))
+    }
+
+    pub(crate) fn get(&self) -> Arc<EngineDiagnostics> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set(&self, next: EngineDiagnostics) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+    }
+}
+
+/// Diagnostics are rebuilt at most this often.
+pub const DIAGNOSTICS_REFRESH: Duration = Duration::from_millis(25);
+/// Slot events taken per turn before the other lanes get a look.
+const EVENTS_PER_TURN: usize = 64;
+
+struct SlotHandle {
+    commands: Option<mpsc::UnboundedSender<SlotCommand>>,
+    queue: Arc<SlotQueue>,
+}
+
+pub(crate) struct Driver<C: Connector> {
+    pub(crate) sup: Supervisor,
+    pub(crate) connector: Arc<C>,
+    pub(crate) workers: tokio::runtime::Handle,
+    pub(crate) runtime_workers: usize,
+    pub(crate) events_tx: mpsc::Sender<SlotEvent>,
+    pub(crate) events_rx: mpsc::Receiver<SlotEvent>,
+    pub(crate) control_rx: mpsc::UnboundedReceiver<Control>,
+    pub(crate) admit_rx: mpsc::Receiver<Admission>,
+    pub(crate) budgets: SlotBudgets,
+    pub(crate) diagnostics: Arc<DiagnosticsCell>,
+    pub(crate) close_tx: watch::Sender<CloseState>,
+    pub(crate) endpoints: Arc<Vec<Endpoint>>,
+    slots: Vec<SlotHandle>,
+    waiters: HashMap<RequestId, Waiter>,
+    pins: HashMap<PinId, oneshot::Sender<Result<SlotId, RequestError>>>,
+    push_batch: Option<PushBatch>,
+    dirty: bool,
+}
+
+/// The driver's clock: tokio time, so simulations and paused tests move it.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+impl<C: Connector> Driver<C> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        sup: Supervisor,
+        connector: Arc<C>,
+        workers: tokio::runtime::Handle,
+        runtime_workers: usize,
+        channels: (mpsc::Sender<SlotEvent>, mpsc::Receiver<SlotEvent>),
+        control_rx: mpsc::UnboundedReceiver<Control>,
+        admit_rx: mpsc::Receiver<Admission>,
+        budgets: SlotBudgets,
+        diagnostics: Arc<DiagnosticsCell>,
+        close_tx: watch::Sender<CloseState>,
+    ) -> Self {
+        let endpoints = Arc::new(sup.config().endpoints.clone());
+        let slots = (0..sup.config().pool_size())
+            .map(|_| SlotHandle {
+                commands: None,
+                queue: Arc::default(),
+            })
+            .collect();
+        Self {
+            sup,
+            connector,
+            workers,
+            runtime_workers,
+            events_tx: channels.0,
+            events_rx: channels.1,
+            control_rx,
+            admit_rx,
+            budgets,
+            diagnostics,
+            close_tx,
+            endpoints,
+            slots,
+            waiters: HashMap::new(),
+            pins: HashMap::new(),
+            push_batch: None,
+            dirty: true,
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> EngineDiagnostics {
+        let budget = |b: &Budget| BudgetDiagnostics {
+            name: b.name(),
+            limit: b.limit(),
+            used: b.used(),
+            peak: b.peak(),
+            refusals: b.refusals(),
+        };
+        EngineDiagnostics {
+            supervisor: self.sup.diagnostics(),
+            budgets: vec![budget(&self.budgets.raw), budget(&self.budgets.decoded)],
+            runtime_workers: self.runtime_workers,
+        }
+    }
+
+    /// Runs until the engine is closed (or failed closed).
+    pub(crate) async fn run(mut self) {
+        let span = tracing::info_span!("engine", pool = self.slots.len());
+        async move {
+            let mut refresh = tokio::time::interval(DIAGNOSTICS_REFRESH);
+            refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                self.carry_out();
+                if self.sup.close_state().is_final() {
+                    break;
+                }
+                let timeout = self.sup.poll_timeout();
+                let sleep = async move {
+                    match timeout {
+                        Some(at) => tokio::time::sleep_until(at.into()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    biased;
+                    control = self.control_rx.recv() => match control {
+                        Some(control) => self.control(control),
+                        // Every client handle is gone: close.
+                        None => self.sup.handle(now(), Input::Close),
+                    },
+                    Some(event) = self.events_rx.recv() => {
+                        self.event(event);
+                        for _ in 1..EVENTS_PER_TURN {
+                            match self.events_rx.try_recv() {
+                                Ok(event) => self.event(event),
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    Some(admission) = self.admit_rx.recv() => self.admit(admission),
+                    () = sleep => self.sup.handle(now(), Input::Tick),
+                    _ = refresh.tick() => {
+                        if std::mem::take(&mut self.dirty) {
+                            self.diagnostics.set(self.snapshot());
+                        }
+                        continue;
+                    }
+                }
+                self.dirty = true;
+            }
+            self.diagnostics.set(self.snapshot());
+            debug!(state = ?self.sup.close_state(), "driver finished");
+        }
+        .instrument(span)
+        .await
+    }
+
+    fn control(&mut self, control: Control) {
+        match control {
+            Control::Cancel(id) => self.sup.handle(now(), Input::Cancel { id }),
+            Control::Unpin(id) => self.sup.handle(now(), Input::Unpin { id }),
+            Control::ReadPushes { max, reply } => {
+                self.push_batch = Some(PushBatch::default());
+                self.sup.handle(now(), Input::ReadPushes { max });
+                self.carry_out();
+                let _ = reply.send(self.push_batch.take().unwrap_or_default());
+            }
+            Control::Close => self.sup.handle(now(), Input::Close),
+        }
+    }
+
+    fn admit(&mut self, admission: Admission) {
+        match admission {
+            Admission::Submit {
+                id,
+                request,
+                deadline,
+                pin,
+                waiter,
+            } => {
+                let retry_safe = request.retry_safe();
+                self.waiters.insert(id, waiter);
+                self.sup.handle(
+                    now(),
+                    Input::Submit {
+                        id,
+                        request,
+                        deadline,
+                        retry_safe,
+                        pin,
+                    },
+                );
+            }
+            Admission::Pin {
+                id,
+                deadline,
+                granted,
+            } => {
+                self.pins.insert(id, granted);
+                self.sup.handle(now(), Input::Pin { id, deadline });
+            }
+        }
+    }
+
+    fn event(&mut self, event: SlotEvent) {
+        let SlotEvent {
+            slot,
+            input,
+            reservation,
+            queued,
+        } = event;
+        if let Some(bytes) = queued {
+            if let Some(handle) = self.slots.get(slot.index()) {
+                handle.queue.taken(bytes);
+            }
+        }
+        self.sup.handle(now(), input);
+        // The frame's bytes leave the engine with the actions it caused.
+        self.carry_out();
+        drop(reservation);
+    }
+
+    /// Drains the Supervisor's actions and carries each out.
+    fn carry_out(&mut self) {
+        while let Some(action) = self.sup.poll_action() {
+            match action {
+                Action::Connect {
+                    slot,
+                    epoch,
+                    generation,
+                    endpoint,
+                    deadline,
+                } => {
+                    let (commands, rx) = mpsc::unbounded_channel();
+                    let handle = &mut self.slots[slot.index()];
+                    handle.commands = Some(commands);
+                    let task = SlotTask {
+                        slot,
+                        epoch,
+                        generation,
+                        endpoint: self.endpoints[endpoint].clone(),
+                        connect_timeout: deadline.saturating_duration_since(now()),
+                        connector: self.connector.clone(),
+                        events: self.events_tx.clone(),
+                        queue: handle.queue.clone(),
+                        budgets: self.budgets.clone(),
+                    };
+                    self.workers.spawn(task.run(rx));
+                }
+                Action::Send {
+                    slot,
+                    msg_id,
+                    request,
+                    ..
+                } => {
+                    if let Some(tx) = &self.slots[slot.index()].commands {
+                        // A failed send means the task ended; its own report follows.
+                        let _ = tx.send(SlotCommand::Send { msg_id, request });
+                    }
+                }
+                Action::Retire { slot, .. } => {
+                    if let Some(tx) = self.slots[slot.index()].commands.take() {
+                        let _ = tx.send(SlotCommand::Retire);
+                    }
+                }
+                Action::Complete { id, outcome } => {
+                    if let Some(waiter) = self.waiters.remove(&id) {
+                        waiter.complete(outcome);
+                    }
+                }
+                Action::PinGranted { id, slot } => {
+                    if let Some(tx) = self.pins.remove(&id) {
+                        let _ = tx.send(Ok(slot));
+                    }
+                }
+                Action::PinEnded { id, reason } => {
+                    if let Some(tx) = self.pins.remove(&id) {
+                        let _ = tx.send(Err(reason));
+                    }
+                }
+                Action::Push {
+                    slot,
+                    header,
+                    payload,
+                } => {
+                    if let Some(batch) = &mut self.push_batch {
+                        batch.frames.push(PushFrame {
+                            slot,
+                            header,
+                            payload,
+                        });
+                    }
+                }
+                Action::PushOverflow { dropped_total } => {
+                    if let Some(batch) = &mut self.push_batch {
+                        batch.overflow_total = Some(dropped_total);
+                    }
+                }
+                Action::CloseStateChanged { state } => {
+                    let _ = self.close_tx.send(state);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! Slot tasks: one per TCP connection, on a worker runtime.
+//!
+//! A slot task connects, does the 0x000d handshake, then serves its driver:
+//! it writes the requests it is told to send, reads and decodes frames
+//! (zlib included), parses the frame that answers its request in flight,
+//! and reports everything as Supervisor inputs. It never decides anything:
+//! matching, retries and deadlines are the Supervisor's.
+//!
+//! Bounds, per round and per slot: at most 256 KiB read and 64 frames /
+//! 4 MiB decoded before the task yields to its neighbours; at most 1024
+//! frames / 8 MiB decoded and not yet taken by the driver (past that the
+//! task stops reading: TCP backpressure); raw staging and decoded bytes are
+//! reserved from the engine budgets, and a slot that cannot reserve pauses
+//! its reads. A panic inside the task is caught and reported as a failure of
+//! that slot only.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, Notify};
+use tracing::{debug, Instrument};
+
+use super::connector::Connector;
+use crate::budget::{Budget, Reservation};
+use crate::proto::commands::{Command, Handshake};
+use crate::proto::limits::{RAW_STAGING_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
+use crate::proto::{Frame, FrameDecoder, ProtoError, Request, RoundEnd, RoundLimits};
+use crate::supervisor::{Endpoint, Epoch, FrameBody, Generation, Input, SlotError, SlotId};
+
+/// Frames a slot may have decoded and not yet handed over.
+pub const SLOT_QUEUE_FRAMES_MAX: usize = 1024;
+/// Decoded bytes a slot may have decoded and not yet handed over.
+pub const SLOT_QUEUE_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// msg_id of the handshake a slot sends on connect; the Supervisor never
+/// sees it (its own ids come from a separate counter and the exchange is
+/// over before the slot is ready).
+const HANDSHAKE_MSG_ID: u32 = 1;
+/// How long a slot waits before retrying a budget it could not reserve.
+const BUDGET_RETRY: Duration = Duration::from_millis(1);
+
+/// What the driver tells a slot task.
+#[derive(Debug)]
+pub(crate) enum SlotCommand {
+    /// Write this request. (Each generation has its own channel, so
+    /// commands carry no generation.)
+    Send { msg_id: u32, request: Arc<Request> },
+    /// Close the socket and end the task.
+    Retire,
+}
+
+/// A Supervisor input from a slot, with the decoded bytes it holds.
+#[derive(Debug)]
+pub(crate) struct SlotEvent {
+    pub(crate) slot: SlotId,
+    pub(crate) input: Input,
+    /// Decoded-budget bytes carried by a frame, released once the driver
+    /// has passed it on.
+    pub(crate) reservation: Option<Reservation>,
+    /// For frames: the bytes counted in the slot's queue, to release with
+    /// [`SlotQueue::taken`] once the driver has taken the event.
+    pub(crate) queued: Option<usize>,
+}
+
+/// The per-slot decoded queue bound, shared by the slot task and the driver.
+#[derive(Debug, Default)]
+pub(crate) struct SlotQueue {
+    frames: AtomicUsize,
+    bytes: AtomicUsize,
+    room: Notify,
+}
+
+impl SlotQueue {
+    /// Called by the driver when it has taken one event.
+    pub(crate) fn taken(&self, bytes: usize) {
+        self.frames.fetch_sub(1, Ordering::AcqRel);
+        self.bytes.fetch_sub(bytes, Ordering::AcqRel);
+        self.room.notify_one();
+    }
+
+    async fn wait_for_room(&self, bytes: usize) {
+        loop {
+            let notified = self.room.notified();
+            if self.frames.load(Ordering::Acquire) < SLOT_QUEUE_FRAMES_MAX
+                && self.bytes.load(Ordering::Acquire) + bytes <= SLOT_QUEUE_BYTES_MAX
+            {
+                self.frames.fetch_add(1, Ordering::AcqRel);
+                self.bytes.fetch_add(bytes, Ordering::AcqRel);
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Engine-wide budgets a slot draws from.
+#[derive(Debug, Clone)]
+pub(crate) struct SlotBudgets {
+    pub(crate) raw: Arc<Budget>,
+    pub(crate) decoded: Arc<Budget>,
+}
+
+/// Everything a slot task needs for one generation.
+pub(crate) struct SlotTask<C: Connector> {
+    pub(crate) slot: SlotId,
+    pub(crate) epoch: Epoch,
+    pub(crate) generation: Generation,
+    pub(crate) endpoint: Endpoint,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) connector: Arc<C>,
+    pub(crate) events: mpsc::Sender<SlotEvent>,
+    pub(crate) queue: Arc<SlotQueue>,
+    pub(crate) budgets: SlotBudgets,
+}
+
+/// Why a slot task ended early, before reporting.
+enum End {
+    /// Report this failure.
+    Failed(SlotError),
+    /// Retired: report `SlotClosed`.
+    Retired,
+    /// The driver is gone: report nothing.
+    DriverGone,
+}
+
+impl<C: Connector> SlotTask<C> {
+    /// Runs the task to its end; panics inside are caught and reported.
+    pub(crate) async fn run(self, commands: mpsc::UnboundedReceiver<SlotCommand>) {
+        let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
+        let events = self.events.clone();
+        let span = tracing::debug_span!("slot", slot = slot.0, generation = generation.0, endpoint = %self.endpoint);
+        let outcome = CatchPanic(Box::pin(self.serve(commands).instrument(span))).await;
+        let input = match outcome {
+            Ok(End::DriverGone) => return,
+            Ok(End::Retired) => Input::SlotClosed {
+                slot,
+                epoch,
+                generation,
+            },
+            Ok(End::Failed(error)) => Input::SlotFailed {
+                slot,
+                epoch,
+                generation,
+                error,
+            },
+            Err(panic) => {
+                let error = SlotError::Io(format!("slot task panicked: {panic}"));
+                tracing::error!(slot = slot.0, %error, "slot task panicked; retiring the slot");
+                Input::SlotFailed {
+                    slot,
+                    epoch,
+                    generation,
+                    error,
+                }
+            }
+        };
+        let _ = events
+            .send(SlotEvent {
+                slot,
+                input,
+                reservation: None,
+                queued: None,
+            })
+            .await;
+    }
+
+    async fn report(&self, input: Input) -> Result<(), End> {
+        let event = SlotEvent {
+            slot: self.slot,
+            input,
+            reservation: None,
+            queued: None,
+        };
+        self.events.send(event).await.map_err(|_| End::DriverGone)
+    }
+
+    async fn serve(self, mut commands: mpsc::UnboundedReceiver<SlotCommand>) -> End {
+        let connect = self.connector.connect(&self.endpoint, self.connect_timeout);
+        let stream = tokio::select! {
+            biased;
+            command = commands.recv() => return retired_or_gone(command),
+            stream = connect => match stream {
+                Ok(stream) => stream,
+                Err(e) => return End::Failed(SlotError::Connect(e.to_string())),
+            },
+        };
+        let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
+        if let Err(end) = self
+            .report(Input::SlotConnected {
+                slot,
+                epoch,
+                generation,
+            })
+            .await
+        {
+            return end;
+        }
+        let mut conn = Conn::new(stream, self.budgets.clone());
+        tokio::select! {
+            biased;
+            command = commands.recv() => return retired_or_gone(command),
+            done = conn.handshake() => if let Err(error) = done {
+                return End::Failed(error);
+            },
+        }
+        if let Err(end) = self
+            .report(Input::SlotReady {
+                slot,
+                epoch,
+                generation,
+            })
+            .await
+        {
+            return end;
+        }
+        match self.exchange_loop(&mut conn, &mut commands).await {
+            Ok(end) | Err(end) => end,
+        }
+    }
+
+    async fn exchange_loop<S: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        conn: &mut Conn<S>,
+        commands: &mut mpsc::UnboundedReceiver<SlotCommand>,
+    ) -> Result<End, End> {
+        let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
+        let mut awaiting: Option<(u32, Arc<Request>)> = None;
+        let mut wire_this_round = 0usize;
+        loop {
+            tokio::select! {
+                biased;
+                command = commands.recv() => match command {
+                    Some(SlotCommand::Send { msg_id, request }) => {
+                        conn.write_request(msg_id, &request).await.map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
+                        awaiting = Some((msg_id, request));
+                        self.report(Input::SendCompleted { slot, epoch, generation, msg_id }).await?;
+                    }
+                    other => return Ok(retired_or_gone(other)),
+                },
+                read = conn.read() => {
+                    let n = read.map_err(End::Failed)?;
+                    wire_this_round += n;
+                    let (frames, end) = conn.decode().map_err(|e| End::Failed(SlotError::Protocol(e.to_string())))?;
+                    for frame in frames {
+                        let body = match &awaiting {
+                            Some((id, request)) if frame.header.msg_id == *id && frame.header.msg_type == request.msg_type() => {
+                                let parsed = request.parse_reply(&frame.payload);
+                                awaiting = None;
+                                match parsed {
+                                    Ok(reply) => FrameBody::Reply(Box::new(reply)),
+                                    Err(e) => FrameBody::Invalid(e),
+                                }
+                            }
+                            _ => FrameBody::Raw(frame.payload.clone()),
+                        };
+                        let bytes = frame.payload.len();
+                        let reservation = self.reserve_decoded(bytes).await;
+                        self.queue.wait_for_room(bytes).await;
+                        let input = Input::Frame { slot, epoch, generation, header: frame.header, body };
+                        let event = SlotEvent { slot, input, reservation, queued: Some(bytes) };
+                        self.events.send(event).await.map_err(|_| End::DriverGone)?;
+                    }
+                    if end != RoundEnd::NeedBytes || wire_this_round >= ROUND_WIRE_BYTES_MAX {
+                        wire_this_round = 0;
+                        tokio::task::yield_now().await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decoded bytes from the engine budget; waits (pausing this slot's
+    /// reads) while the budget is exhausted.
+    async fn reserve_decoded(&self, bytes: usize) -> Option<Reservation> {
+        if bytes == 0 {
+            return None;
+        }
+        loop {
+            if let Some(r) = Budget::try_reserve(&self.budgets.decoded, bytes) {
+                return Some(r);
+            }
+            tokio::time::sleep(BUDGET_RETRY).await;
+        }
+    }
+}
+
+fn retired_or_gone(command: Option<SlotCommand>) -> End {
+    match command {
+        Some(SlotCommand::Retire) => End::Retired,
+        // A Send before the slot is ready cannot happen; treat it as retire.
+        Some(SlotCommand::Send { .. }) => End::Retired,
+        None => End::DriverGone,
+    }
+}
+
+/// One connection's socket, decoder and raw-budget hold.
+struct Conn<S> {
+    stream: S,
+    decoder: FrameDecoder,
+    buf: Vec<u8>,
+    budgets: SlotBudgets,
+    /// Raw-budget bytes held for what the decoder stages.
+    raw: Option<Reservation>,
+    wire: Vec<u8>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+    fn new(stream: S, budgets: SlotBudgets) -> Self {
+        Self {
+            stream,
+            decoder: FrameDecoder::new(),
+            buf: vec![0; 64 * 1024],
+            budgets,
+            raw: None,
+            wire: Vec::new(),
+        }
+    }
+
+    async fn write_request(&mut self, msg_id: u32, request: &Request) -> std::io::Result<()> {
+        self.wire.clear();
+        request
+            .encode_frame(msg_id, &mut self.wire)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        self.stream.write_all(&self.wire).await
+    }
+
+    /// Reads what the socket has (at most what staging and the raw budget allow).
+    async fn read(&mut self) -> Result<usize, SlotError> {
+        let want = self.buf.len().min(self.decoder.staging_room());
+        debug_assert!(want > 0, "a decode round leaves staging room");
+        let staged = self.decoder.staged();
+        let raw = loop {
+            if let Some(r) = Budget::try_reserve(&self.budgets.raw, staged + want) {
+                break r;
+            }
+            // Give back what we hold so another slot can progress, then retry.
+            self.raw = None;
+            tokio::time::sleep(BUDGET_RETRY).await;
+        };
+        self.raw = Some(raw);
+        let n = self
+            .stream
+            .read(&mut self.buf[..want])
+            .await
+            .map_err(|e| SlotError::Io(e.to_string()))?;
+        if n == 0 {
+            return Err(match self.decoder.finish() {
+                Ok(()) => SlotError::PeerClosed,
+                Err(e) => SlotError::Protocol(e.to_string()),
+            });
+        }
+        self.decoder
+            .feed(&self.buf[..n])
+            .map_err(|e| SlotError::Protocol(e.to_string()))?;
+        Ok(n)
+    }
+
+    /// Decodes one round of frames and shrinks the raw hold to what stays staged.
+    fn decode(&mut self) -> Result<(Vec<Frame>, RoundEnd), ProtoError> {
+        let mut frames = Vec::new();
+        let round = self
+            .decoder
+            .decode_round(RoundLimits::default(), |f| frames.push(f))?;
+        if let Some(raw) = &mut self.raw {
+            raw.shrink_to(self.decoder.staged().min(raw.bytes()));
+        }
+        debug_assert!(self.decoder.staged() <= RAW_STAGING_BYTES_MAX);
+        Ok((frames, round.end))
+    }
+
+    /// Sends the handshake and waits for its reply (frames before it are dropped).
+    async fn handshake(&mut self) -> Result<(), SlotError> {
+        let request: Request = Handshake::default().into();
+        self.write_request(HANDSHAKE_MSG_ID, &request)
+            .await
+            .map_err(|e| SlotError::Handshake(e.to_string()))?;
+        loop {
+            while let Some(frame) = self
+                .decoder
+                .next_frame()
+                .map_err(|e| SlotError::Handshake(e.to_string()))?
+            {
+                if frame.header.msg_id == HANDSHAKE_MSG_ID
+                    && frame.header.msg_type == Handshake::MSG_TYPE
+                {
+                    return Handshake::default()
+                        .parse_reply(&frame.payload)
+                        .map(|reply| debug!(server = %reply.server_name, "handshake done"))
+                        .map_err(|e| SlotError::Handshake(e.to_string()));
+                }
+            }
+            self.read().await.map_err(|e| match e {
+                SlotError::Io(m) | SlotError::Protocol(m) => SlotError::Handshake(m),
+                other => other,
+            })?;
+        }
+    }
+}
+
+/// Polls a future, turning a panic into `Err(message)`.
+struct CatchPanic<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchPanic<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".to_owned());
+                Poll::Ready(Err(message))
+            }
+        }
+    }
+}

@@ -1,0 +1,414 @@
+//! The Tokio engine against reference servers on 127.0.0.1: byte-exact data
+//! at several pool shapes, cancellation and timeouts under load, faulty
+//! servers, push floods, close while busy.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tdx_engine::proto::commands::*;
+use tdx_engine::proto::{Market as Exchange, Reply, Request, SecurityCode};
+use tdx_engine::supervisor::{CloseState, RequestError};
+use tdx_engine::{Client, Error};
+use tdx_sim::responder::respond;
+use tdx_sim::{Faults, Market, PushFlood, ReferenceServer};
+
+const SEED: u64 = 21;
+
+/// Reference servers on their own runtime (so they do not share the
+/// engine's threads); returns their `IP:PORT`s and the market.
+struct Servers {
+    hosts: Vec<String>,
+    market: Arc<Market>,
+    handles: Vec<ReferenceServer>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        // Tests may end inside an async context, where a runtime cannot block.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+fn servers(n: usize, faults: impl Fn(usize) -> Faults) -> Servers {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let market = Arc::new(Market::new(SEED));
+    let mut hosts = Vec::new();
+    let mut handles = Vec::new();
+    for i in 0..n {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        hosts.push(listener.local_addr().unwrap().to_string());
+        let server = ReferenceServer::new(market.clone(), i, faults(i));
+        handles.push(server.clone());
+        runtime.spawn(async move {
+            server
+                .run(tokio::net::TcpListener::from_std(listener).unwrap())
+                .await
+        });
+    }
+    Servers {
+        hosts,
+        market,
+        handles,
+        runtime: Some(runtime),
+    }
+}
+
+fn code(s: &str) -> SecurityCode {
+    s.parse().unwrap()
+}
+
+fn workload() -> Vec<Request> {
+    let mut requests: Vec<Request> = vec![
+        SecurityCount {
+            market: Exchange::Sz,
+            client_date: SecurityCount::PYTDX_CLIENT_DATE,
+        }
+        .into(),
+        SecurityList {
+            market: Exchange::Sh,
+            start: 0,
+            limit: 1600,
+        }
+        .into(),
+        Quotes {
+            targets: vec![
+                code("sz000001").into(),
+                code("sh510300").into(),
+                code("bj430047").into(),
+            ],
+        }
+        .into(),
+        Snapshots {
+            targets: vec![code("sh600000").into(), code("sz399001").into()],
+        }
+        .into(),
+        Minutes::from(QuoteTarget::from(code("sz000001"))).into(),
+        Trades {
+            code: code("sh600000"),
+            start: 0,
+            count: 1800,
+        }
+        .into(),
+    ];
+    for c in ["sz000001", "sh600000", "sh000001", "sz159915"] {
+        for (period, start) in [
+            (Period::Day, 0),
+            (Period::Day, 800),
+            (Period::Min5, 0),
+            (Period::Week, 0),
+        ] {
+            requests.push(Bars::new(code(c), period, start, 800).into());
+        }
+    }
+    requests
+}
+
+async fn check_pool(server_count: usize, per_server: usize, workers: usize) {
+    let s = servers(server_count, |_| Faults::default());
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(server_count)
+        .connections_per_server(per_server)
+        .runtime_workers(workers)
+        .build()
+        .unwrap();
+    let requests = workload();
+    // Several rounds, all at once: every connection gets work.
+    let calls = (0..4).flat_map(|_| requests.iter().cloned()).map(|r| {
+        let client = client.clone();
+        async move {
+            let reply = client.call(r.clone()).await;
+            (r, reply)
+        }
+    });
+    let results = join_all(calls).await;
+    for (request, reply) in results {
+        let reply = reply.unwrap_or_else(|e| panic!("{}: {e}", request.name()));
+        assert_eq!(reply, respond(&s.market, 0, &request), "{}", request.name());
+    }
+    assert_eq!(client.close().await, CloseState::Closed);
+}
+
+async fn join_all<F: std::future::Future + Send + 'static>(
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output>
+where
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_1x1_is_byte_exact() {
+    check_pool(1, 1, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_2x4_is_byte_exact() {
+    check_pool(2, 4, 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_20x8_is_byte_exact() {
+    check_pool(20, 8, 4).await;
+}
+
+/// Why: dropping futures and short deadlines must not disturb other calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellations_and_timeouts_lose_nothing_else() {
+    let s = servers(2, |_| Faults {
+        latency: Duration::from_millis(2),
+        jitter: Duration::from_millis(5),
+        ..Default::default()
+    });
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .connections_per_server(2)
+        .build()
+        .unwrap();
+    let request: Request = Bars::new(code("sz000001"), Period::Day, 0, 800).into();
+    let want = respond(&s.market, 0, &request);
+    let calls = (0..200).map(|i| {
+        let client = client.clone();
+        let request = request.clone();
+        async move {
+            if i % 3 == 0 {
+                // Dropped while queued or sent.
+                let _ = tokio::time::timeout(
+                    Duration::from_micros(500 * (i % 7)),
+                    client.call(request),
+                )
+                .await;
+                None
+            } else {
+                Some(client.call(request).await)
+            }
+        }
+    });
+    let results = join_all(calls).await;
+    let kept: Vec<_> = results.into_iter().flatten().collect();
+    assert_eq!(kept.len(), 133);
+    for r in kept {
+        match r {
+            Ok(reply) => assert_eq!(reply, want),
+            Err(Error::Request(RequestError::PoolBusy)) => {}
+            Err(e) => panic!("an uncancelled call failed: {e}"),
+        }
+    }
+    // Diagnostics are a cached snapshot, refreshed at most every 25 ms.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let d = client.diagnostics();
+    assert_eq!(
+        d.supervisor.active, 0,
+        "cancelled calls left nothing in flight"
+    );
+    assert_eq!(d.supervisor.waiting, 0);
+    assert!(
+        d.supervisor.counters.cancels > 0,
+        "some calls were cancelled while queued or sent"
+    );
+    client.close().await;
+}
+
+/// Why: a misbehaving server costs only its own connections' requests,
+/// retried once on a healthy one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_faulty_server_costs_only_its_requests() {
+    let s = servers(3, |i| {
+        if i == 0 {
+            Faults {
+                garbage_per_mille: 300,
+                close_mid_frame_per_mille: 200,
+                corrupt_zlib_per_mille: 200,
+                ..Default::default()
+            }
+        } else {
+            Faults::default()
+        }
+    });
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(3)
+        .connections_per_server(2)
+        .build()
+        .unwrap();
+    let requests: Vec<Request> = (0..150)
+        .map(|i| Bars::new(code("sh600000"), Period::Day, (i % 5) * 800, 800).into())
+        .collect();
+    let calls = requests.iter().cloned().map(|r| {
+        let client = client.clone();
+        async move { (r.clone(), client.call(r).await) }
+    });
+    let mut failed = 0;
+    for (request, result) in join_all(calls).await {
+        match result {
+            Ok(reply) => assert_eq!(reply, respond(&s.market, 0, &request)),
+            Err(Error::Request(RequestError::ConnectionLost(_) | RequestError::BadReply(_))) => {
+                failed += 1
+            }
+            Err(e) => panic!("unexpected failure: {e}"),
+        }
+    }
+    let d = client.diagnostics();
+    assert!(
+        failed < 30,
+        "most requests succeed through retries: {failed} failed"
+    );
+    assert!(d.supervisor.counters.retries > 0 || failed == 0);
+    client.close().await;
+}
+
+/// Why: a push flood must stay inside the push bounds and be reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_flood_stays_bounded_and_reports_overflow() {
+    let flood = PushFlood {
+        rate_per_sec: 2000,
+        size: 4096,
+    };
+    let s = servers(1, |_| Faults {
+        push_flood: Some(flood),
+        ..Default::default()
+    });
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(1)
+        .push_queue(64, 128 * 1024)
+        .build()
+        .unwrap();
+    client.refresh(&[code("sz000001")]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let d = client.diagnostics();
+    assert!(d.supervisor.push_bytes <= 128 * 1024 && d.supervisor.push_frames <= 64);
+    let pushes = client.drain_pushes().await;
+    assert!(
+        pushes.overflow_total.is_some_and(|n| n > 0),
+        "overflow reported"
+    );
+    assert!(pushes.frames.len() <= 64);
+    // The engine still serves.
+    assert!(client.count(Exchange::Bj).await.is_ok());
+    client.close().await;
+    assert!(s.handles[0].connections() >= 1);
+}
+
+/// Why: close is linearizable: every call in flight ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_while_busy_ends_every_call() {
+    let s = servers(2, |_| Faults {
+        latency: Duration::from_millis(50),
+        ..Default::default()
+    });
+    let client = Client::builder().hosts(s.hosts.clone()).build().unwrap();
+    let calls: Vec<_> = (0..100)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.count(Exchange::Sz).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let state = client.close().await;
+    assert_eq!(state, CloseState::Closed);
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(_) | Err(Error::Request(RequestError::Closed | RequestError::PoolBusy)) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(matches!(
+        client.count(Exchange::Sz).await,
+        Err(Error::Request(RequestError::Closed))
+    ));
+}
+
+#[test]
+fn blocking_facade_and_cancel_flag() {
+    let s = servers(1, |_| Faults {
+        latency: Duration::from_millis(300),
+        ..Default::default()
+    });
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(1)
+        .build()
+        .unwrap();
+    let blocking = client.blocking();
+    assert_eq!(
+        blocking.count(Exchange::Sh).unwrap() as usize,
+        s.market.listings(Exchange::Sh).len()
+    );
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cancellable = client.blocking().with_cancel_flag(flag.clone());
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let started = std::time::Instant::now();
+    assert!(matches!(
+        cancellable.count(Exchange::Sz),
+        Err(Error::Request(RequestError::Cancelled))
+    ));
+    setter.join().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(290),
+        "cancelled before the reply"
+    );
+}
+
+#[test]
+fn configuration_errors_name_the_field() {
+    let cases: Vec<(&str, tdx_engine::ClientBuilder)> = vec![
+        ("hosts", Client::builder()),
+        ("hosts", Client::builder().hosts(["nowhere"])),
+        (
+            "pool_size",
+            Client::builder()
+                .hosts(["127.0.0.1:1", "127.0.0.1:2"])
+                .pool_size(6)
+                .connections_per_server(4),
+        ),
+        (
+            "runtime_workers",
+            Client::builder()
+                .hosts(["127.0.0.1:1"])
+                .server_count(1)
+                .connections_per_server(2)
+                .runtime_workers(3),
+        ),
+        (
+            "server_count",
+            Client::builder().hosts(["127.0.0.1:1"]).server_count(2),
+        ),
+        (
+            "decoded_budget_bytes",
+            Client::builder()
+                .hosts(["127.0.0.1:1"])
+                .decoded_budget_bytes(usize::MAX),
+        ),
+    ];
+    for (field, builder) in cases {
+        match builder.build() {
+            Err(Error::Config(e)) => assert_eq!(e.field, field, "{e}"),
+            other => panic!("{field}: expected a config error, got {other:?}"),
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn assert_reply_kind(reply: &Reply) -> bool {
+    matches!(reply, Reply::Bars(_))
+}
