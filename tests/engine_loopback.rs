@@ -412,3 +412,31 @@ fn configuration_errors_name_the_field() {
 fn assert_reply_kind(reply: &Reply) -> bool {
     matches!(reply, Reply::Bars(_))
 }
+
+/// Why: idle connections send heartbeats and stay usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_keep_idle_connections_alive() {
+    let s = servers(1, |_| Faults::default());
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(2)
+        .heartbeat_interval(Some(Duration::from_millis(100)))
+        .build()
+        .unwrap();
+    client.count(Exchange::Sz).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    client.count(Exchange::Sz).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let d = client.diagnostics();
+    assert!(
+        d.supervisor.counters.heartbeats >= 4,
+        "{:?}",
+        d.supervisor.counters
+    );
+    assert_eq!(
+        d.supervisor.counters.retirements, 0,
+        "no connection was lost to heartbeats"
+    );
+    client.close().await;
+}

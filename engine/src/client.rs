@@ -153,7 +153,8 @@ impl ClientBuilder {
         if endpoints.is_empty() {
             return Err(ConfigError {
                 field: "hosts",
-                reason: "no servers given; pass explicit hosts (server ranking of the bundled list is not built yet)".into(),
+                reason: "no servers given; pass explicit hosts (server ranking of the bundled list is not built yet)"
+                    .into(),
             });
         }
         let server_count = self.server_count.unwrap_or(2.min(endpoints.len()));
@@ -162,7 +163,9 @@ impl ClientBuilder {
                 if pool != server_count * per {
                     return Err(ConfigError {
                         field: "pool_size",
-                        reason: format!("{pool} disagrees with server_count {server_count} x connections_per_server {per}"),
+                        reason: format!(
+                            "{pool} disagrees with server_count {server_count} x connections_per_server {per}"
+                        ),
                     });
                 }
                 (server_count, per)
@@ -218,12 +221,17 @@ impl ClientBuilder {
             raw_budget_bytes: self.raw_budget_bytes,
             decoded_budget_bytes: self.decoded_budget_bytes,
         };
+        let clock = match &self.runtime_flavor {
+            RuntimeFlavor::External(handle) => Some(handle.clone()),
+            RuntimeFlavor::Shared => None,
+        };
         let engine = start(config, runtime, connector)?;
         Ok(Client {
             inner: Arc::new(Inner {
                 engine: Some(engine),
                 next_id: AtomicU64::new(1),
                 timeout: self.timeout,
+                clock,
             }),
         })
     }
@@ -246,6 +254,9 @@ struct Inner {
     engine: Option<Engine>,
     next_id: AtomicU64,
     timeout: Duration,
+    /// The engine's clock: a caller's runtime may run simulated or paused
+    /// time, and deadlines must be on the clock the Supervisor sees.
+    clock: Option<tokio::runtime::Handle>,
 }
 
 impl Inner {
@@ -253,6 +264,17 @@ impl Inner {
         self.engine
             .as_ref()
             .expect("the engine lives as long as the client")
+    }
+
+    fn deadline(&self) -> Instant {
+        let now = match &self.clock {
+            Some(handle) => {
+                let _entered = handle.enter();
+                tokio::time::Instant::now().into_std()
+            }
+            None => Instant::now(),
+        };
+        now + self.timeout
     }
 }
 
@@ -317,7 +339,7 @@ impl Client {
             .encode_body(&mut body)
             .map_err(|e| Error::InvalidRequest(e.to_string()))?;
         let id = RequestId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
-        let deadline = Instant::now() + self.inner.timeout;
+        let deadline = self.inner.deadline();
         let admission = Admission::Submit {
             id,
             request: Arc::new(request),
@@ -510,7 +532,7 @@ impl Client {
     pub async fn pin(&self) -> Result<Pinned, Error> {
         let id = PinId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        let deadline = Instant::now() + self.inner.timeout;
+        let deadline = self.inner.deadline();
         self.inner
             .engine()
             .admit

@@ -390,14 +390,16 @@ fn arb_securities() -> impl Strategy<Value = (SecurityList, Vec<Security>)> {
                     decimal,
                     previous_close,
                     unknown_3_raw,
-                )| Security {
-                    code,
-                    multiple,
-                    name,
-                    volume_ratio_base,
-                    decimal,
-                    previous_close,
-                    unknown_3_raw,
+                )| {
+                    Security {
+                        code,
+                        multiple,
+                        name,
+                        volume_ratio_base,
+                        decimal,
+                        previous_close,
+                        unknown_3_raw,
+                    }
                 },
             );
         (

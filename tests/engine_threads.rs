@@ -1,0 +1,97 @@
+//! A 20x8 pool on 4 workers uses at most workers + 3 threads: the engine's
+//! workers, its driver, this test's main thread and the one thread running
+//! the 20 reference servers. Counted from /proc/self/task while all 160
+//! connections carry requests.
+//!
+//! `harness = false`: libtest would add threads of its own.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tdx_engine::proto::Market as Exchange;
+use tdx_engine::Client;
+use tdx_sim::{Faults, Market, ReferenceServer};
+
+const WORKERS: usize = 4;
+
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+fn main() {
+    if !std::path::Path::new("/proc/self/task").exists() {
+        println!("engine_threads: /proc is not available; skipped");
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let market = Arc::new(Market::new(3));
+            let mut hosts = Vec::new();
+            for i in 0..20 {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                hosts.push(listener.local_addr().unwrap().to_string());
+                tokio::spawn(
+                    ReferenceServer::new(market.clone(), i, Faults::default()).run(listener),
+                );
+            }
+            tx.send(hosts).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    let hosts = rx.recv().unwrap();
+    let client = Client::builder()
+        .hosts(hosts)
+        .server_count(20)
+        .connections_per_server(8)
+        .runtime_workers(WORKERS)
+        .build()
+        .unwrap();
+    let main_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let peak = main_rt.block_on(async {
+        let mut peak = 0;
+        for _ in 0..5 {
+            // 400 calls at once, on this thread's runtime: every slot is busy.
+            let mut calls = tokio::task::JoinSet::new();
+            for _ in 0..400 {
+                let client = client.clone();
+                calls.spawn(async move { client.count(Exchange::Sz).await.is_ok() });
+            }
+            let mut ok = 0;
+            while let Some(done) = calls.join_next().await {
+                ok += usize::from(done.unwrap());
+            }
+            assert!(ok > 0);
+            peak = peak.max(threads());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        peak
+    });
+    let d = client.diagnostics();
+    let connected = d
+        .supervisor
+        .slots
+        .iter()
+        .filter(|s| s.exchanges > 0)
+        .count();
+    println!("engine_threads: {peak} threads at most, {connected} of 160 connections used");
+    assert!(
+        peak <= WORKERS + 3,
+        "{peak} threads for {WORKERS} workers (bound {})",
+        WORKERS + 3
+    );
+    assert!(
+        connected > 100,
+        "requests spread over the pool: {connected}"
+    );
+    main_rt.block_on(client.close());
+}
