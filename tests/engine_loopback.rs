@@ -33,11 +33,7 @@ impl Drop for Servers {
 }
 
 fn servers(n: usize, faults: impl Fn(usize) -> Faults) -> Servers {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let market = Arc::new(Market::new(SEED));
     let mut hosts = Vec::new();
     let mut handles = Vec::new();
@@ -47,18 +43,9 @@ fn servers(n: usize, faults: impl Fn(usize) -> Faults) -> Servers {
         hosts.push(listener.local_addr().unwrap().to_string());
         let server = ReferenceServer::new(market.clone(), i, faults(i));
         handles.push(server.clone());
-        runtime.spawn(async move {
-            server
-                .run(tokio::net::TcpListener::from_std(listener).unwrap())
-                .await
-        });
+        runtime.spawn(async move { server.run(tokio::net::TcpListener::from_std(listener).unwrap()).await });
     }
-    Servers {
-        hosts,
-        market,
-        handles,
-        runtime: Some(runtime),
-    }
+    Servers { hosts, market, handles, runtime: Some(runtime) }
 }
 
 fn code(s: &str) -> SecurityCode {
@@ -67,44 +54,15 @@ fn code(s: &str) -> SecurityCode {
 
 fn workload() -> Vec<Request> {
     let mut requests: Vec<Request> = vec![
-        SecurityCount {
-            market: Exchange::Sz,
-            client_date: SecurityCount::PYTDX_CLIENT_DATE,
-        }
-        .into(),
-        SecurityList {
-            market: Exchange::Sh,
-            start: 0,
-            limit: 1600,
-        }
-        .into(),
-        Quotes {
-            targets: vec![
-                code("sz000001").into(),
-                code("sh510300").into(),
-                code("bj430047").into(),
-            ],
-        }
-        .into(),
-        Snapshots {
-            targets: vec![code("sh600000").into(), code("sz399001").into()],
-        }
-        .into(),
+        SecurityCount { market: Exchange::Sz, client_date: SecurityCount::PYTDX_CLIENT_DATE }.into(),
+        SecurityList { market: Exchange::Sh, start: 0, limit: 1600 }.into(),
+        Quotes { targets: vec![code("sz000001").into(), code("sh510300").into(), code("bj430047").into()] }.into(),
+        Snapshots { targets: vec![code("sh600000").into(), code("sz399001").into()] }.into(),
         Minutes::from(QuoteTarget::from(code("sz000001"))).into(),
-        Trades {
-            code: code("sh600000"),
-            start: 0,
-            count: 1800,
-        }
-        .into(),
+        Trades { code: code("sh600000"), start: 0, count: 1800 }.into(),
     ];
     for c in ["sz000001", "sh600000", "sh000001", "sz159915"] {
-        for (period, start) in [
-            (Period::Day, 0),
-            (Period::Day, 800),
-            (Period::Min5, 0),
-            (Period::Week, 0),
-        ] {
+        for (period, start) in [(Period::Day, 0), (Period::Day, 800), (Period::Min5, 0), (Period::Week, 0)] {
             requests.push(Bars::new(code(c), period, start, 800).into());
         }
     }
@@ -137,9 +95,7 @@ async fn check_pool(server_count: usize, per_server: usize, workers: usize) {
     assert_eq!(client.close().await, CloseState::Closed);
 }
 
-async fn join_all<F: std::future::Future + Send + 'static>(
-    futures: impl IntoIterator<Item = F>,
-) -> Vec<F::Output>
+async fn join_all<F: std::future::Future + Send + 'static>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
 where
     F::Output: Send + 'static,
 {
@@ -174,11 +130,7 @@ async fn cancellations_and_timeouts_lose_nothing_else() {
         jitter: Duration::from_millis(5),
         ..Default::default()
     });
-    let client = Client::builder()
-        .hosts(s.hosts.clone())
-        .connections_per_server(2)
-        .build()
-        .unwrap();
+    let client = Client::builder().hosts(s.hosts.clone()).connections_per_server(2).build().unwrap();
     let request: Request = Bars::new(code("sz000001"), Period::Day, 0, 800).into();
     let want = respond(&s.market, 0, &request);
     let calls = (0..200).map(|i| {
@@ -187,11 +139,7 @@ async fn cancellations_and_timeouts_lose_nothing_else() {
         async move {
             if i % 3 == 0 {
                 // Dropped while queued or sent.
-                let _ = tokio::time::timeout(
-                    Duration::from_micros(500 * (i % 7)),
-                    client.call(request),
-                )
-                .await;
+                let _ = tokio::time::timeout(Duration::from_micros(500 * (i % 7)), client.call(request)).await;
                 None
             } else {
                 Some(client.call(request).await)
@@ -211,15 +159,9 @@ async fn cancellations_and_timeouts_lose_nothing_else() {
     // Diagnostics are a cached snapshot, refreshed at most every 25 ms.
     tokio::time::sleep(Duration::from_millis(100)).await;
     let d = client.diagnostics();
-    assert_eq!(
-        d.supervisor.active, 0,
-        "cancelled calls left nothing in flight"
-    );
+    assert_eq!(d.supervisor.active, 0, "cancelled calls left nothing in flight");
     assert_eq!(d.supervisor.waiting, 0);
-    assert!(
-        d.supervisor.counters.cancels > 0,
-        "some calls were cancelled while queued or sent"
-    );
+    assert!(d.supervisor.counters.cancels > 0, "some calls were cancelled while queued or sent");
     client.close().await;
 }
 
@@ -239,15 +181,9 @@ async fn a_faulty_server_costs_only_its_requests() {
             Faults::default()
         }
     });
-    let client = Client::builder()
-        .hosts(s.hosts.clone())
-        .server_count(3)
-        .connections_per_server(2)
-        .build()
-        .unwrap();
-    let requests: Vec<Request> = (0..150)
-        .map(|i| Bars::new(code("sh600000"), Period::Day, (i % 5) * 800, 800).into())
-        .collect();
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(3).connections_per_server(2).build().unwrap();
+    let requests: Vec<Request> =
+        (0..150).map(|i| Bars::new(code("sh600000"), Period::Day, (i % 5) * 800, 800).into()).collect();
     let calls = requests.iter().cloned().map(|r| {
         let client = client.clone();
         async move { (r.clone(), client.call(r).await) }
@@ -256,17 +192,12 @@ async fn a_faulty_server_costs_only_its_requests() {
     for (request, result) in join_all(calls).await {
         match result {
             Ok(reply) => assert_eq!(reply, respond(&s.market, 0, &request)),
-            Err(Error::Request(RequestError::ConnectionLost(_) | RequestError::BadReply(_))) => {
-                failed += 1
-            }
+            Err(Error::Request(RequestError::ConnectionLost(_) | RequestError::BadReply(_))) => failed += 1,
             Err(e) => panic!("unexpected failure: {e}"),
         }
     }
     let d = client.diagnostics();
-    assert!(
-        failed < 30,
-        "most requests succeed through retries: {failed} failed"
-    );
+    assert!(failed < 30, "most requests succeed through retries: {failed} failed");
     assert!(d.supervisor.counters.retries > 0 || failed == 0);
     client.close().await;
 }
@@ -274,14 +205,8 @@ async fn a_faulty_server_costs_only_its_requests() {
 /// Why: a push flood must stay inside the push bounds and be reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_flood_stays_bounded_and_reports_overflow() {
-    let flood = PushFlood {
-        rate_per_sec: 2000,
-        size: 4096,
-    };
-    let s = servers(1, |_| Faults {
-        push_flood: Some(flood),
-        ..Default::default()
-    });
+    let flood = PushFlood { rate_per_sec: 2000, size: 4096 };
+    let s = servers(1, |_| Faults { push_flood: Some(flood), ..Default::default() });
     let client = Client::builder()
         .hosts(s.hosts.clone())
         .server_count(1)
@@ -294,10 +219,7 @@ async fn push_flood_stays_bounded_and_reports_overflow() {
     let d = client.diagnostics();
     assert!(d.supervisor.push_bytes <= 128 * 1024 && d.supervisor.push_frames <= 64);
     let pushes = client.drain_pushes().await;
-    assert!(
-        pushes.overflow_total.is_some_and(|n| n > 0),
-        "overflow reported"
-    );
+    assert!(pushes.overflow_total.is_some_and(|n| n > 0), "overflow reported");
     assert!(pushes.frames.len() <= 64);
     // The engine still serves.
     assert!(client.count(Exchange::Bj).await.is_ok());
@@ -308,10 +230,7 @@ async fn push_flood_stays_bounded_and_reports_overflow() {
 /// Why: close is linearizable: every call in flight ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_while_busy_ends_every_call() {
-    let s = servers(2, |_| Faults {
-        latency: Duration::from_millis(50),
-        ..Default::default()
-    });
+    let s = servers(2, |_| Faults { latency: Duration::from_millis(50), ..Default::default() });
     let client = Client::builder().hosts(s.hosts.clone()).build().unwrap();
     let calls: Vec<_> = (0..100)
         .map(|_| {
@@ -328,29 +247,15 @@ async fn close_while_busy_ends_every_call() {
             Err(e) => panic!("{e}"),
         }
     }
-    assert!(matches!(
-        client.count(Exchange::Sz).await,
-        Err(Error::Request(RequestError::Closed))
-    ));
+    assert!(matches!(client.count(Exchange::Sz).await, Err(Error::Request(RequestError::Closed))));
 }
 
 #[test]
 fn blocking_facade_and_cancel_flag() {
-    let s = servers(1, |_| Faults {
-        latency: Duration::from_millis(300),
-        ..Default::default()
-    });
-    let client = Client::builder()
-        .hosts(s.hosts.clone())
-        .server_count(1)
-        .connections_per_server(1)
-        .build()
-        .unwrap();
+    let s = servers(1, |_| Faults { latency: Duration::from_millis(300), ..Default::default() });
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(1).build().unwrap();
     let blocking = client.blocking();
-    assert_eq!(
-        blocking.count(Exchange::Sh).unwrap() as usize,
-        s.market.listings(Exchange::Sh).len()
-    );
+    assert_eq!(blocking.count(Exchange::Sh).unwrap() as usize, s.market.listings(Exchange::Sh).len());
     let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let cancellable = client.blocking().with_cancel_flag(flag.clone());
     let setter = std::thread::spawn(move || {
@@ -358,15 +263,9 @@ fn blocking_facade_and_cancel_flag() {
         flag.store(true, std::sync::atomic::Ordering::Relaxed);
     });
     let started = std::time::Instant::now();
-    assert!(matches!(
-        cancellable.count(Exchange::Sz),
-        Err(Error::Request(RequestError::Cancelled))
-    ));
+    assert!(matches!(cancellable.count(Exchange::Sz), Err(Error::Request(RequestError::Cancelled))));
     setter.join().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_millis(290),
-        "cancelled before the reply"
-    );
+    assert!(started.elapsed() < Duration::from_millis(290), "cancelled before the reply");
 }
 
 #[test]
@@ -374,31 +273,13 @@ fn configuration_errors_name_the_field() {
     let cases: Vec<(&str, tdx_engine::ClientBuilder)> = vec![
         ("hosts", Client::builder()),
         ("hosts", Client::builder().hosts(["nowhere"])),
-        (
-            "pool_size",
-            Client::builder()
-                .hosts(["127.0.0.1:1", "127.0.0.1:2"])
-                .pool_size(6)
-                .connections_per_server(4),
-        ),
+        ("pool_size", Client::builder().hosts(["127.0.0.1:1", "127.0.0.1:2"]).pool_size(6).connections_per_server(4)),
         (
             "runtime_workers",
-            Client::builder()
-                .hosts(["127.0.0.1:1"])
-                .server_count(1)
-                .connections_per_server(2)
-                .runtime_workers(3),
+            Client::builder().hosts(["127.0.0.1:1"]).server_count(1).connections_per_server(2).runtime_workers(3),
         ),
-        (
-            "server_count",
-            Client::builder().hosts(["127.0.0.1:1"]).server_count(2),
-        ),
-        (
-            "decoded_budget_bytes",
-            Client::builder()
-                .hosts(["127.0.0.1:1"])
-                .decoded_budget_bytes(usize::MAX),
-        ),
+        ("server_count", Client::builder().hosts(["127.0.0.1:1"]).server_count(2)),
+        ("decoded_budget_bytes", Client::builder().hosts(["127.0.0.1:1"]).decoded_budget_bytes(usize::MAX)),
     ];
     for (field, builder) in cases {
         match builder.build() {
@@ -429,14 +310,7 @@ async fn heartbeats_keep_idle_connections_alive() {
     client.count(Exchange::Sz).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     let d = client.diagnostics();
-    assert!(
-        d.supervisor.counters.heartbeats >= 4,
-        "{:?}",
-        d.supervisor.counters
-    );
-    assert_eq!(
-        d.supervisor.counters.retirements, 0,
-        "no connection was lost to heartbeats"
-    );
+    assert!(d.supervisor.counters.heartbeats >= 4, "{:?}", d.supervisor.counters);
+    assert_eq!(d.supervisor.counters.retirements, 0, "no connection was lost to heartbeats");
     client.close().await;
 }

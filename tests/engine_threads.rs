@@ -15,9 +15,7 @@ use tdx_sim::{Faults, Market, ReferenceServer};
 const WORKERS: usize = 4;
 
 fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .map(|d| d.count())
-        .unwrap_or(0)
+    std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap_or(0)
 }
 
 fn main() {
@@ -27,19 +25,14 @@ fn main() {
     }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
             let market = Arc::new(Market::new(3));
             let mut hosts = Vec::new();
             for i in 0..20 {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 hosts.push(listener.local_addr().unwrap().to_string());
-                tokio::spawn(
-                    ReferenceServer::new(market.clone(), i, Faults::default()).run(listener),
-                );
+                tokio::spawn(ReferenceServer::new(market.clone(), i, Faults::default()).run(listener));
             }
             tx.send(hosts).unwrap();
             std::future::pending::<()>().await;
@@ -53,10 +46,7 @@ fn main() {
         .runtime_workers(WORKERS)
         .build()
         .unwrap();
-    let main_rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let main_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let peak = main_rt.block_on(async {
         let mut peak = 0;
         for _ in 0..5 {
@@ -77,21 +67,9 @@ fn main() {
         peak
     });
     let d = client.diagnostics();
-    let connected = d
-        .supervisor
-        .slots
-        .iter()
-        .filter(|s| s.exchanges > 0)
-        .count();
+    let connected = d.supervisor.slots.iter().filter(|s| s.exchanges > 0).count();
     println!("engine_threads: {peak} threads at most, {connected} of 160 connections used");
-    assert!(
-        peak <= WORKERS + 3,
-        "{peak} threads for {WORKERS} workers (bound {})",
-        WORKERS + 3
-    );
-    assert!(
-        connected > 100,
-        "requests spread over the pool: {connected}"
-    );
+    assert!(peak <= WORKERS + 3, "{peak} threads for {WORKERS} workers (bound {})", WORKERS + 3);
+    assert!(connected > 100, "requests spread over the pool: {connected}");
     main_rt.block_on(client.close());
 }

@@ -41,11 +41,7 @@ fn engine_serves_inside_turmoil() {
             .build_with(TurmoilConnector)
             .expect("engine starts");
         let requests: Vec<Request> = vec![
-            SecurityCount {
-                market: Exchange::Sh,
-                client_date: 0,
-            }
-            .into(),
+            SecurityCount { market: Exchange::Sh, client_date: 0 }.into(),
             Bars::new("sz000001".parse().unwrap(), Period::Day, 0, 800).into(),
             Bars::new("sh600000".parse().unwrap(), Period::Min5, 800, 800).into(),
         ];
@@ -58,15 +54,9 @@ fn engine_serves_inside_turmoil() {
         // Simulated minutes pass (much faster than real ones): deadlines and
         // heartbeats run on the simulation's clock, not the wall clock.
         tokio::time::sleep(Duration::from_secs(65)).await;
-        let reply = client
-            .call(requests[0].clone())
-            .await
-            .expect("reply after idling");
+        let reply = client.call(requests[0].clone()).await.expect("reply after idling");
         assert_eq!(reply, respond(&market, 0, &requests[0]));
-        assert!(
-            client.diagnostics().supervisor.counters.heartbeats >= 4,
-            "idle connections sent heartbeats"
-        );
+        assert!(client.diagnostics().supervisor.counters.heartbeats >= 4, "idle connections sent heartbeats");
         assert_eq!(client.close().await, CloseState::Closed);
         Ok(())
     });

@@ -58,9 +58,7 @@ fn decode_all(stream: &[u8]) -> usize {
     for chunk in stream.chunks(64 * 1024) {
         decoder.feed(chunk).unwrap();
         loop {
-            let round = decoder
-                .decode_round(RoundLimits::default(), |_| frames += 1)
-                .unwrap();
+            let round = decoder.decode_round(RoundLimits::default(), |_| frames += 1).unwrap();
             if round.end == tdx_engine::proto::RoundEnd::NeedBytes {
                 break;
             }
@@ -73,25 +71,11 @@ fn bench(c: &mut Criterion) {
     let request = Bars::new("sz000001".parse().unwrap(), Period::Day, 0, 800);
     let payload = bars_payload(&request);
     let mut count_frame = Vec::new();
-    encode_response(
-        &mut count_frame,
-        1,
-        0x044e,
-        &[0xe7, 0x19],
-        Compression::Never,
-    )
-    .unwrap();
+    encode_response(&mut count_frame, 1, 0x044e, &[0xe7, 0x19], Compression::Never).unwrap();
     let mut raw_frame = Vec::new();
     encode_response(&mut raw_frame, 2, 0x052d, &payload, Compression::Never).unwrap();
     let mut zlib_frame = Vec::new();
-    encode_response(
-        &mut zlib_frame,
-        3,
-        0x052d,
-        &payload,
-        Compression::IfSmaller(6),
-    )
-    .unwrap();
+    encode_response(&mut zlib_frame, 3, 0x052d, &payload, Compression::IfSmaller(6)).unwrap();
     eprintln!(
         "count frame {} B, bars payload {} B, zlib frame {} B",
         count_frame.len(),
@@ -100,11 +84,7 @@ fn bench(c: &mut Criterion) {
     );
 
     let mut group = c.benchmark_group("decoder");
-    for (name, frame) in [
-        ("count_18B", &count_frame),
-        ("bars_raw_64KiB", &raw_frame),
-        ("bars_zlib", &zlib_frame),
-    ] {
+    for (name, frame) in [("count_18B", &count_frame), ("bars_raw_64KiB", &raw_frame), ("bars_zlib", &zlib_frame)] {
         let stream = stream_of(frame, 4 * 1024 * 1024);
         group.throughput(Throughput::Bytes(stream.len() as u64));
         group.bench_function(name, |b| b.iter(|| decode_all(&stream)));
@@ -114,11 +94,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("parse");
     group.throughput(Throughput::Bytes(payload.len() as u64));
     group.bench_function("bars_64KiB", |b| {
-        b.iter_batched(
-            || (),
-            |_| request.parse_reply(&payload).unwrap().len(),
-            BatchSize::SmallInput,
-        )
+        b.iter_batched(|| (), |_| request.parse_reply(&payload).unwrap().len(), BatchSize::SmallInput)
     });
     group.finish();
 }

@@ -28,9 +28,7 @@ impl Bench {
     fn new(servers: usize, per_server: usize) -> Self {
         let now = Instant::now();
         let config = SupervisorConfig {
-            endpoints: (0..servers)
-                .map(|i| Endpoint::new("bench", 7709 + i as u16))
-                .collect(),
+            endpoints: (0..servers).map(|i| Endpoint::new("bench", 7709 + i as u16)).collect(),
             server_count: servers,
             connections_per_server: per_server,
             heartbeat_interval: None,
@@ -39,35 +37,15 @@ impl Bench {
         let mut sup = Supervisor::new(config, now).unwrap();
         let mut connects = Vec::new();
         while let Some(action) = sup.poll_action() {
-            if let Action::Connect {
-                slot,
-                epoch,
-                generation,
-                ..
-            } = action
-            {
-                connects.push(Input::SlotReady {
-                    slot,
-                    epoch,
-                    generation,
-                });
+            if let Action::Connect { slot, epoch, generation, .. } = action {
+                connects.push(Input::SlotReady { slot, epoch, generation });
             }
         }
         for ready in connects {
             sup.handle(now, ready);
         }
-        let request = Arc::new(Request::from(SecurityCount {
-            market: Market::Sz,
-            client_date: 0,
-        }));
-        let mut bench = Self {
-            sup,
-            now,
-            next_id: 0,
-            request,
-            in_flight: Default::default(),
-            spare: None,
-        };
+        let request = Arc::new(Request::from(SecurityCount { market: Market::Sz, client_date: 0 }));
+        let mut bench = Self { sup, now, next_id: 0, request, in_flight: Default::default(), spare: None };
         // Fill every slot.
         for _ in 0..servers * per_server {
             bench.submit();
@@ -92,26 +70,11 @@ impl Bench {
     fn drain(&mut self) {
         while let Some(action) = self.sup.poll_action() {
             match action {
-                Action::Send {
-                    slot,
-                    generation,
-                    msg_id,
-                    ..
-                } => {
-                    self.sup.handle(
-                        self.now,
-                        Input::SendCompleted {
-                            slot,
-                            epoch: Epoch(0),
-                            generation,
-                            msg_id,
-                        },
-                    );
+                Action::Send { slot, generation, msg_id, .. } => {
+                    self.sup.handle(self.now, Input::SendCompleted { slot, epoch: Epoch(0), generation, msg_id });
                     self.in_flight.push_back((slot, generation, msg_id));
                 }
-                Action::Complete {
-                    outcome: Ok(reply), ..
-                } => self.spare = Some(reply),
+                Action::Complete { outcome: Ok(reply), .. } => self.spare = Some(reply),
                 other => panic!("unexpected {other:?}"),
             }
         }
@@ -120,29 +83,10 @@ impl Bench {
     /// Completes the oldest exchange and submits a new request: one cycle.
     fn cycle(&mut self) {
         let (slot, generation, msg_id) = self.in_flight.pop_front().expect("slots are busy");
-        let header = ResponseHeader {
-            control: 0x0c,
-            msg_id,
-            reserved: 0,
-            msg_type: 0x044e,
-            zip_length: 2,
-            length: 2,
-        };
-        let reply = self
-            .spare
-            .take()
-            .unwrap_or_else(|| Box::new(Reply::SecurityCount(1)));
+        let header = ResponseHeader { control: 0x0c, msg_id, reserved: 0, msg_type: 0x044e, zip_length: 2, length: 2 };
+        let reply = self.spare.take().unwrap_or_else(|| Box::new(Reply::SecurityCount(1)));
         let body = FrameBody::Reply(reply);
-        self.sup.handle(
-            self.now,
-            Input::Frame {
-                slot,
-                epoch: Epoch(0),
-                generation,
-                header,
-                body,
-            },
-        );
+        self.sup.handle(self.now, Input::Frame { slot, epoch: Epoch(0), generation, header, body });
         self.drain();
         self.submit();
     }

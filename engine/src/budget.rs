@@ -51,16 +51,10 @@ impl Budget {
                     return None;
                 }
             };
-            match this
-                .used
-                .compare_exchange_weak(used, next, Ordering::AcqRel, Ordering::Relaxed)
-            {
+            match this.used.compare_exchange_weak(used, next, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => {
                     this.peak.fetch_max(next, Ordering::Relaxed);
-                    return Some(Reservation {
-                        budget: budget.clone(),
-                        bytes,
-                    });
+                    return Some(Reservation { budget: budget.clone(), bytes });
                 }
                 Err(actual) => used = actual,
             }
@@ -94,11 +88,7 @@ impl Budget {
 
     fn release(&self, bytes: usize) {
         let before = self.used.fetch_sub(bytes, Ordering::AcqRel);
-        debug_assert!(
-            before >= bytes,
-            "budget {} released more than it held",
-            self.name
-        );
+        debug_assert!(before >= bytes, "budget {} released more than it held", self.name);
     }
 }
 
@@ -149,10 +139,7 @@ mod tests {
         drop(b);
         assert_eq!(budget.used(), 0);
         assert_eq!(budget.refusals(), 1);
-        assert!(
-            Budget::try_reserve(&budget, usize::MAX).is_none(),
-            "overflow is a refusal, not a wrap"
-        );
+        assert!(Budget::try_reserve(&budget, usize::MAX).is_none(), "overflow is a refusal, not a wrap");
     }
 
     #[test]
@@ -200,16 +187,9 @@ mod loom_budget {
                     })
                 })
                 .collect();
-            let won: usize = threads
-                .into_iter()
-                .map(|t| usize::from(t.join().unwrap()))
-                .sum();
+            let won: usize = threads.into_iter().map(|t| usize::from(t.join().unwrap())).sum();
             assert!(won >= 1, "at least one reservation fits");
-            assert_eq!(
-                budget.used(),
-                0,
-                "guards dropped in the threads released everything"
-            );
+            assert_eq!(budget.used(), 0, "guards dropped in the threads released everything");
             assert!(budget.peak() <= 10);
         });
     }

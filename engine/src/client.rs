@@ -30,9 +30,7 @@ use crate::proto::{Market, Reply, Request, SecurityCode};
 use crate::runtime::connector::{Connector, TcpConnector};
 use crate::runtime::driver::{Admission, BlockingCell, Control, Outcome, PushBatch, Waiter};
 use crate::runtime::{start, Engine, EngineDiagnostics, PushFrame, RuntimeConfig, RuntimeFlavor};
-use crate::supervisor::{
-    CloseState, ConfigError, Endpoint, PinId, RequestError, RequestId, SlotId, SupervisorConfig,
-};
+use crate::supervisor::{CloseState, ConfigError, Endpoint, PinId, RequestError, RequestId, SlotId, SupervisorConfig};
 
 /// Builds a [`Client`]. Every setting has a default; bad values are refused
 /// by [`build`](Self::build) with an error naming the field.
@@ -145,11 +143,7 @@ impl ClientBuilder {
     }
 
     fn supervisor_config(&self) -> Result<SupervisorConfig, ConfigError> {
-        let endpoints = self
-            .hosts
-            .iter()
-            .map(|h| parse_host(h))
-            .collect::<Result<Vec<_>, _>>()?;
+        let endpoints = self.hosts.iter().map(|h| parse_host(h)).collect::<Result<Vec<_>, _>>()?;
         if endpoints.is_empty() {
             return Err(ConfigError {
                 field: "hosts",
@@ -175,9 +169,7 @@ impl ClientBuilder {
                 if pool % servers != 0 {
                     return Err(ConfigError {
                         field: "pool_size",
-                        reason: format!(
-                            "{pool} connections cannot be spread evenly over {servers} servers"
-                        ),
+                        reason: format!("{pool} connections cannot be spread evenly over {servers} servers"),
                     });
                 }
                 (servers, pool / servers)
@@ -185,10 +177,7 @@ impl ClientBuilder {
             (None, per) => (server_count, per.unwrap_or(4)),
         };
         if self.timeout.is_zero() {
-            return Err(ConfigError {
-                field: "timeout",
-                reason: "must be positive".into(),
-            });
+            return Err(ConfigError { field: "timeout", reason: "must be positive".into() });
         }
         let config = SupervisorConfig {
             endpoints,
@@ -227,21 +216,13 @@ impl ClientBuilder {
         };
         let engine = start(config, runtime, connector)?;
         Ok(Client {
-            inner: Arc::new(Inner {
-                engine: Some(engine),
-                next_id: AtomicU64::new(1),
-                timeout: self.timeout,
-                clock,
-            }),
+            inner: Arc::new(Inner { engine: Some(engine), next_id: AtomicU64::new(1), timeout: self.timeout, clock }),
         })
     }
 }
 
 fn parse_host(host: &str) -> Result<Endpoint, ConfigError> {
-    let bad = |why: &str| ConfigError {
-        field: "hosts",
-        reason: format!("{host:?}: {why}; expected HOST:PORT"),
-    };
+    let bad = |why: &str| ConfigError { field: "hosts", reason: format!("{host:?}: {why}; expected HOST:PORT") };
     let (name, port) = host.rsplit_once(':').ok_or_else(|| bad("no port"))?;
     let port: u16 = port.parse().map_err(|_| bad("bad port"))?;
     if name.is_empty() {
@@ -261,9 +242,7 @@ struct Inner {
 
 impl Inner {
     fn engine(&self) -> &Engine {
-        self.engine
-            .as_ref()
-            .expect("the engine lives as long as the client")
+        self.engine.as_ref().expect("the engine lives as long as the client")
     }
 
     fn deadline(&self) -> Instant {
@@ -297,9 +276,7 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client")
-            .field("timeout", &self.inner.timeout)
-            .finish_non_exhaustive()
+        f.debug_struct("Client").field("timeout", &self.inner.timeout).finish_non_exhaustive()
     }
 }
 
@@ -328,33 +305,16 @@ impl Client {
         ClientBuilder::default()
     }
 
-    fn admit(
-        &self,
-        request: Request,
-        pin: Option<PinId>,
-        waiter: Waiter,
-    ) -> Result<RequestId, Error> {
+    fn admit(&self, request: Request, pin: Option<PinId>, waiter: Waiter) -> Result<RequestId, Error> {
         let mut body = Vec::new();
-        request
-            .encode_body(&mut body)
-            .map_err(|e| Error::InvalidRequest(e.to_string()))?;
+        request.encode_body(&mut body).map_err(|e| Error::InvalidRequest(e.to_string()))?;
         let id = RequestId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let deadline = self.inner.deadline();
-        let admission = Admission::Submit {
-            id,
-            request: Arc::new(request),
-            deadline,
-            pin,
-            waiter,
-        };
-        self.inner
-            .engine()
-            .admit
-            .try_send(admission)
-            .map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => Error::Request(RequestError::PoolBusy),
-                mpsc::error::TrySendError::Closed(_) => Error::Request(RequestError::Closed),
-            })?;
+        let admission = Admission::Submit { id, request: Arc::new(request), deadline, pin, waiter };
+        self.inner.engine().admit.try_send(admission).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => Error::Request(RequestError::PoolBusy),
+            mpsc::error::TrySendError::Closed(_) => Error::Request(RequestError::Closed),
+        })?;
         Ok(id)
     }
 
@@ -368,11 +328,7 @@ impl Client {
         async move {
             let (tx, rx) = oneshot::channel::<Outcome>();
             let id = self.admit(request, pin, Waiter::Async(tx))?;
-            let mut guard = CancelOnDrop {
-                control: &self.inner.engine().control,
-                id,
-                armed: true,
-            };
+            let mut guard = CancelOnDrop { control: &self.inner.engine().control, id, armed: true };
             let outcome = rx.await.map_err(|_| Error::Request(RequestError::Closed))?;
             guard.armed = false;
             outcome.map(|reply| *reply).map_err(Error::Request)
@@ -383,11 +339,7 @@ impl Client {
 
     /// Number of securities in a market (0x044e).
     pub async fn count(&self, market: Market) -> Result<u16, Error> {
-        let request: Request = SecurityCount {
-            market,
-            client_date: SecurityCount::PYTDX_CLIENT_DATE,
-        }
-        .into();
+        let request: Request = SecurityCount { market, client_date: SecurityCount::PYTDX_CLIENT_DATE }.into();
         match self.call(request.clone()).await? {
             Reply::SecurityCount(n) => Ok(n),
             _ => Err(unexpected(&request)),
@@ -395,18 +347,8 @@ impl Client {
     }
 
     /// One page of a market's code table (0x044d), at most 1600.
-    pub async fn codes(
-        &self,
-        market: Market,
-        start: u32,
-        limit: u32,
-    ) -> Result<Vec<Security>, Error> {
-        let request: Request = SecurityList {
-            market,
-            start,
-            limit,
-        }
-        .into();
+    pub async fn codes(&self, market: Market, start: u32, limit: u32) -> Result<Vec<Security>, Error> {
+        let request: Request = SecurityList { market, start, limit }.into();
         match self.call(request.clone()).await? {
             Reply::SecurityList(v) => Ok(v),
             _ => Err(unexpected(&request)),
@@ -427,13 +369,7 @@ impl Client {
     }
 
     /// One page of bars (0x052d): `start` back from the newest, oldest first.
-    pub async fn bars(
-        &self,
-        code: SecurityCode,
-        period: Period,
-        start: u16,
-        count: u16,
-    ) -> Result<Vec<Bar>, Error> {
+    pub async fn bars(&self, code: SecurityCode, period: Period, start: u16, count: u16) -> Result<Vec<Bar>, Error> {
         let request: Request = Bars::new(code, period, start, count).into();
         match self.call(request.clone()).await? {
             Reply::Bars(v) => Ok(v),
@@ -443,12 +379,7 @@ impl Client {
 
     /// Every bar of `period`, paging back until an empty page or `max_pages`
     /// pages of 800; oldest first.
-    pub async fn all_bars(
-        &self,
-        code: SecurityCode,
-        period: Period,
-        max_pages: usize,
-    ) -> Result<Vec<Bar>, Error> {
+    pub async fn all_bars(&self, code: SecurityCode, period: Period, max_pages: usize) -> Result<Vec<Bar>, Error> {
         let mut pages: Vec<Vec<Bar>> = Vec::new();
         let mut start = 0u32;
         for _ in 0..max_pages {
@@ -467,10 +398,7 @@ impl Client {
 
     /// Five-level quotes (0x053e), in request order.
     pub async fn quotes(&self, codes: &[SecurityCode]) -> Result<Vec<Quote>, Error> {
-        let request: Request = Quotes {
-            targets: codes.iter().map(|c| (*c).into()).collect(),
-        }
-        .into();
+        let request: Request = Quotes { targets: codes.iter().map(|c| (*c).into()).collect() }.into();
         match self.call(request.clone()).await? {
             Reply::Quotes(r) => Ok(r.quotes),
             _ => Err(unexpected(&request)),
@@ -479,10 +407,7 @@ impl Client {
 
     /// One-level snapshots (0x054c), in request order.
     pub async fn snapshots(&self, codes: &[SecurityCode]) -> Result<Vec<Snapshot>, Error> {
-        let request: Request = Snapshots {
-            targets: codes.iter().map(|c| (*c).into()).collect(),
-        }
-        .into();
+        let request: Request = Snapshots { targets: codes.iter().map(|c| (*c).into()).collect() }.into();
         match self.call(request.clone()).await? {
             Reply::Snapshots(r) => Ok(r.snapshots),
             _ => Err(unexpected(&request)),
@@ -493,10 +418,7 @@ impl Client {
     /// which [`next_pushes`](Self::next_pushes) returns (parse them with
     /// the same [`Refresh`] request).
     pub async fn refresh(&self, codes: &[SecurityCode]) -> Result<RefreshReply, Error> {
-        let request: Request = Refresh {
-            targets: codes.iter().map(|c| (*c).into()).collect(),
-        }
-        .into();
+        let request: Request = Refresh { targets: codes.iter().map(|c| (*c).into()).collect() }.into();
         match self.call(request.clone()).await? {
             Reply::Refresh(r) => Ok(r),
             _ => Err(unexpected(&request)),
@@ -513,12 +435,7 @@ impl Client {
     }
 
     /// One page of today's ticks (0x0fc5): `start` back from the newest.
-    pub async fn trades(
-        &self,
-        code: SecurityCode,
-        start: u16,
-        count: u16,
-    ) -> Result<Vec<Trade>, Error> {
+    pub async fn trades(&self, code: SecurityCode, start: u16, count: u16) -> Result<Vec<Trade>, Error> {
         let request: Request = Trades { code, start, count }.into();
         match self.call(request.clone()).await? {
             Reply::Trades(t) => Ok(t),
@@ -533,33 +450,14 @@ impl Client {
         let id = PinId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         let deadline = self.inner.deadline();
-        self.inner
-            .engine()
-            .admit
-            .try_send(Admission::Pin {
-                id,
-                deadline,
-                granted: tx,
-            })
-            .map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => Error::Request(RequestError::PoolBusy),
-                mpsc::error::TrySendError::Closed(_) => Error::Request(RequestError::Closed),
-            })?;
-        let mut guard = UnpinOnDrop {
-            control: self.inner.engine().control.clone(),
-            id,
-            armed: true,
-        };
-        let slot = rx
-            .await
-            .map_err(|_| Error::Request(RequestError::Closed))?
-            .map_err(Error::Request)?;
+        self.inner.engine().admit.try_send(Admission::Pin { id, deadline, granted: tx }).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => Error::Request(RequestError::PoolBusy),
+            mpsc::error::TrySendError::Closed(_) => Error::Request(RequestError::Closed),
+        })?;
+        let mut guard = UnpinOnDrop { control: self.inner.engine().control.clone(), id, armed: true };
+        let slot = rx.await.map_err(|_| Error::Request(RequestError::Closed))?.map_err(Error::Request)?;
         guard.armed = false;
-        Ok(Pinned {
-            client: self.clone(),
-            id,
-            slot,
-        })
+        Ok(Pinned { client: self.clone(), id, slot })
     }
 
     /// Waits for up to `max` pushes (at least one, unless the engine closes);
@@ -569,10 +467,7 @@ impl Client {
         loop {
             let batch = self.read_pushes(max).await;
             if !batch.frames.is_empty() || batch.overflow_total.is_some() || self.is_closed() {
-                return Pushes {
-                    overflow_total: batch.overflow_total,
-                    frames: batch.frames,
-                };
+                return Pushes { overflow_total: batch.overflow_total, frames: batch.frames };
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -581,21 +476,12 @@ impl Client {
     /// Whatever pushes are buffered now, without waiting for more.
     pub async fn drain_pushes(&self) -> Pushes {
         let batch = self.read_pushes(usize::MAX).await;
-        Pushes {
-            overflow_total: batch.overflow_total,
-            frames: batch.frames,
-        }
+        Pushes { overflow_total: batch.overflow_total, frames: batch.frames }
     }
 
     async fn read_pushes(&self, max: usize) -> PushBatch {
         let (tx, rx) = oneshot::channel();
-        if self
-            .inner
-            .engine()
-            .control
-            .send(Control::ReadPushes { max, reply: tx })
-            .is_err()
-        {
+        if self.inner.engine().control.send(Control::ReadPushes { max, reply: tx }).is_err() {
             return PushBatch::default();
         }
         rx.await.unwrap_or_default()
@@ -640,10 +526,7 @@ impl Client {
 
     /// A blocking facade over this client, for callers without an async runtime.
     pub fn blocking(&self) -> BlockingClient {
-        BlockingClient {
-            client: self.clone(),
-            cancel: None,
-        }
+        BlockingClient { client: self.clone(), cancel: None }
     }
 }
 
@@ -679,10 +562,7 @@ pub struct Pinned {
 
 impl std::fmt::Debug for Pinned {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pinned")
-            .field("id", &self.id)
-            .field("slot", &self.slot)
-            .finish()
+        f.debug_struct("Pinned").field("id", &self.id).field("slot", &self.slot).finish()
     }
 }
 
@@ -700,12 +580,7 @@ impl Pinned {
 
 impl Drop for Pinned {
     fn drop(&mut self) {
-        let _ = self
-            .client
-            .inner
-            .engine()
-            .control
-            .send(Control::Unpin(self.id));
+        let _ = self.client.inner.engine().control.send(Control::Unpin(self.id));
     }
 }
 
@@ -730,18 +605,12 @@ impl BlockingClient {
     /// Sends any request and waits for its reply.
     pub fn call(&self, request: Request) -> Result<Reply, Error> {
         let cell = Arc::new(BlockingCell::default());
-        let id = self
-            .client
-            .admit(request, None, Waiter::Blocking(cell.clone()))?;
+        let id = self.client.admit(request, None, Waiter::Blocking(cell.clone()))?;
         loop {
             if let Some(outcome) = cell.wait(BLOCKING_WAKE) {
                 return outcome.map(|r| *r).map_err(Error::Request);
             }
-            if self
-                .cancel
-                .as_ref()
-                .is_some_and(|f| f.load(Ordering::Relaxed))
-            {
+            if self.cancel.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
                 let _ = self.client.inner.engine().control.send(Control::Cancel(id));
                 return Err(Error::Request(RequestError::Cancelled));
             }
@@ -750,11 +619,7 @@ impl BlockingClient {
 
     /// Number of securities in a market.
     pub fn count(&self, market: Market) -> Result<u16, Error> {
-        let request: Request = SecurityCount {
-            market,
-            client_date: SecurityCount::PYTDX_CLIENT_DATE,
-        }
-        .into();
+        let request: Request = SecurityCount { market, client_date: SecurityCount::PYTDX_CLIENT_DATE }.into();
         match self.call(request.clone())? {
             Reply::SecurityCount(n) => Ok(n),
             _ => Err(unexpected(&request)),
@@ -762,13 +627,7 @@ impl BlockingClient {
     }
 
     /// One page of bars.
-    pub fn bars(
-        &self,
-        code: SecurityCode,
-        period: Period,
-        start: u16,
-        count: u16,
-    ) -> Result<Vec<Bar>, Error> {
+    pub fn bars(&self, code: SecurityCode, period: Period, start: u16, count: u16) -> Result<Vec<Bar>, Error> {
         let request: Request = Bars::new(code, period, start, count).into();
         match self.call(request.clone())? {
             Reply::Bars(v) => Ok(v),
@@ -778,10 +637,7 @@ impl BlockingClient {
 
     /// Five-level quotes.
     pub fn quotes(&self, codes: &[SecurityCode]) -> Result<Vec<Quote>, Error> {
-        let request: Request = Quotes {
-            targets: codes.iter().map(|c| (*c).into()).collect(),
-        }
-        .into();
+        let request: Request = Quotes { targets: codes.iter().map(|c| (*c).into()).collect() }.into();
         match self.call(request.clone())? {
             Reply::Quotes(r) => Ok(r.quotes),
             _ => Err(unexpected(&request)),

@@ -25,9 +25,7 @@ fn arb_code_in(market: Market) -> impl Strategy<Value = SecurityCode> {
         Just("159915".to_owned()),
         Just("899050".to_owned()),
     ]
-    .prop_map(move |digits| {
-        SecurityCode::new(market, digits.as_bytes().try_into().unwrap()).unwrap()
-    })
+    .prop_map(move |digits| SecurityCode::new(market, digits.as_bytes().try_into().unwrap()).unwrap())
 }
 
 fn arb_code() -> impl Strategy<Value = SecurityCode> {
@@ -40,11 +38,7 @@ fn arb_f32() -> impl Strategy<Value = f32> {
 }
 
 fn arb_var() -> impl Strategy<Value = i64> {
-    prop_oneof![
-        -100i64..100,
-        -1_000_000_000i64..1_000_000_000,
-        any::<i64>().prop_map(|v| v >> 2)
-    ]
+    prop_oneof![-100i64..100, -1_000_000_000i64..1_000_000_000, any::<i64>().prop_map(|v| v >> 2)]
 }
 
 /// A GBK-encodable, trimmed name of at most `width` bytes.
@@ -52,9 +46,7 @@ fn arb_name(width: usize) -> impl Strategy<Value = String> {
     let chars = prop_oneof![
         proptest::char::range('A', 'Z'),
         proptest::char::range('0', '9'),
-        proptest::sample::select(vec![
-            '平', '安', '银', '行', '浦', '发', '指', '数', 'Ａ', '股'
-        ]),
+        proptest::sample::select(vec!['平', '安', '银', '行', '浦', '发', '指', '数', 'Ａ', '股']),
     ];
     vec(chars, 0..=width / 2).prop_map(|cs| cs.into_iter().collect::<String>())
 }
@@ -84,50 +76,29 @@ fn arb_period() -> impl Strategy<Value = Period> {
 fn arb_time_for(period: Period) -> BoxedStrategy<DateTime> {
     match period.stamp_form() {
         StampForm::Packed => (arb_date(2004..=2035), 0u16..1440)
-            .prop_map(|(date, m)| DateTime {
-                date,
-                time: TimeOfDay::from_minutes(m).unwrap(),
-            })
+            .prop_map(|(date, m)| DateTime { date, time: TimeOfDay::from_minutes(m).unwrap() })
             .boxed(),
-        StampForm::Seconds => any::<u32>()
-            .prop_map(|raw| tdx_engine::proto::time::decode_seconds_stamp(raw).unwrap())
-            .boxed(),
-        StampForm::Date => arb_date(1990..=2099)
-            .prop_map(|date| DateTime {
-                date,
-                time: TimeOfDay::new(15, 0, 0, 0).unwrap(),
-            })
-            .boxed(),
+        StampForm::Seconds => {
+            any::<u32>().prop_map(|raw| tdx_engine::proto::time::decode_seconds_stamp(raw).unwrap()).boxed()
+        }
+        StampForm::Date => {
+            arb_date(1990..=2099).prop_map(|date| DateTime { date, time: TimeOfDay::new(15, 0, 0, 0).unwrap() }).boxed()
+        }
     }
 }
 
 fn arb_bars_request() -> impl Strategy<Value = Bars> {
-    (
-        arb_code(),
-        arb_period(),
-        any::<u16>(),
-        1u16..=800,
-        0u8..5,
-        any::<u32>(),
-        any::<bool>(),
-    )
-        .prop_map(|(code, period, start, count, adjust, anchor, short)| {
+    (arb_code(), arb_period(), any::<u16>(), 1u16..=800, 0u8..5, any::<u32>(), any::<bool>()).prop_map(
+        |(code, period, start, count, adjust, anchor, short)| {
             let mut bars = Bars::new(code, period, start, count);
-            bars.adjust = [
-                Adjust::None,
-                Adjust::Forward,
-                Adjust::Backward,
-                Adjust::FixedForward,
-                Adjust::FixedBackward,
-            ][adjust as usize];
+            bars.adjust =
+                [Adjust::None, Adjust::Forward, Adjust::Backward, Adjust::FixedForward, Adjust::FixedBackward]
+                    [adjust as usize];
             bars.anchor_date = anchor;
-            bars.layout = if short {
-                BarsLayout::Short
-            } else {
-                BarsLayout::Long
-            };
+            bars.layout = if short { BarsLayout::Short } else { BarsLayout::Long };
             bars
-        })
+        },
+    )
 }
 
 fn arb_bars_and_reply() -> impl Strategy<Value = (Bars, Vec<Bar>)> {
@@ -163,25 +134,18 @@ fn price_at(scale: PriceScale) -> impl Strategy<Value = Price> {
 }
 
 fn arb_level(scale: PriceScale) -> impl Strategy<Value = Level> {
-    (price_at(scale), price_at(scale), arb_var(), arb_var()).prop_map(
-        |(bid, ask, bid_volume, ask_volume)| Level {
-            bid,
-            ask,
-            bid_volume,
-            ask_volume,
-        },
-    )
+    (price_at(scale), price_at(scale), arb_var(), arb_var()).prop_map(|(bid, ask, bid_volume, ask_volume)| Level {
+        bid,
+        ask,
+        bid_volume,
+        ask_volume,
+    })
 }
 
 fn arb_head(target: QuoteTarget) -> impl Strategy<Value = QuoteHead> {
     let s = target.scale;
-    (
-        vec(price_at(s), 5),
-        vec(arb_var(), 8),
-        any::<u16>(),
-        arb_f32(),
-    )
-        .prop_map(move |(p, v, active1, amount)| QuoteHead {
+    (vec(price_at(s), 5), vec(arb_var(), 8), any::<u16>(), arb_f32()).prop_map(move |(p, v, active1, amount)| {
+        QuoteHead {
             code: target.code,
             active1,
             price: p[0],
@@ -198,18 +162,12 @@ fn arb_head(target: QuoteTarget) -> impl Strategy<Value = QuoteHead> {
             outside_volume: v[5],
             reserved_b: v[6],
             open_amount_raw: v[7],
-        })
+        }
+    })
 }
 
 fn arb_quote(target: QuoteTarget) -> impl Strategy<Value = Quote> {
-    (
-        arb_head(target),
-        vec(arb_level(target.scale), 5),
-        any::<u16>(),
-        vec(arb_var(), 4),
-        any::<i16>(),
-        any::<u16>(),
-    )
+    (arb_head(target), vec(arb_level(target.scale), 5), any::<u16>(), vec(arb_var(), 4), any::<i16>(), any::<u16>())
         .prop_map(|(head, levels, status, m, rise_speed_raw, active2)| Quote {
             head,
             levels: levels.try_into().unwrap(),
@@ -223,17 +181,8 @@ fn arb_quote(target: QuoteTarget) -> impl Strategy<Value = Quote> {
 fn arb_quotes() -> impl Strategy<Value = (Quotes, QuotesReply)> {
     vec(arb_target(), 1..12).prop_flat_map(|targets| {
         let quotes: Vec<_> = targets.iter().map(|t| arb_quote(*t)).collect();
-        (Just(Quotes { targets }), any::<u16>(), quotes).prop_map(
-            |(request, unknown_head, quotes)| {
-                (
-                    request,
-                    QuotesReply {
-                        unknown_head,
-                        quotes,
-                    },
-                )
-            },
-        )
+        (Just(Quotes { targets }), any::<u16>(), quotes)
+            .prop_map(|(request, unknown_head, quotes)| (request, QuotesReply { unknown_head, quotes }))
     })
 }
 
@@ -242,26 +191,15 @@ fn arb_snapshots() -> impl Strategy<Value = (Snapshots, SnapshotsReply)> {
         let records: Vec<_> = targets
             .iter()
             .map(|t| {
-                (arb_head(*t), arb_level(t.scale), vec(any::<u8>(), 56)).prop_map(
-                    |(head, level, tail)| Snapshot {
-                        head,
-                        level,
-                        tail_raw: tail.try_into().unwrap(),
-                    },
-                )
+                (arb_head(*t), arb_level(t.scale), vec(any::<u8>(), 56)).prop_map(|(head, level, tail)| Snapshot {
+                    head,
+                    level,
+                    tail_raw: tail.try_into().unwrap(),
+                })
             })
             .collect();
-        (Just(Snapshots { targets }), any::<u16>(), records).prop_map(
-            |(request, unknown_head, snapshots)| {
-                (
-                    request,
-                    SnapshotsReply {
-                        unknown_head,
-                        snapshots,
-                    },
-                )
-            },
-        )
+        (Just(Snapshots { targets }), any::<u16>(), records)
+            .prop_map(|(request, unknown_head, snapshots)| (request, SnapshotsReply { unknown_head, snapshots }))
     })
 }
 
@@ -275,141 +213,64 @@ fn arb_refresh_record(target: QuoteTarget) -> impl Strategy<Value = RefreshRecor
         // Tail bytes >= 0x80 cannot start a marker (market ids are 0..=2).
         vec(0x80u8..=0xff, 0..8),
     )
-        .prop_map(
-            move |(p, v, (active, update_time_raw, amount), levels, tail_raw)| RefreshRecord {
-                code: target.code,
-                active,
-                price: p[0],
-                last_close: p[1],
-                open: p[2],
-                high: p[3],
-                low: p[4],
-                update_time_raw,
-                status_raw: v[0],
-                total_volume: v[1],
-                current_volume: v[2],
-                amount,
-                inside_volume: v[3],
-                outside_volume: v[4],
-                reserved: v[5],
-                open_amount_raw: v[6],
-                levels: levels.try_into().unwrap(),
-                tail_raw,
-            },
-        )
+        .prop_map(move |(p, v, (active, update_time_raw, amount), levels, tail_raw)| RefreshRecord {
+            code: target.code,
+            active,
+            price: p[0],
+            last_close: p[1],
+            open: p[2],
+            high: p[3],
+            low: p[4],
+            update_time_raw,
+            status_raw: v[0],
+            total_volume: v[1],
+            current_volume: v[2],
+            amount,
+            inside_volume: v[3],
+            outside_volume: v[4],
+            reserved: v[5],
+            open_amount_raw: v[6],
+            levels: levels.try_into().unwrap(),
+            tail_raw,
+        })
 }
 
 fn arb_refresh() -> impl Strategy<Value = (Refresh, RefreshReply)> {
     vec((arb_target(), any::<u32>()), 1..10).prop_flat_map(|targets| {
-        let records: Vec<_> = targets
-            .iter()
-            .map(|(t, _)| arb_refresh_record(*t))
-            .collect();
-        let request = Refresh {
-            targets: targets
-                .into_iter()
-                .map(|(target, cursor)| RefreshTarget { target, cursor })
-                .collect(),
-        };
+        let records: Vec<_> = targets.iter().map(|(t, _)| arb_refresh_record(*t)).collect();
+        let request =
+            Refresh { targets: targets.into_iter().map(|(target, cursor)| RefreshTarget { target, cursor }).collect() };
         (Just(request), records).prop_map(|(request, records)| (request, RefreshReply { records }))
     })
 }
 
 fn arb_minutes() -> impl Strategy<Value = (Minutes, MinuteLine)> {
     (arb_target(), any::<[u8; 4]>()).prop_flat_map(|(target, reserved_tail)| {
-        let point = (
-            price_at(target.scale),
-            -100_000_000i64..100_000_000,
-            arb_var(),
+        let point = (price_at(target.scale), -100_000_000i64..100_000_000, arb_var())
+            .prop_map(|(price, average_raw, volume)| MinutePoint { price, average_raw, volume });
+        (Just(Minutes { target, reserved_tail }), any::<u16>(), vec(point, 0..240)).prop_map(
+            move |(request, reserved, points)| (request, MinuteLine { reserved, scale: target.scale, points }),
         )
-            .prop_map(|(price, average_raw, volume)| MinutePoint {
-                price,
-                average_raw,
-                volume,
-            });
-        (
-            Just(Minutes {
-                target,
-                reserved_tail,
-            }),
-            any::<u16>(),
-            vec(point, 0..240),
-        )
-            .prop_map(move |(request, reserved, points)| {
-                (
-                    request,
-                    MinuteLine {
-                        reserved,
-                        scale: target.scale,
-                        points,
-                    },
-                )
-            })
     })
 }
 
 fn arb_trades() -> impl Strategy<Value = (Trades, Vec<Trade>)> {
-    let request = (arb_code(), any::<u16>(), 1u16..=1800).prop_map(|(code, start, count)| Trades {
-        code,
-        start,
-        count,
+    let request =
+        (arb_code(), any::<u16>(), 1u16..=1800).prop_map(|(code, start, count)| Trades { code, start, count });
+    let trade = (0u16..1440, price_at(PriceScale::HUNDREDTHS), vec(arb_var(), 4)).prop_map(|(minutes, price, v)| {
+        Trade { minutes, price, volume: v[0], order_count: v[1], status_raw: v[2], tail_raw: v[3] }
     });
-    let trade = (
-        0u16..1440,
-        price_at(PriceScale::HUNDREDTHS),
-        vec(arb_var(), 4),
-    )
-        .prop_map(|(minutes, price, v)| Trade {
-            minutes,
-            price,
-            volume: v[0],
-            order_count: v[1],
-            status_raw: v[2],
-            tail_raw: v[3],
-        });
     (request, vec(trade, 0..100))
 }
 
 fn arb_securities() -> impl Strategy<Value = (SecurityList, Vec<Security>)> {
     (arb_market(), any::<u32>(), 1u32..=1600).prop_flat_map(|(market, start, limit)| {
-        let record = (
-            arb_code_in(market),
-            any::<u16>(),
-            arb_name(16),
-            arb_f32(),
-            any::<u8>(),
-            arb_f32(),
-            any::<[u8; 4]>(),
-        )
-            .prop_map(
-                |(
-                    code,
-                    multiple,
-                    name,
-                    volume_ratio_base,
-                    decimal,
-                    previous_close,
-                    unknown_3_raw,
-                )| {
-                    Security {
-                        code,
-                        multiple,
-                        name,
-                        volume_ratio_base,
-                        decimal,
-                        previous_close,
-                        unknown_3_raw,
-                    }
-                },
-            );
-        (
-            Just(SecurityList {
-                market,
-                start,
-                limit,
-            }),
-            vec(record, 0..50),
-        )
+        let record =
+            (arb_code_in(market), any::<u16>(), arb_name(16), arb_f32(), any::<u8>(), arb_f32(), any::<[u8; 4]>())
+                .prop_map(|(code, multiple, name, volume_ratio_base, decimal, previous_close, unknown_3_raw)| {
+                    Security { code, multiple, name, volume_ratio_base, decimal, previous_close, unknown_3_raw }
+                });
+        (Just(SecurityList { market, start, limit }), vec(record, 0..50))
     })
 }
 
@@ -424,76 +285,52 @@ fn arb_legacy_securities() -> impl Strategy<Value = (LegacySecurityList, Vec<Leg
             arb_f32(),
             any::<[u8; 4]>(),
         )
-            .prop_map(
-                |(code, volunit, name, unknown_1_raw, decimal, previous_close, unknown_2_raw)| {
-                    LegacySecurity {
-                        code,
-                        volunit,
-                        name,
-                        unknown_1_raw,
-                        decimal,
-                        previous_close,
-                        unknown_2_raw,
-                    }
-                },
-            );
-        (
-            Just(LegacySecurityList { market, start }),
-            vec(record, 0..50),
-        )
+            .prop_map(|(code, volunit, name, unknown_1_raw, decimal, previous_close, unknown_2_raw)| LegacySecurity {
+                code,
+                volunit,
+                name,
+                unknown_1_raw,
+                decimal,
+                previous_close,
+                unknown_2_raw,
+            });
+        (Just(LegacySecurityList { market, start }), vec(record, 0..50))
     })
 }
 
 fn arb_handshake() -> impl Strategy<Value = (Handshake, HandshakeReply)> {
     (
         1u8..=2,
-        (
-            any::<u8>(),
-            any::<[u8; 9]>(),
-            any::<[u16; 8]>(),
-            any::<[u16; 8]>(),
-        ),
+        (any::<u8>(), any::<[u8; 9]>(), any::<[u16; 8]>(), any::<[u16; 8]>()),
         any::<[u32; 4]>(),
-        (
-            any::<[u8; 10]>(),
-            any::<[u8; 8]>(),
-            arb_name(84),
-            arb_name(29),
-        ),
+        (any::<[u8; 10]>(), any::<[u8; 8]>(), arb_name(84), arb_name(29)),
     )
-        .prop_map(
-            |(
-                step,
-                (u0, c, s1, s2),
-                d,
-                (flags_raw, tail_control_raw, server_name, product_tag),
-            )| {
-                let reply = HandshakeReply {
-                    unknown_0: u0,
-                    clock: ServerClock {
-                        year: u16::from_le_bytes([c[0], c[1]]),
-                        day: c[2],
-                        month: c[3],
-                        minute: c[4],
-                        hour: c[5],
-                        unknown: c[6],
-                        second: c[7],
-                    },
-                    session_minutes_1: s1,
-                    session_minutes_2: s2,
-                    unknown_41: c[8],
-                    server_date_1_raw: d[0],
-                    unknown_time_1_raw: d[1],
-                    server_date_2_raw: d[2],
-                    unknown_time_2_raw: d[3],
-                    flags_raw,
-                    server_name,
-                    tail_control_raw,
-                    product_tag,
-                };
-                (Handshake { step }, reply)
-            },
-        )
+        .prop_map(|(step, (u0, c, s1, s2), d, (flags_raw, tail_control_raw, server_name, product_tag))| {
+            let reply = HandshakeReply {
+                unknown_0: u0,
+                clock: ServerClock {
+                    year: u16::from_le_bytes([c[0], c[1]]),
+                    day: c[2],
+                    month: c[3],
+                    minute: c[4],
+                    hour: c[5],
+                    unknown: c[6],
+                    second: c[7],
+                },
+                session_minutes_1: s1,
+                session_minutes_2: s2,
+                unknown_41: c[8],
+                server_date_1_raw: d[0],
+                unknown_time_1_raw: d[1],
+                server_date_2_raw: d[2],
+                unknown_time_2_raw: d[3],
+                flags_raw,
+                server_name,
+                tail_control_raw,
+                product_tag,
+            };
+            (Handshake { step }, reply)
+        })
 }
 
 /// Every command as a (request, reply) pair.
@@ -504,17 +341,10 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
             .prop_map(|(body, reply)| (LegacySetup { body }.into(), Reply::LegacySetup(reply))),
         (any::<[u8; 6]>(), any::<u32>()).prop_map(|(reserved, server_date_raw)| (
             Heartbeat.into(),
-            Reply::Heartbeat(HeartbeatReply {
-                reserved,
-                server_date_raw
-            })
+            Reply::Heartbeat(HeartbeatReply { reserved, server_date_raw })
         )),
         (arb_market(), any::<u32>(), any::<u16>()).prop_map(|(market, client_date, count)| (
-            SecurityCount {
-                market,
-                client_date
-            }
-            .into(),
+            SecurityCount { market, client_date }.into(),
             Reply::SecurityCount(count)
         )),
         arb_legacy_securities().prop_map(|(q, r)| (q.into(), Reply::LegacySecurityList(r))),

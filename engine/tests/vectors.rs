@@ -30,10 +30,7 @@ const OUT_OF_SCOPE: &[&str] = &["0x000f", "0x051d", "0x056a", "0x0fb4", "0x0fb5"
 
 fn hex(s: &str) -> Vec<u8> {
     assert!(s.len().is_multiple_of(2), "odd hex length");
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
 }
 
 fn to_hex(bytes: &[u8]) -> String {
@@ -41,21 +38,15 @@ fn to_hex(bytes: &[u8]) -> String {
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key]
-        .as_str()
-        .unwrap_or_else(|| panic!("{key} is not a string in {v}"))
+    v[key].as_str().unwrap_or_else(|| panic!("{key} is not a string in {v}"))
 }
 
 fn int_of(v: &Value, key: &str) -> i64 {
-    v[key]
-        .as_i64()
-        .unwrap_or_else(|| panic!("{key} is not an integer in {v}"))
+    v[key].as_i64().unwrap_or_else(|| panic!("{key} is not an integer in {v}"))
 }
 
 fn float_of(v: &Value, key: &str) -> f64 {
-    v[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
+    v[key].as_f64().unwrap_or_else(|| panic!("{key} is not a number in {v}"))
 }
 
 fn milli(yuan: f64) -> i64 {
@@ -81,22 +72,14 @@ fn code_from_params(p: &Value) -> Option<SecurityCode> {
 }
 
 fn codes_from_params(p: &Value) -> Vec<SecurityCode> {
-    p["codes"].as_array().map_or_else(Vec::new, |a| {
-        a.iter()
-            .map(|c| c.as_str().unwrap().parse().unwrap())
-            .collect()
-    })
+    p["codes"].as_array().map_or_else(Vec::new, |a| a.iter().map(|c| c.as_str().unwrap().parse().unwrap()).collect())
 }
 
 fn period_from_params(p: &Value) -> Period {
     if let Some(category) = p["category"].as_u64().or(p["period_raw"].as_u64()) {
         return Period::from_wire(category as u16, 1).unwrap();
     }
-    p["period"]
-        .as_str()
-        .unwrap_or("day")
-        .parse()
-        .expect("period name")
+    p["period"].as_str().unwrap_or("day").parse().expect("period name")
 }
 
 fn market_from_params(p: &Value) -> Market {
@@ -110,17 +93,9 @@ fn market_from_params(p: &Value) -> Market {
 /// The request a vector's parameters describe, for the commands that have them.
 fn request_from_params(msg_type: u16, p: &Value) -> Option<Request> {
     Some(match msg_type {
-        0x000d => Handshake {
-            step: p["body_hex"].as_str().map_or(1, |b| hex(b)[0]),
-        }
-        .into(),
+        0x000d => Handshake { step: p["body_hex"].as_str().map_or(1, |b| hex(b)[0]) }.into(),
         0x0004 => Heartbeat.into(),
-        0x0fdb => LegacySetup {
-            body: p["body_hex"]
-                .as_str()
-                .map_or(LegacySetup::PYTDX_BODY.to_vec(), hex),
-        }
-        .into(),
+        0x0fdb => LegacySetup { body: p["body_hex"].as_str().map_or(LegacySetup::PYTDX_BODY.to_vec(), hex) }.into(),
         0x044e => SecurityCount {
             market: market_from_params(p),
             client_date: p["client_date"].as_u64().unwrap_or(20_170_613) as u32,
@@ -132,11 +107,9 @@ fn request_from_params(msg_type: u16, p: &Value) -> Option<Request> {
             limit: p["limit"].as_u64().unwrap_or(1600) as u32,
         }
         .into(),
-        0x0450 => LegacySecurityList {
-            market: market_from_params(p),
-            start: p["start"].as_u64().unwrap_or(0) as u16,
+        0x0450 => {
+            LegacySecurityList { market: market_from_params(p), start: p["start"].as_u64().unwrap_or(0) as u16 }.into()
         }
-        .into(),
         0x052d => {
             let mut bars = Bars::new(
                 code_from_params(p)?,
@@ -157,14 +130,8 @@ fn request_from_params(msg_type: u16, p: &Value) -> Option<Request> {
             }
             bars.into()
         }
-        0x053e => Quotes {
-            targets: codes_from_params(p).into_iter().map(Into::into).collect(),
-        }
-        .into(),
-        0x054c => Snapshots {
-            targets: codes_from_params(p).into_iter().map(Into::into).collect(),
-        }
-        .into(),
+        0x053e => Quotes { targets: codes_from_params(p).into_iter().map(Into::into).collect() }.into(),
+        0x054c => Snapshots { targets: codes_from_params(p).into_iter().map(Into::into).collect() }.into(),
         0x0547 => {
             let cursors = &p["cursors"];
             let targets = codes_from_params(p)
@@ -191,10 +158,7 @@ fn check_request_frame(v: &Value) {
     let frame = hex(str_of(v, "frame_hex"));
     let mut decoder = RequestDecoder::new();
     decoder.feed(&frame).unwrap();
-    let decoded = decoder
-        .next_frame()
-        .unwrap()
-        .expect("one whole request frame");
+    let decoded = decoder.next_frame().unwrap().expect("one whole request frame");
     decoder.finish().unwrap();
     let header = decoded.header;
     if let Some(body) = v["body_hex"].as_str() {
@@ -210,10 +174,7 @@ fn check_request_frame(v: &Value) {
                     "len1" | "len2" => {
                         assert_eq!(header.body_len as i64 + 2, value.as_i64().unwrap())
                     }
-                    "msg_type" => assert_eq!(
-                        format!("0x{:04x}", header.msg_type),
-                        value.as_str().unwrap()
-                    ),
+                    "msg_type" => assert_eq!(format!("0x{:04x}", header.msg_type), value.as_str().unwrap()),
                     "frame_hex" => assert_eq!(to_hex(&frame), value.as_str().unwrap()),
                     "body_hex" => assert_eq!(to_hex(&decoded.body), value.as_str().unwrap()),
                     other => panic!("unchecked request expectation {other}"),
@@ -228,9 +189,7 @@ fn check_request_frame(v: &Value) {
     if OUT_OF_SCOPE.contains(&str_of(v, "command")) {
         assert_eq!(
             Request::decode(header.msg_type, &decoded.body),
-            Err(ProtoError::UnknownMsgType {
-                msg_type: header.msg_type
-            })
+            Err(ProtoError::UnknownMsgType { msg_type: header.msg_type })
         );
         return;
     }
@@ -238,33 +197,16 @@ fn check_request_frame(v: &Value) {
     let request = Request::decode(header.msg_type, &decoded.body).unwrap();
     let mut body = Vec::new();
     request.encode_body(&mut body).unwrap();
-    assert_eq!(
-        to_hex(&body),
-        to_hex(&decoded.body),
-        "re-encoded body of {request:?}"
-    );
+    assert_eq!(to_hex(&body), to_hex(&decoded.body), "re-encoded body of {request:?}");
     let mut again = Vec::new();
-    encode_request(
-        &mut again,
-        header.msg_id,
-        header.control,
-        header.msg_type,
-        &body,
-    )
-    .unwrap();
+    encode_request(&mut again, header.msg_id, header.control, header.msg_type, &body).unwrap();
     assert_eq!(again, frame);
     // Build the request from the vector's parameters, as a client would.
     let params = &v["request_params"];
-    if params.is_object()
-        && v["derived_with"]
-            .as_str()
-            .is_some_and(|d| d.contains("eltdx"))
-    {
+    if params.is_object() && v["derived_with"].as_str().is_some_and(|d| d.contains("eltdx")) {
         let built = request_from_params(header.msg_type, params).expect("request from params");
         let mut framed = Vec::new();
-        built
-            .encode_frame(params["msg_id"].as_u64().unwrap() as u32, &mut framed)
-            .unwrap();
+        built.encode_frame(params["msg_id"].as_u64().unwrap() as u32, &mut framed).unwrap();
         assert_eq!(to_hex(&framed), to_hex(&frame), "frame built from {params}");
     }
 }
@@ -278,11 +220,7 @@ fn decode_response_frame(v: &Value) -> Frame {
     decoder.finish().unwrap();
     assert_eq!(to_hex(&frame.payload), str_of(v, "payload_hex"));
     let header = &v["expected_computed"]["header"];
-    let expected = if header.is_object() {
-        header
-    } else {
-        &v["expected_computed"]
-    };
+    let expected = if header.is_object() { header } else { &v["expected_computed"] };
     check_header_fields(&frame.header, expected);
     frame
 }
@@ -306,11 +244,8 @@ fn check_header_fields(header: &ResponseHeader, expected: &Value) {
 }
 
 fn parse(v: &Value, payload: &[u8]) -> Reply {
-    let request =
-        request_from_params(msg_type_of(v), &v["request_params"]).expect("request for reply");
-    request
-        .parse_reply(payload)
-        .unwrap_or_else(|e| panic!("{}: {e}", str_of(v, "source")))
+    let request = request_from_params(msg_type_of(v), &v["request_params"]).expect("request for reply");
+    request.parse_reply(payload).unwrap_or_else(|e| panic!("{}: {e}", str_of(v, "source")))
 }
 
 fn check_bar(bar: &Bar, previous: Option<&Bar>, e: &Value) {
@@ -319,10 +254,7 @@ fn check_bar(bar: &Bar, previous: Option<&Bar>, e: &Value) {
     assert_eq!(bar.close.milli(), int_of(e, "close_price_milli"));
     assert_eq!(bar.high.milli(), int_of(e, "high_price_milli"));
     assert_eq!(bar.low.milli(), int_of(e, "low_price_milli"));
-    assert_eq!(
-        previous.map(|p| p.close.milli()),
-        e["last_close_price_milli"].as_i64()
-    );
+    assert_eq!(previous.map(|p| p.close.milli()), e["last_close_price_milli"].as_i64());
     assert_eq!(bar.volume.to_bits() as i64, int_of(e, "volume_raw"));
     assert_eq!(bar.volume as f64, float_of(e, "volume_wire_value"));
     assert_eq!(bar.amount.to_bits() as i64, int_of(e, "amount_raw"));
@@ -352,11 +284,7 @@ fn check_quote_head(h: &QuoteHead, e: &Value) {
     assert_eq!(h.open.milli(), milli(float_of(e, "open_price")));
     assert_eq!(h.high.milli(), milli(float_of(e, "high_price")));
     assert_eq!(h.low.milli(), milli(float_of(e, "low_price")));
-    let time_key = if e["server_time_raw"].is_null() {
-        "time_raw"
-    } else {
-        "server_time_raw"
-    };
+    let time_key = if e["server_time_raw"].is_null() { "time_raw" } else { "server_time_raw" };
     assert_eq!(h.time_raw, int_of(e, time_key));
     assert_eq!(h.reserved_a, int_of(e, "unknown_after_time_raw"));
     assert_eq!(h.total_volume, int_of(e, "total_hand"));
@@ -386,55 +314,28 @@ fn check_reply(v: &Value, payload: &[u8]) {
         }
         Reply::Handshake(reply) => {
             let e = if ec.is_object() { ec } else { ex };
-            assert_eq!(
-                reply.clock.datetime().unwrap().to_string(),
-                str_of(e, "server_datetime")
-            );
+            assert_eq!(reply.clock.datetime().unwrap().to_string(), str_of(e, "server_datetime"));
             assert_eq!(reply.server_name, str_of(e, "server_name"));
             assert_eq!(reply.product_tag, str_of(e, "product_tag"));
             if let Some(n) = e["session_minutes_1_len"].as_u64() {
                 assert_eq!(reply.session_minutes_1.len() as u64, n);
             }
-            for (key, minutes) in [
-                ("session_minutes_1", &reply.session_minutes_1),
-                ("session_minutes_2", &reply.session_minutes_2),
-            ] {
+            for (key, minutes) in
+                [("session_minutes_1", &reply.session_minutes_1), ("session_minutes_2", &reply.session_minutes_2)]
+            {
                 if let Some(labels) = e[key].as_array() {
-                    let ours: Vec<String> = minutes
-                        .iter()
-                        .map(|m| TimeOfDay::from_minutes(*m).unwrap().to_string())
-                        .collect();
-                    assert_eq!(
-                        ours,
-                        labels
-                            .iter()
-                            .map(|l| l.as_str().unwrap())
-                            .collect::<Vec<_>>()
-                    );
+                    let ours: Vec<String> =
+                        minutes.iter().map(|m| TimeOfDay::from_minutes(*m).unwrap().to_string()).collect();
+                    assert_eq!(ours, labels.iter().map(|l| l.as_str().unwrap()).collect::<Vec<_>>());
                 }
             }
             if e["server_date_1"].is_string() {
-                assert_eq!(
-                    reply.server_date_1().unwrap().to_string(),
-                    str_of(e, "server_date_1")
-                );
-                assert_eq!(
-                    reply.server_date_2().unwrap().to_string(),
-                    str_of(e, "server_date_2")
-                );
-                assert_eq!(
-                    reply.unknown_time_1_raw as i64,
-                    int_of(e, "unknown_time_1_raw")
-                );
-                assert_eq!(
-                    reply.unknown_time_2_raw as i64,
-                    int_of(e, "unknown_time_2_raw")
-                );
+                assert_eq!(reply.server_date_1().unwrap().to_string(), str_of(e, "server_date_1"));
+                assert_eq!(reply.server_date_2().unwrap().to_string(), str_of(e, "server_date_2"));
+                assert_eq!(reply.unknown_time_1_raw as i64, int_of(e, "unknown_time_1_raw"));
+                assert_eq!(reply.unknown_time_2_raw as i64, int_of(e, "unknown_time_2_raw"));
                 assert_eq!(to_hex(&reply.flags_raw), str_of(e, "flags_raw"));
-                assert_eq!(
-                    to_hex(&reply.tail_control_raw),
-                    str_of(e, "tail_control_raw")
-                );
+                assert_eq!(to_hex(&reply.tail_control_raw), str_of(e, "tail_control_raw"));
             }
         }
         Reply::LegacySetup(reply) => {
@@ -442,10 +343,7 @@ fn check_reply(v: &Value, payload: &[u8]) {
             assert_eq!(reply[0] as i64, int_of(ec, "byte0"));
             let f = f32::from_le_bytes(reply[54..58].try_into().unwrap());
             assert_eq!(f as f64, float_of(ec, "f32_at_54"));
-            assert_eq!(
-                decode_gbk(&reply[58..]),
-                str_of(ec, "gbk_text_from_58").trim()
-            );
+            assert_eq!(decode_gbk(&reply[58..]), str_of(ec, "gbk_text_from_58").trim());
         }
         Reply::SecurityCount(count) => {
             let e = if ex.is_object() { ex } else { ec };
@@ -475,24 +373,13 @@ fn check_reply(v: &Value, payload: &[u8]) {
             let item = &items[0];
             assert_eq!(item.code.to_string(), str_of(ex, "full_code"));
             assert_eq!(item.name, str_of(ex, "name"));
-            assert_eq!(
-                item.code.category(),
-                Category::AShare,
-                "category {}",
-                ex["category"]
-            );
+            assert_eq!(item.code.category(), Category::AShare, "category {}", ex["category"]);
             assert_eq!(to_hex(&item.unknown_3_raw), str_of(ex, "unknown3_raw"));
             assert_eq!(item.code.code(), str_of(ec, "code"));
             assert_eq!(item.multiple as i64, int_of(ec, "multiple"));
             assert_eq!(item.decimal as i64, int_of(ec, "decimal"));
-            assert_eq!(
-                item.previous_close as f64,
-                float_of(ec, "previous_close_price")
-            );
-            assert_eq!(
-                item.volume_ratio_base as f64,
-                float_of(ec, "volume_ratio_base")
-            );
+            assert_eq!(item.previous_close as f64, float_of(ec, "previous_close_price"));
+            assert_eq!(item.volume_ratio_base as f64, float_of(ec, "volume_ratio_base"));
         }
         Reply::Bars(bars) => {
             if let Some(n) = ex["bars"].as_u64() {
@@ -508,10 +395,7 @@ fn check_reply(v: &Value, payload: &[u8]) {
             check_bar(&bars[last], Some(&bars[last - 1]), &e["bars[-1]"]);
             if ex["parse_as_stock"] == "error" {
                 let stock = Bars::new("sz000001".parse().unwrap(), Period::Days(1), 0, 3);
-                assert!(
-                    stock.parse_reply(payload).is_err(),
-                    "an index payload must not parse as stock bars"
-                );
+                assert!(stock.parse_reply(payload).is_err(), "an index payload must not parse as stock bars");
             }
             // pytdx's view of the same bars (floats in yuan).
             for (bar, key) in [(&bars[0], "bars[0]"), (&bars[last], "bars[-1]")] {
@@ -528,12 +412,8 @@ fn check_reply(v: &Value, payload: &[u8]) {
                 check_quote_head(&q.head, e);
                 check_levels(&q.levels, e);
                 assert_eq!(q.status as i64, int_of(e, "trading_status_raw"));
-                let metrics: Vec<i64> = e["tail_metrics_raw"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|m| m.as_i64().unwrap())
-                    .collect();
+                let metrics: Vec<i64> =
+                    e["tail_metrics_raw"].as_array().unwrap().iter().map(|m| m.as_i64().unwrap()).collect();
                 assert_eq!(q.tail_metrics.to_vec(), metrics);
                 assert_eq!(q.rise_speed_raw as i64, int_of(e, "rise_speed_raw"));
                 assert_eq!(q.active2 as i64, int_of(e, "active2"));
@@ -550,10 +430,7 @@ fn check_reply(v: &Value, payload: &[u8]) {
             assert_eq!(reply.snapshots.len() as i64, int_of(ec, "count"));
             let expected = ec["records_first_last"].as_array().unwrap();
             let last = reply.snapshots.len() - 1;
-            for (s, e) in [&reply.snapshots[0], &reply.snapshots[last]]
-                .into_iter()
-                .zip(expected)
-            {
+            for (s, e) in [&reply.snapshots[0], &reply.snapshots[last]].into_iter().zip(expected) {
                 check_quote_head(&s.head, e);
                 check_levels(std::slice::from_ref(&s.level), e);
                 assert_eq!(to_hex(&s.tail_raw), str_of(e, "tail_raw"));
@@ -595,10 +472,7 @@ fn check_reply(v: &Value, payload: &[u8]) {
                 assert_eq!(point.price.milli(), int_of(e, "price_milli"));
                 assert!((line.average_yuan(point) - float_of(e, "avg_price")).abs() < 1e-9);
                 assert_eq!(point.volume, int_of(e, "volume"));
-                assert_eq!(
-                    MinuteLine::time_of(i).unwrap().to_string(),
-                    str_of(e, "time_label")
-                );
+                assert_eq!(MinuteLine::time_of(i).unwrap().to_string(), str_of(e, "time_label"));
             }
         }
         Reply::Trades(trades) => {
@@ -619,14 +493,8 @@ fn check_reply(v: &Value, payload: &[u8]) {
     let request = request_from_params(msg_type_of(v), &v["request_params"]).unwrap();
     let reply = request.parse_reply(payload).unwrap();
     let mut encoded = Vec::new();
-    request
-        .encode_reply(&reply, &mut encoded)
-        .unwrap_or_else(|e| panic!("{command}: {e}"));
-    assert_eq!(
-        request.parse_reply(&encoded).unwrap(),
-        reply,
-        "{command} reply re-encodes"
-    );
+    request.encode_reply(&reply, &mut encoded).unwrap_or_else(|e| panic!("{command}: {e}"));
+    assert_eq!(request.parse_reply(&encoded).unwrap(), reply, "{command} reply re-encodes");
 }
 
 fn check_frame_vector(v: &Value) {
@@ -640,10 +508,7 @@ fn check_frame_vector(v: &Value) {
             check_header_fields(&header, e);
             let mut decoder = FrameDecoder::new();
             decoder.feed(&bytes).unwrap();
-            assert_eq!(
-                to_hex(&decoder.next_frame().unwrap().unwrap().payload),
-                str_of(e, "data_hex")
-            );
+            assert_eq!(to_hex(&decoder.next_frame().unwrap().unwrap().payload), str_of(e, "data_hex"));
         }
         "response_frame_zlib" => {
             let mut bytes = hex(str_of(v, "frame_hex"));
@@ -658,10 +523,7 @@ fn check_frame_vector(v: &Value) {
             bytes[12..14].copy_from_slice(&zip.to_le_bytes());
             let mut decoder = FrameDecoder::new();
             decoder.feed(&bytes).unwrap();
-            assert_eq!(
-                decoder.next_frame(),
-                Err(ProtoError::ZlibTrailingData { unused: 1 })
-            );
+            assert_eq!(decoder.next_frame(), Err(ProtoError::ZlibTrailingData { unused: 1 }));
         }
         "resync" => {
             let mut decoder = FrameDecoder::new();
@@ -671,37 +533,21 @@ fn check_frame_vector(v: &Value) {
                 frames += 1;
             }
             assert_eq!(frames, int_of(e, "frames"));
-            assert_eq!(
-                decoder.resync_discarded() as i64,
-                int_of(e, "resync_discarded_bytes")
-            );
+            assert_eq!(decoder.resync_discarded() as i64, int_of(e, "resync_discarded_bytes"));
         }
         "resync_partial_prefix" => {
             let mut decoder = FrameDecoder::new();
             decoder.feed(&hex(str_of(v, "stream_hex"))).unwrap();
             assert_eq!(decoder.next_frame(), Ok(None));
             assert_eq!(decoder.staged() as i64, int_of(e, "buffered_bytes"));
-            assert_eq!(
-                decoder.resync_discarded() as i64,
-                int_of(e, "resync_discarded_bytes")
-            );
-            assert_eq!(
-                decoder.finish().is_err(),
-                e["eof_is_error"].as_bool().unwrap()
-            );
+            assert_eq!(decoder.resync_discarded() as i64, int_of(e, "resync_discarded_bytes"));
+            assert_eq!(decoder.finish().is_err(), e["eof_is_error"].as_bool().unwrap());
         }
         "response_header_only" => {
             let bytes = hex(str_of(v, "header_hex"));
             let header = ResponseHeader::parse(bytes[..].try_into().unwrap()).unwrap();
             check_header_fields(&header, &v["expected_computed"]);
-            assert_eq!(
-                header.control,
-                if header.is_compressed() {
-                    frame::CONTROL_ZLIB
-                } else {
-                    frame::CONTROL_RAW
-                }
-            );
+            assert_eq!(header.control, if header.is_compressed() { frame::CONTROL_ZLIB } else { frame::CONTROL_RAW });
         }
         other => panic!("unknown frame vector kind {other}"),
     }
@@ -727,28 +573,18 @@ fn check_unit_vector(v: &Value) {
             let mut out = Vec::new();
             put_varint(&mut out, int_of(v, "value"));
             assert_eq!(to_hex(&out), str_of(v, "payload_hex"));
-            assert_eq!(
-                decode_varint(&out).unwrap().0,
-                int_of(&v["expected_computed"], "value")
-            );
+            assert_eq!(decode_varint(&out).unwrap().0, int_of(&v["expected_computed"], "value"));
         }
         "tdx_float" => {
             let word = v["u32"].as_u64().unwrap() as u32;
             assert_eq!(to_hex(&word.to_le_bytes()), str_of(v, "payload_hex"));
             let value = decode_tdx_float(word) as f64;
-            let want = e["value"]
-                .as_f64()
-                .or(v["expected_computed"]["eltdx_3_3_0"].as_f64())
-                .unwrap();
+            let want = e["value"].as_f64().or(v["expected_computed"]["eltdx_3_3_0"].as_f64()).unwrap();
             assert_eq!(value, want);
         }
         kind @ ("kline_time_intraday" | "kline_time_seconds" | "kline_time_daily") => {
             let bytes = hex(str_of(v, "payload_hex"));
-            let period = Period::from_wire(
-                v["request_params"]["period_raw"].as_u64().unwrap() as u16,
-                1,
-            )
-            .unwrap();
+            let period = Period::from_wire(v["request_params"]["period_raw"].as_u64().unwrap() as u16, 1).unwrap();
             let at = match kind {
                 "kline_time_intraday" => decode_packed_minute(
                     u16::from_le_bytes([bytes[0], bytes[1]]),
@@ -756,12 +592,10 @@ fn check_unit_vector(v: &Value) {
                 )
                 .unwrap(),
                 "kline_time_seconds" => {
-                    decode_seconds_stamp(u32::from_le_bytes(bytes[..4].try_into().unwrap()))
-                        .unwrap()
+                    decode_seconds_stamp(u32::from_le_bytes(bytes[..4].try_into().unwrap())).unwrap()
                 }
                 _ => DateTime {
-                    date: Date::from_yyyymmdd(u32::from_le_bytes(bytes[..4].try_into().unwrap()))
-                        .unwrap(),
+                    date: Date::from_yyyymmdd(u32::from_le_bytes(bytes[..4].try_into().unwrap())).unwrap(),
                     time: TimeOfDay::new(15, 0, 0, 0).unwrap(),
                 },
             };
@@ -775,30 +609,15 @@ fn check_unit_vector(v: &Value) {
         }
         "minute_index_label" => {
             let index = v["value"].as_u64().unwrap() as u16;
-            assert_eq!(
-                TimeOfDay::from_minute_index(index).unwrap().to_string(),
-                str_of(e, "label")
-            );
+            assert_eq!(TimeOfDay::from_minute_index(index).unwrap().to_string(), str_of(e, "label"));
         }
-        "gbk_text" => assert_eq!(
-            decode_gbk(&hex(str_of(v, "payload_hex"))),
-            str_of(e, "text")
-        ),
+        "gbk_text" => assert_eq!(decode_gbk(&hex(str_of(v, "payload_hex"))), str_of(e, "text")),
         "quote_time_raw" => {
             let ours = TimeOfDay::from_quote_time_raw(v["value"].as_i64().unwrap());
             match e["time"].as_str() {
                 Some(t) => {
                     let t0 = ours.unwrap();
-                    assert_eq!(
-                        format!(
-                            "{:02}:{:02}:{:02}.{:03}",
-                            t0.hour(),
-                            t0.minute(),
-                            t0.second(),
-                            t0.millis()
-                        ),
-                        t
-                    );
+                    assert_eq!(format!("{:02}:{:02}:{:02}.{:03}", t0.hour(), t0.minute(), t0.second(), t0.millis()), t);
                 }
                 None => assert_eq!(ours, None),
             }
@@ -826,16 +645,9 @@ fn check_command_vector(v: &Value) -> bool {
 #[test]
 fn every_vector_passes() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
-    assert!(
-        files.len() >= 19,
-        "expected the 19 vector files in {}",
-        dir.display()
-    );
+    assert!(files.len() >= 19, "expected the 19 vector files in {}", dir.display());
     let mut report = BTreeMap::new();
     for path in files {
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -858,11 +670,7 @@ fn every_vector_passes() {
                 Ok(false) => skipped += 1,
                 Err(_) => panic!(
                     "{name}: vector failed: {}",
-                    serde_json::to_string(v)
-                        .unwrap()
-                        .chars()
-                        .take(300)
-                        .collect::<String>()
+                    serde_json::to_string(v).unwrap().chars().take(300).collect::<String>()
                 ),
             }
         }
@@ -871,13 +679,7 @@ fn every_vector_passes() {
     for (name, (checked, skipped)) in &report {
         println!("{name}: {checked} checked, {skipped} out of scope");
     }
-    let in_scope_skips: usize = report
-        .iter()
-        .filter(|(name, _)| !OUT_OF_SCOPE.iter().any(|c| name.starts_with(c)))
-        .map(|(_, (_, s))| s)
-        .sum();
-    assert_eq!(
-        in_scope_skips, 0,
-        "every vector of an implemented command must be checked"
-    );
+    let in_scope_skips: usize =
+        report.iter().filter(|(name, _)| !OUT_OF_SCOPE.iter().any(|c| name.starts_with(c))).map(|(_, (_, s))| s).sum();
+    assert_eq!(in_scope_skips, 0, "every vector of an implemented command must be checked");
 }

@@ -26,11 +26,7 @@ fuzz_target!(|input: Input| {
     let mut rest = &input.stream[..];
     let mut i = 0;
     while !rest.is_empty() {
-        let cut = input
-            .cuts
-            .get(i % input.cuts.len().max(1))
-            .copied()
-            .unwrap_or(u16::MAX);
+        let cut = input.cuts.get(i % input.cuts.len().max(1)).copied().unwrap_or(u16::MAX);
         let n = usize::from(cut).clamp(1, rest.len());
         i += 1;
         if decoder.feed(&rest[..n]).is_err() {

@@ -28,57 +28,23 @@ fn code(market: u8, digits: [u8; 6]) -> SecurityCode {
 fn request(input: &Input) -> Request {
     let main = code(input.market, input.code);
     let mut codes = vec![main];
-    codes.extend(
-        input
-            .extra_codes
-            .iter()
-            .take(100)
-            .map(|(m, c)| code(*m, *c)),
-    );
+    codes.extend(input.extra_codes.iter().take(100).map(|(m, c)| code(*m, *c)));
     match input.command % 12 {
         0 => Handshake::default().into(),
         1 => LegacySetup::default().into(),
         2 => Heartbeat.into(),
-        3 => SecurityCount {
-            market: main.market(),
-            client_date: 0,
-        }
-        .into(),
-        4 => LegacySecurityList {
-            market: main.market(),
-            start: 0,
-        }
-        .into(),
-        5 => SecurityList {
-            market: main.market(),
-            start: 0,
-            limit: 1600,
-        }
-        .into(),
+        3 => SecurityCount { market: main.market(), client_date: 0 }.into(),
+        4 => LegacySecurityList { market: main.market(), start: 0 }.into(),
+        5 => SecurityList { market: main.market(), start: 0, limit: 1600 }.into(),
         6 => {
-            let period =
-                Period::from_wire(input.period.0 % 14, input.period.1).unwrap_or(Period::Day);
+            let period = Period::from_wire(input.period.0 % 14, input.period.1).unwrap_or(Period::Day);
             Bars::new(main, period, 0, 800).into()
         }
-        7 => Quotes {
-            targets: codes.into_iter().map(Into::into).collect(),
-        }
-        .into(),
-        8 => Snapshots {
-            targets: codes.into_iter().map(Into::into).collect(),
-        }
-        .into(),
-        9 => Refresh {
-            targets: codes.into_iter().map(Into::into).collect(),
-        }
-        .into(),
+        7 => Quotes { targets: codes.into_iter().map(Into::into).collect() }.into(),
+        8 => Snapshots { targets: codes.into_iter().map(Into::into).collect() }.into(),
+        9 => Refresh { targets: codes.into_iter().map(Into::into).collect() }.into(),
         10 => Minutes::from(QuoteTarget::from(main)).into(),
-        _ => Trades {
-            code: main,
-            start: 0,
-            count: 1800,
-        }
-        .into(),
+        _ => Trades { code: main, start: 0, count: 1800 }.into(),
     }
 }
 
@@ -91,12 +57,7 @@ fuzz_target!(|input: Input| {
     if request.encode_reply(&reply, &mut encoded).is_err() {
         return;
     }
-    let again = request
-        .parse_reply(&encoded)
-        .expect("a re-encoded reply parses");
+    let again = request.parse_reply(&encoded).expect("a re-encoded reply parses");
     let has_nan = format!("{reply:?}").contains("NaN");
-    assert!(
-        has_nan || again == reply,
-        "reply changed across encode/parse"
-    );
+    assert!(has_nan || again == reply, "reply changed across encode/parse");
 });

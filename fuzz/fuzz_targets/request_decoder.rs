@@ -18,10 +18,7 @@ fuzz_target!(|data: &[u8]| {
                     if let Ok(request) = Request::decode(frame.header.msg_type, &frame.body) {
                         let mut body = Vec::new();
                         if request.encode_body(&mut body).is_ok() {
-                            assert_eq!(
-                                Request::decode(frame.header.msg_type, &body).as_ref(),
-                                Ok(&request)
-                            );
+                            assert_eq!(Request::decode(frame.header.msg_type, &body).as_ref(), Ok(&request));
                         }
                     }
                 }

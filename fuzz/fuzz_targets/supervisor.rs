@@ -17,68 +17,23 @@ use tdx_engine::supervisor::*;
 
 #[derive(Debug, Arbitrary)]
 enum Op {
-    Submit {
-        repeat: bool,
-        timeout_ms: u16,
-        pin: Option<u8>,
-        retry_safe: bool,
-    },
-    Cancel {
-        back: u8,
-    },
-    Pin {
-        id: u8,
-        timeout_ms: u16,
-    },
-    Unpin {
-        id: u8,
-    },
-    Connected {
-        pick: u8,
-        skew: i8,
-    },
-    Ready {
-        pick: u8,
-        skew: i8,
-    },
-    Failed {
-        pick: u8,
-        skew: i8,
-    },
-    Closed {
-        pick: u8,
-        skew: i8,
-    },
-    SendCompleted {
-        pick: u8,
-        skew: i8,
-    },
-    Reply {
-        pick: u8,
-        skew: i8,
-        wrong_type: bool,
-        zero_id: bool,
-        invalid: bool,
-    },
-    Push {
-        slot: u8,
-        msg_id: u32,
-        len: u8,
-    },
-    ReadPushes {
-        max: u8,
-    },
-    Advance {
-        ms: u16,
-    },
-    Rewind {
-        ms: u8,
-    },
+    Submit { repeat: bool, timeout_ms: u16, pin: Option<u8>, retry_safe: bool },
+    Cancel { back: u8 },
+    Pin { id: u8, timeout_ms: u16 },
+    Unpin { id: u8 },
+    Connected { pick: u8, skew: i8 },
+    Ready { pick: u8, skew: i8 },
+    Failed { pick: u8, skew: i8 },
+    Closed { pick: u8, skew: i8 },
+    SendCompleted { pick: u8, skew: i8 },
+    Reply { pick: u8, skew: i8, wrong_type: bool, zero_id: bool, invalid: bool },
+    Push { slot: u8, msg_id: u32, len: u8 },
+    ReadPushes { max: u8 },
+    Advance { ms: u16 },
+    Rewind { ms: u8 },
     Close,
     Fatal,
-    NewEpoch {
-        endpoints: u8,
-    },
+    NewEpoch { endpoints: u8 },
 }
 
 #[derive(Debug, Arbitrary)]
@@ -98,19 +53,10 @@ fn drain(
 ) {
     while let Some(action) = sup.poll_action() {
         match action {
-            Action::Connect {
-                slot,
-                epoch,
-                generation,
-                ..
-            } => connects.push((slot, epoch, generation)),
-            Action::Send {
-                slot,
-                epoch,
-                generation,
-                msg_id,
-                request,
-            } => sends.push((slot, epoch, generation, msg_id, request.msg_type())),
+            Action::Connect { slot, epoch, generation, .. } => connects.push((slot, epoch, generation)),
+            Action::Send { slot, epoch, generation, msg_id, request } => {
+                sends.push((slot, epoch, generation, msg_id, request.msg_type()))
+            }
             Action::Complete { id, .. } => {
                 assert!(completed.insert(id.0), "request {} completed twice", id.0)
             }
@@ -121,22 +67,13 @@ fn drain(
 }
 
 fn header(msg_id: u32, msg_type: u16) -> ResponseHeader {
-    ResponseHeader {
-        control: 0x0c,
-        msg_id,
-        reserved: 0,
-        msg_type,
-        zip_length: 0,
-        length: 0,
-    }
+    ResponseHeader { control: 0x0c, msg_id, reserved: 0, msg_type, zip_length: 0, length: 0 }
 }
 
 fuzz_target!(|input: Case| {
     let servers = 1 + usize::from(input.servers % 3);
     let config = SupervisorConfig {
-        endpoints: (0..servers + 1)
-            .map(|i| Endpoint::new("fuzz", 7709 + i as u16))
-            .collect(),
+        endpoints: (0..servers + 1).map(|i| Endpoint::new("fuzz", 7709 + i as u16)).collect(),
         server_count: servers,
         connections_per_server: 1 + usize::from(input.per_server % 3),
         max_pending_requests: usize::from(input.pending % 8),
@@ -153,45 +90,26 @@ fuzz_target!(|input: Case| {
     let mut completed: HashSet<u64> = HashSet::new();
     let mut next_id = 0u64;
     drain(&mut sup, &mut connects, &mut sends, &mut completed);
-    let skewed =
-        |g: Generation, skew: i8| Generation(g.0.saturating_add_signed(i64::from(skew % 3)));
+    let skewed = |g: Generation, skew: i8| Generation(g.0.saturating_add_signed(i64::from(skew % 3)));
     for op in input.ops.into_iter().take(512) {
         let event = match op {
-            Op::Submit {
-                repeat,
-                timeout_ms,
-                pin,
-                retry_safe,
-            } => {
+            Op::Submit { repeat, timeout_ms, pin, retry_safe } => {
                 // Fresh ids, or the last one again while it is still open (ignored as a repeat).
                 if !(repeat && next_id > 0 && !completed.contains(&next_id)) {
                     next_id += 1;
                 }
                 let id = next_id;
-                let request = Arc::new(Request::from(SecurityCount {
-                    market: Market::Sz,
-                    client_date: 0,
-                }));
+                let request = Arc::new(Request::from(SecurityCount { market: Market::Sz, client_date: 0 }));
                 let deadline = now + Duration::from_millis(u64::from(timeout_ms));
                 let pin = pin.map(|p| PinId(u64::from(p % 4)));
-                Input::Submit {
-                    id: RequestId(id),
-                    request,
-                    deadline,
-                    retry_safe,
-                    pin,
-                }
+                Input::Submit { id: RequestId(id), request, deadline, retry_safe, pin }
             }
-            Op::Cancel { back } => Input::Cancel {
-                id: RequestId(next_id.saturating_sub(u64::from(back % 8))),
-            },
+            Op::Cancel { back } => Input::Cancel { id: RequestId(next_id.saturating_sub(u64::from(back % 8))) },
             Op::Pin { id, timeout_ms } => Input::Pin {
                 id: PinId(u64::from(id % 4)),
                 deadline: now + Duration::from_millis(u64::from(timeout_ms)),
             },
-            Op::Unpin { id } => Input::Unpin {
-                id: PinId(u64::from(id % 4)),
-            },
+            Op::Unpin { id } => Input::Unpin { id: PinId(u64::from(id % 4)) },
             Op::Connected { pick, skew }
             | Op::Ready { pick, skew }
             | Op::Failed { pick, skew }
@@ -201,47 +119,18 @@ fuzz_target!(|input: Case| {
                 let (slot, epoch, generation) = connects[usize::from(pick) % connects.len()];
                 let generation = skewed(generation, skew);
                 match op {
-                    Op::Connected { .. } => Input::SlotConnected {
-                        slot,
-                        epoch,
-                        generation,
-                    },
-                    Op::Ready { .. } => Input::SlotReady {
-                        slot,
-                        epoch,
-                        generation,
-                    },
-                    Op::Failed { .. } => Input::SlotFailed {
-                        slot,
-                        epoch,
-                        generation,
-                        error: SlotError::PeerClosed,
-                    },
-                    _ => Input::SlotClosed {
-                        slot,
-                        epoch,
-                        generation,
-                    },
+                    Op::Connected { .. } => Input::SlotConnected { slot, epoch, generation },
+                    Op::Ready { .. } => Input::SlotReady { slot, epoch, generation },
+                    Op::Failed { .. } => Input::SlotFailed { slot, epoch, generation, error: SlotError::PeerClosed },
+                    _ => Input::SlotClosed { slot, epoch, generation },
                 }
             }
             Op::SendCompleted { pick, skew } if !sends.is_empty() => {
                 let (slot, epoch, generation, msg_id, _) = sends[usize::from(pick) % sends.len()];
-                Input::SendCompleted {
-                    slot,
-                    epoch,
-                    generation: skewed(generation, skew),
-                    msg_id,
-                }
+                Input::SendCompleted { slot, epoch, generation: skewed(generation, skew), msg_id }
             }
-            Op::Reply {
-                pick,
-                skew,
-                wrong_type,
-                zero_id,
-                invalid,
-            } if !sends.is_empty() => {
-                let (slot, epoch, generation, msg_id, msg_type) =
-                    sends[usize::from(pick) % sends.len()];
+            Op::Reply { pick, skew, wrong_type, zero_id, invalid } if !sends.is_empty() => {
+                let (slot, epoch, generation, msg_id, msg_type) = sends[usize::from(pick) % sends.len()];
                 let msg_type = if wrong_type { msg_type ^ 1 } else { msg_type };
                 let msg_id = if zero_id { 0 } else { msg_id };
                 let body = if invalid {
@@ -274,29 +163,21 @@ fuzz_target!(|input: Case| {
                     body,
                 }
             }
-            Op::ReadPushes { max } => Input::ReadPushes {
-                max: usize::from(max % 8),
-            },
+            Op::ReadPushes { max } => Input::ReadPushes { max: usize::from(max % 8) },
             Op::Advance { ms } => {
                 now += Duration::from_millis(u64::from(ms));
                 Input::Tick
             }
             Op::Rewind { ms } => {
-                let earlier = now
-                    .checked_sub(Duration::from_millis(u64::from(ms)))
-                    .unwrap_or(now);
+                let earlier = now.checked_sub(Duration::from_millis(u64::from(ms))).unwrap_or(now);
                 sup.handle(earlier, Input::Tick);
                 drain(&mut sup, &mut connects, &mut sends, &mut completed);
                 continue;
             }
             Op::Close => Input::Close,
-            Op::Fatal => Input::Fatal {
-                reason: "fuzz".into(),
-            },
+            Op::Fatal => Input::Fatal { reason: "fuzz".into() },
             Op::NewEpoch { endpoints } => Input::NewEpoch {
-                endpoints: (0..usize::from(endpoints % 5))
-                    .map(|i| Endpoint::new("fuzz2", 8000 + i as u16))
-                    .collect(),
+                endpoints: (0..usize::from(endpoints % 5)).map(|i| Endpoint::new("fuzz2", 8000 + i as u16)).collect(),
             },
             _ => Input::Tick,
         };

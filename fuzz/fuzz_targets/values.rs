@@ -4,9 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use tdx_engine::proto::text::{decode_gbk, encode_gbk};
-use tdx_engine::proto::time::{
-    decode_packed_minute, decode_seconds_stamp, encode_packed_minute, encode_seconds_stamp,
-};
+use tdx_engine::proto::time::{decode_packed_minute, decode_seconds_stamp, encode_packed_minute, encode_seconds_stamp};
 use tdx_engine::proto::wire::{decode_varint, put_varint, varint_len};
 use tdx_engine::proto::{Date, TimeOfDay};
 

@@ -19,11 +19,7 @@ use tdx_engine::proto::{Market as Exchange, SecurityCode};
 use tdx_sim::{truth, Faults, Market, PushFlood, ReferenceServer};
 
 #[derive(Parser)]
-#[command(
-    name = "tdx-sim",
-    version,
-    about = "Reference TDX 7709 servers over a seeded synthetic market"
-)]
+#[command(name = "tdx-sim", version, about = "Reference TDX 7709 servers over a seeded synthetic market")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -132,9 +128,7 @@ enum Query {
 }
 
 fn parse_flood(s: &str) -> Result<PushFlood, String> {
-    let (rate, size) = s
-        .split_once(':')
-        .ok_or("expected RATE:SIZE, for example 100:4096")?;
+    let (rate, size) = s.split_once(':').ok_or("expected RATE:SIZE, for example 100:4096")?;
     Ok(PushFlood {
         rate_per_sec: rate.parse().map_err(|_| format!("bad rate {rate:?}"))?,
         size: size.parse().map_err(|_| format!("bad size {size:?}"))?,
@@ -142,13 +136,11 @@ fn parse_flood(s: &str) -> Result<PushFlood, String> {
 }
 
 fn parse_market(s: &str) -> Result<Exchange, String> {
-    s.parse()
-        .map_err(|_| format!("unknown market {s:?}: use sz, sh or bj"))
+    s.parse().map_err(|_| format!("unknown market {s:?}: use sz, sh or bj"))
 }
 
 fn parse_code(s: &str) -> Result<SecurityCode, String> {
-    s.parse()
-        .map_err(|e: tdx_engine::proto::ParseCodeError| e.to_string())
+    s.parse().map_err(|e: tdx_engine::proto::ParseCodeError| e.to_string())
 }
 
 fn main() -> ExitCode {
@@ -170,28 +162,12 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
     let market = Market::new(seed);
     let value = match query {
         Query::Count { market: m } => truth::count(&market, parse_market(&m)?),
-        Query::Codes {
-            market: m,
-            start,
-            limit,
-        } => truth::codes(&market, parse_market(&m)?, start, limit),
-        Query::Bars {
-            code,
-            period,
-            start,
-            count,
-        } => truth::bars(
-            &market,
-            parse_code(&code)?,
-            truth::parse_period(&period)?,
-            start,
-            count,
-        ),
+        Query::Codes { market: m, start, limit } => truth::codes(&market, parse_market(&m)?, start, limit),
+        Query::Bars { code, period, start, count } => {
+            truth::bars(&market, parse_code(&code)?, truth::parse_period(&period)?, start, count)
+        }
         Query::Quotes { codes } => {
-            let codes = codes
-                .iter()
-                .map(|c| parse_code(c))
-                .collect::<Result<Vec<_>, _>>()?;
+            let codes = codes.iter().map(|c| parse_code(c)).collect::<Result<Vec<_>, _>>()?;
             truth::quotes(&market, &codes)
         }
     };
@@ -201,10 +177,7 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
 
 fn run_serve(serve: Serve) -> Result<(), String> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TDX_SIM_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TDX_SIM_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
     let faults = Faults {
@@ -224,18 +197,14 @@ fn run_serve(serve: Serve) -> Result<(), String> {
         refuse_connections: serve.refuse_connections,
         fail_handshake: serve.fail_handshake,
     };
-    let runtime =
-        tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async move {
         let market = Arc::new(Market::new(serve.seed));
         for i in 0..serve.servers {
             let port = if serve.base_port == 0 {
                 0
             } else {
-                serve
-                    .base_port
-                    .checked_add(i)
-                    .ok_or("port range overflows 65535")?
+                serve.base_port.checked_add(i).ok_or("port range overflows 65535")?
             };
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
                 .await

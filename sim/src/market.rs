@@ -11,12 +11,8 @@
 
 use std::collections::HashMap;
 
-use tdx_engine::proto::commands::{
-    Bar, Breadth, Level, MinuteLine, MinutePoint, Period, Security, Trade,
-};
-use tdx_engine::proto::{
-    Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay,
-};
+use tdx_engine::proto::commands::{Bar, Breadth, Level, MinuteLine, MinutePoint, Period, Security, Trade};
+use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay};
 
 use crate::rng::Rng;
 
@@ -109,14 +105,12 @@ pub struct Market {
 }
 
 const NAME_CHARS: &[char] = &[
-    '华', '中', '国', '平', '安', '银', '行', '科', '技', '电', '子', '医', '药', '能', '源', '证',
-    '券', '力', '汽', '车', '钢', '铁', '地', '产', '建', '设', '发', '展', '信', '息', '通', '材',
-    '料', '食', '品', '化', '工', '传', '媒', '智', '网', '航', '空', '海', '洋', '环', '境', '生',
-    '物', '新', '东', '南', '西', '北', '天', '山', '江', '河', '金', '石',
+    '华', '中', '国', '平', '安', '银', '行', '科', '技', '电', '子', '医', '药', '能', '源', '证', '券', '力', '汽',
+    '车', '钢', '铁', '地', '产', '建', '设', '发', '展', '信', '息', '通', '材', '料', '食', '品', '化', '工', '传',
+    '媒', '智', '网', '航', '空', '海', '洋', '环', '境', '生', '物', '新', '东', '南', '西', '北', '天', '山', '江',
+    '河', '金', '石',
 ];
-const STOCK_SUFFIX: &[&str] = &[
-    "股份", "科技", "集团", "控股", "实业", "电子", "医药", "能源",
-];
+const STOCK_SUFFIX: &[&str] = &["股份", "科技", "集团", "控股", "实业", "电子", "医药", "能源"];
 
 /// Code blocks: market, first three digits, roughly how many, category.
 const BLOCKS: &[(Exchange, &str, u32, Category)] = &[
@@ -144,9 +138,8 @@ const BLOCKS: &[(Exchange, &str, u32, Category)] = &[
 ];
 
 /// Codes every seed lists, so tests and examples can name them.
-const ALWAYS: &[&str] = &[
-    "sz000001", "sz399001", "sz159915", "sh000001", "sh510300", "sh600000", "bj430047", "bj899050",
-];
+const ALWAYS: &[&str] =
+    &["sz000001", "sz399001", "sz159915", "sh000001", "sh510300", "sh600000", "bj430047", "bj899050"];
 
 impl Market {
     /// The market for `seed`.
@@ -156,15 +149,12 @@ impl Market {
         for &(exchange, prefix, count, category) in BLOCKS {
             for n in 0..1000u32 {
                 let digits = format!("{prefix}{n:03}");
-                let forced = ALWAYS
-                    .iter()
-                    .any(|c| c[2..] == digits && c[..2] == *exchange.prefix());
+                let forced = ALWAYS.iter().any(|c| c[2..] == digits && c[..2] == *exchange.prefix());
                 if !forced && (n == 0 || !rng.chance(count)) {
                     continue;
                 }
                 let code =
-                    SecurityCode::new(exchange, digits.as_bytes().try_into().expect("6 digits"))
-                        .expect("digits");
+                    SecurityCode::new(exchange, digits.as_bytes().try_into().expect("6 digits")).expect("digits");
                 lists[exchange.id() as usize].push(listing(seed, code, category));
             }
         }
@@ -176,12 +166,7 @@ impl Market {
             .enumerate()
             .flat_map(|(m, list)| list.iter().enumerate().map(move |(i, l)| (l.code, (m, i))))
             .collect();
-        Self {
-            seed,
-            lists,
-            by_code,
-            days: trading_days(DAILY_HISTORY_DAYS),
-        }
+        Self { seed, lists, by_code, days: trading_days(DAILY_HISTORY_DAYS) }
     }
 
     /// The seed.
@@ -226,10 +211,7 @@ impl Market {
         let mut close = l.base_price;
         let minute_from = self.days.len() - MINUTE_HISTORY_DAYS;
         for (i, &date) in self.days.iter().enumerate() {
-            let open = round_tick(
-                (close + close * rng.range(-40, 40) / 10_000).max(l.tick),
-                l.tick,
-            );
+            let open = round_tick((close + close * rng.range(-40, 40) / 10_000).max(l.tick), l.tick);
             let change = close * gaussian_bp(&mut rng, l.volatility_bp) / 10_000;
             let next_close = round_tick((close + change).clamp(l.tick, l.base_price * 20), l.tick);
             let lots = (l.base_lots * rng.range(50, 150) / 100).max(1);
@@ -246,24 +228,10 @@ impl Market {
                 }
             } else {
                 let spread = (close * rng.range(0, l.volatility_bp) / 10_000).max(l.tick);
-                let high = round_tick(
-                    open.max(next_close) + spread * rng.range(0, 100) / 100,
-                    l.tick,
-                );
-                let low = round_tick(
-                    (open.min(next_close) - spread * rng.range(0, 100) / 100).max(l.tick),
-                    l.tick,
-                );
+                let high = round_tick(open.max(next_close) + spread * rng.range(0, 100) / 100, l.tick);
+                let low = round_tick((open.min(next_close) - spread * rng.range(0, 100) / 100).max(l.tick), l.tick);
                 let average = (open + high + low + next_close) as f64 / 4000.0;
-                Day {
-                    date,
-                    open,
-                    high,
-                    low,
-                    close: next_close,
-                    lots,
-                    amount: lots as f64 * 100.0 * average,
-                }
+                Day { date, open, high, low, close: next_close, lots, amount: lots as f64 * 100.0 * average }
             };
             close = next_close;
             days.push(day);
@@ -273,14 +241,7 @@ impl Market {
 
     /// One-minute bars of day `day_index` (an index into the history),
     /// going from `open` to `close` with `lots` in total.
-    fn minute_path(
-        &self,
-        l: &Listing,
-        day_index: usize,
-        open: i64,
-        close: i64,
-        lots: i64,
-    ) -> Vec<Minute> {
+    fn minute_path(&self, l: &Listing, day_index: usize, open: i64, close: i64, lots: i64) -> Vec<Minute> {
         let mut rng = Rng::derive(l.seed, 1000 + day_index as u64);
         let date = self.days[day_index];
         // A random walk pinned at both ends (a discrete Brownian bridge).
@@ -303,20 +264,12 @@ impl Market {
         let mut out = Vec::with_capacity(MINUTES_PER_DAY);
         let mut previous = open;
         for (i, weight) in weights.iter().enumerate() {
-            let c = if i + 1 == MINUTES_PER_DAY {
-                close
-            } else {
-                price_at(i + 1)
-            };
+            let c = if i + 1 == MINUTES_PER_DAY { close } else { price_at(i + 1) };
             let o = previous;
             let wiggle = l.tick * rng.range(0, 2);
             let high = o.max(c) + wiggle;
             let low = (o.min(c) - wiggle).max(l.tick);
-            let v = if i + 1 == MINUTES_PER_DAY {
-                left
-            } else {
-                (lots * weight / total).min(left)
-            };
+            let v = if i + 1 == MINUTES_PER_DAY { left } else { (lots * weight / total).min(left) };
             left -= v;
             let average = (o + high + low + c) as f64 / 4000.0;
             let time = TimeOfDay::from_minute_index(i as u16).expect("index < 240");
@@ -339,9 +292,7 @@ impl Market {
     pub fn minutes(&self, l: &Listing) -> Vec<Minute> {
         let days = self.daily(l);
         let from = days.len() - MINUTE_HISTORY_DAYS;
-        (from..days.len())
-            .flat_map(|i| self.minute_path(l, i, days[i].open, days[i].close, days[i].lots))
-            .collect()
+        (from..days.len()).flat_map(|i| self.minute_path(l, i, days[i].open, days[i].close, days[i].lots)).collect()
     }
 
     /// Today's one-minute bars.
@@ -360,22 +311,12 @@ impl Market {
         let lots_unit = matches!(period, Period::Days(_));
         let bars: Vec<Bar> = match period {
             Period::Seconds(_) => Vec::new(),
-            Period::Day | Period::Days(1) => self
-                .daily(l)
-                .iter()
-                .map(|d| day_bar(d, lots_unit))
-                .collect(),
+            Period::Day | Period::Days(1) => self.daily(l).iter().map(|d| day_bar(d, lots_unit)).collect(),
             Period::Days(n) => group(&self.daily(l), |i, _| i / usize::from(n.max(1)), lots_unit),
-            Period::Week => group(
-                &self.daily(l),
-                |_, d| (d.date.days_since_epoch() + 3).div_euclid(7) as usize,
-                false,
-            ),
-            Period::Month => group(
-                &self.daily(l),
-                |_, d| usize::from(d.date.year()) * 12 + usize::from(d.date.month()),
-                false,
-            ),
+            Period::Week => group(&self.daily(l), |_, d| (d.date.days_since_epoch() + 3).div_euclid(7) as usize, false),
+            Period::Month => {
+                group(&self.daily(l), |_, d| usize::from(d.date.year()) * 12 + usize::from(d.date.month()), false)
+            }
             Period::Quarter => group(
                 &self.daily(l),
                 |_, d| usize::from(d.date.year()) * 4 + usize::from(d.date.month() - 1) / 3,
@@ -396,10 +337,7 @@ impl Market {
         bars.into_iter()
             .map(|mut b| {
                 let up = rng.range(100, 3000) as u16;
-                b.breadth = Some(Breadth {
-                    up,
-                    down: 3100 - up,
-                });
+                b.breadth = Some(Breadth { up, down: 3100 - up });
                 b
             })
             .collect()
@@ -466,11 +404,7 @@ impl Market {
             .map(|m| {
                 lots += m.lots;
                 amount_milli_lots += i128::from(m.close) * i128::from(m.lots);
-                let average_milli = if lots == 0 {
-                    m.close as i128
-                } else {
-                    amount_milli_lots / i128::from(lots)
-                };
+                let average_milli = if lots == 0 { m.close as i128 } else { amount_milli_lots / i128::from(lots) };
                 MinutePoint {
                     price: Price(m.close),
                     average_raw: (average_milli * i128::from(unit) / 1000) as i64,
@@ -478,11 +412,7 @@ impl Market {
                 }
             })
             .collect();
-        MinuteLine {
-            reserved: 0,
-            scale,
-            points,
-        }
+        MinuteLine { reserved: 0, scale, points }
     }
 
     /// Today's ticks, oldest first. Tick prices travel in 0.01 yuan, so
@@ -497,17 +427,11 @@ impl Market {
                 if left == 0 {
                     break;
                 }
-                let lots = if t + 1 == ticks {
-                    left
-                } else {
-                    rng.range(1, left.max(1))
-                };
+                let lots = if t + 1 == ticks { left } else { rng.range(1, left.max(1)) };
                 left -= lots;
                 let price = round_tick(rng.range(m.low, m.high), 10).max(10);
                 out.push(Trade {
-                    minutes: TimeOfDay::from_minute_index(i as u16)
-                        .expect("index")
-                        .minutes(),
+                    minutes: TimeOfDay::from_minute_index(i as u16).expect("index").minutes(),
                     price: Price(price),
                     volume: lots,
                     order_count: rng.range(1, 50),
@@ -549,10 +473,7 @@ fn listing(seed: u64, code: SecurityCode, category: Category) -> Listing {
         Category::Index => (format!("{stem}指数"), 2, 10, rng.range(1000, 5000) * 1000),
         Category::Fund => (format!("{stem}ETF"), 3, 1, rng.range(500, 5000)),
         _ => (
-            format!(
-                "{stem}{}",
-                STOCK_SUFFIX[rng.below(STOCK_SUFFIX.len() as u64) as usize]
-            ),
+            format!("{stem}{}", STOCK_SUFFIX[rng.below(STOCK_SUFFIX.len() as u64) as usize]),
             2,
             10,
             rng.range(200, 8000) * 10,
@@ -585,9 +506,7 @@ fn round_tick(milli: i64, tick: i64) -> i64 {
 /// The last `n` weekdays ending [`TODAY`], oldest first.
 fn trading_days(n: usize) -> Vec<Date> {
     let (y, m, d) = TODAY;
-    let mut day = Date::new(y, m, d)
-        .expect("TODAY is a date")
-        .days_since_epoch();
+    let mut day = Date::new(y, m, d).expect("TODAY is a date").days_since_epoch();
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
         // 1970-01-01 was a Thursday: weekday = (days + 3) mod 7, Monday = 0.
@@ -601,10 +520,7 @@ fn trading_days(n: usize) -> Vec<Date> {
 }
 
 fn close_time(date: Date) -> DateTime {
-    DateTime {
-        date,
-        time: TimeOfDay::new(15, 0, 0, 0).expect("15:00"),
-    }
+    DateTime { date, time: TimeOfDay::new(15, 0, 0, 0).expect("15:00") }
 }
 
 fn day_bar(d: &Day, lots_unit: bool) -> Bar {
@@ -614,11 +530,7 @@ fn day_bar(d: &Day, lots_unit: bool) -> Bar {
         close: Price(d.close),
         high: Price(d.high),
         low: Price(d.low),
-        volume: if lots_unit {
-            d.lots as f32
-        } else {
-            (d.lots * 100) as f32
-        },
+        volume: if lots_unit { d.lots as f32 } else { (d.lots * 100) as f32 },
         amount: d.amount as f32,
         breadth: None,
     }
@@ -669,21 +581,13 @@ mod tests {
         let a = Market::new(7);
         let b = Market::new(7);
         let counts: Vec<usize> = Exchange::ALL.iter().map(|m| a.listings(*m).len()).collect();
-        assert!(
-            counts[0] > 2000 && counts[1] > 1800 && counts[2] > 150,
-            "{counts:?}"
-        );
+        assert!(counts[0] > 2000 && counts[1] > 1800 && counts[2] > 150, "{counts:?}");
         for code in ALWAYS {
-            let l = a
-                .listing(code.parse().unwrap())
-                .unwrap_or_else(|| panic!("{code} is listed"));
+            let l = a.listing(code.parse().unwrap()).unwrap_or_else(|| panic!("{code} is listed"));
             assert_eq!(a.daily(l), b.daily(b.listing(l.code).unwrap()));
         }
         assert_ne!(
-            Market::new(8)
-                .listing("sz000001".parse().unwrap())
-                .unwrap()
-                .name,
+            Market::new(8).listing("sz000001".parse().unwrap()).unwrap().name,
             a.listing("sz000001".parse().unwrap()).unwrap().name
         );
     }
@@ -696,16 +600,8 @@ mod tests {
             let days = m.daily(l);
             assert_eq!(days.len(), DAILY_HISTORY_DAYS);
             for d in &days {
-                assert!(
-                    d.low <= d.open.min(d.close) && d.high >= d.open.max(d.close),
-                    "{code} {d:?}"
-                );
-                assert!(
-                    d.low > 0
-                        && d.open % l.tick == 0
-                        && d.close % l.tick == 0
-                        && d.high % l.tick == 0
-                );
+                assert!(d.low <= d.open.min(d.close) && d.high >= d.open.max(d.close), "{code} {d:?}");
+                assert!(d.low > 0 && d.open % l.tick == 0 && d.close % l.tick == 0 && d.high % l.tick == 0);
             }
             let minutes = m.minutes(l);
             assert_eq!(minutes.len(), MINUTE_HISTORY_DAYS * MINUTES_PER_DAY);
@@ -716,9 +612,7 @@ mod tests {
             assert_eq!(today.iter().map(|x| x.high).max().unwrap(), last.high);
             assert_eq!(m.today(), Date::new(2026, 11, 27).unwrap());
             // Paging: five pages of 800 daily bars, then an empty page.
-            let pages: Vec<usize> = (0..6)
-                .map(|p| m.bars_page(l, Period::Day, p * 800, 800).len())
-                .collect();
+            let pages: Vec<usize> = (0..6).map(|p| m.bars_page(l, Period::Day, p * 800, 800).len()).collect();
             assert_eq!(pages, vec![800, 800, 800, 800, 800, 0]);
         }
     }
@@ -730,12 +624,7 @@ mod tests {
             for l in m.listings(exchange) {
                 let (bytes, _, bad) = encoding_rs::GBK.encode(&l.name);
                 assert!(!bad && bytes.len() <= 8, "{}", l.name);
-                assert_eq!(
-                    l.scale(),
-                    l.code.default_scale(),
-                    "{}: decimals agree with the code rule",
-                    l.code
-                );
+                assert_eq!(l.scale(), l.code.default_scale(), "{}: decimals agree with the code rule", l.code);
             }
         }
     }

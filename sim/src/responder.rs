@@ -2,12 +2,10 @@
 //! computed from the synthetic market.
 
 use tdx_engine::proto::commands::{
-    HandshakeReply, HeartbeatReply, LegacySecurity, Quote, QuoteHead, QuotesReply, RefreshRecord,
-    RefreshReply, ServerClock, Snapshot, SnapshotsReply,
+    HandshakeReply, HeartbeatReply, LegacySecurity, Quote, QuoteHead, QuotesReply, RefreshRecord, RefreshReply,
+    ServerClock, Snapshot, SnapshotsReply,
 };
-use tdx_engine::proto::limits::{
-    BARS_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX,
-};
+use tdx_engine::proto::limits::{BARS_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX};
 use tdx_engine::proto::{Price, Reply, Request};
 
 use crate::market::{Listing, Market};
@@ -21,17 +19,12 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
     match request {
         Request::Handshake(_) => Reply::Handshake(handshake(market, server)),
         Request::LegacySetup(_) => Reply::LegacySetup(vec![0]),
-        Request::Heartbeat(_) => Reply::Heartbeat(HeartbeatReply {
-            reserved: [0; 6],
-            server_date_raw: market.today().yyyymmdd(),
-        }),
+        Request::Heartbeat(_) => {
+            Reply::Heartbeat(HeartbeatReply { reserved: [0; 6], server_date_raw: market.today().yyyymmdd() })
+        }
         Request::SecurityCount(c) => Reply::SecurityCount(market.listings(c.market).len() as u16),
         Request::LegacySecurityList(r) => {
-            let page = page(
-                market.listings(r.market),
-                r.start.into(),
-                LEGACY_SECURITIES_PER_PAGE.into(),
-            );
+            let page = page(market.listings(r.market), r.start.into(), LEGACY_SECURITIES_PER_PAGE.into());
             Reply::LegacySecurityList(
                 page.iter()
                     .map(|l| {
@@ -60,21 +53,11 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
         }),
         Request::Quotes(q) => Reply::Quotes(QuotesReply {
             unknown_head: 0x0136,
-            quotes: q
-                .targets
-                .iter()
-                .filter_map(|t| market.listing(t.code))
-                .map(|l| quote(market, l))
-                .collect(),
+            quotes: q.targets.iter().filter_map(|t| market.listing(t.code)).map(|l| quote(market, l)).collect(),
         }),
         Request::Snapshots(q) => Reply::Snapshots(SnapshotsReply {
             unknown_head: 0,
-            snapshots: q
-                .targets
-                .iter()
-                .filter_map(|t| market.listing(t.code))
-                .map(|l| snapshot(market, l))
-                .collect(),
+            snapshots: q.targets.iter().filter_map(|t| market.listing(t.code)).map(|l| snapshot(market, l)).collect(),
         }),
         Request::Refresh(r) => Reply::Refresh(RefreshReply {
             records: r
@@ -86,11 +69,7 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
         }),
         Request::Minutes(m) => Reply::Minutes(match market.listing(m.target.code) {
             Some(l) => market.minute_line(l),
-            None => tdx_engine::proto::commands::MinuteLine {
-                reserved: 0,
-                scale: m.target.scale,
-                points: Vec::new(),
-            },
+            None => tdx_engine::proto::commands::MinuteLine { reserved: 0, scale: m.target.scale, points: Vec::new() },
         }),
         Request::Trades(t) => Reply::Trades(match market.listing(t.code) {
             Some(l) => market.trades_page(l, t.start, t.count.min(TRADES_PER_PAGE_SERVED)),
@@ -176,11 +155,7 @@ pub fn snapshot(market: &Market, l: &Listing) -> Snapshot {
     let head = head(market, l);
     let mut tail_raw = [0u8; 56];
     tail_raw[54..].copy_from_slice(&head.active1.to_le_bytes());
-    Snapshot {
-        level: market.levels(l, head.price.milli(), 0)[0],
-        tail_raw,
-        head,
-    }
+    Snapshot { level: market.levels(l, head.price.milli(), 0)[0], tail_raw, head }
 }
 
 /// A refresh record (0x0547); `seq` 0 is the refresh reply, later values are pushes.

@@ -71,12 +71,7 @@ pub struct ReferenceServer {
 impl ReferenceServer {
     /// Server number `index` over `market`, with `faults`.
     pub fn new(market: Arc<Market>, index: usize, faults: Faults) -> Self {
-        Self {
-            market,
-            index,
-            faults: FaultHandle::new(faults),
-            connections: Arc::default(),
-        }
+        Self { market, index, faults: FaultHandle::new(faults), connections: Arc::default() }
     }
 
     /// The live fault settings.
@@ -112,11 +107,7 @@ impl ReferenceServer {
 
     /// Serves one connection until the peer closes, a fault closes it, or
     /// a request is malformed.
-    pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
-        &self,
-        mut stream: S,
-        mut rng: Rng,
-    ) -> io::Result<()> {
+    pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(&self, mut stream: S, mut rng: Rng) -> io::Result<()> {
         let mut decoder = RequestDecoder::new();
         let mut buf = vec![0u8; 64 * 1024];
         let mut subscription: Option<Refresh> = None;
@@ -131,11 +122,7 @@ impl ReferenceServer {
             let rate = faults.push_flood.map_or(0, |f| f.rate_per_sec);
             if rate != flood_rate {
                 flood_rate = rate;
-                let period = if rate == 0 {
-                    Duration::from_secs(3600)
-                } else {
-                    Duration::from_secs(1) / rate
-                };
+                let period = if rate == 0 { Duration::from_secs(3600) } else { Duration::from_secs(1) / rate };
                 flood = tokio::time::interval(period);
             }
             tokio::select! {
@@ -230,26 +217,13 @@ impl ReferenceServer {
         msg_type: u16,
         payload: &[u8],
     ) -> io::Result<bool> {
-        let msg_id = if rng.chance(faults.wrong_id_per_mille) {
-            msg_id.wrapping_add(1).max(1)
-        } else {
-            msg_id
-        };
-        let msg_type = if rng.chance(faults.wrong_type_per_mille) {
-            msg_type ^ 0x0100
-        } else {
-            msg_type
-        };
+        let msg_id = if rng.chance(faults.wrong_id_per_mille) { msg_id.wrapping_add(1).max(1) } else { msg_id };
+        let msg_type = if rng.chance(faults.wrong_type_per_mille) { msg_type ^ 0x0100 } else { msg_type };
         let corrupt_zlib = rng.chance(faults.corrupt_zlib_per_mille);
-        let compression = if corrupt_zlib {
-            Compression::IfSmaller(1)
-        } else {
-            COMPRESSION
-        };
+        let compression = if corrupt_zlib { Compression::IfSmaller(1) } else { COMPRESSION };
         let mut out = Vec::new();
         encode_response(&mut out, msg_id, msg_type, payload, compression).map_err(invalid)?;
-        let header =
-            ResponseHeader::parse(out[..16].try_into().expect("header")).map_err(invalid)?;
+        let header = ResponseHeader::parse(out[..16].try_into().expect("header")).map_err(invalid)?;
         if corrupt_zlib {
             if header.is_compressed() {
                 // Break the deflate data after the 2-byte zlib header.
@@ -270,9 +244,7 @@ impl ReferenceServer {
             out[0] ^= 0xff;
         }
         if rng.chance(faults.garbage_per_mille) {
-            let garbage: Vec<u8> = (0..1 + rng.below(64))
-                .map(|_| 0x20 | (rng.next_u64() as u8 & 0x7f))
-                .collect();
+            let garbage: Vec<u8> = (0..1 + rng.below(64)).map(|_| 0x20 | (rng.next_u64() as u8 & 0x7f)).collect();
             stream.write_all(&garbage).await?;
         }
         if rng.chance(faults.close_mid_frame_per_mille) {
@@ -311,8 +283,6 @@ fn invalid(e: impl std::error::Error + Send + Sync + 'static) -> io::Error {
 pub fn reply_payload(market: &Market, server: usize, request: &Request) -> (Reply, Vec<u8>) {
     let reply = respond(market, server, request);
     let mut payload = Vec::new();
-    request
-        .encode_reply(&reply, &mut payload)
-        .expect("the market's replies encode");
+    request.encode_reply(&reply, &mut payload).expect("the market's replies encode");
     (reply, payload)
 }

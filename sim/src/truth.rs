@@ -11,8 +11,7 @@ use crate::responder::quote;
 
 /// Parses a period name; see [`Period`]'s `FromStr`.
 pub fn parse_period(s: &str) -> Result<Period, String> {
-    s.parse()
-        .map_err(|e: tdx_engine::proto::commands::ParsePeriodError| e.to_string())
+    s.parse().map_err(|e: tdx_engine::proto::commands::ParsePeriodError| e.to_string())
 }
 
 fn time(at: DateTime) -> String {
@@ -84,14 +83,8 @@ pub fn bars(market: &Market, code: SecurityCode, period: Period, start: u16, cou
 }
 
 fn levels(levels: &[Level]) -> (Value, Value) {
-    let bids = levels
-        .iter()
-        .map(|l| json!([yuan(l.bid.milli()), l.bid_volume]))
-        .collect();
-    let asks = levels
-        .iter()
-        .map(|l| json!([yuan(l.ask.milli()), l.ask_volume]))
-        .collect();
+    let bids = levels.iter().map(|l| json!([yuan(l.bid.milli()), l.bid_volume])).collect();
+    let asks = levels.iter().map(|l| json!([yuan(l.ask.milli()), l.ask_volume])).collect();
     (Value::Array(bids), Value::Array(asks))
 }
 

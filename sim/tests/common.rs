@@ -25,12 +25,7 @@ pub enum ClientError {
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
     pub fn new(stream: S) -> Self {
-        Self {
-            stream,
-            decoder: FrameDecoder::new(),
-            next_id: 1,
-            pushes: Vec::new(),
-        }
+        Self { stream, decoder: FrameDecoder::new(), next_id: 1, pushes: Vec::new() }
     }
 
     pub async fn send(&mut self, request: &Request) -> u32 {
@@ -68,9 +63,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         loop {
             let frame = self.frame(Duration::from_secs(10)).await?;
             if frame.header.msg_id == msg_id && frame.header.msg_type == request.msg_type() {
-                return request
-                    .parse_reply(&frame.payload)
-                    .map_err(ClientError::Proto);
+                return request.parse_reply(&frame.payload).map_err(ClientError::Proto);
             }
             self.pushes.push(frame);
         }

@@ -46,48 +46,17 @@ async fn every_command_answers_from_the_market() {
         LegacySetup::default().into(),
         Heartbeat.into(),
         Minutes::from(QuoteTarget::from(code("sz000001"))).into(),
-        Trades {
-            code: code("sz000001"),
-            start: 0,
-            count: 1800,
-        }
-        .into(),
+        Trades { code: code("sz000001"), start: 0, count: 1800 }.into(),
         Quotes {
-            targets: ["sz000001", "sh600000", "sh510300", "bj430047", "sz399001"]
-                .map(|c| code(c).into())
-                .to_vec(),
+            targets: ["sz000001", "sh600000", "sh510300", "bj430047", "sz399001"].map(|c| code(c).into()).to_vec(),
         }
         .into(),
-        Snapshots {
-            targets: ["sz000001", "sh510300", "sz999999"]
-                .map(|c| code(c).into())
-                .to_vec(),
-        }
-        .into(),
+        Snapshots { targets: ["sz000001", "sh510300", "sz999999"].map(|c| code(c).into()).to_vec() }.into(),
     ];
     for exchange in Exchange::ALL {
-        requests.push(
-            SecurityCount {
-                market: exchange,
-                client_date: 0,
-            }
-            .into(),
-        );
-        requests.push(
-            SecurityList {
-                market: exchange,
-                start: 0,
-                limit: 1600,
-            }
-            .into(),
-        );
-        requests.push(
-            LegacySecurityList {
-                market: exchange,
-                start: 1000,
-            }
-            .into(),
-        );
+        requests.push(SecurityCount { market: exchange, client_date: 0 }.into());
+        requests.push(SecurityList { market: exchange, start: 0, limit: 1600 }.into());
+        requests.push(LegacySecurityList { market: exchange, start: 1000 }.into());
     }
     for c in ["sz000001", "sh000001", "sh510300", "bj899050"] {
         for period in [
@@ -106,34 +75,16 @@ async fn every_command_answers_from_the_market() {
         }
     }
     for request in &requests {
-        let reply = c
-            .call(request)
-            .await
-            .unwrap_or_else(|e| panic!("{request:?}: {e:?}"));
+        let reply = c.call(request).await.unwrap_or_else(|e| panic!("{request:?}: {e:?}"));
         assert_eq!(reply, respond(&market, 0, request), "{}", request.name());
     }
     // Spot checks that the answers are not trivially empty.
-    let count = c
-        .call(
-            &SecurityCount {
-                market: Exchange::Sz,
-                client_date: 0,
-            }
-            .into(),
-        )
-        .await
-        .unwrap();
+    let count = c.call(&SecurityCount { market: Exchange::Sz, client_date: 0 }.into()).await.unwrap();
     assert!(matches!(count, Reply::SecurityCount(n) if n > 2000));
-    let bars = c
-        .call(&Bars::new(code("sh000001"), Period::Day, 0, 800).into())
-        .await
-        .unwrap();
+    let bars = c.call(&Bars::new(code("sh000001"), Period::Day, 0, 800).into()).await.unwrap();
     let Reply::Bars(bars) = bars else { panic!() };
     assert_eq!(bars.len(), 800);
-    assert!(
-        bars.iter().all(|b| b.breadth.is_some()),
-        "index bars carry breadth"
-    );
+    assert!(bars.iter().all(|b| b.breadth.is_some()), "index bars carry breadth");
     assert!(c.pushes.is_empty(), "no pushes without a refresh");
 }
 
@@ -144,17 +95,8 @@ async fn paging_ends_with_an_empty_page() {
     let mut c = client(addr).await;
     let mut start = 0;
     loop {
-        let Reply::SecurityList(page) = c
-            .call(
-                &SecurityList {
-                    market: Exchange::Sh,
-                    start,
-                    limit: 1600,
-                }
-                .into(),
-            )
-            .await
-            .unwrap()
+        let Reply::SecurityList(page) =
+            c.call(&SecurityList { market: Exchange::Sh, start, limit: 1600 }.into()).await.unwrap()
         else {
             panic!()
         };
@@ -166,10 +108,7 @@ async fn paging_ends_with_an_empty_page() {
     assert_eq!(start as usize, market.listings(Exchange::Sh).len());
     let mut bars = 0;
     for page in 0.. {
-        let Reply::Bars(b) = c
-            .call(&Bars::new(code("sz000001"), Period::Min1, page * 800, 800).into())
-            .await
-            .unwrap()
+        let Reply::Bars(b) = c.call(&Bars::new(code("sz000001"), Period::Min1, page * 800, 800).into()).await.unwrap()
         else {
             panic!()
         };
@@ -187,13 +126,9 @@ async fn paging_ends_with_an_empty_page() {
 async fn refresh_is_followed_by_pushes() {
     let (addr, _server, _market) = start(Faults::default()).await;
     let mut c = client(addr).await;
-    let refresh = Refresh {
-        targets: vec![code("sz000001").into(), code("sh600000").into()],
-    };
+    let refresh = Refresh { targets: vec![code("sz000001").into(), code("sh600000").into()] };
     let request: Request = refresh.clone().into();
-    let Reply::Refresh(first) = c.call(&request).await.unwrap() else {
-        panic!()
-    };
+    let Reply::Refresh(first) = c.call(&request).await.unwrap() else { panic!() };
     assert_eq!(first.records.len(), 2);
     let mut pushed = Vec::new();
     for _ in 0..2 {
@@ -219,11 +154,7 @@ async fn malformed_request_closes_only_its_connection() {
     let mut bad = TcpStream::connect(addr).await.unwrap();
     bad.write_all(&[0xff; 12]).await.unwrap();
     let mut buf = [0u8; 16];
-    assert_eq!(
-        bad.read(&mut buf).await.unwrap(),
-        0,
-        "the server closed the malformed connection"
-    );
+    assert_eq!(bad.read(&mut buf).await.unwrap(), 0, "the server closed the malformed connection");
     // A well-framed request with a body its command does not define closes too.
     let mut bad2 = TcpStream::connect(addr).await.unwrap();
     let mut wire = Vec::new();
@@ -251,17 +182,10 @@ async fn same_seed_same_bytes() {
 
 /// One reply to a large (compressed) bars request under `faults`.
 async fn one_reply(faults: Faults) -> Result<tdx_engine::proto::Frame, ClientError> {
-    reply_to(
-        faults,
-        Bars::new(code("sz000001"), Period::Day, 0, 800).into(),
-    )
-    .await
+    reply_to(faults, Bars::new(code("sz000001"), Period::Day, 0, 800).into()).await
 }
 
-async fn reply_to(
-    faults: Faults,
-    request: Request,
-) -> Result<tdx_engine::proto::Frame, ClientError> {
+async fn reply_to(faults: Faults, request: Request) -> Result<tdx_engine::proto::Frame, ClientError> {
     let (addr, _server, _) = start(faults).await;
     let mut c = client(addr).await;
     c.send(&request).await;
@@ -273,111 +197,44 @@ async fn reply_to(
 #[tokio::test]
 async fn faults_break_the_stream_as_named() {
     let all = 1000;
-    let frame = one_reply(Faults {
-        wrong_id_per_mille: all,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let frame = one_reply(Faults { wrong_id_per_mille: all, ..Default::default() }).await.unwrap();
     assert_eq!(frame.header.msg_id, 2);
-    let frame = one_reply(Faults {
-        wrong_type_per_mille: all,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let frame = one_reply(Faults { wrong_type_per_mille: all, ..Default::default() }).await.unwrap();
     assert_ne!(frame.header.msg_type, 0x052d);
-    let e = one_reply(Faults {
-        corrupt_zlib_per_mille: all,
-        ..Default::default()
-    })
-    .await
-    .unwrap_err();
+    let e = one_reply(Faults { corrupt_zlib_per_mille: all, ..Default::default() }).await.unwrap_err();
     assert!(
         matches!(
             e,
             ClientError::Proto(
-                ProtoError::CorruptZlib
-                    | ProtoError::DecodedLengthMismatch { .. }
-                    | ProtoError::ZlibUnfinished
+                ProtoError::CorruptZlib | ProtoError::DecodedLengthMismatch { .. } | ProtoError::ZlibUnfinished
             )
         ),
         "{e:?}"
     );
-    let e = one_reply(Faults {
-        oversize_per_mille: all,
-        ..Default::default()
-    })
-    .await
-    .unwrap_err();
+    let e = one_reply(Faults { oversize_per_mille: all, ..Default::default() }).await.unwrap_err();
     assert!(matches!(e, ClientError::Proto(_)), "{e:?}");
-    let e = one_reply(Faults {
-        close_mid_frame_per_mille: all,
-        ..Default::default()
-    })
-    .await
-    .unwrap_err();
-    assert!(
-        matches!(e, ClientError::Proto(ProtoError::TruncatedFrame { .. })),
-        "{e:?}"
-    );
+    let e = one_reply(Faults { close_mid_frame_per_mille: all, ..Default::default() }).await.unwrap_err();
+    assert!(matches!(e, ClientError::Proto(ProtoError::TruncatedFrame { .. })), "{e:?}");
     // Bad magic: the decoder resyncs past the broken frame and finds nothing.
-    let e = one_reply(Faults {
-        bad_magic_per_mille: all,
-        ..Default::default()
-    })
-    .await
-    .unwrap_err();
+    let e = one_reply(Faults { bad_magic_per_mille: all, ..Default::default() }).await.unwrap_err();
     assert!(matches!(e, ClientError::TimedOut), "{e:?}");
     // Garbage before a good frame is skipped by the resync.
-    let frame = one_reply(Faults {
-        garbage_per_mille: all,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let frame = one_reply(Faults { garbage_per_mille: all, ..Default::default() }).await.unwrap();
     assert_eq!(frame.header.msg_id, 1);
     // Drip: the same frame, a byte at a time.
-    let count: Request = SecurityCount {
-        market: Exchange::Sz,
-        client_date: 0,
-    }
-    .into();
-    let frame = reply_to(
-        Faults {
-            drip: Some(Duration::from_millis(1)),
-            ..Default::default()
-        },
-        count,
-    )
-    .await
-    .unwrap();
+    let count: Request = SecurityCount { market: Exchange::Sz, client_date: 0 }.into();
+    let frame = reply_to(Faults { drip: Some(Duration::from_millis(1)), ..Default::default() }, count).await.unwrap();
     assert_eq!(frame.header.msg_id, 1);
-    let e = one_reply(Faults {
-        refuse_connections: true,
-        ..Default::default()
-    })
-    .await
-    .unwrap_err();
-    assert!(
-        matches!(e, ClientError::Closed | ClientError::Io(_)),
-        "{e:?}"
-    );
+    let e = one_reply(Faults { refuse_connections: true, ..Default::default() }).await.unwrap_err();
+    assert!(matches!(e, ClientError::Closed | ClientError::Io(_)), "{e:?}");
 }
 
 #[tokio::test]
 async fn failing_handshake_and_live_fault_changes() {
-    let (addr, server, _) = start(Faults {
-        fail_handshake: true,
-        ..Default::default()
-    })
-    .await;
+    let (addr, server, _) = start(Faults { fail_handshake: true, ..Default::default() }).await;
     let mut c = client(addr).await;
     let e = c.call(&Handshake::default().into()).await.unwrap_err();
-    assert!(
-        matches!(e, ClientError::Proto(ProtoError::Truncated { .. })),
-        "{e:?}"
-    );
+    assert!(matches!(e, ClientError::Proto(ProtoError::Truncated { .. })), "{e:?}");
     // Healing takes effect at the next request on the same connection.
     server.faults().set(Faults::default());
     assert!(c.call(&Handshake::default().into()).await.is_ok());
@@ -385,32 +242,15 @@ async fn failing_handshake_and_live_fault_changes() {
 
 #[tokio::test]
 async fn push_flood_after_refresh() {
-    let flood = PushFlood {
-        rate_per_sec: 1000,
-        size: 512,
-    };
-    let (addr, _server, _) = start(Faults {
-        push_flood: Some(flood),
-        ..Default::default()
-    })
-    .await;
+    let flood = PushFlood { rate_per_sec: 1000, size: 512 };
+    let (addr, _server, _) = start(Faults { push_flood: Some(flood), ..Default::default() }).await;
     let mut c = client(addr).await;
-    c.call(
-        &Refresh {
-            targets: vec![code("sz000001").into()],
-        }
-        .into(),
-    )
-    .await
-    .unwrap();
+    c.call(&Refresh { targets: vec![code("sz000001").into()] }.into()).await.unwrap();
     let mut sizes = Vec::new();
     for _ in 0..50 {
         sizes.push(c.frame(Duration::from_secs(1)).await.unwrap().payload.len());
     }
-    assert!(
-        sizes.iter().filter(|&&n| n == 512).count() >= 40,
-        "{sizes:?}"
-    );
+    assert!(sizes.iter().filter(|&&n| n == 512).count() >= 40, "{sizes:?}");
 }
 
 #[tokio::test]
@@ -424,13 +264,6 @@ async fn stalls_delay_but_answer() {
     })
     .await;
     let mut c = client(addr).await;
-    let request: Request = SecurityCount {
-        market: Exchange::Bj,
-        client_date: 0,
-    }
-    .into();
-    assert_eq!(
-        c.call(&request).await.unwrap(),
-        respond(&market, 0, &request)
-    );
+    let request: Request = SecurityCount { market: Exchange::Bj, client_date: 0 }.into();
+    assert_eq!(c.call(&request).await.unwrap(), respond(&market, 0, &request));
 }

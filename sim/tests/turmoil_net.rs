@@ -19,29 +19,12 @@ fn code(s: &str) -> SecurityCode {
 fn requests() -> Vec<Request> {
     vec![
         Handshake::default().into(),
-        SecurityCount {
-            market: Exchange::Sz,
-            client_date: 0,
-        }
-        .into(),
-        SecurityList {
-            market: Exchange::Bj,
-            start: 0,
-            limit: 100,
-        }
-        .into(),
+        SecurityCount { market: Exchange::Sz, client_date: 0 }.into(),
+        SecurityList { market: Exchange::Bj, start: 0, limit: 100 }.into(),
         Bars::new(code("sz000001"), Period::Day, 0, 800).into(),
         Bars::new(code("sh000001"), Period::Min15, 0, 100).into(),
-        Quotes {
-            targets: vec![code("sz000001").into(), code("sh510300").into()],
-        }
-        .into(),
-        Trades {
-            code: code("sh600000"),
-            start: 0,
-            count: 200,
-        }
-        .into(),
+        Quotes { targets: vec![code("sz000001").into(), code("sh510300").into()] }.into(),
+        Trades { code: code("sh600000"), start: 0, count: 200 }.into(),
         Heartbeat.into(),
     ]
 }
@@ -75,9 +58,7 @@ fn run(seed: u64, faults: Faults) -> Vec<(u32, Vec<u8>)> {
             assert_eq!(reply, respond(&market, 0, &request), "{}", request.name());
             let mut payload = Vec::new();
             request.encode_reply(&reply, &mut payload).unwrap();
-            out.lock()
-                .unwrap()
-                .push((request.msg_type() as u32, payload));
+            out.lock().unwrap().push((request.msg_type() as u32, payload));
         }
         Ok(())
     });
@@ -97,11 +78,7 @@ fn serves_every_command_on_the_simulated_network() {
 /// the same seed gives the same replies.
 #[test]
 fn faults_and_determinism_in_simulated_time() {
-    let slow = Faults {
-        latency: Duration::from_millis(200),
-        jitter: Duration::from_millis(300),
-        ..Default::default()
-    };
+    let slow = Faults { latency: Duration::from_millis(200), jitter: Duration::from_millis(300), ..Default::default() };
     let a = run(9, slow.clone());
     let b = run(9, slow);
     assert_eq!(a, b);

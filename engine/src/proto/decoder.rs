@@ -15,8 +15,8 @@ use bytes::{Buf, Bytes, BytesMut};
 
 use super::frame::{Frame, RequestFrame, RequestHeader, ResponseHeader, RESPONSE_MAGIC};
 use super::limits::{
-    RAW_STAGING_BYTES_MAX, REQUEST_HEADER_LEN, RESPONSE_FRAME_BYTES_MAX, RESPONSE_HEADER_LEN,
-    RESYNC_DISCARD_BYTES_MAX, ROUND_DECODED_BYTES_MAX, ROUND_FRAMES_MAX,
+    RAW_STAGING_BYTES_MAX, REQUEST_HEADER_LEN, RESPONSE_FRAME_BYTES_MAX, RESPONSE_HEADER_LEN, RESYNC_DISCARD_BYTES_MAX,
+    ROUND_DECODED_BYTES_MAX, ROUND_FRAMES_MAX,
 };
 use super::{zlib, ProtoError};
 
@@ -33,10 +33,7 @@ pub struct RoundLimits {
 
 impl Default for RoundLimits {
     fn default() -> Self {
-        Self {
-            frames_max: ROUND_FRAMES_MAX,
-            decoded_bytes_max: ROUND_DECODED_BYTES_MAX,
-        }
+        Self { frames_max: ROUND_FRAMES_MAX, decoded_bytes_max: ROUND_DECODED_BYTES_MAX }
     }
 }
 
@@ -100,11 +97,7 @@ impl FrameDecoder {
             staging_max >= RESPONSE_FRAME_BYTES_MAX,
             "staging_max must hold one frame of {RESPONSE_FRAME_BYTES_MAX} bytes"
         );
-        Self {
-            staging: BytesMut::new(),
-            staging_max,
-            resync_discarded: 0,
-        }
+        Self { staging: BytesMut::new(), staging_max, resync_discarded: 0 }
     }
 
     /// Raw bytes currently staged.
@@ -141,9 +134,8 @@ impl FrameDecoder {
         if !self.resync()? || self.staging.len() < RESPONSE_HEADER_LEN {
             return Ok(None);
         }
-        let header_bytes: &[u8; RESPONSE_HEADER_LEN] = self.staging[..RESPONSE_HEADER_LEN]
-            .try_into()
-            .expect("length checked above");
+        let header_bytes: &[u8; RESPONSE_HEADER_LEN] =
+            self.staging[..RESPONSE_HEADER_LEN].try_into().expect("length checked above");
         let header = ResponseHeader::parse(header_bytes)?;
         if header.is_compressed() {
             zlib::check_lengths(header.zip_length, header.length)?;
@@ -164,20 +156,9 @@ impl FrameDecoder {
     }
 
     /// Emits staged frames until none is whole or `limits` is reached.
-    pub fn decode_round(
-        &mut self,
-        limits: RoundLimits,
-        mut emit: impl FnMut(Frame),
-    ) -> Result<Round, ProtoError> {
-        assert!(
-            limits.frames_max > 0,
-            "a round must allow at least one frame"
-        );
-        let mut round = Round {
-            frames: 0,
-            decoded_bytes: 0,
-            end: RoundEnd::NeedBytes,
-        };
+    pub fn decode_round(&mut self, limits: RoundLimits, mut emit: impl FnMut(Frame)) -> Result<Round, ProtoError> {
+        assert!(limits.frames_max > 0, "a round must allow at least one frame");
+        let mut round = Round { frames: 0, decoded_bytes: 0, end: RoundEnd::NeedBytes };
         while let Some(frame) = self.next_frame()? {
             round.frames += 1;
             round.decoded_bytes += frame.payload.len();
@@ -209,10 +190,7 @@ impl FrameDecoder {
         if self.staging.starts_with(&RESPONSE_MAGIC) {
             return Ok(true);
         }
-        let found = self
-            .staging
-            .windows(RESPONSE_MAGIC.len())
-            .position(|w| w == RESPONSE_MAGIC);
+        let found = self.staging.windows(RESPONSE_MAGIC.len()).position(|w| w == RESPONSE_MAGIC);
         let discard = match found {
             Some(at) => at,
             // Keep the longest tail that is a proper prefix of the magic.
@@ -221,9 +199,7 @@ impl FrameDecoder {
         self.staging.advance(discard);
         self.resync_discarded += discard;
         if self.resync_discarded > RESYNC_DISCARD_BYTES_MAX {
-            return Err(ProtoError::ResyncLimitExceeded {
-                discarded: self.resync_discarded,
-            });
+            return Err(ProtoError::ResyncLimitExceeded { discarded: self.resync_discarded });
         }
         Ok(found.is_some())
     }
@@ -257,10 +233,7 @@ impl Default for RequestDecoder {
 impl RequestDecoder {
     /// A decoder with the default staging bound.
     pub fn new() -> Self {
-        Self {
-            staging: BytesMut::new(),
-            staging_max: RAW_STAGING_BYTES_MAX,
-        }
+        Self { staging: BytesMut::new(), staging_max: RAW_STAGING_BYTES_MAX }
     }
 
     /// Bytes [`feed`](Self::feed) accepts right now.
@@ -291,9 +264,8 @@ impl RequestDecoder {
         if self.staging.len() < REQUEST_HEADER_LEN {
             return Ok(None);
         }
-        let header_bytes: &[u8; REQUEST_HEADER_LEN] = self.staging[..REQUEST_HEADER_LEN]
-            .try_into()
-            .expect("length checked above");
+        let header_bytes: &[u8; REQUEST_HEADER_LEN] =
+            self.staging[..REQUEST_HEADER_LEN].try_into().expect("length checked above");
         let header = RequestHeader::parse(header_bytes)?;
         let frame_len = REQUEST_HEADER_LEN + usize::from(header.body_len);
         if self.staging.len() < frame_len {
@@ -301,10 +273,7 @@ impl RequestDecoder {
         }
         let mut raw = self.staging.split_to(frame_len);
         raw.advance(REQUEST_HEADER_LEN);
-        Ok(Some(RequestFrame {
-            header,
-            body: raw.freeze(),
-        }))
+        Ok(Some(RequestFrame { header, body: raw.freeze() }))
     }
 
     /// Call at end of stream: fails if a partial request is staged.
@@ -361,10 +330,7 @@ mod tests {
         assert_eq!(decoder.next_frame(), Ok(None));
         assert_eq!(decoder.resync_discarded(), 40_000);
         decoder.feed(&garbage).unwrap();
-        assert_eq!(
-            decoder.next_frame(),
-            Err(ProtoError::ResyncLimitExceeded { discarded: 80_000 })
-        );
+        assert_eq!(decoder.next_frame(), Err(ProtoError::ResyncLimitExceeded { discarded: 80_000 }));
     }
 
     #[test]
@@ -372,10 +338,7 @@ mod tests {
         let mut decoder = FrameDecoder::new();
         // A header announcing a large raw body keeps bytes staged.
         decoder.feed(&vec![0u8; RAW_STAGING_BYTES_MAX]).unwrap();
-        assert!(matches!(
-            decoder.feed(&[0]),
-            Err(ProtoError::StagingFull { .. })
-        ));
+        assert!(matches!(decoder.feed(&[0]), Err(ProtoError::StagingFull { .. })));
         assert_eq!(decoder.staged(), RAW_STAGING_BYTES_MAX);
     }
 
@@ -385,40 +348,22 @@ mod tests {
         lying[14] = 0xff; // length 255 while zip_length is 6
         let mut decoder = FrameDecoder::new();
         decoder.feed(&lying).unwrap();
-        assert_eq!(
-            decoder.next_frame(),
-            Err(ProtoError::ZipLengthInconsistent {
-                zip_length: 6,
-                length: 255
-            })
-        );
+        assert_eq!(decoder.next_frame(), Err(ProtoError::ZipLengthInconsistent { zip_length: 6, length: 255 }));
     }
 
     #[test]
     fn round_limits_stop_early() {
         let mut decoder = FrameDecoder::new();
         for id in 1..=100 {
-            decoder
-                .feed(&frame(id, &[1u8; 100], Compression::Never))
-                .unwrap();
+            decoder.feed(&frame(id, &[1u8; 100], Compression::Never)).unwrap();
         }
         let mut seen = 0;
-        let round = decoder
-            .decode_round(RoundLimits::default(), |_| seen += 1)
-            .unwrap();
+        let round = decoder.decode_round(RoundLimits::default(), |_| seen += 1).unwrap();
         assert_eq!((round.frames, round.end), (64, RoundEnd::FramesLimit));
-        let limits = RoundLimits {
-            frames_max: 64,
-            decoded_bytes_max: 1000,
-        };
+        let limits = RoundLimits { frames_max: 64, decoded_bytes_max: 1000 };
         let round = decoder.decode_round(limits, |_| seen += 1).unwrap();
-        assert_eq!(
-            (round.frames, round.decoded_bytes, round.end),
-            (10, 1000, RoundEnd::DecodedBytesLimit)
-        );
-        let round = decoder
-            .decode_round(RoundLimits::default(), |_| seen += 1)
-            .unwrap();
+        assert_eq!((round.frames, round.decoded_bytes, round.end), (10, 1000, RoundEnd::DecodedBytesLimit));
+        let round = decoder.decode_round(RoundLimits::default(), |_| seen += 1).unwrap();
         assert_eq!((round.frames, round.end), (26, RoundEnd::NeedBytes));
         assert_eq!(seen, 100);
     }
@@ -442,10 +387,7 @@ mod tests {
         assert_eq!(frames[1].header.msg_type, 4);
         let mut decoder = RequestDecoder::new();
         decoder.feed(&[0xff; 12]).unwrap();
-        assert_eq!(
-            decoder.next_frame(),
-            Err(ProtoError::BadRequestPrefix { found: 0xff })
-        );
+        assert_eq!(decoder.next_frame(), Err(ProtoError::BadRequestPrefix { found: 0xff }));
     }
 
     fn arb_payload() -> impl Strategy<Value = Vec<u8>> {

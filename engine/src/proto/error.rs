@@ -46,9 +46,7 @@ pub enum ProtoError {
     },
     /// More than [`RESYNC_DISCARD_BYTES_MAX`](super::limits::RESYNC_DISCARD_BYTES_MAX)
     /// bytes were skipped looking for the response magic (§2.6).
-    #[error(
-        "response resync exceeds limit: discarded {discarded} bytes without finding the magic"
-    )]
+    #[error("response resync exceeds limit: discarded {discarded} bytes without finding the magic")]
     ResyncLimitExceeded {
         /// Bytes discarded so far on this connection.
         discarded: usize,

@@ -2,9 +2,7 @@
 
 use bytes::Bytes;
 
-use super::limits::{
-    PAYLOAD_BYTES_MAX, REQUEST_BODY_BYTES_MAX, REQUEST_HEADER_LEN, RESPONSE_HEADER_LEN,
-};
+use super::limits::{PAYLOAD_BYTES_MAX, REQUEST_BODY_BYTES_MAX, REQUEST_HEADER_LEN, RESPONSE_HEADER_LEN};
 use super::{zlib, ProtoError};
 
 /// First byte of every request frame.
@@ -88,17 +86,8 @@ pub fn encode_request(
     let body_len = u16::try_from(body.len())
         .ok()
         .filter(|&len| usize::from(len) <= REQUEST_BODY_BYTES_MAX)
-        .ok_or(ProtoError::TooLarge {
-            what: "request body",
-            len: body.len(),
-            max: REQUEST_BODY_BYTES_MAX,
-        })?;
-    let header = RequestHeader {
-        msg_id,
-        control,
-        msg_type,
-        body_len,
-    };
+        .ok_or(ProtoError::TooLarge { what: "request body", len: body.len(), max: REQUEST_BODY_BYTES_MAX })?;
+    let header = RequestHeader { msg_id, control, msg_type, body_len };
     out.reserve(REQUEST_HEADER_LEN + body.len());
     out.extend_from_slice(&header.encode());
     out.extend_from_slice(body);
@@ -191,9 +180,7 @@ pub fn encode_response(
         max: PAYLOAD_BYTES_MAX,
     })?;
     let compressed = match compression {
-        Compression::IfSmaller(level) => {
-            Some(zlib::deflate(payload, level)).filter(|body| body.len() < payload.len())
-        }
+        Compression::IfSmaller(level) => Some(zlib::deflate(payload, level)).filter(|body| body.len() < payload.len()),
         Compression::Never => None,
     };
     let body = compressed.as_deref().unwrap_or(payload);
@@ -201,11 +188,7 @@ pub fn encode_response(
     let zip_length = body.len() as u16;
     debug_assert!(compressed.is_none() || zip_length < length);
     let header = ResponseHeader {
-        control: if compressed.is_some() {
-            CONTROL_ZLIB
-        } else {
-            CONTROL_RAW
-        },
+        control: if compressed.is_some() { CONTROL_ZLIB } else { CONTROL_RAW },
         msg_id,
         reserved: 0,
         msg_type,
@@ -226,44 +209,24 @@ mod tests {
     fn request_header_checks() {
         let good = [0x0c, 2, 0, 0, 0, 1, 2, 0, 2, 0, 4, 0];
         let header = RequestHeader::parse(&good).unwrap();
-        assert_eq!(
-            header,
-            RequestHeader {
-                msg_id: 2,
-                control: 1,
-                msg_type: 4,
-                body_len: 0
-            }
-        );
+        assert_eq!(header, RequestHeader { msg_id: 2, control: 1, msg_type: 4, body_len: 0 });
         assert_eq!(header.encode(), good);
         let mut bad = good;
         bad[0] = 0x0d;
-        assert_eq!(
-            RequestHeader::parse(&bad),
-            Err(ProtoError::BadRequestPrefix { found: 0x0d })
-        );
+        assert_eq!(RequestHeader::parse(&bad), Err(ProtoError::BadRequestPrefix { found: 0x0d }));
         let mut bad = good;
         bad[8] = 3;
-        assert_eq!(
-            RequestHeader::parse(&bad),
-            Err(ProtoError::RequestLengthMismatch { len1: 2, len2: 3 })
-        );
+        assert_eq!(RequestHeader::parse(&bad), Err(ProtoError::RequestLengthMismatch { len1: 2, len2: 3 }));
         let mut bad = good;
         bad[6] = 1;
         bad[8] = 1;
-        assert_eq!(
-            RequestHeader::parse(&bad),
-            Err(ProtoError::RequestLengthTooSmall { len1: 1 })
-        );
+        assert_eq!(RequestHeader::parse(&bad), Err(ProtoError::RequestLengthTooSmall { len1: 1 }));
     }
 
     #[test]
     fn oversize_bodies_are_refused() {
         let body = vec![0u8; REQUEST_BODY_BYTES_MAX + 1];
-        assert!(matches!(
-            encode_request(&mut Vec::new(), 1, 1, 4, &body),
-            Err(ProtoError::TooLarge { .. })
-        ));
+        assert!(matches!(encode_request(&mut Vec::new(), 1, 1, 4, &body), Err(ProtoError::TooLarge { .. })));
         let payload = vec![0u8; PAYLOAD_BYTES_MAX + 1];
         assert!(matches!(
             encode_response(&mut Vec::new(), 1, 4, &payload, Compression::Never),
@@ -276,10 +239,7 @@ mod tests {
         let mut out = Vec::new();
         encode_response(&mut out, 7, 0x44e, &[0xe7, 0x19], Compression::IfSmaller(6)).unwrap();
         let header = ResponseHeader::parse(out[..16].try_into().unwrap()).unwrap();
-        assert_eq!(
-            (header.control, header.zip_length, header.length),
-            (CONTROL_RAW, 2, 2)
-        );
+        assert_eq!((header.control, header.zip_length, header.length), (CONTROL_RAW, 2, 2));
         let mut out = Vec::new();
         encode_response(&mut out, 7, 0x52d, &[0u8; 4000], Compression::IfSmaller(6)).unwrap();
         let header = ResponseHeader::parse(out[..16].try_into().unwrap()).unwrap();

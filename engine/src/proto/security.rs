@@ -53,9 +53,7 @@ impl FromStr for Market {
             "sz" | "0" => Ok(Self::Sz),
             "sh" | "1" => Ok(Self::Sh),
             "bj" | "2" => Ok(Self::Bj),
-            _ => Err(ParseCodeError {
-                input: s.to_owned(),
-            }),
+            _ => Err(ParseCodeError { input: s.to_owned() }),
         }
     }
 }
@@ -145,9 +143,7 @@ impl SecurityCode {
                 b"600" | b"601" | b"603" | b"605" | b"688" | b"689" => Category::AShare,
                 b"900" => Category::BShare,
                 _ if matches!(p2, b"50" | b"51" | b"52" | b"53" | b"56" | b"58") => Category::Fund,
-                _ if matches!(p2, b"01" | b"02" | b"10" | b"11" | b"12" | b"13" | b"20") => {
-                    Category::Bond
-                }
+                _ if matches!(p2, b"01" | b"02" | b"10" | b"11" | b"12" | b"13" | b"20") => Category::Bond,
                 _ => Category::Other,
             },
             Market::Bj => match p2 {
@@ -161,9 +157,7 @@ impl SecurityCode {
     /// 3 decimals for fund-like prefixes 15, 16, 50, 51, 52, 53, 56, 58, else 2 (§3.5).
     pub fn default_scale(self) -> PriceScale {
         match &self.code[..2] {
-            b"15" | b"16" | b"50" | b"51" | b"52" | b"53" | b"56" | b"58" => {
-                PriceScale::THOUSANDTHS
-            }
+            b"15" | b"16" | b"50" | b"51" | b"52" | b"53" | b"56" | b"58" => PriceScale::THOUSANDTHS,
             _ => PriceScale::HUNDREDTHS,
         }
     }
@@ -172,9 +166,7 @@ impl SecurityCode {
 impl FromStr for SecurityCode {
     type Err = ParseCodeError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || ParseCodeError {
-            input: s.to_owned(),
-        };
+        let err = || ParseCodeError { input: s.to_owned() };
         let (prefix, digits) = s.split_at_checked(2).ok_or_else(err)?;
         let market = prefix.parse().map_err(|_| err())?;
         let code: [u8; 6] = digits.as_bytes().try_into().map_err(|_| err())?;
@@ -263,22 +255,14 @@ impl PriceScale {
 
     /// Converts a wire integer to a price.
     pub fn to_price(self, raw: i64) -> Result<Price, ProtoError> {
-        raw.checked_mul(self.factor())
-            .map(Price)
-            .ok_or(ProtoError::ValueOutOfRange {
-                what: "price",
-                value: raw,
-            })
+        raw.checked_mul(self.factor()).map(Price).ok_or(ProtoError::ValueOutOfRange { what: "price", value: raw })
     }
 
     /// Converts a price to the wire integer, if it is a whole number of units.
     pub fn to_raw(self, price: Price) -> Result<i64, ProtoError> {
         let factor = self.factor();
         if price.0 % factor != 0 {
-            return Err(ProtoError::InexactPrice {
-                milli: price.0,
-                decimals: self.decimals,
-            });
+            return Err(ProtoError::InexactPrice { milli: price.0, decimals: self.decimals });
         }
         Ok(price.0 / factor)
     }
@@ -299,21 +283,13 @@ mod tests {
         assert!("sz00001".parse::<SecurityCode>().is_err());
         assert!("xx000001".parse::<SecurityCode>().is_err());
         assert!("sz00000a".parse::<SecurityCode>().is_err());
-        assert!(
-            "深圳".parse::<SecurityCode>().is_err(),
-            "non-ASCII must not panic"
-        );
-        assert_eq!(
-            code("bj430047").marker(),
-            [2, b'4', b'3', b'0', b'0', b'4', b'7']
-        );
+        assert!("深圳".parse::<SecurityCode>().is_err(), "non-ASCII must not panic");
+        assert_eq!(code("bj430047").marker(), [2, b'4', b'3', b'0', b'0', b'4', b'7']);
     }
 
     #[test]
     fn classification_rules() {
-        for index in [
-            "sh000001", "sh880001", "sh881001", "sh999999", "sz399001", "bj899050",
-        ] {
+        for index in ["sh000001", "sh880001", "sh881001", "sh999999", "sz399001", "bj899050"] {
             assert!(code(index).is_index(), "{index}");
             assert_eq!(code(index).category(), Category::Index);
         }

@@ -8,30 +8,18 @@ use super::ProtoError;
 /// sequences are skipped, NULs removed, and surrounding whitespace trimmed.
 pub fn decode_gbk(raw: &[u8]) -> String {
     let (text, _had_errors) = GBK.decode_without_bom_handling(raw);
-    let cleaned: String = text
-        .chars()
-        .filter(|&c| c != '\u{fffd}' && c != '\0')
-        .collect();
+    let cleaned: String = text.chars().filter(|&c| c != '\u{fffd}' && c != '\0').collect();
     cleaned.trim().to_owned()
 }
 
 /// Encodes `text` as GBK into exactly `width` bytes, NUL-padded.
-pub fn encode_gbk(
-    out: &mut Vec<u8>,
-    text: &str,
-    width: usize,
-    what: &'static str,
-) -> Result<(), ProtoError> {
+pub fn encode_gbk(out: &mut Vec<u8>, text: &str, width: usize, what: &'static str) -> Result<(), ProtoError> {
     let (bytes, _, unmappable) = GBK.encode(text);
     if unmappable {
         return Err(ProtoError::TextNotGbk { what });
     }
     if bytes.len() > width {
-        return Err(ProtoError::TextTooLong {
-            what,
-            len: bytes.len(),
-            max: width,
-        });
+        return Err(ProtoError::TextTooLong { what, len: bytes.len(), max: width });
     }
     out.extend_from_slice(&bytes);
     out.resize(out.len() + width - bytes.len(), 0);
@@ -44,14 +32,8 @@ mod tests {
 
     #[test]
     fn eltdx_cleanup_rules() {
-        assert_eq!(
-            decode_gbk(&[0x20, 0xc9, 0xee, 0xff, 0xca, 0xd0, 0x00, 0x20]),
-            "深市"
-        );
-        assert_eq!(
-            decode_gbk(&[0xd6, 0xf7, 0xb0, 0xe5, 0xa3, 0xc1, 0xb9, 0xc9]),
-            "主板Ａ股"
-        );
+        assert_eq!(decode_gbk(&[0x20, 0xc9, 0xee, 0xff, 0xca, 0xd0, 0x00, 0x20]), "深市");
+        assert_eq!(decode_gbk(&[0xd6, 0xf7, 0xb0, 0xe5, 0xa3, 0xc1, 0xb9, 0xc9]), "主板Ａ股");
     }
 
     #[test]
@@ -62,15 +44,8 @@ mod tests {
         assert_eq!(decode_gbk(&out), "平安银行");
         assert_eq!(
             encode_gbk(&mut Vec::new(), "平安银行平安", 8, "name"),
-            Err(ProtoError::TextTooLong {
-                what: "name",
-                len: 12,
-                max: 8
-            })
+            Err(ProtoError::TextTooLong { what: "name", len: 12, max: 8 })
         );
-        assert_eq!(
-            encode_gbk(&mut Vec::new(), "😀", 8, "name"),
-            Err(ProtoError::TextNotGbk { what: "name" })
-        );
+        assert_eq!(encode_gbk(&mut Vec::new(), "😀", 8, "name"), Err(ProtoError::TextNotGbk { what: "name" }));
     }
 }

@@ -87,9 +87,7 @@ fn days_in_month(year: u16, month: u8) -> u8 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
-        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
-            29
-        }
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => 29,
         2 => 28,
         _ => 0,
     }
@@ -107,12 +105,7 @@ pub struct TimeOfDay {
 impl TimeOfDay {
     /// A time, if every field is in range.
     pub fn new(hour: u8, minute: u8, second: u8, millis: u16) -> Option<Self> {
-        (hour < 24 && minute < 60 && second < 60 && millis < 1000).then_some(Self {
-            hour,
-            minute,
-            second,
-            millis,
-        })
+        (hour < 24 && minute < 60 && second < 60 && millis < 1000).then_some(Self { hour, minute, second, millis })
     }
 
     /// From minutes since midnight (the u16 "minutes of day" fields).
@@ -151,12 +144,7 @@ impl TimeOfDay {
             100_000_000..=999_999_999 => (raw / 1000, raw % 1000),
             _ => return None,
         };
-        Self::new(
-            (hhmmss / 10_000) as u8,
-            (hhmmss / 100 % 100) as u8,
-            (hhmmss % 100) as u8,
-            millis as u16,
-        )
+        Self::new((hhmmss / 10_000) as u8, (hhmmss / 100 % 100) as u8, (hhmmss % 100) as u8, millis as u16)
     }
 
     /// The wall-clock time of A-share minute index `index` (§3.3): 240 a day,
@@ -194,11 +182,7 @@ pub struct DateTime {
 
 impl fmt::Display for DateTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}T{:02}:{:02}:{:02}",
-            self.date, self.time.hour, self.time.minute, self.time.second
-        )
+        write!(f, "{}T{:02}:{:02}:{:02}", self.date, self.time.hour, self.time.minute, self.time.second)
     }
 }
 
@@ -211,14 +195,10 @@ const PACKED_YEAR_MAX: u16 = PACKED_YEAR_MIN + 31;
 /// month*100 + day`, `T = hour*60 + minute`.
 pub fn decode_packed_minute(d: u16, t: u16) -> Result<DateTime, ProtoError> {
     let raw = u32::from(d) << 16 | u32::from(t);
-    let invalid = ProtoError::InvalidDate {
-        what: "packed bar",
-        raw,
-    };
+    let invalid = ProtoError::InvalidDate { what: "packed bar", raw };
     let year = (d >> 11) + PACKED_YEAR_MIN;
     let month_day = d % 2048;
-    let date =
-        Date::new(year, (month_day / 100) as u8, (month_day % 100) as u8).ok_or(invalid.clone())?;
+    let date = Date::new(year, (month_day / 100) as u8, (month_day % 100) as u8).ok_or(invalid.clone())?;
     let time = TimeOfDay::from_minutes(t).ok_or(invalid)?;
     Ok(DateTime { date, time })
 }
@@ -226,14 +206,9 @@ pub fn decode_packed_minute(d: u16, t: u16) -> Result<DateTime, ProtoError> {
 /// Encodes a packed intraday bar stamp; seconds are dropped by the format.
 pub fn encode_packed_minute(at: DateTime) -> Result<(u16, u16), ProtoError> {
     if !(PACKED_YEAR_MIN..=PACKED_YEAR_MAX).contains(&at.date.year) {
-        return Err(ProtoError::ValueOutOfRange {
-            what: "packed bar year",
-            value: at.date.year.into(),
-        });
+        return Err(ProtoError::ValueOutOfRange { what: "packed bar year", value: at.date.year.into() });
     }
-    let d = (at.date.year - PACKED_YEAR_MIN) * 2048
-        + u16::from(at.date.month) * 100
-        + u16::from(at.date.day);
+    let d = (at.date.year - PACKED_YEAR_MIN) * 2048 + u16::from(at.date.month) * 100 + u16::from(at.date.day);
     Ok((d, at.time.minutes()))
 }
 
@@ -244,35 +219,19 @@ const SECONDS_EPOCH_DAYS: i64 = 12_417;
 pub fn decode_seconds_stamp(raw: u32) -> Result<DateTime, ProtoError> {
     let days = i64::from(raw / 86_400);
     let secs = raw % 86_400;
-    let date =
-        Date::from_days_since_epoch(SECONDS_EPOCH_DAYS + days).ok_or(ProtoError::InvalidDate {
-            what: "seconds bar",
-            raw,
-        })?;
-    let time = TimeOfDay::new(
-        (secs / 3600) as u8,
-        (secs / 60 % 60) as u8,
-        (secs % 60) as u8,
-        0,
-    )
-    .ok_or(ProtoError::InvalidDate {
-        what: "seconds bar",
-        raw,
-    })?;
+    let date = Date::from_days_since_epoch(SECONDS_EPOCH_DAYS + days)
+        .ok_or(ProtoError::InvalidDate { what: "seconds bar", raw })?;
+    let time = TimeOfDay::new((secs / 3600) as u8, (secs / 60 % 60) as u8, (secs % 60) as u8, 0)
+        .ok_or(ProtoError::InvalidDate { what: "seconds bar", raw })?;
     Ok(DateTime { date, time })
 }
 
 /// Encodes a period-13 bar stamp.
 pub fn encode_seconds_stamp(at: DateTime) -> Result<u32, ProtoError> {
     let days = at.date.days_since_epoch() - SECONDS_EPOCH_DAYS;
-    let secs = days * 86_400
-        + i64::from(at.time.hour) * 3600
-        + i64::from(at.time.minute) * 60
-        + i64::from(at.time.second);
-    u32::try_from(secs).map_err(|_| ProtoError::ValueOutOfRange {
-        what: "seconds bar stamp",
-        value: secs,
-    })
+    let secs =
+        days * 86_400 + i64::from(at.time.hour) * 3600 + i64::from(at.time.minute) * 60 + i64::from(at.time.second);
+    u32::try_from(secs).map_err(|_| ProtoError::ValueOutOfRange { what: "seconds bar stamp", value: secs })
 }
 
 #[cfg(test)]
@@ -282,35 +241,21 @@ mod tests {
 
     #[test]
     fn epoch_constant_is_2003_12_31() {
-        assert_eq!(
-            Date::new(2003, 12, 31).unwrap().days_since_epoch(),
-            SECONDS_EPOCH_DAYS
-        );
+        assert_eq!(Date::new(2003, 12, 31).unwrap().days_since_epoch(), SECONDS_EPOCH_DAYS);
         assert_eq!(Date::new(1970, 1, 1).unwrap().days_since_epoch(), 0);
     }
 
     #[test]
     fn spec_examples() {
-        assert_eq!(
-            Date::from_yyyymmdd(20260519).unwrap().to_string(),
-            "2026-05-19"
-        );
+        assert_eq!(Date::from_yyyymmdd(20260519).unwrap().to_string(), "2026-05-19");
         assert_eq!(Date::from_yyyymmdd(20260230), None);
         assert_eq!(Date::from_yyyymmdd(0), None);
         let at = decode_packed_minute(45_870, 571).unwrap();
         assert_eq!(at.to_string(), "2026-08-14T09:31:00");
         assert_eq!(encode_packed_minute(at), Ok((45_870, 571)));
-        assert_eq!(
-            decode_seconds_stamp(86_405).unwrap().to_string(),
-            "2004-01-01T00:00:05"
-        );
+        assert_eq!(decode_seconds_stamp(86_405).unwrap().to_string(), "2004-01-01T00:00:05");
         assert_eq!(TimeOfDay::from_minutes(896).unwrap().to_string(), "14:56");
-        assert_eq!(
-            TimeOfDay::from_quote_time_raw(15_330_719)
-                .unwrap()
-                .to_string(),
-            "15:33:07.190"
-        );
+        assert_eq!(TimeOfDay::from_quote_time_raw(15_330_719).unwrap().to_string(), "15:33:07.190");
         assert_eq!(TimeOfDay::from_quote_time_raw(14_999_512), None);
         assert!(decode_packed_minute(0, 0).is_err(), "month 0 is not a date");
     }

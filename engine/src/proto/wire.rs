@@ -40,11 +40,7 @@ impl<'a> Reader<'a> {
     /// Takes the next `n` bytes.
     pub fn bytes(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], ProtoError> {
         if n > self.remaining() {
-            return Err(ProtoError::Truncated {
-                what,
-                needed: n,
-                remaining: self.remaining(),
-            });
+            return Err(ProtoError::Truncated { what, needed: n, remaining: self.remaining() });
         }
         let out = &self.buf[self.pos..self.pos + n];
         self.pos += n;
@@ -138,8 +134,7 @@ pub fn decode_varint(buf: &[u8]) -> Result<(i64, usize), ProtoError> {
     debug_assert!(used <= VARINT_BYTES_MAX);
     let value = if negative {
         // i64::MIN's magnitude is 2^63, one past i64::MAX.
-        0i64.checked_sub_unsigned(magnitude)
-            .ok_or(ProtoError::VarintOverflow)?
+        0i64.checked_sub_unsigned(magnitude).ok_or(ProtoError::VarintOverflow)?
     } else {
         i64::try_from(magnitude).map_err(|_| ProtoError::VarintOverflow)?
     };
@@ -222,11 +217,7 @@ impl PutLe for Vec<u8> {
 
 /// Converts a record count to the u16 the wire carries.
 pub(crate) fn count_u16(what: &'static str, count: usize) -> Result<u16, ProtoError> {
-    u16::try_from(count).map_err(|_| ProtoError::CountOutOfRange {
-        what,
-        count,
-        max: u16::MAX as usize,
-    })
+    u16::try_from(count).map_err(|_| ProtoError::CountOutOfRange { what, count, max: u16::MAX as usize })
 }
 
 #[cfg(test)]
@@ -251,11 +242,7 @@ mod tests {
             (&[0x87, 0xe6, 0xd1, 0x0c], 13_252_999),
         ];
         for &(bytes, value) in table {
-            assert_eq!(
-                decode_varint(bytes),
-                Ok((value, bytes.len())),
-                "{bytes:02x?}"
-            );
+            assert_eq!(decode_varint(bytes), Ok((value, bytes.len())), "{bytes:02x?}");
             let mut out = Vec::new();
             put_varint(&mut out, value);
             assert_eq!(out, bytes);

@@ -42,11 +42,7 @@ pub fn inflate_exact(body: &[u8], length: usize) -> Result<Vec<u8>, ProtoError> 
             break;
         }
         if out.len() > length {
-            return Err(ProtoError::DecodedLengthMismatch {
-                expected: length,
-                actual: out.len(),
-                more: true,
-            });
+            return Err(ProtoError::DecodedLengthMismatch { expected: length, actual: out.len(), more: true });
         }
         let progressed = inflater.total_in() as usize != consumed || out.len() != produced;
         if !progressed {
@@ -63,11 +59,7 @@ pub fn inflate_exact(body: &[u8], length: usize) -> Result<Vec<u8>, ProtoError> 
     if out.len() != length {
         // `out` holds at most `length + 1` bytes; that extra byte means "longer".
         let more = out.len() > length;
-        return Err(ProtoError::DecodedLengthMismatch {
-            expected: length,
-            actual: out.len(),
-            more,
-        });
+        return Err(ProtoError::DecodedLengthMismatch { expected: length, actual: out.len(), more });
     }
     Ok(out)
 }
@@ -80,9 +72,8 @@ pub fn deflate(payload: &[u8], level: u32) -> Vec<u8> {
     loop {
         let consumed = deflater.total_in() as usize;
         // Vec-backed compression cannot fail: no dictionary, valid level.
-        let status = deflater
-            .compress_vec(&payload[consumed..], &mut out, FlushCompress::Finish)
-            .unwrap_or(Status::BufError);
+        let status =
+            deflater.compress_vec(&payload[consumed..], &mut out, FlushCompress::Finish).unwrap_or(Status::BufError);
         if status == Status::StreamEnd {
             return out;
         }
@@ -102,15 +93,9 @@ mod tests {
         // Trailing data inside the body.
         let mut trailing = body.clone();
         trailing.push(0);
-        assert_eq!(
-            inflate_exact(&trailing, payload.len()),
-            Err(ProtoError::ZlibTrailingData { unused: 1 })
-        );
+        assert_eq!(inflate_exact(&trailing, payload.len()), Err(ProtoError::ZlibTrailingData { unused: 1 }));
         // Unfinished stream.
-        assert_eq!(
-            inflate_exact(&body[..body.len() - 3], payload.len()),
-            Err(ProtoError::ZlibUnfinished)
-        );
+        assert_eq!(inflate_exact(&body[..body.len() - 3], payload.len()), Err(ProtoError::ZlibUnfinished));
         // Shorter and longer than announced.
         assert!(matches!(
             inflate_exact(&body, payload.len() + 1),
@@ -127,10 +112,7 @@ mod tests {
     #[test]
     fn bomb_is_cut_at_the_announced_length() {
         let bomb = deflate(&vec![0u8; 10 * 1024 * 1024], 9);
-        assert!(matches!(
-            inflate_exact(&bomb, 100),
-            Err(ProtoError::DecodedLengthMismatch { more: true, .. })
-        ));
+        assert!(matches!(inflate_exact(&bomb, 100), Err(ProtoError::DecodedLengthMismatch { more: true, .. })));
         assert!(check_lengths(8, 8256).is_ok());
         assert!(check_lengths(7, 10).is_err());
         assert!(check_lengths(10, 65_535).is_err());

@@ -17,21 +17,14 @@ pub trait Connector: Send + Sync + 'static {
     /// The connection.
     type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
     /// Connects within `timeout`.
-    fn connect(
-        &self,
-        endpoint: &Endpoint,
-        timeout: Duration,
-    ) -> impl Future<Output = io::Result<Self::Stream>> + Send;
+    fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> impl Future<Output = io::Result<Self::Stream>> + Send;
 }
 
 fn socket_addr(endpoint: &Endpoint) -> io::Result<SocketAddr> {
     let ip = endpoint.host.trim_start_matches('[').trim_end_matches(']');
-    let ip: std::net::IpAddr = ip.parse().map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{endpoint}: host must be an IP address"),
-        )
-    })?;
+    let ip: std::net::IpAddr = ip
+        .parse()
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{endpoint}: host must be an IP address")))?;
     Ok(SocketAddr::new(ip, endpoint.port))
 }
 
@@ -44,9 +37,7 @@ pub struct TcpConnector {
 
 impl Default for TcpConnector {
     fn default() -> Self {
-        Self {
-            keepalive: Some(Duration::from_secs(60)),
-        }
+        Self { keepalive: Some(Duration::from_secs(60)) }
     }
 }
 
@@ -57,12 +48,7 @@ impl Connector for TcpConnector {
         let addr = socket_addr(endpoint)?;
         let stream = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr))
             .await
-            .map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("connect to {endpoint} timed out"),
-                )
-            })??;
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, format!("connect to {endpoint} timed out")))??;
         stream.set_nodelay(true)?;
         if let Some(idle) = self.keepalive {
             let keepalive = socket2::TcpKeepalive::new().with_time(idle);
@@ -85,11 +71,6 @@ impl Connector for TurmoilConnector {
         let target = (endpoint.host.clone(), endpoint.port);
         tokio::time::timeout(timeout, turmoil::net::TcpStream::connect(target))
             .await
-            .map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("connect to {endpoint} timed out"),
-                )
-            })?
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, format!("connect to {endpoint} timed out")))?
     }
 }

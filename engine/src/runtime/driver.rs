@@ -24,8 +24,7 @@ use super::slot::{SlotBudgets, SlotCommand, SlotEvent, SlotQueue, SlotTask};
 use crate::budget::Budget;
 use crate::proto::{Reply, Request, ResponseHeader};
 use crate::supervisor::{
-    Action, CloseState, Diagnostics, Endpoint, Input, PinId, RequestError, RequestId, SlotId,
-    Supervisor,
+    Action, CloseState, Diagnostics, Endpoint, Input, PinId, RequestError, RequestId, SlotId, Supervisor,
 };
 
 /// A request's outcome.
@@ -66,10 +65,8 @@ impl BlockingCell {
     /// Waits up to `step` for the outcome.
     pub(crate) fn wait(&self, step: Duration) -> Option<Outcome> {
         let guard = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut guard, _) = self
-            .ready
-            .wait_timeout_while(guard, step, |o| o.is_none())
-            .unwrap_or_else(|e| e.into_inner());
+        let (mut guard, _) =
+            self.ready.wait_timeout_while(guard, step, |o| o.is_none()).unwrap_or_else(|e| e.into_inner());
         guard.take()
     }
 }
@@ -97,28 +94,15 @@ pub(crate) struct PushBatch {
 pub(crate) enum Control {
     Cancel(RequestId),
     Unpin(PinId),
-    ReadPushes {
-        max: usize,
-        reply: oneshot::Sender<PushBatch>,
-    },
+    ReadPushes { max: usize, reply: oneshot::Sender<PushBatch> },
     Close,
 }
 
 /// Messages on the admission lane.
 #[derive(Debug)]
 pub(crate) enum Admission {
-    Submit {
-        id: RequestId,
-        request: Arc<Request>,
-        deadline: Instant,
-        pin: Option<PinId>,
-        waiter: Waiter,
-    },
-    Pin {
-        id: PinId,
-        deadline: Instant,
-        granted: oneshot::Sender<Result<SlotId, RequestError>>,
-    },
+    Submit { id: RequestId, request: Arc<Request>, deadline: Instant, pin: Option<PinId>, waiter: Waiter },
+    Pin { id: PinId, deadline: Instant, granted: oneshot::Sender<Result<SlotId, RequestError>> },
 }
 
 /// One budget's state.
@@ -215,12 +199,8 @@ impl<C: Connector> Driver<C> {
         close_tx: watch::Sender<CloseState>,
     ) -> Self {
         let endpoints = Arc::new(sup.config().endpoints.clone());
-        let slots = (0..sup.config().pool_size())
-            .map(|_| SlotHandle {
-                commands: None,
-                queue: Arc::default(),
-            })
-            .collect();
+        let slots =
+            (0..sup.config().pool_size()).map(|_| SlotHandle { commands: None, queue: Arc::default() }).collect();
         Self {
             sup,
             connector,
@@ -325,31 +305,12 @@ impl<C: Connector> Driver<C> {
 
     fn admit(&mut self, admission: Admission) {
         match admission {
-            Admission::Submit {
-                id,
-                request,
-                deadline,
-                pin,
-                waiter,
-            } => {
+            Admission::Submit { id, request, deadline, pin, waiter } => {
                 let retry_safe = request.retry_safe();
                 self.waiters.insert(id, waiter);
-                self.sup.handle(
-                    now(),
-                    Input::Submit {
-                        id,
-                        request,
-                        deadline,
-                        retry_safe,
-                        pin,
-                    },
-                );
+                self.sup.handle(now(), Input::Submit { id, request, deadline, retry_safe, pin });
             }
-            Admission::Pin {
-                id,
-                deadline,
-                granted,
-            } => {
+            Admission::Pin { id, deadline, granted } => {
                 self.pins.insert(id, granted);
                 self.sup.handle(now(), Input::Pin { id, deadline });
             }
@@ -357,12 +318,7 @@ impl<C: Connector> Driver<C> {
     }
 
     fn event(&mut self, event: SlotEvent) {
-        let SlotEvent {
-            slot,
-            input,
-            reservation,
-            queued,
-        } = event;
+        let SlotEvent { slot, input, reservation, queued } = event;
         if let Some(bytes) = queued {
             if let Some(handle) = self.slots.get(slot.index()) {
                 handle.queue.taken(bytes);
@@ -378,13 +334,7 @@ impl<C: Connector> Driver<C> {
     fn carry_out(&mut self) {
         while let Some(action) = self.sup.poll_action() {
             match action {
-                Action::Connect {
-                    slot,
-                    epoch,
-                    generation,
-                    endpoint,
-                    deadline,
-                } => {
+                Action::Connect { slot, epoch, generation, endpoint, deadline } => {
                     let (commands, rx) = mpsc::unbounded_channel();
                     let handle = &mut self.slots[slot.index()];
                     handle.commands = Some(commands);
@@ -401,12 +351,7 @@ impl<C: Connector> Driver<C> {
                     };
                     self.workers.spawn(task.run(rx));
                 }
-                Action::Send {
-                    slot,
-                    msg_id,
-                    request,
-                    ..
-                } => {
+                Action::Send { slot, msg_id, request, .. } => {
                     if let Some(tx) = &self.slots[slot.index()].commands {
                         // A failed send means the task ended; its own report follows.
                         let _ = tx.send(SlotCommand::Send { msg_id, request });
@@ -432,17 +377,9 @@ impl<C: Connector> Driver<C> {
                         let _ = tx.send(Err(reason));
                     }
                 }
-                Action::Push {
-                    slot,
-                    header,
-                    payload,
-                } => {
+                Action::Push { slot, header, payload } => {
                     if let Some(batch) = &mut self.push_batch {
-                        batch.frames.push(PushFrame {
-                            slot,
-                            header,
-                            payload,
-                        });
+                        batch.frames.push(PushFrame { slot, header, payload });
                     }
                 }
                 Action::PushOverflow { dropped_total } => {

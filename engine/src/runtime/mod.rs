@@ -98,19 +98,11 @@ fn check_workers(runtime_workers: Option<usize>, pool_size: usize) -> Result<usi
     }
 }
 
-fn check_budget(
-    field: &'static str,
-    value: Option<usize>,
-    default: usize,
-    max: usize,
-) -> Result<usize, ConfigError> {
+fn check_budget(field: &'static str, value: Option<usize>, default: usize, max: usize) -> Result<usize, ConfigError> {
     match value {
         None => Ok(default.min(max)),
         Some(n) if n > 0 && n <= max => Ok(n),
-        Some(n) => Err(ConfigError {
-            field,
-            reason: format!("{n} bytes is outside 1..={max}"),
-        }),
+        Some(n) => Err(ConfigError { field, reason: format!("{n} bytes is outside 1..={max}") }),
     }
 }
 
@@ -141,10 +133,7 @@ pub(crate) fn start<C: Connector>(
         RuntimeFlavor::Shared => std::time::Instant::now(),
     };
     let sup = Supervisor::new(config, now)?;
-    let budgets = SlotBudgets {
-        raw: Budget::new("raw", raw),
-        decoded: Budget::new("decoded", decoded),
-    };
+    let budgets = SlotBudgets { raw: Budget::new("raw", raw), decoded: Budget::new("decoded", decoded) };
     let (admit_tx, admit_rx) = mpsc::channel(capacity);
     let (control_tx, control_rx) = mpsc::unbounded_channel();
     let events = mpsc::channel(pool_size * 8 + 64);
@@ -166,10 +155,7 @@ pub(crate) fn start<C: Connector>(
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .map_err(|e| ConfigError {
-                    field: "runtime_flavor",
-                    reason: format!("cannot start a runtime: {e}"),
-                })?;
+                .map_err(|e| ConfigError { field: "runtime_flavor", reason: format!("cannot start a runtime: {e}") })?;
             let handle = rt.handle().clone();
             let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
             let thread = std::thread::Builder::new()
@@ -180,18 +166,8 @@ pub(crate) fn start<C: Connector>(
                     });
                     rt.shutdown_background();
                 })
-                .map_err(|e| ConfigError {
-                    field: "runtime_workers",
-                    reason: format!("cannot start a thread: {e}"),
-                })?;
-            (
-                handle,
-                Some(Owned {
-                    workers: None,
-                    worker_thread: Some((thread, stop_tx)),
-                    driver_thread: None,
-                }),
-            )
+                .map_err(|e| ConfigError { field: "runtime_workers", reason: format!("cannot start a thread: {e}") })?;
+            (handle, Some(Owned { workers: None, worker_thread: Some((thread, stop_tx)), driver_thread: None }))
         }
         RuntimeFlavor::Shared => {
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -200,19 +176,9 @@ pub(crate) fn start<C: Connector>(
                 .thread_name("tdx-worker")
                 .enable_all()
                 .build()
-                .map_err(|e| ConfigError {
-                    field: "runtime_flavor",
-                    reason: format!("cannot start a runtime: {e}"),
-                })?;
+                .map_err(|e| ConfigError { field: "runtime_flavor", reason: format!("cannot start a runtime: {e}") })?;
             let handle = rt.handle().clone();
-            (
-                handle,
-                Some(Owned {
-                    workers: Some(rt),
-                    worker_thread: None,
-                    driver_thread: None,
-                }),
-            )
+            (handle, Some(Owned { workers: Some(rt), worker_thread: None, driver_thread: None }))
         }
     };
     let (workers_handle, diagnostics) = build(workers_handle);
@@ -237,30 +203,18 @@ pub(crate) fn start<C: Connector>(
             let thread = std::thread::Builder::new()
                 .name("tdx-driver".into())
                 .spawn(move || {
-                    let rt = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build();
+                    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
                     match rt {
                         Ok(rt) => rt.block_on(driver.run()),
                         Err(e) => tracing::error!(error = %e, "cannot start the driver runtime"),
                     }
                 })
-                .map_err(|e| ConfigError {
-                    field: "runtime_flavor",
-                    reason: format!("cannot start a thread: {e}"),
-                })?;
+                .map_err(|e| ConfigError { field: "runtime_flavor", reason: format!("cannot start a thread: {e}") })?;
             owned.driver_thread = Some(thread);
             Some(owned)
         }
     };
-    Ok(Engine {
-        admit: admit_tx,
-        control: control_tx,
-        diagnostics,
-        close: close_rx,
-        runtime_workers,
-        _owned: owned,
-    })
+    Ok(Engine { admit: admit_tx, control: control_tx, diagnostics, close: close_rx, runtime_workers, _owned: owned })
 }
 
 /// The current time on a runtime's clock (tokio time, so paused or

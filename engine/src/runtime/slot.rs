@@ -137,45 +137,19 @@ impl<C: Connector> SlotTask<C> {
         let outcome = CatchPanic(Box::pin(self.serve(commands).instrument(span))).await;
         let input = match outcome {
             Ok(End::DriverGone) => return,
-            Ok(End::Retired) => Input::SlotClosed {
-                slot,
-                epoch,
-                generation,
-            },
-            Ok(End::Failed(error)) => Input::SlotFailed {
-                slot,
-                epoch,
-                generation,
-                error,
-            },
+            Ok(End::Retired) => Input::SlotClosed { slot, epoch, generation },
+            Ok(End::Failed(error)) => Input::SlotFailed { slot, epoch, generation, error },
             Err(panic) => {
                 let error = SlotError::Io(format!("slot task panicked: {panic}"));
                 tracing::error!(slot = slot.0, %error, "slot task panicked; retiring the slot");
-                Input::SlotFailed {
-                    slot,
-                    epoch,
-                    generation,
-                    error,
-                }
+                Input::SlotFailed { slot, epoch, generation, error }
             }
         };
-        let _ = events
-            .send(SlotEvent {
-                slot,
-                input,
-                reservation: None,
-                queued: None,
-            })
-            .await;
+        let _ = events.send(SlotEvent { slot, input, reservation: None, queued: None }).await;
     }
 
     async fn report(&self, input: Input) -> Result<(), End> {
-        let event = SlotEvent {
-            slot: self.slot,
-            input,
-            reservation: None,
-            queued: None,
-        };
+        let event = SlotEvent { slot: self.slot, input, reservation: None, queued: None };
         self.events.send(event).await.map_err(|_| End::DriverGone)
     }
 
@@ -190,14 +164,7 @@ impl<C: Connector> SlotTask<C> {
             },
         };
         let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
-        if let Err(end) = self
-            .report(Input::SlotConnected {
-                slot,
-                epoch,
-                generation,
-            })
-            .await
-        {
+        if let Err(end) = self.report(Input::SlotConnected { slot, epoch, generation }).await {
             return end;
         }
         let mut conn = Conn::new(stream, self.budgets.clone());
@@ -208,14 +175,7 @@ impl<C: Connector> SlotTask<C> {
                 return End::Failed(error);
             },
         }
-        if let Err(end) = self
-            .report(Input::SlotReady {
-                slot,
-                epoch,
-                generation,
-            })
-            .await
-        {
+        if let Err(end) = self.report(Input::SlotReady { slot, epoch, generation }).await {
             return end;
         }
         match self.exchange_loop(&mut conn, &mut commands).await {
@@ -311,14 +271,7 @@ struct Conn<S> {
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     fn new(stream: S, budgets: SlotBudgets) -> Self {
-        Self {
-            stream,
-            decoder: FrameDecoder::new(),
-            buf: vec![0; 64 * 1024],
-            budgets,
-            raw: None,
-            wire: Vec::new(),
-        }
+        Self { stream, decoder: FrameDecoder::new(), buf: vec![0; 64 * 1024], budgets, raw: None, wire: Vec::new() }
     }
 
     async fn write_request(&mut self, msg_id: u32, request: &Request) -> std::io::Result<()> {
@@ -343,29 +296,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             tokio::time::sleep(BUDGET_RETRY).await;
         };
         self.raw = Some(raw);
-        let n = self
-            .stream
-            .read(&mut self.buf[..want])
-            .await
-            .map_err(|e| SlotError::Io(e.to_string()))?;
+        let n = self.stream.read(&mut self.buf[..want]).await.map_err(|e| SlotError::Io(e.to_string()))?;
         if n == 0 {
             return Err(match self.decoder.finish() {
                 Ok(()) => SlotError::PeerClosed,
                 Err(e) => SlotError::Protocol(e.to_string()),
             });
         }
-        self.decoder
-            .feed(&self.buf[..n])
-            .map_err(|e| SlotError::Protocol(e.to_string()))?;
+        self.decoder.feed(&self.buf[..n]).map_err(|e| SlotError::Protocol(e.to_string()))?;
         Ok(n)
     }
 
     /// Decodes one round of frames and shrinks the raw hold to what stays staged.
     fn decode(&mut self) -> Result<(Vec<Frame>, RoundEnd), ProtoError> {
         let mut frames = Vec::new();
-        let round = self
-            .decoder
-            .decode_round(RoundLimits::default(), |f| frames.push(f))?;
+        let round = self.decoder.decode_round(RoundLimits::default(), |f| frames.push(f))?;
         if let Some(raw) = &mut self.raw {
             raw.shrink_to(self.decoder.staged().min(raw.bytes()));
         }
@@ -376,18 +321,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// Sends the handshake and waits for its reply (frames before it are dropped).
     async fn handshake(&mut self) -> Result<(), SlotError> {
         let request: Request = Handshake::default().into();
-        self.write_request(HANDSHAKE_MSG_ID, &request)
-            .await
-            .map_err(|e| SlotError::Handshake(e.to_string()))?;
+        self.write_request(HANDSHAKE_MSG_ID, &request).await.map_err(|e| SlotError::Handshake(e.to_string()))?;
         loop {
-            while let Some(frame) = self
-                .decoder
-                .next_frame()
-                .map_err(|e| SlotError::Handshake(e.to_string()))?
-            {
-                if frame.header.msg_id == HANDSHAKE_MSG_ID
-                    && frame.header.msg_type == Handshake::MSG_TYPE
-                {
+            while let Some(frame) = self.decoder.next_frame().map_err(|e| SlotError::Handshake(e.to_string()))? {
+                if frame.header.msg_id == HANDSHAKE_MSG_ID && frame.header.msg_type == Handshake::MSG_TYPE {
                     return Handshake::default()
                         .parse_reply(&frame.payload)
                         .map(|reply| debug!(server = %reply.server_name, "handshake done"))

@@ -23,10 +23,7 @@ pub struct Endpoint {
 impl Endpoint {
     /// An endpoint.
     pub fn new(host: impl Into<String>, port: u16) -> Self {
-        Self {
-            host: host.into(),
-            port,
-        }
+        Self { host: host.into(), port }
     }
 }
 
@@ -117,12 +114,7 @@ impl SupervisorConfig {
 
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field, reason: &str| {
-            Err(ConfigError {
-                field,
-                reason: reason.to_owned(),
-            })
-        };
+        let err = |field, reason: &str| Err(ConfigError { field, reason: reason.to_owned() });
         if self.endpoints.is_empty() {
             return err("endpoints", "at least one endpoint is needed");
         }
@@ -145,10 +137,7 @@ impl SupervisorConfig {
         if self.pool_size() > SLOTS_MAX {
             return Err(ConfigError {
                 field: "connections_per_server",
-                reason: format!(
-                    "pool of {} slots exceeds the maximum of {SLOTS_MAX}",
-                    self.pool_size()
-                ),
+                reason: format!("pool of {} slots exceeds the maximum of {SLOTS_MAX}", self.pool_size()),
             });
         }
         if self.push_frames_max == 0 {
@@ -181,10 +170,7 @@ mod tests {
     use super::*;
 
     fn config() -> SupervisorConfig {
-        SupervisorConfig {
-            endpoints: vec![Endpoint::new("127.0.0.1", 7709); 2],
-            ..Default::default()
-        }
+        SupervisorConfig { endpoints: vec![Endpoint::new("127.0.0.1", 7709); 2], ..Default::default() }
     }
 
     #[test]
@@ -200,48 +186,12 @@ mod tests {
     fn errors_name_the_field() {
         let cases: Vec<(&str, SupervisorConfig)> = vec![
             ("endpoints", SupervisorConfig::default()),
-            (
-                "server_count",
-                SupervisorConfig {
-                    server_count: 3,
-                    ..config()
-                },
-            ),
-            (
-                "connections_per_server",
-                SupervisorConfig {
-                    connections_per_server: 0,
-                    ..config()
-                },
-            ),
-            (
-                "connections_per_server",
-                SupervisorConfig {
-                    connections_per_server: SLOTS_MAX,
-                    ..config()
-                },
-            ),
-            (
-                "heartbeat_interval",
-                SupervisorConfig {
-                    heartbeat_interval: Some(Duration::ZERO),
-                    ..config()
-                },
-            ),
-            (
-                "backoff_min",
-                SupervisorConfig {
-                    backoff_min: Duration::from_secs(10),
-                    ..config()
-                },
-            ),
-            (
-                "push_bytes_max",
-                SupervisorConfig {
-                    push_bytes_max: 0,
-                    ..config()
-                },
-            ),
+            ("server_count", SupervisorConfig { server_count: 3, ..config() }),
+            ("connections_per_server", SupervisorConfig { connections_per_server: 0, ..config() }),
+            ("connections_per_server", SupervisorConfig { connections_per_server: SLOTS_MAX, ..config() }),
+            ("heartbeat_interval", SupervisorConfig { heartbeat_interval: Some(Duration::ZERO), ..config() }),
+            ("backoff_min", SupervisorConfig { backoff_min: Duration::from_secs(10), ..config() }),
+            ("push_bytes_max", SupervisorConfig { push_bytes_max: 0, ..config() }),
         ];
         for (field, c) in cases {
             let e = c.validate().unwrap_err();

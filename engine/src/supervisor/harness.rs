@@ -106,9 +106,7 @@ impl World {
         let servers = 1 + rng.below(4) as usize;
         let per_server = 1 + rng.below(4) as usize;
         let config = SupervisorConfig {
-            endpoints: (0..servers + 2)
-                .map(|i| Endpoint::new("sim", 7709 + i as u16))
-                .collect(),
+            endpoints: (0..servers + 2).map(|i| Endpoint::new("sim", 7709 + i as u16)).collect(),
             server_count: servers,
             connections_per_server: per_server,
             max_pending_requests: 1 + rng.below(32) as usize,
@@ -171,23 +169,8 @@ impl World {
     }
 
     /// The slot task for this generation fails after `after`.
-    fn fail_later(
-        &mut self,
-        after: Duration,
-        slot: SlotId,
-        epoch: Epoch,
-        generation: Generation,
-        error: SlotError,
-    ) {
-        self.schedule(
-            after,
-            Event::Slot(Input::SlotFailed {
-                slot,
-                epoch,
-                generation,
-                error,
-            }),
-        );
+    fn fail_later(&mut self, after: Duration, slot: SlotId, epoch: Epoch, generation: Generation, error: SlotError) {
+        self.schedule(after, Event::Slot(Input::SlotFailed { slot, epoch, generation, error }));
     }
 
     fn trace(&mut self, what: &str) {
@@ -198,18 +181,11 @@ impl World {
     }
 
     pub(crate) fn handle(&mut self, input: Input) {
-        if let Input::SlotFailed {
-            slot, generation, ..
-        } = &input
-        {
+        if let Input::SlotFailed { slot, generation, .. } = &input {
             // The slot task ends as it reports its failure.
             self.conns.remove(&(slot.0, generation.0));
         }
-        let line = format!(
-            "{:?} {}",
-            self.now - self.t0,
-            describe_input(&input, self.t0)
-        );
+        let line = format!("{:?} {}", self.now - self.t0, describe_input(&input, self.t0));
         self.trace(&line);
         self.sup.handle(self.now, input);
         self.drain();
@@ -227,12 +203,7 @@ impl World {
 
     fn act(&mut self, action: Action) {
         match action {
-            Action::Connect {
-                slot,
-                epoch,
-                generation,
-                ..
-            } => {
+            Action::Connect { slot, epoch, generation, .. } => {
                 self.conns.insert((slot.0, generation.0));
                 if self.chance(self.faults.connect_hang) {
                     return; // the Supervisor's connect deadline must notice
@@ -242,31 +213,10 @@ impl World {
                     let error = SlotError::Connect("refused".into());
                     return self.fail_later(after, slot, epoch, generation, error);
                 }
-                self.schedule(
-                    after,
-                    Event::Slot(Input::SlotConnected {
-                        slot,
-                        epoch,
-                        generation,
-                    }),
-                );
-                self.schedule(
-                    after * 2,
-                    Event::Slot(Input::SlotReady {
-                        slot,
-                        epoch,
-                        generation,
-                    }),
-                );
+                self.schedule(after, Event::Slot(Input::SlotConnected { slot, epoch, generation }));
+                self.schedule(after * 2, Event::Slot(Input::SlotReady { slot, epoch, generation }));
             }
-            Action::Send {
-                slot,
-                epoch,
-                generation,
-                msg_id,
-                request,
-                ..
-            } => {
+            Action::Send { slot, epoch, generation, msg_id, request, .. } => {
                 let key = (slot.0, generation.0);
                 assert!(
                     self.conns.contains(&key),
@@ -280,10 +230,7 @@ impl World {
                     _ => None,
                 };
                 if let Some(id) = id {
-                    let record = self
-                        .records
-                        .get_mut(&id)
-                        .expect("sent requests were submitted");
+                    let record = self.records.get_mut(&id).expect("sent requests were submitted");
                     record.sends += 1;
                     if record.sends == 1 && !record.pinned {
                         assert!(
@@ -296,15 +243,7 @@ impl World {
                     }
                 }
                 let write = Duration::from_micros(10 + self.rng.below(100));
-                self.schedule(
-                    write,
-                    Event::Slot(Input::SendCompleted {
-                        slot,
-                        epoch,
-                        generation,
-                        msg_id,
-                    }),
-                );
+                self.schedule(write, Event::Slot(Input::SendCompleted { slot, epoch, generation, msg_id }));
                 let after = write + self.latency();
                 let msg_type = request.msg_type();
                 let body = match (&*request, id) {
@@ -317,27 +256,13 @@ impl World {
                 }
                 if self.chance(self.faults.push) {
                     let header = frame_header(msg_id.wrapping_add(7).max(1), 0x0547);
-                    let body =
-                        FrameBody::Raw(Bytes::from(vec![0x93; 1 + self.rng.below(200) as usize]));
-                    self.schedule(
-                        after / 2,
-                        Event::Slot(Input::Frame {
-                            slot,
-                            epoch,
-                            generation,
-                            header,
-                            body,
-                        }),
-                    );
+                    let body = FrameBody::Raw(Bytes::from(vec![0x93; 1 + self.rng.below(200) as usize]));
+                    self.schedule(after / 2, Event::Slot(Input::Frame { slot, epoch, generation, header, body }));
                 }
                 if self.chance(self.faults.reply_drop) {
                     return;
                 }
-                let reply_id = if self.chance(self.faults.zero_msg_id) {
-                    0
-                } else {
-                    msg_id
-                };
+                let reply_id = if self.chance(self.faults.zero_msg_id) { 0 } else { msg_id };
                 let body = if self.chance(self.faults.reply_invalid) {
                     FrameBody::Invalid(crate::proto::ProtoError::VarintUnterminated)
                 } else {
@@ -350,32 +275,13 @@ impl World {
                         FrameBody::Reply(r) => FrameBody::Reply(r.clone()),
                         other => other.clone(),
                     };
-                    let input = Input::Frame {
-                        slot,
-                        epoch,
-                        generation,
-                        header,
-                        body: copy,
-                    };
+                    let input = Input::Frame { slot, epoch, generation, header, body: copy };
                     let later = after + self.latency();
                     self.schedule(later, Event::Slot(input));
                 }
-                self.schedule(
-                    after,
-                    Event::Slot(Input::Frame {
-                        slot,
-                        epoch,
-                        generation,
-                        header,
-                        body,
-                    }),
-                );
+                self.schedule(after, Event::Slot(Input::Frame { slot, epoch, generation, header, body }));
             }
-            Action::Retire {
-                slot,
-                epoch,
-                generation,
-            } => {
+            Action::Retire { slot, epoch, generation } => {
                 assert!(
                     self.conns.remove(&(slot.0, generation.0)),
                     "seed {}: retire of slot {} generation {} that has no connection",
@@ -384,45 +290,22 @@ impl World {
                     generation.0
                 );
                 let after = Duration::from_micros(50 + self.rng.below(500));
-                self.schedule(
-                    after,
-                    Event::Slot(Input::SlotClosed {
-                        slot,
-                        epoch,
-                        generation,
-                    }),
-                );
+                self.schedule(after, Event::Slot(Input::SlotClosed { slot, epoch, generation }));
             }
             Action::Complete { id, outcome } => {
                 let record = self.records.entry(id.0).or_default();
-                assert!(
-                    record.completed.is_none(),
-                    "seed {}: request {} completed twice",
-                    self.seed,
-                    id.0
-                );
+                assert!(record.completed.is_none(), "seed {}: request {} completed twice", self.seed, id.0);
                 let outcome = outcome.map(|reply| match *reply {
                     Reply::SecurityCount(n) => n,
-                    other => panic!(
-                        "seed {}: request {} got a foreign reply {other:?}",
-                        self.seed, id.0
-                    ),
+                    other => panic!("seed {}: request {} got a foreign reply {other:?}", self.seed, id.0),
                 });
                 if let Ok(n) = outcome {
-                    assert_eq!(
-                        n, id.0 as u16,
-                        "seed {}: request {} got another caller's reply",
-                        self.seed, id.0
-                    );
+                    assert_eq!(n, id.0 as u16, "seed {}: request {} got another caller's reply", self.seed, id.0);
                 }
                 record.completed = Some(outcome);
             }
             Action::PinGranted { id, slot } => {
-                assert!(
-                    self.pins.insert(id.0, Some(slot)).is_some(),
-                    "seed {}: grant of an unknown pin",
-                    self.seed
-                );
+                assert!(self.pins.insert(id.0, Some(slot)).is_some(), "seed {}: grant of an unknown pin", self.seed);
             }
             Action::PinEnded { id, .. } => {
                 self.pins.remove(&id.0);
@@ -436,11 +319,7 @@ impl World {
     /// whichever is first and no later than `until`. False when idle.
     pub(crate) fn step(&mut self, until: Instant) -> bool {
         self.steps += 1;
-        assert!(
-            self.steps < STEPS_MAX,
-            "seed {}: no convergence after {STEPS_MAX} steps",
-            self.seed
-        );
+        assert!(self.steps < STEPS_MAX, "seed {}: no convergence after {STEPS_MAX} steps", self.seed);
         let next_event = self.queue.peek().map(|Reverse((t, _, _))| *t);
         let next_timer = self.sup.poll_timeout();
         let next = match (next_event, next_timer) {
@@ -472,34 +351,15 @@ impl World {
     pub(crate) fn submit(&mut self, timeout: Duration, pin: Option<PinId>) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        self.records.insert(
-            id,
-            Record {
-                pinned: pin.is_some(),
-                ..Default::default()
-            },
-        );
-        let request = Arc::new(Request::from(SecurityCount {
-            market: Market::Sz,
-            client_date: id as u32,
-        }));
+        self.records.insert(id, Record { pinned: pin.is_some(), ..Default::default() });
+        let request = Arc::new(Request::from(SecurityCount { market: Market::Sz, client_date: id as u32 }));
         let deadline = self.now + timeout;
-        self.handle(Input::Submit {
-            id: RequestId(id),
-            request,
-            deadline,
-            retry_safe: true,
-            pin,
-        });
+        self.handle(Input::Submit { id: RequestId(id), request, deadline, retry_safe: true, pin });
         id
     }
 
     pub(crate) fn outstanding(&self) -> Vec<u64> {
-        self.records
-            .iter()
-            .filter(|(_, r)| r.completed.is_none())
-            .map(|(id, _)| *id)
-            .collect()
+        self.records.iter().filter(|(_, r)| r.completed.is_none()).map(|(id, _)| *id).collect()
     }
 
     pub(crate) fn outcome(&self, id: u64) -> Option<&Result<u16, RequestError>> {
@@ -535,11 +395,7 @@ impl World {
         let horizon = self.now + Duration::from_secs(30);
         self.run_until(horizon);
         let stuck = self.outstanding();
-        assert!(
-            stuck.is_empty(),
-            "seed {}: requests never ended: {stuck:?}",
-            self.seed
-        );
+        assert!(stuck.is_empty(), "seed {}: requests never ended: {stuck:?}", self.seed);
         // The healed engine serves new work.
         let id = self.submit(Duration::from_secs(20), None);
         let until = self.now + Duration::from_secs(20);
@@ -549,56 +405,21 @@ impl World {
             Some(&Ok(id as u16)),
             "seed {}: healed engine did not serve; slots: {:?}",
             self.seed,
-            self.sup
-                .diagnostics()
-                .slots
-                .iter()
-                .map(|s| (s.state, s.generation.0, s.pin))
-                .collect::<Vec<_>>()
+            self.sup.diagnostics().slots.iter().map(|s| (s.state, s.generation.0, s.pin)).collect::<Vec<_>>()
         );
         self.handle(Input::Close);
         let refused = self.submit(Duration::from_secs(1), None);
-        assert_eq!(
-            self.outcome(refused),
-            Some(&Err(RequestError::Closed)),
-            "seed {}: admitted after close",
-            self.seed
-        );
+        assert_eq!(self.outcome(refused), Some(&Err(RequestError::Closed)), "seed {}: admitted after close", self.seed);
         let until = self.now + Duration::from_secs(10);
         self.run_until(until);
-        assert_eq!(
-            self.sup.close_state(),
-            CloseState::Closed,
-            "seed {}: close did not finish",
-            self.seed
-        );
-        assert!(
-            self.conns.is_empty(),
-            "seed {}: connections left after close: {:?}",
-            self.seed,
-            self.conns
-        );
-        let never: Vec<_> = self
-            .records
-            .iter()
-            .filter(|(_, r)| r.completed.is_none())
-            .map(|(id, _)| id)
-            .collect();
-        assert!(
-            never.is_empty(),
-            "seed {}: requests with no outcome: {never:?}",
-            self.seed
-        );
+        assert_eq!(self.sup.close_state(), CloseState::Closed, "seed {}: close did not finish", self.seed);
+        assert!(self.conns.is_empty(), "seed {}: connections left after close: {:?}", self.seed, self.conns);
+        let never: Vec<_> = self.records.iter().filter(|(_, r)| r.completed.is_none()).map(|(id, _)| id).collect();
+        assert!(never.is_empty(), "seed {}: requests with no outcome: {never:?}", self.seed);
     }
 
     pub(crate) fn slots_busy(&self) -> BTreeSet<u32> {
-        self.sup
-            .diagnostics()
-            .slots
-            .iter()
-            .filter(|s| s.in_flight)
-            .map(|s| s.slot)
-            .collect()
+        self.sup.diagnostics().slots.iter().filter(|s| s.in_flight).map(|s| s.slot).collect()
     }
 }
 
@@ -606,19 +427,8 @@ impl World {
 /// (absolute `Instant`s differ between runs).
 fn describe_input(input: &Input, t0: Instant) -> String {
     match input {
-        Input::Submit {
-            id,
-            request,
-            deadline,
-            pin,
-            ..
-        } => {
-            format!(
-                "submit {} {} {:?} {pin:?}",
-                id.0,
-                request.name(),
-                *deadline - t0
-            )
+        Input::Submit { id, request, deadline, pin, .. } => {
+            format!("submit {} {} {:?} {pin:?}", id.0, request.name(), *deadline - t0)
         }
         Input::Pin { id, deadline } => format!("pin {} {:?}", id.0, *deadline - t0),
         other => format!("{other:?}"),
@@ -628,47 +438,18 @@ fn describe_input(input: &Input, t0: Instant) -> String {
 /// A trace line for an action, with relative times.
 fn describe_action(action: &Action, t0: Instant) -> String {
     match action {
-        Action::Connect {
-            slot,
-            generation,
-            endpoint,
-            deadline,
-            ..
-        } => {
-            format!(
-                "connect {} {} {endpoint} {:?}",
-                slot.0,
-                generation.0,
-                *deadline - t0
-            )
+        Action::Connect { slot, generation, endpoint, deadline, .. } => {
+            format!("connect {} {} {endpoint} {:?}", slot.0, generation.0, *deadline - t0)
         }
-        Action::Send {
-            slot,
-            generation,
-            msg_id,
-            request,
-            ..
-        } => {
-            format!(
-                "send {} {} {msg_id} {}",
-                slot.0,
-                generation.0,
-                request.name()
-            )
+        Action::Send { slot, generation, msg_id, request, .. } => {
+            format!("send {} {} {msg_id} {}", slot.0, generation.0, request.name())
         }
         other => format!("{other:?}"),
     }
 }
 
 fn frame_header(msg_id: u32, msg_type: u16) -> ResponseHeader {
-    ResponseHeader {
-        control: 0x0c,
-        msg_id,
-        reserved: 0,
-        msg_type,
-        zip_length: 0,
-        length: 0,
-    }
+    ResponseHeader { control: 0x0c, msg_id, reserved: 0, msg_type, zip_length: 0, length: 0 }
 }
 
 /// Runs one seeded world: a phase of random work under faults, then heal.
@@ -680,11 +461,7 @@ pub(crate) fn run_seed(seed: u64) -> (u64, Counters) {
         match world.rng().below(10) {
             0..=4 => {
                 let timeout = Duration::from_millis(1 + world.rng().below(3000));
-                let pin = if world.rng().below(8) == 0 {
-                    world.random_pin()
-                } else {
-                    None
-                };
+                let pin = if world.rng().below(8) == 0 { world.random_pin() } else { None };
                 world.submit(timeout, pin);
             }
             5 => {
@@ -706,9 +483,7 @@ pub(crate) fn run_seed(seed: u64) -> (u64, Counters) {
                 if world.rng().below(20) == 0 {
                     let n = world.sup.config().server_count + world.rng().below(3) as usize;
                     let port = 8000 + world.rng().below(1000) as u16;
-                    let endpoints = (0..n)
-                        .map(|i| Endpoint::new("sim", port + i as u16))
-                        .collect();
+                    let endpoints = (0..n).map(|i| Endpoint::new("sim", port + i as u16)).collect();
                     world.handle(Input::NewEpoch { endpoints });
                 } else {
                     let max = world.rng().below(8) as usize;

@@ -167,9 +167,7 @@ impl Supervisor {
         let pool_size = config.pool_size();
         let mut rng = Rng::new(config.rng_seed);
         let next_msg_id = (rng.next_u64() as u32).max(1);
-        let slots = (0..pool_size)
-            .map(|i| Slot::new(i / config.connections_per_server, now))
-            .collect();
+        let slots = (0..pool_size).map(|i| Slot::new(i / config.connections_per_server, now)).collect();
         let mut sup = Self {
             pushes: PushBuffer::new(config.push_frames_max, config.push_bytes_max),
             config,
@@ -284,50 +282,20 @@ impl Supervisor {
         }
         self.fire_timers();
         match input {
-            Input::Submit {
-                id,
-                request,
-                deadline,
-                retry_safe,
-                pin,
-            } => self.submit(id, request, deadline, retry_safe, pin),
+            Input::Submit { id, request, deadline, retry_safe, pin } => {
+                self.submit(id, request, deadline, retry_safe, pin)
+            }
             Input::Cancel { id } => self.cancel(id),
             Input::Pin { id, deadline } => self.pin(id, deadline),
             Input::Unpin { id } => self.end_pin(id, RequestError::Cancelled),
-            Input::SlotConnected {
-                slot,
-                epoch,
-                generation,
-            } => self.slot_connected(slot, epoch, generation),
-            Input::SlotReady {
-                slot,
-                epoch,
-                generation,
-            } => self.slot_ready(slot, epoch, generation),
-            Input::SlotFailed {
-                slot,
-                epoch,
-                generation,
-                error,
-            } => self.slot_failed(slot, epoch, generation, error),
-            Input::SlotClosed {
-                slot,
-                epoch,
-                generation,
-            } => self.slot_closed(slot, epoch, generation),
-            Input::SendCompleted {
-                slot,
-                epoch,
-                generation,
-                msg_id,
-            } => self.send_completed(slot, epoch, generation, msg_id),
-            Input::Frame {
-                slot,
-                epoch,
-                generation,
-                header,
-                body,
-            } => self.frame(slot, epoch, generation, header, body),
+            Input::SlotConnected { slot, epoch, generation } => self.slot_connected(slot, epoch, generation),
+            Input::SlotReady { slot, epoch, generation } => self.slot_ready(slot, epoch, generation),
+            Input::SlotFailed { slot, epoch, generation, error } => self.slot_failed(slot, epoch, generation, error),
+            Input::SlotClosed { slot, epoch, generation } => self.slot_closed(slot, epoch, generation),
+            Input::SendCompleted { slot, epoch, generation, msg_id } => {
+                self.send_completed(slot, epoch, generation, msg_id)
+            }
+            Input::Frame { slot, epoch, generation, header, body } => self.frame(slot, epoch, generation, header, body),
             Input::ReadPushes { max } => self.read_pushes(max),
             Input::Tick => {}
             Input::NewEpoch { endpoints } => self.new_epoch(endpoints),
@@ -349,10 +317,7 @@ impl Supervisor {
 
     fn refuse(&mut self, id: RequestId, error: RequestError) {
         self.counters.refused += 1;
-        self.actions.push_back(Action::Complete {
-            id,
-            outcome: Err(error),
-        });
+        self.actions.push_back(Action::Complete { id, outcome: Err(error) });
     }
 
     fn submit(
@@ -381,11 +346,7 @@ impl Supervisor {
         }
         let place = match pin {
             Some(p) => {
-                self.pins
-                    .get_mut(&p)
-                    .expect("checked above")
-                    .queue
-                    .push_back(id);
+                self.pins.get_mut(&p).expect("checked above").queue.push_back(id);
                 Place::PinQueued(p)
             }
             None => {
@@ -393,17 +354,7 @@ impl Supervisor {
                 Place::Queued
             }
         };
-        self.requests.insert(
-            id,
-            Req {
-                request,
-                deadline,
-                retry_safe,
-                retried: false,
-                pin,
-                place,
-            },
-        );
+        self.requests.insert(id, Req { request, deadline, retry_safe, retried: false, pin, place });
         self.waiting += 1;
         self.counters.admitted += 1;
         self.timers.set(deadline, Timer::Request(id));
@@ -444,10 +395,7 @@ impl Supervisor {
     }
 
     fn lease(&mut self, id: RequestId, slot: SlotId) {
-        let req = self
-            .requests
-            .get_mut(&id)
-            .expect("waiters hold live requests");
+        let req = self.requests.get_mut(&id).expect("waiters hold live requests");
         debug_assert!(matches!(req.place, Place::Queued | Place::PinQueued(_)));
         req.place = Place::OnSlot(slot);
         let request = req.request.clone();
@@ -459,26 +407,10 @@ impl Supervisor {
     fn start_exchange(&mut self, slot: SlotId, owner: Owner, request: Arc<Request>) {
         let msg_id = self.take_msg_id();
         let s = &mut self.slots[slot.index()];
-        assert!(
-            matches!(s.state, SlotState::Ready),
-            "one exchange per socket: slot {} is {}",
-            slot.0,
-            s.state.name()
-        );
-        s.state = SlotState::Busy(Exchange {
-            owner,
-            msg_id,
-            msg_type: request.msg_type(),
-            sent_at: None,
-        });
+        assert!(matches!(s.state, SlotState::Ready), "one exchange per socket: slot {} is {}", slot.0, s.state.name());
+        s.state = SlotState::Busy(Exchange { owner, msg_id, msg_type: request.msg_type(), sent_at: None });
         let generation = s.generation;
-        self.actions.push_back(Action::Send {
-            slot,
-            epoch: self.epoch,
-            generation,
-            msg_id,
-            request,
-        });
+        self.actions.push_back(Action::Send { slot, epoch: self.epoch, generation, msg_id, request });
     }
 
     fn take_msg_id(&mut self) -> u32 {
@@ -551,11 +483,8 @@ impl Supervisor {
         let Some(req) = self.requests.get_mut(&id) else {
             return;
         };
-        let retry = req.retry_safe
-            && !req.retried
-            && req.pin.is_none()
-            && self.now < req.deadline
-            && !self.close.is_closing();
+        let retry =
+            req.retry_safe && !req.retried && req.pin.is_none() && self.now < req.deadline && !self.close.is_closing();
         if !retry {
             return self.finish(id, Err(error));
         }
@@ -598,13 +527,7 @@ impl Supervisor {
         let (generation, endpoint) = (s.generation, s.endpoint);
         self.timers.set(deadline, Timer::Connect(slot, generation));
         self.counters.connects += 1;
-        self.actions.push_back(Action::Connect {
-            slot,
-            epoch: self.epoch,
-            generation,
-            endpoint,
-            deadline,
-        });
+        self.actions.push_back(Action::Connect { slot, epoch: self.epoch, generation, endpoint, deadline });
     }
 
     /// Checks that a slot event is for a known slot and the current epoch
@@ -627,10 +550,7 @@ impl Supervisor {
         if !self.current(slot, epoch, generation) {
             return false;
         }
-        let live = !matches!(
-            self.slots[slot.index()].state,
-            SlotState::Disconnected | SlotState::Retiring { .. }
-        );
+        let live = !matches!(self.slots[slot.index()].state, SlotState::Disconnected | SlotState::Retiring { .. });
         if !live {
             self.ignore("event for a generation that has no connection");
         }
@@ -656,27 +576,16 @@ impl Supervisor {
         match s.state {
             SlotState::Connecting { deadline } | SlotState::Handshaking { deadline } => {
                 s.consecutive_failures = 0;
-                self.timers
-                    .cancel(deadline, Timer::Connect(slot, generation));
+                self.timers.cancel(deadline, Timer::Connect(slot, generation));
                 self.release(slot);
             }
             _ => self.ignore("ready while not connecting"),
         }
     }
 
-    fn slot_failed(
-        &mut self,
-        slot: SlotId,
-        epoch: Epoch,
-        generation: Generation,
-        error: SlotError,
-    ) {
+    fn slot_failed(&mut self, slot: SlotId, epoch: Epoch, generation: Generation, error: SlotError) {
         let state = self.slots.get(slot.index()).map(|s| s.state);
-        if let Some(SlotState::Retiring {
-            epoch: retired_epoch,
-            retired,
-        }) = state
-        {
+        if let Some(SlotState::Retiring { epoch: retired_epoch, retired }) = state {
             if retired == generation && epoch == retired_epoch {
                 return self.slot_closed(slot, epoch, generation);
             }
@@ -687,8 +596,7 @@ impl Supervisor {
         tracing::debug!(slot = slot.0, ?error, "slot failed");
         let s = &mut self.slots[slot.index()];
         if let SlotState::Connecting { deadline } | SlotState::Handshaking { deadline } = s.state {
-            self.timers
-                .cancel(deadline, Timer::Connect(slot, generation));
+            self.timers.cancel(deadline, Timer::Connect(slot, generation));
         }
         // The task has ended and its socket is closed: no Retire needed.
         let previous = self.end_generation(slot, true);
@@ -702,10 +610,9 @@ impl Supervisor {
             return self.ignore("event for an unknown slot");
         };
         match s.state {
-            SlotState::Retiring {
-                epoch: retired_epoch,
-                retired,
-            } if retired == generation && epoch == retired_epoch => {
+            SlotState::Retiring { epoch: retired_epoch, retired }
+                if retired == generation && epoch == retired_epoch =>
+            {
                 s.state = SlotState::Disconnected;
                 self.schedule_reconnect(slot);
             }
@@ -747,15 +654,8 @@ impl Supervisor {
             self.timers.cancel(deadline, Timer::Connect(slot, retired));
         }
         let previous = self.end_generation(slot, failure.is_some());
-        self.slots[slot.index()].state = SlotState::Retiring {
-            epoch: self.epoch,
-            retired,
-        };
-        self.actions.push_back(Action::Retire {
-            slot,
-            epoch: self.epoch,
-            generation: retired,
-        });
+        self.slots[slot.index()].state = SlotState::Retiring { epoch: self.epoch, retired };
+        self.actions.push_back(Action::Retire { slot, epoch: self.epoch, generation: retired });
         self.after_generation(slot, previous, failure.unwrap_or(RequestError::Cancelled));
     }
 
@@ -768,10 +668,7 @@ impl Supervisor {
             return self.connect(slot);
         }
         let when = self.now + self.backoff(failures);
-        self.timers.set(
-            when,
-            Timer::Reconnect(slot, self.slots[slot.index()].generation),
-        );
+        self.timers.set(when, Timer::Reconnect(slot, self.slots[slot.index()].generation));
     }
 
     /// Exponential backoff with seeded jitter in `[base/2, base]`.
@@ -790,25 +687,13 @@ impl Supervisor {
         }
         let now = self.now;
         match &mut self.slots[slot.index()].state {
-            SlotState::Busy(ex) if ex.msg_id == msg_id && ex.sent_at.is_none() => {
-                ex.sent_at = Some(now)
-            }
+            SlotState::Busy(ex) if ex.msg_id == msg_id && ex.sent_at.is_none() => ex.sent_at = Some(now),
             _ => self.ignore("send completed for no exchange in flight"),
         }
     }
 
-    fn frame(
-        &mut self,
-        slot: SlotId,
-        epoch: Epoch,
-        generation: Generation,
-        header: ResponseHeader,
-        body: FrameBody,
-    ) {
-        let known = self
-            .slots
-            .get(slot.index())
-            .is_some_and(|s| epoch <= self.epoch && generation <= s.generation);
+    fn frame(&mut self, slot: SlotId, epoch: Epoch, generation: Generation, header: ResponseHeader, body: FrameBody) {
+        let known = self.slots.get(slot.index()).is_some_and(|s| epoch <= self.epoch && generation <= s.generation);
         if known && !(epoch == self.epoch && generation == self.slots[slot.index()].generation) {
             self.counters.stale_frames += 1;
             return;
@@ -819,28 +704,16 @@ impl Supervisor {
         let s = &mut self.slots[slot.index()];
         s.frames += 1;
         let matched = match s.state {
-            SlotState::Busy(ex) => {
-                ex.sent_at.is_some() && ex.msg_id == header.msg_id && ex.msg_type == header.msg_type
-            }
+            SlotState::Busy(ex) => ex.sent_at.is_some() && ex.msg_id == header.msg_id && ex.msg_type == header.msg_type,
             _ => false,
         };
         if matched {
-            let SlotState::Busy(ex) = s.state else {
-                unreachable!("matched implies busy")
-            };
+            let SlotState::Busy(ex) = s.state else { unreachable!("matched implies busy") };
             return self.reply(slot, ex, body);
         }
         if header.msg_id == 0 {
-            tracing::debug!(
-                slot = slot.0,
-                "frame with msg_id 0; retiring the connection"
-            );
-            return self.retire(
-                slot,
-                Some(RequestError::ConnectionLost(SlotError::Protocol(
-                    "msg_id 0".into(),
-                ))),
-            );
+            tracing::debug!(slot = slot.0, "frame with msg_id 0; retiring the connection");
+            return self.retire(slot, Some(RequestError::ConnectionLost(SlotError::Protocol("msg_id 0".into()))));
         }
         if s.last_msg_id == Some(header.msg_id) {
             self.counters.late_frames += 1;
@@ -850,11 +723,7 @@ impl Supervisor {
             FrameBody::Raw(payload) => {
                 s.bytes += payload.len() as u64;
                 self.counters.pushes += 1;
-                self.pushes.push(PushFrame {
-                    slot,
-                    header,
-                    payload,
-                });
+                self.pushes.push(PushFrame { slot, header, payload });
             }
             // The slot task parsed it, so it believed it was the reply; the
             // Supervisor's stricter match says no: treat it as stale.
@@ -873,10 +742,7 @@ impl Supervisor {
             }
             FrameBody::Raw(_) => {
                 self.counters.bad_replies += 1;
-                return self.retire(
-                    slot,
-                    Some(RequestError::BadReply("reply was not parsed".into())),
-                );
+                return self.retire(slot, Some(RequestError::BadReply("reply was not parsed".into())));
             }
         };
         let s = &mut self.slots[slot.index()];
@@ -891,23 +757,13 @@ impl Supervisor {
 
     fn read_pushes(&mut self, max: usize) {
         if let Some(dropped_total) = self.pushes.take_overflow() {
-            self.actions
-                .push_back(Action::PushOverflow { dropped_total });
+            self.actions.push_back(Action::PushOverflow { dropped_total });
         }
         for _ in 0..max {
-            let Some(PushFrame {
-                slot,
-                header,
-                payload,
-            }) = self.pushes.pop()
-            else {
+            let Some(PushFrame { slot, header, payload }) = self.pushes.pop() else {
                 break;
             };
-            self.actions.push_back(Action::Push {
-                slot,
-                header,
-                payload,
-            });
+            self.actions.push_back(Action::Push { slot, header, payload });
         }
     }
 
@@ -929,14 +785,7 @@ impl Supervisor {
         if let Some(reason) = refusal {
             return self.actions.push_back(Action::PinEnded { id, reason });
         }
-        self.pins.insert(
-            id,
-            Pin {
-                deadline,
-                slot: None,
-                queue: VecDeque::new(),
-            },
-        );
+        self.pins.insert(id, Pin { deadline, slot: None, queue: VecDeque::new() });
         self.waiters.push_back(Waiter::Pin(id));
         self.waiting += 1;
         self.timers.set(deadline, Timer::Pin(id));
@@ -1026,14 +875,9 @@ impl Supervisor {
         self.idle.remove(slot);
         let heartbeat = self.heartbeat.clone();
         self.start_exchange(slot, Owner::Heartbeat, heartbeat);
-        let SlotState::Busy(ex) = self.slots[slot.index()].state else {
-            unreachable!("exchange just started")
-        };
+        let SlotState::Busy(ex) = self.slots[slot.index()].state else { unreachable!("exchange just started") };
         self.counters.heartbeats += 1;
-        self.timers.set(
-            self.now + self.config.heartbeat_timeout,
-            Timer::HeartbeatReply(slot, generation, ex.msg_id),
-        );
+        self.timers.set(self.now + self.config.heartbeat_timeout, Timer::HeartbeatReply(slot, generation, ex.msg_id));
     }
 
     fn heartbeat_expired(&mut self, slot: SlotId, generation: Generation, msg_id: u32) {
@@ -1063,17 +907,9 @@ impl Supervisor {
                 }
                 Timer::Connect(slot, generation) => {
                     let s = &self.slots[slot.index()];
-                    let connecting = matches!(
-                        s.state,
-                        SlotState::Connecting { .. } | SlotState::Handshaking { .. }
-                    );
+                    let connecting = matches!(s.state, SlotState::Connecting { .. } | SlotState::Handshaking { .. });
                     if s.generation == generation && connecting {
-                        self.retire(
-                            slot,
-                            Some(RequestError::ConnectionLost(SlotError::Connect(
-                                "timed out".into(),
-                            ))),
-                        );
+                        self.retire(slot, Some(RequestError::ConnectionLost(SlotError::Connect("timed out".into()))));
                     }
                 }
                 Timer::Reconnect(slot, generation) => {
@@ -1086,9 +922,7 @@ impl Supervisor {
                     }
                 }
                 Timer::Heartbeat(slot, generation) => self.heartbeat_due(slot, generation),
-                Timer::HeartbeatReply(slot, generation, msg_id) => {
-                    self.heartbeat_expired(slot, generation, msg_id)
-                }
+                Timer::HeartbeatReply(slot, generation, msg_id) => self.heartbeat_expired(slot, generation, msg_id),
                 Timer::CloseGate => {
                     if self.close == CloseState::Closing {
                         self.set_close(CloseState::FailedClosing);
@@ -1126,12 +960,8 @@ impl Supervisor {
         }
         // Retire under the old epoch, so the old slot tasks' answers match.
         for i in 0..self.slots.len() {
-            if !matches!(
-                self.slots[i].state,
-                SlotState::Disconnected | SlotState::Retiring { .. }
-            ) {
-                let error =
-                    RequestError::ConnectionLost(SlotError::Io("engine epoch changed".into()));
+            if !matches!(self.slots[i].state, SlotState::Disconnected | SlotState::Retiring { .. }) {
+                let error = RequestError::ConnectionLost(SlotError::Io("engine epoch changed".into()));
                 self.retire(SlotId(i as u32), Some(error));
             }
         }
@@ -1162,9 +992,7 @@ impl Supervisor {
     fn fatal(&mut self, reason: String) {
         tracing::warn!(%reason, "engine fatal");
         match self.close {
-            CloseState::Running => {
-                self.begin_close(RequestError::Fatal(reason), CloseState::FailedClosing)
-            }
+            CloseState::Running => self.begin_close(RequestError::Fatal(reason), CloseState::FailedClosing),
             CloseState::Closing => self.set_close(CloseState::FailedClosing),
             _ => {}
         }
@@ -1192,16 +1020,12 @@ impl Supervisor {
             }
         }
         self.pushes.clear();
-        self.timers
-            .set(self.now + self.config.close_gate, Timer::CloseGate);
+        self.timers.set(self.now + self.config.close_gate, Timer::CloseGate);
         self.check_closed();
     }
 
     fn check_closed(&mut self) {
-        let all_closed = self
-            .slots
-            .iter()
-            .all(|s| matches!(s.state, SlotState::Disconnected));
+        let all_closed = self.slots.iter().all(|s| matches!(s.state, SlotState::Disconnected));
         if !all_closed {
             return;
         }
@@ -1229,30 +1053,15 @@ impl Supervisor {
     /// fuzzing and simulation, after every `handle`.
     #[doc(hidden)]
     pub fn check_invariants(&self) {
-        let queued = self
-            .requests
-            .values()
-            .filter(|r| !matches!(r.place, Place::OnSlot(_)))
-            .count();
+        let queued = self.requests.values().filter(|r| !matches!(r.place, Place::OnSlot(_))).count();
         let waiting_pins = self.pins.values().filter(|p| p.slot.is_none()).count();
         assert_eq!(self.waiting, queued + waiting_pins, "waiting count");
-        let on_slot = self
-            .requests
-            .values()
-            .filter(|r| matches!(r.place, Place::OnSlot(_)))
-            .count();
+        let on_slot = self.requests.values().filter(|r| matches!(r.place, Place::OnSlot(_))).count();
         assert_eq!(self.active, on_slot, "active count");
-        assert!(
-            self.waiting + self.active <= self.capacity(),
-            "admission bound"
-        );
+        assert!(self.waiting + self.active <= self.capacity(), "admission bound");
         assert_eq!(
             self.waiters.len(),
-            self.requests
-                .values()
-                .filter(|r| r.place == Place::Queued)
-                .count()
-                + waiting_pins
+            self.requests.values().filter(|r| r.place == Place::Queued).count() + waiting_pins
         );
         for (id, req) in &self.requests {
             if let Place::OnSlot(slot) = req.place {
@@ -1260,11 +1069,7 @@ impl Supervisor {
                     SlotState::Busy(ex) => {
                         assert_eq!(ex.owner, Owner::Request(*id), "slot carries its request")
                     }
-                    other => panic!(
-                        "request {id:?} on slot {} in state {}",
-                        slot.0,
-                        other.name()
-                    ),
+                    other => panic!("request {id:?} on slot {} in state {}", slot.0, other.name()),
                 }
             }
         }
@@ -1274,31 +1079,18 @@ impl Supervisor {
                 if let Owner::Request(id) = ex.owner {
                     // A request that ended (cancel, timeout) retires its slot, so a
                     // busy slot's request is always live and placed on it.
-                    assert_eq!(
-                        self.requests.get(&id).map(|r| r.place),
-                        Some(Place::OnSlot(slot))
-                    );
+                    assert_eq!(self.requests.get(&id).map(|r| r.place), Some(Place::OnSlot(slot)));
                 }
             }
             if self.idle.contains(slot) {
-                assert!(
-                    matches!(s.state, SlotState::Ready) && s.pin.is_none(),
-                    "idle slot {i} is ready and unpinned"
-                );
+                assert!(matches!(s.state, SlotState::Ready) && s.pin.is_none(), "idle slot {i} is ready and unpinned");
             }
             if let Some(p) = s.pin {
-                assert_eq!(
-                    self.pins.get(&p).and_then(|p| p.slot),
-                    Some(slot),
-                    "pinned slot {i} belongs to its pin"
-                );
+                assert_eq!(self.pins.get(&p).and_then(|p| p.slot), Some(slot), "pinned slot {i} belongs to its pin");
             }
         }
         if self.close.is_closing() {
-            assert!(
-                self.requests.is_empty() && self.pins.is_empty(),
-                "close ended every waiter"
-            );
+            assert!(self.requests.is_empty() && self.pins.is_empty(), "close ended every waiter");
         }
         if !self.waiters.is_empty() {
             assert_eq!(self.idle.len(), 0, "no idle slot while someone waits");

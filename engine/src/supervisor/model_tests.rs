@@ -15,10 +15,7 @@ fn seeds() -> Vec<u64> {
     if let Ok(seed) = std::env::var("TDX_SUPERVISOR_SEED") {
         return vec![seed.parse().expect("TDX_SUPERVISOR_SEED is a u64")];
     }
-    let count = std::env::var("TDX_SUPERVISOR_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200u64);
+    let count = std::env::var("TDX_SUPERVISOR_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(200u64);
     (0..count).collect()
 }
 
@@ -72,11 +69,7 @@ fn seeded_worlds_keep_every_invariant() {
 #[test]
 fn a_seed_replays_to_the_same_trace() {
     for seed in [1, 7, 99] {
-        assert_eq!(
-            run_seed(seed).0,
-            run_seed(seed).0,
-            "seed {seed} is not deterministic"
-        );
+        assert_eq!(run_seed(seed).0, run_seed(seed).0, "seed {seed} is not deterministic");
     }
     assert_ne!(run_seed(1).0, run_seed(2).0);
 }

@@ -36,10 +36,7 @@ pub(crate) struct PushBuffer {
 
 impl PushBuffer {
     pub(crate) fn new(frames_max: usize, bytes_max: usize) -> Self {
-        assert!(
-            frames_max > 0 && bytes_max > 0,
-            "push bounds must be positive"
-        );
+        assert!(frames_max > 0 && bytes_max > 0, "push bounds must be positive");
         Self {
             frames: VecDeque::new(),
             bytes: 0,
@@ -109,19 +106,9 @@ mod tests {
     use super::*;
 
     fn frame(n: usize) -> PushFrame {
-        let header = ResponseHeader {
-            control: 0x0c,
-            msg_id: 1,
-            reserved: 0,
-            msg_type: 0x547,
-            zip_length: 0,
-            length: 0,
-        };
-        PushFrame {
-            slot: SlotId(0),
-            header,
-            payload: Bytes::from(vec![0u8; n]),
-        }
+        let header =
+            ResponseHeader { control: 0x0c, msg_id: 1, reserved: 0, msg_type: 0x547, zip_length: 0, length: 0 };
+        PushFrame { slot: SlotId(0), header, payload: Bytes::from(vec![0u8; n]) }
     }
 
     #[test]
@@ -134,18 +121,10 @@ mod tests {
         assert_eq!(buffer.take_overflow(), Some(2));
         assert_eq!(buffer.take_overflow(), None, "reported once");
         buffer.push(frame(95));
-        assert_eq!(
-            (buffer.len(), buffer.bytes()),
-            (1, 95),
-            "byte bound drops the rest"
-        );
+        assert_eq!((buffer.len(), buffer.bytes()), (1, 95), "byte bound drops the rest");
         assert_eq!(buffer.take_overflow(), Some(5));
         buffer.push(frame(101));
-        assert_eq!(
-            buffer.len(),
-            1,
-            "a frame over the whole bound is itself dropped"
-        );
+        assert_eq!(buffer.len(), 1, "a frame over the whole bound is itself dropped");
         assert_eq!(buffer.dropped_total(), 6);
         assert!(buffer.pop().is_some());
         assert_eq!(buffer.bytes(), 0);

@@ -129,10 +129,7 @@ pub(crate) struct IdleSet {
 
 impl IdleSet {
     pub(crate) fn new(slots: usize) -> Self {
-        Self {
-            members: Vec::with_capacity(slots),
-            position: vec![None; slots],
-        }
+        Self { members: Vec::with_capacity(slots), position: vec![None; slots] }
     }
 
     pub(crate) fn insert(&mut self, slot: SlotId) {

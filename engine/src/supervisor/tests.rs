@@ -22,9 +22,7 @@ pub(super) struct Hand {
 
 pub(super) fn config(servers: usize, per_server: usize) -> SupervisorConfig {
     SupervisorConfig {
-        endpoints: (0..servers.max(1) + 1)
-            .map(|i| Endpoint::new("127.0.0.1", 7700 + i as u16))
-            .collect(),
+        endpoints: (0..servers.max(1) + 1).map(|i| Endpoint::new("127.0.0.1", 7700 + i as u16)).collect(),
         server_count: servers,
         connections_per_server: per_server,
         max_pending_requests: 4,
@@ -35,21 +33,11 @@ pub(super) fn config(servers: usize, per_server: usize) -> SupervisorConfig {
 }
 
 pub(super) fn count_request() -> Arc<Request> {
-    Arc::new(Request::from(SecurityCount {
-        market: Market::Sz,
-        client_date: 0,
-    }))
+    Arc::new(Request::from(SecurityCount { market: Market::Sz, client_date: 0 }))
 }
 
 pub(super) fn header(msg_id: u32, msg_type: u16) -> ResponseHeader {
-    ResponseHeader {
-        control: 0x0c,
-        msg_id,
-        reserved: 0,
-        msg_type,
-        zip_length: 2,
-        length: 2,
-    }
+    ResponseHeader { control: 0x0c, msg_id, reserved: 0, msg_type, zip_length: 2, length: 2 }
 }
 
 impl Hand {
@@ -57,12 +45,7 @@ impl Hand {
         let t0 = crate::test_support::time_origin();
         let slots = config.pool_size();
         let sup = Supervisor::new(config, t0).unwrap();
-        let mut hand = Self {
-            sup,
-            t0,
-            now: t0,
-            connects: vec![None; slots],
-        };
+        let mut hand = Self { sup, t0, now: t0, connects: vec![None; slots] };
         let actions = hand.drain();
         (hand, actions)
     }
@@ -74,13 +57,7 @@ impl Hand {
     fn drain(&mut self) -> Vec<Action> {
         let mut out = Vec::new();
         while let Some(action) = self.sup.poll_action() {
-            if let Action::Connect {
-                slot,
-                generation,
-                endpoint,
-                ..
-            } = action
-            {
+            if let Action::Connect { slot, generation, endpoint, .. } = action {
                 self.connects[slot.index()] = Some((generation, endpoint));
             }
             out.push(action);
@@ -101,16 +78,8 @@ impl Hand {
     pub(super) fn ready(&mut self, slot: u32) -> Vec<Action> {
         let generation = self.generation(slot);
         let (slot, epoch) = (SlotId(slot), Epoch(0));
-        let mut out = self.input(Input::SlotConnected {
-            slot,
-            epoch,
-            generation,
-        });
-        out.extend(self.input(Input::SlotReady {
-            slot,
-            epoch,
-            generation,
-        }));
+        let mut out = self.input(Input::SlotConnected { slot, epoch, generation });
+        out.extend(self.input(Input::SlotReady { slot, epoch, generation }));
         out
     }
 
@@ -124,40 +93,17 @@ impl Hand {
 
     pub(super) fn submit(&mut self, id: u64, timeout_ms: u64) -> Vec<Action> {
         let deadline = self.now + Duration::from_millis(timeout_ms);
-        self.input(Input::Submit {
-            id: RequestId(id),
-            request: count_request(),
-            deadline,
-            retry_safe: true,
-            pin: None,
-        })
+        self.input(Input::Submit { id: RequestId(id), request: count_request(), deadline, retry_safe: true, pin: None })
     }
 
     pub(super) fn sent(&mut self, slot: SlotId, msg_id: u32) -> Vec<Action> {
         let generation = self.generation(slot.0);
-        self.input(Input::SendCompleted {
-            slot,
-            epoch: Epoch(0),
-            generation,
-            msg_id,
-        })
+        self.input(Input::SendCompleted { slot, epoch: Epoch(0), generation, msg_id })
     }
 
-    pub(super) fn frame(
-        &mut self,
-        slot: SlotId,
-        msg_id: u32,
-        msg_type: u16,
-        body: FrameBody,
-    ) -> Vec<Action> {
+    pub(super) fn frame(&mut self, slot: SlotId, msg_id: u32, msg_type: u16, body: FrameBody) -> Vec<Action> {
         let generation = self.generation(slot.0);
-        self.input(Input::Frame {
-            slot,
-            epoch: Epoch(0),
-            generation,
-            header: header(msg_id, msg_type),
-            body,
-        })
+        self.input(Input::Frame { slot, epoch: Epoch(0), generation, header: header(msg_id, msg_type), body })
     }
 }
 
@@ -203,10 +149,7 @@ fn new_connects_every_slot_spread_over_servers() {
     assert_eq!(actions.len(), 6);
     let endpoints: Vec<usize> = hand.connects.iter().map(|c| c.unwrap().1).collect();
     assert_eq!(endpoints, vec![0, 0, 0, 1, 1, 1]);
-    assert!(
-        hand.sup.poll_timeout().is_some(),
-        "connect deadlines are armed"
-    );
+    assert!(hand.sup.poll_timeout().is_some(), "connect deadlines are armed");
 }
 
 #[test]
@@ -230,40 +173,18 @@ fn frame_before_send_boundary_or_with_wrong_type_is_a_push() {
     hand.ready_all();
     let (slot, msg_id) = the_send(&hand.submit(1, 1000));
     // Arrives before the request was fully written: not its reply.
-    assert!(hand
-        .frame(
-            slot,
-            msg_id,
-            COUNT,
-            FrameBody::Raw(Bytes::from_static(b"ab"))
-        )
-        .is_empty());
+    assert!(hand.frame(slot, msg_id, COUNT, FrameBody::Raw(Bytes::from_static(b"ab"))).is_empty());
     hand.sent(slot, msg_id);
     // Right id, wrong type: a push too; the request keeps waiting.
-    assert!(hand
-        .frame(
-            slot,
-            msg_id,
-            0x0547,
-            FrameBody::Raw(Bytes::from_static(b"cd"))
-        )
-        .is_empty());
+    assert!(hand.frame(slot, msg_id, 0x0547, FrameBody::Raw(Bytes::from_static(b"cd"))).is_empty());
     let pushes = hand.input(Input::ReadPushes { max: 10 });
-    assert_eq!(
-        pushes
-            .iter()
-            .filter(|a| matches!(a, Action::Push { .. }))
-            .count(),
-        2
-    );
+    assert_eq!(pushes.iter().filter(|a| matches!(a, Action::Push { .. })).count(), 2);
     assert_eq!(hand.sup.counters().pushes, 2);
     // Then it times out, and its generation is retired.
     hand.at_ms(1000);
     let out = hand.input(Input::Tick);
     assert_eq!(completions(&out), vec![(1, Err(RequestError::TimedOut))]);
-    assert!(out
-        .iter()
-        .any(|a| matches!(a, Action::Retire { slot: s, .. } if *s == slot)));
+    assert!(out.iter().any(|a| matches!(a, Action::Retire { slot: s, .. } if *s == slot)));
 }
 
 #[test]
@@ -298,10 +219,7 @@ fn admission_is_bounded_and_fifo() {
     for id in 1..=5 {
         assert!(completions(&hand.submit(id, 10_000)).is_empty());
     }
-    assert_eq!(
-        completions(&hand.submit(6, 10_000)),
-        vec![(6, Err(RequestError::PoolBusy))]
-    );
+    assert_eq!(completions(&hand.submit(6, 10_000)), vec![(6, Err(RequestError::PoolBusy))]);
     assert_eq!(hand.sup.counters().refused, 1);
     // Requests go out in submission order, one at a time.
     let mut order = Vec::new();
@@ -322,33 +240,19 @@ fn admission_is_bounded_and_fifo() {
 fn cancel_queued_removes_it_and_cancel_sent_retires_the_generation() {
     let (mut hand, _) = Hand::new(config(1, 1));
     hand.submit(1, 1000);
-    assert_eq!(
-        completions(&hand.input(Input::Cancel { id: RequestId(1) })),
-        vec![(1, Err(RequestError::Cancelled))]
-    );
+    assert_eq!(completions(&hand.input(Input::Cancel { id: RequestId(1) })), vec![(1, Err(RequestError::Cancelled))]);
     hand.ready_all();
-    assert!(
-        hand.input(Input::Tick).is_empty(),
-        "a cancelled request is never sent"
-    );
+    assert!(hand.input(Input::Tick).is_empty(), "a cancelled request is never sent");
     let (slot, msg_id) = the_send(&hand.submit(2, 1000));
     hand.sent(slot, msg_id);
     let out = hand.input(Input::Cancel { id: RequestId(2) });
     assert_eq!(completions(&out), vec![(2, Err(RequestError::Cancelled))]);
     let retired = hand.generation(0);
-    assert!(out
-        .iter()
-        .any(|a| matches!(a, Action::Retire { generation, .. } if *generation == retired)));
+    assert!(out.iter().any(|a| matches!(a, Action::Retire { generation, .. } if *generation == retired)));
     // The slot is reused only after the old generation closed: then it reconnects.
     assert!(the_send_none(&hand.submit(3, 1000)));
-    let out = hand.input(Input::SlotClosed {
-        slot,
-        epoch: Epoch(0),
-        generation: retired,
-    });
-    assert!(out
-        .iter()
-        .any(|a| matches!(a, Action::Connect { generation, .. } if *generation > retired)));
+    let out = hand.input(Input::SlotClosed { slot, epoch: Epoch(0), generation: retired });
+    assert!(out.iter().any(|a| matches!(a, Action::Connect { generation, .. } if *generation > retired)));
     let out = hand.ready(0);
     let (_, msg_id3) = the_send(&out);
     assert_ne!(msg_id3, msg_id);
@@ -367,29 +271,13 @@ fn retry_once_on_another_connection_within_the_deadline() {
     let (slot, msg_id) = the_send(&hand.submit(1, 5000));
     hand.sent(slot, msg_id);
     let generation = hand.generation(slot.0);
-    let out = hand.input(Input::SlotFailed {
-        slot,
-        epoch: Epoch(0),
-        generation,
-        error: SlotError::PeerClosed,
-    });
+    let out = hand.input(Input::SlotFailed { slot, epoch: Epoch(0), generation, error: SlotError::PeerClosed });
     let (other, _) = the_send(&out);
-    assert_ne!(
-        other, slot,
-        "resent on a live connection, not the failed one"
-    );
+    assert_ne!(other, slot, "resent on a live connection, not the failed one");
     assert_eq!(hand.sup.counters().retries, 1);
     let generation = hand.generation(other.0);
-    let out = hand.input(Input::SlotFailed {
-        slot: other,
-        epoch: Epoch(0),
-        generation,
-        error: SlotError::PeerClosed,
-    });
-    assert_eq!(
-        completions(&out),
-        vec![(1, Err(RequestError::ConnectionLost(SlotError::PeerClosed)))]
-    );
+    let out = hand.input(Input::SlotFailed { slot: other, epoch: Epoch(0), generation, error: SlotError::PeerClosed });
+    assert_eq!(completions(&out), vec![(1, Err(RequestError::ConnectionLost(SlotError::PeerClosed)))]);
 }
 
 #[test]
@@ -398,24 +286,14 @@ fn bad_reply_and_msg_id_zero_retire_and_retry() {
     hand.ready_all();
     let (slot, msg_id) = the_send(&hand.submit(1, 5000));
     hand.sent(slot, msg_id);
-    let out = hand.frame(
-        slot,
-        msg_id,
-        COUNT,
-        FrameBody::Invalid(crate::proto::ProtoError::VarintUnterminated),
-    );
+    let out = hand.frame(slot, msg_id, COUNT, FrameBody::Invalid(crate::proto::ProtoError::VarintUnterminated));
     assert!(out.iter().any(|a| matches!(a, Action::Retire { .. })));
     let (other, msg_id) = the_send(&out);
     hand.sent(other, msg_id);
     let out = hand.frame(other, 0, COUNT, FrameBody::Raw(Bytes::new()));
-    assert!(out
-        .iter()
-        .any(|a| matches!(a, Action::Retire { slot, .. } if *slot == other)));
+    assert!(out.iter().any(|a| matches!(a, Action::Retire { slot, .. } if *slot == other)));
     assert!(
-        matches!(
-            completions(&out)[..],
-            [(1, Err(RequestError::ConnectionLost(_)))]
-        ),
+        matches!(completions(&out)[..], [(1, Err(RequestError::ConnectionLost(_)))]),
         "second failure ends it: {out:?}"
     );
     assert_eq!(hand.sup.counters().bad_replies, 1);
@@ -426,24 +304,14 @@ fn timeouts_while_queued_and_connecting() {
     let (mut hand, _) = Hand::new(config(1, 1));
     hand.submit(1, 100);
     hand.at_ms(100);
-    assert_eq!(
-        completions(&hand.input(Input::Tick)),
-        vec![(1, Err(RequestError::TimedOut))]
-    );
+    assert_eq!(completions(&hand.input(Input::Tick)), vec![(1, Err(RequestError::TimedOut))]);
     // The connect deadline (8 s) retires the connecting generation and backs off.
     hand.at_ms(8000);
     let out = hand.input(Input::Tick);
     assert!(out.iter().any(|a| matches!(a, Action::Retire { .. })));
     let generation = hand.generation(0);
-    let out = hand.input(Input::SlotClosed {
-        slot: SlotId(0),
-        epoch: Epoch(0),
-        generation,
-    });
-    assert!(
-        out.iter().all(|a| !matches!(a, Action::Connect { .. })),
-        "reconnect waits for the backoff"
-    );
+    let out = hand.input(Input::SlotClosed { slot: SlotId(0), epoch: Epoch(0), generation });
+    assert!(out.iter().all(|a| !matches!(a, Action::Connect { .. })), "reconnect waits for the backoff");
     let due = hand.sup.poll_timeout().unwrap();
     assert!(due > hand.now && due <= hand.now + Duration::from_millis(50));
 }
@@ -455,12 +323,7 @@ fn repeated_failures_back_off_and_fall_back_to_the_next_endpoint() {
     for _ in 0..3 {
         let generation = hand.generation(0);
         let error = SlotError::Connect("refused".into());
-        hand.input(Input::SlotFailed {
-            slot: SlotId(0),
-            epoch: Epoch(0),
-            generation,
-            error,
-        });
+        hand.input(Input::SlotFailed { slot: SlotId(0), epoch: Epoch(0), generation, error });
         let due = hand.sup.poll_timeout().unwrap();
         delays.push(due - hand.now);
         hand.now = due;
@@ -468,11 +331,7 @@ fn repeated_failures_back_off_and_fall_back_to_the_next_endpoint() {
         assert!(out.iter().any(|a| matches!(a, Action::Connect { .. })));
     }
     assert!(delays[2] > delays[0], "backoff grows: {delays:?}");
-    assert_eq!(
-        hand.connects[0].unwrap().1,
-        1,
-        "after 3 failures the slot uses the next ranked endpoint"
-    );
+    assert_eq!(hand.connects[0].unwrap().1, 1, "after 3 failures the slot uses the next ranked endpoint");
 }
 
 #[test]
@@ -480,13 +339,8 @@ fn pins_are_exclusive_fifo_and_die_with_their_slot() {
     let (mut hand, _) = Hand::new(config(1, 2));
     hand.ready_all();
     let deadline = hand.now + Duration::from_secs(5);
-    let out = hand.input(Input::Pin {
-        id: PinId(1),
-        deadline,
-    });
-    let Some(Action::PinGranted { slot: pinned, .. }) = out.first() else {
-        panic!("{out:?}")
-    };
+    let out = hand.input(Input::Pin { id: PinId(1), deadline });
+    let Some(Action::PinGranted { slot: pinned, .. }) = out.first() else { panic!("{out:?}") };
     let pinned = *pinned;
     // Two requests on the pin run one after the other, on the pinned slot.
     let mut send = None;
@@ -519,23 +373,9 @@ fn pins_are_exclusive_fifo_and_die_with_their_slot() {
     hand.sent(slot, msg_id);
     // The pinned connection fails: the request in flight and the pin end.
     let generation = hand.generation(pinned.0);
-    let out = hand.input(Input::SlotFailed {
-        slot: pinned,
-        epoch: Epoch(0),
-        generation,
-        error: SlotError::PeerClosed,
-    });
-    assert!(matches!(
-        completions(&out)[..],
-        [(11, Err(RequestError::ConnectionLost(_)))]
-    ));
-    assert!(out.iter().any(|a| matches!(
-        a,
-        Action::PinEnded {
-            id: PinId(1),
-            reason: RequestError::PinLost
-        }
-    )));
+    let out = hand.input(Input::SlotFailed { slot: pinned, epoch: Epoch(0), generation, error: SlotError::PeerClosed });
+    assert!(matches!(completions(&out)[..], [(11, Err(RequestError::ConnectionLost(_)))]));
+    assert!(out.iter().any(|a| matches!(a, Action::PinEnded { id: PinId(1), reason: RequestError::PinLost })));
     let out = hand.input(Input::Submit {
         id: RequestId(12),
         request: count_request(),
@@ -551,22 +391,10 @@ fn unpin_returns_the_slot() {
     let (mut hand, _) = Hand::new(config(1, 1));
     hand.ready_all();
     let deadline = hand.now + Duration::from_secs(5);
-    hand.input(Input::Pin {
-        id: PinId(1),
-        deadline,
-    });
-    assert!(
-        the_send_none(&hand.submit(1, 5000)),
-        "the only slot is pinned"
-    );
+    hand.input(Input::Pin { id: PinId(1), deadline });
+    assert!(the_send_none(&hand.submit(1, 5000)), "the only slot is pinned");
     let out = hand.input(Input::Unpin { id: PinId(1) });
-    assert!(out.iter().any(|a| matches!(
-        a,
-        Action::PinEnded {
-            reason: RequestError::Cancelled,
-            ..
-        }
-    )));
+    assert!(out.iter().any(|a| matches!(a, Action::PinEnded { reason: RequestError::Cancelled, .. })));
     the_send(&out);
 }
 
@@ -580,12 +408,7 @@ fn heartbeat_on_idle_slot_and_its_timeout_retires() {
     assert!(matches!(&out[0], Action::Send { request, .. } if request.msg_type() == 0x0004));
     hand.sent(slot, msg_id);
     assert!(hand
-        .frame(
-            slot,
-            msg_id,
-            0x0004,
-            FrameBody::Reply(Box::new(Reply::Heartbeat(Default::default())))
-        )
+        .frame(slot, msg_id, 0x0004, FrameBody::Reply(Box::new(Reply::Heartbeat(Default::default()))))
         .is_empty());
     assert_eq!(hand.sup.counters().heartbeats, 1);
     // Next one is due a full interval later; unanswered, it retires the slot.
@@ -593,10 +416,7 @@ fn heartbeat_on_idle_slot_and_its_timeout_retires() {
     let (slot, msg_id) = the_send(&hand.input(Input::Tick));
     hand.sent(slot, msg_id);
     hand.at_ms(68_000);
-    assert!(hand
-        .input(Input::Tick)
-        .iter()
-        .any(|a| matches!(a, Action::Retire { .. })));
+    assert!(hand.input(Input::Tick).iter().any(|a| matches!(a, Action::Retire { .. })));
 }
 
 #[test]
@@ -622,12 +442,7 @@ fn push_overflow_is_reported_once_on_the_next_read() {
     let (mut hand, _) = Hand::new(c);
     hand.ready_all();
     for i in 0..5 {
-        hand.frame(
-            SlotId(0),
-            100 + i,
-            0x0547,
-            FrameBody::Raw(Bytes::from(vec![0u8; 4])),
-        );
+        hand.frame(SlotId(0), 100 + i, 0x0547, FrameBody::Raw(Bytes::from(vec![0u8; 4])));
     }
     let out = hand.input(Input::ReadPushes { max: 10 });
     assert!(matches!(out[0], Action::PushOverflow { dropped_total: 3 }));
@@ -645,41 +460,18 @@ fn close_is_linearizable_and_final() {
     hand.submit(2, 5000);
     hand.submit(3, 5000);
     let out = hand.input(Input::Close);
-    let mut ended: Vec<_> = completions(&out)
-        .into_iter()
-        .map(|(id, r)| (id, r.unwrap_err()))
-        .collect();
+    let mut ended: Vec<_> = completions(&out).into_iter().map(|(id, r)| (id, r.unwrap_err())).collect();
     ended.sort_by_key(|(id, _)| *id);
     assert_eq!(ended.len(), 3);
     assert!(ended.iter().all(|(_, e)| *e == RequestError::Closed));
-    assert!(matches!(
-        out[0],
-        Action::CloseStateChanged {
-            state: CloseState::Closing
-        }
-    ));
-    assert_eq!(
-        completions(&hand.submit(4, 5000)),
-        vec![(4, Err(RequestError::Closed))]
-    );
+    assert!(matches!(out[0], Action::CloseStateChanged { state: CloseState::Closing }));
+    assert_eq!(completions(&hand.submit(4, 5000)), vec![(4, Err(RequestError::Closed))]);
     // Every slot retires; once both confirm, the engine is Closed.
     for s in 0..2 {
         let generation = hand.generation(s);
-        let out = hand.input(Input::SlotClosed {
-            slot: SlotId(s),
-            epoch: Epoch(0),
-            generation,
-        });
+        let out = hand.input(Input::SlotClosed { slot: SlotId(s), epoch: Epoch(0), generation });
         if s == 1 {
-            assert!(
-                matches!(
-                    out[..],
-                    [Action::CloseStateChanged {
-                        state: CloseState::Closed
-                    }]
-                ),
-                "{out:?}"
-            );
+            assert!(matches!(out[..], [Action::CloseStateChanged { state: CloseState::Closed }]), "{out:?}");
         }
     }
     assert_eq!(hand.sup.close_state(), CloseState::Closed);
@@ -695,19 +487,9 @@ fn close_without_proof_fails_past_the_gate() {
     hand.input(Input::Close);
     hand.at_ms(1000);
     let out = hand.input(Input::Tick);
-    assert!(matches!(
-        out[..],
-        [Action::CloseStateChanged {
-            state: CloseState::FailedClosing
-        }]
-    ));
+    assert!(matches!(out[..], [Action::CloseStateChanged { state: CloseState::FailedClosing }]));
     let out = hand.input(Input::Close);
-    assert!(matches!(
-        out[..],
-        [Action::CloseStateChanged {
-            state: CloseState::FailedClosed
-        }]
-    ));
+    assert!(matches!(out[..], [Action::CloseStateChanged { state: CloseState::FailedClosed }]));
     assert!(hand.sup.close_state().is_final());
 }
 
@@ -717,35 +499,12 @@ fn nonsense_inputs_are_counted_and_ignored() {
     hand.ready_all();
     let before = hand.sup.counters().ignored_inputs;
     let future = Generation(99);
+    assert!(hand.input(Input::SlotReady { slot: SlotId(7), epoch: Epoch(0), generation: Generation(0) }).is_empty());
+    assert!(hand.input(Input::SlotReady { slot: SlotId(0), epoch: Epoch(0), generation: future }).is_empty());
     assert!(hand
-        .input(Input::SlotReady {
-            slot: SlotId(7),
-            epoch: Epoch(0),
-            generation: Generation(0)
-        })
+        .input(Input::SendCompleted { slot: SlotId(0), epoch: Epoch(0), generation: Generation(0), msg_id: 5 })
         .is_empty());
-    assert!(hand
-        .input(Input::SlotReady {
-            slot: SlotId(0),
-            epoch: Epoch(0),
-            generation: future
-        })
-        .is_empty());
-    assert!(hand
-        .input(Input::SendCompleted {
-            slot: SlotId(0),
-            epoch: Epoch(0),
-            generation: Generation(0),
-            msg_id: 5
-        })
-        .is_empty());
-    assert!(hand
-        .input(Input::SlotClosed {
-            slot: SlotId(0),
-            epoch: Epoch(0),
-            generation: Generation(0)
-        })
-        .is_empty());
+    assert!(hand.input(Input::SlotClosed { slot: SlotId(0), epoch: Epoch(0), generation: Generation(0) }).is_empty());
     hand.submit(1, 1000);
     hand.submit(1, 1000); // same id again
     assert!(hand.sup.counters().ignored_inputs >= before + 5);
@@ -769,10 +528,7 @@ fn power_of_two_choices_prefers_the_faster_server() {
         hand.now += Duration::from_millis(latency);
         hand.frame(slot, msg_id, COUNT, count_reply(0));
     }
-    assert!(
-        sent_to[0] > 150,
-        "the faster slot gets most sequential work: {sent_to:?}"
-    );
+    assert!(sent_to[0] > 150, "the faster slot gets most sequential work: {sent_to:?}");
 }
 
 #[test]
@@ -792,43 +548,16 @@ fn new_epoch_ends_pins_retires_everything_and_resends_on_new_endpoints() {
     let (mut hand, _) = Hand::new(config(1, 2));
     hand.ready_all();
     let deadline = hand.now + Duration::from_secs(5);
-    hand.input(Input::Pin {
-        id: PinId(1),
-        deadline,
-    });
+    hand.input(Input::Pin { id: PinId(1), deadline });
     let (slot, msg_id) = the_send(&hand.submit(1, 5000));
     hand.sent(slot, msg_id);
     let old = hand.generation(slot.0);
     let endpoints = vec![Endpoint::new("127.0.0.2", 7709)];
     let out = hand.input(Input::NewEpoch { endpoints });
-    assert!(out.iter().any(|a| matches!(
-        a,
-        Action::PinEnded {
-            id: PinId(1),
-            reason: RequestError::PinLost
-        }
-    )));
-    let retires: Vec<_> = out
-        .iter()
-        .filter(|a| {
-            matches!(
-                a,
-                Action::Retire {
-                    epoch: Epoch(0),
-                    ..
-                }
-            )
-        })
-        .collect();
-    assert_eq!(
-        retires.len(),
-        2,
-        "every live connection retires under the old epoch"
-    );
-    assert!(
-        completions(&out).is_empty(),
-        "the request in flight waits for a new connection"
-    );
+    assert!(out.iter().any(|a| matches!(a, Action::PinEnded { id: PinId(1), reason: RequestError::PinLost })));
+    let retires: Vec<_> = out.iter().filter(|a| matches!(a, Action::Retire { epoch: Epoch(0), .. })).collect();
+    assert_eq!(retires.len(), 2, "every live connection retires under the old epoch");
+    assert!(completions(&out).is_empty(), "the request in flight waits for a new connection");
     // The old connection's reply is stale now.
     let out = hand.input(Input::Frame {
         slot,
@@ -841,42 +570,15 @@ fn new_epoch_ends_pins_retires_everything_and_resends_on_new_endpoints() {
     // Old-epoch retirements complete; slots reconnect in the new epoch, to the new endpoint.
     for s in 0..2u32 {
         let generation = hand.generation(s);
-        let out = hand.input(Input::SlotClosed {
-            slot: SlotId(s),
-            epoch: Epoch(0),
-            generation,
-        });
-        assert!(
-            out.iter().any(|a| matches!(
-                a,
-                Action::Connect {
-                    epoch: Epoch(1),
-                    endpoint: 0,
-                    ..
-                }
-            )),
-            "{out:?}"
-        );
+        let out = hand.input(Input::SlotClosed { slot: SlotId(s), epoch: Epoch(0), generation });
+        assert!(out.iter().any(|a| matches!(a, Action::Connect { epoch: Epoch(1), endpoint: 0, .. })), "{out:?}");
     }
     let generation = hand.generation(0);
-    hand.input(Input::SlotConnected {
-        slot: SlotId(0),
-        epoch: Epoch(1),
-        generation,
-    });
-    let out = hand.input(Input::SlotReady {
-        slot: SlotId(0),
-        epoch: Epoch(1),
-        generation,
-    });
+    hand.input(Input::SlotConnected { slot: SlotId(0), epoch: Epoch(1), generation });
+    let out = hand.input(Input::SlotReady { slot: SlotId(0), epoch: Epoch(1), generation });
     let (slot, msg_id) = the_send(&out);
     assert_eq!(hand.sup.counters().retries, 1);
-    hand.input(Input::SendCompleted {
-        slot,
-        epoch: Epoch(1),
-        generation,
-        msg_id,
-    });
+    hand.input(Input::SendCompleted { slot, epoch: Epoch(1), generation, msg_id });
     let out = hand.input(Input::Frame {
         slot,
         epoch: Epoch(1),

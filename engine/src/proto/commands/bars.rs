@@ -4,8 +4,7 @@ use super::{put_code_u16, read_code_u16, read_count, Command};
 use crate::proto::limits::BARS_PER_PAGE_MAX;
 use crate::proto::security::{Price, SecurityCode};
 use crate::proto::time::{
-    decode_packed_minute, decode_seconds_stamp, encode_packed_minute, encode_seconds_stamp, Date,
-    DateTime, TimeOfDay,
+    decode_packed_minute, decode_seconds_stamp, encode_packed_minute, encode_seconds_stamp, Date, DateTime, TimeOfDay,
 };
 use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
 use crate::proto::ProtoError;
@@ -56,9 +55,7 @@ impl std::str::FromStr for Period {
     /// a count N: `Nm` (code 8), `Nd` (code 9; `1d` is pytdx's daily
     /// category 9), `Ns` (code 13).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || ParsePeriodError {
-            input: s.to_owned(),
-        };
+        let err = || ParsePeriodError { input: s.to_owned() };
         Ok(match s {
             "day" => Self::Day,
             "week" => Self::Week,
@@ -71,9 +68,7 @@ impl std::str::FromStr for Period {
             "30m" => Self::Min30,
             "60m" => Self::Min60,
             _ => {
-                let (n, unit) = s
-                    .split_at_checked(s.len().saturating_sub(1))
-                    .ok_or_else(err)?;
+                let (n, unit) = s.split_at_checked(s.len().saturating_sub(1)).ok_or_else(err)?;
                 let n: u16 = n.parse().map_err(|_| err())?;
                 match unit {
                     "m" => Self::Minutes(n),
@@ -140,12 +135,7 @@ impl Period {
     /// How bars of this period are stamped.
     pub fn stamp_form(self) -> StampForm {
         match self {
-            Self::Min5
-            | Self::Min15
-            | Self::Min30
-            | Self::Min60
-            | Self::Min1
-            | Self::Minutes(_) => StampForm::Packed,
+            Self::Min5 | Self::Min15 | Self::Min30 | Self::Min60 | Self::Min1 | Self::Minutes(_) => StampForm::Packed,
             Self::Seconds(_) => StampForm::Seconds,
             _ => StampForm::Date,
         }
@@ -180,12 +170,7 @@ impl Adjust {
             2 => Self::Backward,
             3 => Self::FixedForward,
             4 => Self::FixedBackward,
-            _ => {
-                return Err(ProtoError::ValueOutOfRange {
-                    what: "adjust",
-                    value: raw.into(),
-                })
-            }
+            _ => return Err(ProtoError::ValueOutOfRange { what: "adjust", value: raw.into() }),
         })
     }
 }
@@ -223,15 +208,7 @@ pub struct Bars {
 impl Bars {
     /// A request for `count` bars of `period`, `start` back from the newest.
     pub fn new(code: SecurityCode, period: Period, start: u16, count: u16) -> Self {
-        Self {
-            code,
-            period,
-            start,
-            count,
-            adjust: Adjust::None,
-            anchor_date: 0,
-            layout: BarsLayout::Long,
-        }
+        Self { code, period, start, count, adjust: Adjust::None, anchor_date: 0, layout: BarsLayout::Long }
     }
 }
 
@@ -272,21 +249,15 @@ const BODY_LONG: usize = 42;
 const BAR_BYTES_MIN: usize = 16;
 
 fn daily_close(date: Date) -> DateTime {
-    DateTime {
-        date,
-        time: TimeOfDay::new(15, 0, 0, 0).expect("15:00 is a valid time"),
-    }
+    DateTime { date, time: TimeOfDay::new(15, 0, 0, 0).expect("15:00 is a valid time") }
 }
 
 fn checked_delta(what: &'static str, a: i64, b: i64) -> Result<i64, ProtoError> {
-    a.checked_sub(b)
-        .ok_or(ProtoError::ValueOutOfRange { what, value: a })
+    a.checked_sub(b).ok_or(ProtoError::ValueOutOfRange { what, value: a })
 }
 
 fn checked_base(what: &'static str, base: i64, delta: i64) -> Result<Price, ProtoError> {
-    base.checked_add(delta)
-        .map(Price)
-        .ok_or(ProtoError::ValueOutOfRange { what, value: delta })
+    base.checked_add(delta).map(Price).ok_or(ProtoError::ValueOutOfRange { what, value: delta })
 }
 
 impl Command for Bars {
@@ -323,12 +294,7 @@ impl Command for Bars {
         let layout = match body.len() {
             BODY_SHORT => BarsLayout::Short,
             BODY_LONG => BarsLayout::Long,
-            len => {
-                return Err(ProtoError::BadRequestLength {
-                    msg_type: Self::MSG_TYPE,
-                    len,
-                })
-            }
+            len => return Err(ProtoError::BadRequestLength { msg_type: Self::MSG_TYPE, len }),
         };
         let mut r = Reader::new(body);
         let code = read_code_u16(&mut r)?;
@@ -357,10 +323,7 @@ impl Command for Bars {
                 StampForm::Seconds => decode_seconds_stamp(r.u32("bar time")?)?,
                 StampForm::Date => {
                     let raw = r.u32("bar date")?;
-                    daily_close(
-                        Date::from_yyyymmdd(raw)
-                            .ok_or(ProtoError::InvalidDate { what: "bar", raw })?,
-                    )
+                    daily_close(Date::from_yyyymmdd(raw).ok_or(ProtoError::InvalidDate { what: "bar", raw })?)
                 }
             };
             let open = checked_base("bar open", previous_close, r.varint()?)?;
@@ -369,25 +332,10 @@ impl Command for Bars {
             let low = checked_base("bar low", open.0, r.varint()?)?;
             let volume = r.tdx_float("bar volume")?;
             let amount = r.tdx_float("bar amount")?;
-            let breadth = if index {
-                Some(Breadth {
-                    up: r.u16("bar breadth")?,
-                    down: r.u16("bar breadth")?,
-                })
-            } else {
-                None
-            };
+            let breadth =
+                if index { Some(Breadth { up: r.u16("bar breadth")?, down: r.u16("bar breadth")? }) } else { None };
             previous_close = close.0;
-            bars.push(Bar {
-                time,
-                open,
-                close,
-                high,
-                low,
-                volume,
-                amount,
-                breadth,
-            });
+            bars.push(Bar { time, open, close, high, low, volume, amount, breadth });
         }
         r.finish("kline payload")?;
         Ok(bars)

@@ -54,10 +54,7 @@ impl Command for LegacySecurityList {
     fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
         expect_len(Self::MSG_TYPE, body, 4)?;
         let mut r = Reader::new(body);
-        Ok(Self {
-            market: Market::from_id(r.u16("market")?)?,
-            start: r.u16("start")?,
-        })
+        Ok(Self { market: Market::from_id(r.u16("market")?)?, start: r.u16("start")? })
     }
 
     fn parse_reply(&self, payload: &[u8]) -> Result<Self::Reply, ProtoError> {
@@ -158,11 +155,7 @@ impl Command for SecurityList {
     fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
         expect_len(Self::MSG_TYPE, body, 14)?;
         let mut r = Reader::new(body);
-        Ok(Self {
-            market: Market::from_id(r.u16("market")?)?,
-            start: r.u32("start")?,
-            limit: r.u32("limit")?,
-        })
+        Ok(Self { market: Market::from_id(r.u16("market")?)?, start: r.u32("start")?, limit: r.u32("limit")? })
     }
 
     fn parse_reply(&self, payload: &[u8]) -> Result<Self::Reply, ProtoError> {

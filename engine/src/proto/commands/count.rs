@@ -34,10 +34,7 @@ impl Command for SecurityCount {
     fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
         expect_len(Self::MSG_TYPE, body, 6)?;
         let mut r = Reader::new(body);
-        Ok(Self {
-            market: Market::from_id(r.u16("market")?)?,
-            client_date: r.u32("client date")?,
-        })
+        Ok(Self { market: Market::from_id(r.u16("market")?)?, client_date: r.u32("client date")? })
     }
 
     fn parse_reply(&self, payload: &[u8]) -> Result<u16, ProtoError> {

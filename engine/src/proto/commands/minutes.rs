@@ -23,10 +23,7 @@ impl Minutes {
 
 impl From<QuoteTarget> for Minutes {
     fn from(target: QuoteTarget) -> Self {
-        Self {
-            target,
-            reserved_tail: Self::ELTDX_TAIL,
-        }
+        Self { target, reserved_tail: Self::ELTDX_TAIL }
     }
 }
 
@@ -69,14 +66,11 @@ impl MinuteLine {
 const POINT_BYTES_MIN: usize = 3;
 
 fn offset(what: &'static str, base: i64, delta: i64) -> Result<i64, ProtoError> {
-    base.checked_add(delta)
-        .ok_or(ProtoError::ValueOutOfRange { what, value: delta })
+    base.checked_add(delta).ok_or(ProtoError::ValueOutOfRange { what, value: delta })
 }
 
 fn delta(what: &'static str, value: i64, base: i64) -> Result<i64, ProtoError> {
-    value
-        .checked_sub(base)
-        .ok_or(ProtoError::ValueOutOfRange { what, value })
+    value.checked_sub(base).ok_or(ProtoError::ValueOutOfRange { what, value })
 }
 
 impl Command for Minutes {
@@ -93,10 +87,7 @@ impl Command for Minutes {
     fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
         expect_len(Self::MSG_TYPE, body, 12)?;
         let mut r = Reader::new(body);
-        Ok(Self {
-            target: read_code_u16(&mut r)?.into(),
-            reserved_tail: r.array("reserved tail")?,
-        })
+        Ok(Self { target: read_code_u16(&mut r)?.into(), reserved_tail: r.array("reserved tail")? })
     }
 
     /// Point 0 is absolute; every later price and average is an offset from
@@ -121,23 +112,12 @@ impl Command for Minutes {
                 (base_price, base_average) = (p, a);
                 (p, a)
             } else {
-                (
-                    offset("minute price", base_price, p)?,
-                    offset("minute average", base_average, a)?,
-                )
+                (offset("minute price", base_price, p)?, offset("minute average", base_average, a)?)
             };
-            points.push(MinutePoint {
-                price: scale.to_price(price_raw)?,
-                average_raw,
-                volume,
-            });
+            points.push(MinutePoint { price: scale.to_price(price_raw)?, average_raw, volume });
         }
         r.finish("minutes payload")?;
-        Ok(MinuteLine {
-            reserved,
-            scale,
-            points,
-        })
+        Ok(MinuteLine { reserved, scale, points })
     }
 
     fn encode_reply(&self, reply: &MinuteLine, out: &mut Vec<u8>) -> Result<(), ProtoError> {
@@ -155,10 +135,7 @@ impl Command for Minutes {
                 }
                 Some((base_price, base_average)) => {
                     put_varint(out, delta("minute price", price_raw, base_price)?);
-                    put_varint(
-                        out,
-                        delta("minute average", point.average_raw, base_average)?,
-                    );
+                    put_varint(out, delta("minute average", point.average_raw, base_average)?);
                 }
             }
             put_varint(out, point.volume);

@@ -24,9 +24,7 @@ pub use bars::{Adjust, Bar, Bars, BarsLayout, Breadth, ParsePeriodError, Period,
 pub use codes::{LegacySecurity, LegacySecurityList, Security, SecurityList};
 pub use count::SecurityCount;
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
-pub use quotes::{
-    Level, Quote, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot, Snapshots, SnapshotsReply,
-};
+pub use quotes::{Level, Quote, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot, Snapshots, SnapshotsReply};
 pub use refresh::{Refresh, RefreshRecord, RefreshReply, RefreshTarget, REFRESH_XOR};
 pub use session::{Handshake, HandshakeReply, Heartbeat, HeartbeatReply, LegacySetup, ServerClock};
 pub use trades::{Trade, TradeSide, Trades};
@@ -161,10 +159,7 @@ impl Request {
 /// Checks a request body's exact length.
 fn expect_len(msg_type: u16, body: &[u8], len: usize) -> Result<(), ProtoError> {
     if body.len() != len {
-        return Err(ProtoError::BadRequestLength {
-            msg_type,
-            len: body.len(),
-        });
+        return Err(ProtoError::BadRequestLength { msg_type, len: body.len() });
     }
     Ok(())
 }
@@ -193,19 +188,11 @@ fn put_code_u8(out: &mut Vec<u8>, code: SecurityCode) {
 /// Reads a record count and checks that `count` records of at least
 /// `record_min` bytes can fit in what remains, so a lying count cannot make
 /// the parser reserve memory for records that are not there.
-fn read_count(
-    r: &mut Reader<'_>,
-    what: &'static str,
-    record_min: usize,
-) -> Result<usize, ProtoError> {
+fn read_count(r: &mut Reader<'_>, what: &'static str, record_min: usize) -> Result<usize, ProtoError> {
     let count = usize::from(r.u16("count")?);
     let needed = count * record_min;
     if needed > r.remaining() {
-        return Err(ProtoError::Truncated {
-            what,
-            needed,
-            remaining: r.remaining(),
-        });
+        return Err(ProtoError::Truncated { what, needed, remaining: r.remaining() });
     }
     Ok(count)
 }

@@ -18,10 +18,7 @@ pub struct QuoteTarget {
 
 impl From<SecurityCode> for QuoteTarget {
     fn from(code: SecurityCode) -> Self {
-        Self {
-            code,
-            scale: code.default_scale(),
-        }
+        Self { code, scale: code.default_scale() }
     }
 }
 
@@ -30,11 +27,7 @@ const QUOTES_PREFIX: [u8; 8] = [5, 0, 0, 0, 0, 0, 0, 0];
 
 fn encode_targets(out: &mut Vec<u8>, targets: &[QuoteTarget]) -> Result<(), ProtoError> {
     if targets.is_empty() || targets.len() > QUOTE_CODES_MAX {
-        return Err(ProtoError::CountOutOfRange {
-            what: "quote codes",
-            count: targets.len(),
-            max: QUOTE_CODES_MAX,
-        });
+        return Err(ProtoError::CountOutOfRange { what: "quote codes", count: targets.len(), max: QUOTE_CODES_MAX });
     }
     out.extend_from_slice(&QUOTES_PREFIX);
     out.put_u16_le(targets.len() as u16);
@@ -50,31 +43,18 @@ fn decode_targets(msg_type: u16, body: &[u8]) -> Result<Vec<QuoteTarget>, ProtoE
     r.bytes(QUOTES_PREFIX.len(), "quotes prefix")?;
     let n = usize::from(r.u16("code count")?);
     if n * 7 != r.remaining() {
-        return Err(ProtoError::BadRequestLength {
-            msg_type,
-            len: body.len(),
-        });
+        return Err(ProtoError::BadRequestLength { msg_type, len: body.len() });
     }
-    (0..n)
-        .map(|_| read_code_u8(&mut r).map(QuoteTarget::from))
-        .collect()
+    (0..n).map(|_| read_code_u8(&mut r).map(QuoteTarget::from)).collect()
 }
 
 /// The scale for record `i` with `code`: the i-th target's when it names that
 /// code (replies come in request order), else the first target naming it,
 /// else the code rule.
-pub(super) fn scale_for<T: AsRef<QuoteTarget>>(
-    targets: &[T],
-    i: usize,
-    code: SecurityCode,
-) -> PriceScale {
+pub(super) fn scale_for<T: AsRef<QuoteTarget>>(targets: &[T], i: usize, code: SecurityCode) -> PriceScale {
     match targets.get(i).map(AsRef::as_ref) {
         Some(t) if t.code == code => t.scale,
-        _ => targets
-            .iter()
-            .map(AsRef::as_ref)
-            .find(|t| t.code == code)
-            .map_or(code.default_scale(), |t| t.scale),
+        _ => targets.iter().map(AsRef::as_ref).find(|t| t.code == code).map_or(code.default_scale(), |t| t.scale),
     }
 }
 
@@ -179,35 +159,21 @@ impl Priced {
         let raw = self
             .price_raw
             .checked_add(delta)
-            .ok_or(ProtoError::ValueOutOfRange {
-                what: "price delta",
-                value: delta,
-            })?;
+            .ok_or(ProtoError::ValueOutOfRange { what: "price delta", value: delta })?;
         self.scale.to_price(raw)
     }
 
     pub(super) fn delta(&self, price: Price) -> Result<i64, ProtoError> {
         let raw = self.scale.to_raw(price)?;
-        raw.checked_sub(self.price_raw)
-            .ok_or(ProtoError::ValueOutOfRange {
-                what: "price delta",
-                value: raw,
-            })
+        raw.checked_sub(self.price_raw).ok_or(ProtoError::ValueOutOfRange { what: "price delta", value: raw })
     }
 }
 
-fn read_head(
-    r: &mut Reader<'_>,
-    targets: &[QuoteTarget],
-    i: usize,
-) -> Result<(QuoteHead, Priced), ProtoError> {
+fn read_head(r: &mut Reader<'_>, targets: &[QuoteTarget], i: usize) -> Result<(QuoteHead, Priced), ProtoError> {
     let code = read_code_u8(r)?;
     let active1 = r.u16("active")?;
     let price_raw = r.varint()?;
-    let priced = Priced {
-        scale: scale_for(targets, i, code),
-        price_raw,
-    };
+    let priced = Priced { scale: scale_for(targets, i, code), price_raw };
     let head = QuoteHead {
         code,
         active1,
@@ -229,17 +195,9 @@ fn read_head(
     Ok((head, priced))
 }
 
-fn put_head(
-    out: &mut Vec<u8>,
-    head: &QuoteHead,
-    targets: &[QuoteTarget],
-    i: usize,
-) -> Result<Priced, ProtoError> {
+fn put_head(out: &mut Vec<u8>, head: &QuoteHead, targets: &[QuoteTarget], i: usize) -> Result<Priced, ProtoError> {
     let scale = scale_for(targets, i, head.code);
-    let priced = Priced {
-        scale,
-        price_raw: scale.to_raw(head.price)?,
-    };
+    let priced = Priced { scale, price_raw: scale.to_raw(head.price)? };
     put_code_u8(out, head.code);
     out.put_u16_le(head.active1);
     put_varint(out, priced.price_raw);
@@ -251,12 +209,7 @@ fn put_head(
     put_varint(out, head.total_volume);
     put_varint(out, head.current_volume);
     out.put_f32_le(head.amount);
-    for v in [
-        head.inside_volume,
-        head.outside_volume,
-        head.reserved_b,
-        head.open_amount_raw,
-    ] {
+    for v in [head.inside_volume, head.outside_volume, head.reserved_b, head.open_amount_raw] {
         put_varint(out, v);
     }
     Ok(priced)
@@ -287,31 +240,19 @@ pub(super) fn put_level(
 }
 
 /// Reads `unknown u16, count u16` and checks the count against the request.
-fn read_reply_head(
-    r: &mut Reader<'_>,
-    what: &'static str,
-    requested: usize,
-) -> Result<(u16, usize), ProtoError> {
+fn read_reply_head(r: &mut Reader<'_>, what: &'static str, requested: usize) -> Result<(u16, usize), ProtoError> {
     let unknown_head = r.u16("quotes head")?;
     let count = usize::from(r.u16("count")?);
     check_reply_count(what, count, requested)?;
     if count * HEAD_BYTES_MIN > r.remaining() {
-        return Err(ProtoError::Truncated {
-            what,
-            needed: count * HEAD_BYTES_MIN,
-            remaining: r.remaining(),
-        });
+        return Err(ProtoError::Truncated { what, needed: count * HEAD_BYTES_MIN, remaining: r.remaining() });
     }
     Ok((unknown_head, count))
 }
 
 fn check_reply_count(what: &'static str, count: usize, requested: usize) -> Result<(), ProtoError> {
     if count > requested {
-        return Err(ProtoError::CountOverRequest {
-            what,
-            count,
-            requested,
-        });
+        return Err(ProtoError::CountOverRequest { what, count, requested });
     }
     Ok(())
 }
@@ -342,9 +283,7 @@ impl Command for Quotes {
     }
 
     fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
-        Ok(Self {
-            targets: decode_targets(Self::MSG_TYPE, body)?,
-        })
+        Ok(Self { targets: decode_targets(Self::MSG_TYPE, body)? })
     }
 
     fn parse_reply(&self, payload: &[u8]) -> Result<QuotesReply, ProtoError> {
@@ -367,10 +306,7 @@ impl Command for Quotes {
             });
         }
         r.finish("quotes payload")?;
-        Ok(QuotesReply {
-            unknown_head,
-            quotes,
-        })
+        Ok(QuotesReply { unknown_head, quotes })
     }
 
     fn encode_reply(&self, reply: &QuotesReply, out: &mut Vec<u8>) -> Result<(), ProtoError> {
@@ -419,9 +355,7 @@ impl Command for Snapshots {
     }
 
     fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
-        Ok(Self {
-            targets: decode_targets(Self::MSG_TYPE, body)?,
-        })
+        Ok(Self { targets: decode_targets(Self::MSG_TYPE, body)? })
     }
 
     fn parse_reply(&self, payload: &[u8]) -> Result<SnapshotsReply, ProtoError> {
@@ -431,17 +365,10 @@ impl Command for Snapshots {
         for i in 0..count {
             let (head, priced) = read_head(&mut r, &self.targets, i)?;
             let level = read_level(&mut r, &|d| priced.at(d))?;
-            snapshots.push(Snapshot {
-                head,
-                level,
-                tail_raw: r.array("snapshot tail")?,
-            });
+            snapshots.push(Snapshot { head, level, tail_raw: r.array("snapshot tail")? });
         }
         // Bytes after the last record are ignored, as eltdx does.
-        Ok(SnapshotsReply {
-            unknown_head,
-            snapshots,
-        })
+        Ok(SnapshotsReply { unknown_head, snapshots })
     }
 
     fn encode_reply(&self, reply: &SnapshotsReply, out: &mut Vec<u8>) -> Result<(), ProtoError> {

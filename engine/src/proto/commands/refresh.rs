@@ -32,10 +32,7 @@ impl AsRef<QuoteTarget> for RefreshTarget {
 
 impl From<SecurityCode> for RefreshTarget {
     fn from(code: SecurityCode) -> Self {
-        Self {
-            target: code.into(),
-            cursor: 0,
-        }
+        Self { target: code.into(), cursor: 0 }
     }
 }
 
@@ -124,29 +121,17 @@ impl Command for Refresh {
         let mut r = Reader::new(body);
         let n = usize::from(r.u16("code count")?);
         if n * 11 != r.remaining() {
-            return Err(ProtoError::BadRequestLength {
-                msg_type: Self::MSG_TYPE,
-                len: body.len(),
-            });
+            return Err(ProtoError::BadRequestLength { msg_type: Self::MSG_TYPE, len: body.len() });
         }
         let targets = (0..n)
-            .map(|_| {
-                Ok(RefreshTarget {
-                    target: read_code_u8(&mut r)?.into(),
-                    cursor: r.u32("cursor")?,
-                })
-            })
+            .map(|_| Ok(RefreshTarget { target: read_code_u8(&mut r)?.into(), cursor: r.u32("cursor")? }))
             .collect::<Result<_, ProtoError>>()?;
         Ok(Self { targets })
     }
 
     fn parse_reply(&self, payload: &[u8]) -> Result<RefreshReply, ProtoError> {
         let plain: Vec<u8> = payload.iter().map(|b| b ^ REFRESH_XOR).collect();
-        let mut markers: Vec<[u8; 7]> = self
-            .targets
-            .iter()
-            .map(|t| t.target.code.marker())
-            .collect();
+        let mut markers: Vec<[u8; 7]> = self.targets.iter().map(|t| t.target.code.marker()).collect();
         markers.sort_unstable();
         let mut r = Reader::new(&plain);
         let count = usize::from(r.u16("count")?);
@@ -163,8 +148,7 @@ impl Command for Refresh {
             let tail_len = if i + 1 == count {
                 r.remaining()
             } else {
-                find_marker(r.rest(), &markers)
-                    .ok_or(ProtoError::RefreshMarkerMissing { index: i })?
+                find_marker(r.rest(), &markers).ok_or(ProtoError::RefreshMarkerMissing { index: i })?
             };
             record.tail_raw = r.bytes(tail_len, "refresh tail")?.to_vec();
             records.push(record);
@@ -178,10 +162,7 @@ impl Command for Refresh {
         out.put_u16_le(count_u16("refresh", reply.records.len())?);
         for (i, rec) in reply.records.iter().enumerate() {
             let scale = scale_for(&self.targets, i, rec.code);
-            let priced = Priced {
-                scale,
-                price_raw: scale.to_raw(rec.price)?,
-            };
+            let priced = Priced { scale, price_raw: scale.to_raw(rec.price)? };
             put_code_u8(out, rec.code);
             out.put_u16_le(rec.active);
             put_varint(out, priced.price_raw);
@@ -193,12 +174,7 @@ impl Command for Refresh {
                 put_varint(out, v);
             }
             out.put_f32_le(rec.amount);
-            for v in [
-                rec.inside_volume,
-                rec.outside_volume,
-                rec.reserved,
-                rec.open_amount_raw,
-            ] {
+            for v in [rec.inside_volume, rec.outside_volume, rec.reserved, rec.open_amount_raw] {
                 put_varint(out, v);
             }
             for level in &rec.levels {
@@ -213,17 +189,10 @@ impl Command for Refresh {
     }
 }
 
-fn read_record(
-    r: &mut Reader<'_>,
-    targets: &[RefreshTarget],
-    i: usize,
-) -> Result<RefreshRecord, ProtoError> {
+fn read_record(r: &mut Reader<'_>, targets: &[RefreshTarget], i: usize) -> Result<RefreshRecord, ProtoError> {
     let code = read_code_u8(r)?;
     let active = r.u16("active")?;
-    let priced = Priced {
-        scale: scale_for(targets, i, code),
-        price_raw: r.varint()?,
-    };
+    let priced = Priced { scale: scale_for(targets, i, code), price_raw: r.varint()? };
     let price = priced.at(0)?;
     let last_close = priced.at(r.varint()?)?;
     let open = priced.at(r.varint()?)?;
@@ -266,10 +235,5 @@ fn read_record(
 
 /// Offset of the first requested marker in `buf`. `markers` is sorted.
 fn find_marker(buf: &[u8], markers: &[[u8; 7]]) -> Option<usize> {
-    buf.windows(7).position(|w| {
-        w[0] <= 2
-            && markers
-                .binary_search(&w.try_into().expect("window of 7"))
-                .is_ok()
-    })
+    buf.windows(7).position(|w| w[0] <= 2 && markers.binary_search(&w.try_into().expect("window of 7")).is_ok())
 }

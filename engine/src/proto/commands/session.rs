@@ -164,20 +164,12 @@ impl Command for Handshake {
         out.push(reply.unknown_0);
         out.put_u16_le(c.year);
         out.extend_from_slice(&[c.day, c.month, c.minute, c.hour, c.unknown, c.second]);
-        for m in reply
-            .session_minutes_1
-            .iter()
-            .chain(&reply.session_minutes_2)
-        {
+        for m in reply.session_minutes_1.iter().chain(&reply.session_minutes_2) {
             out.put_u16_le(*m);
         }
         out.push(reply.unknown_41);
-        for v in [
-            reply.server_date_1_raw,
-            reply.unknown_time_1_raw,
-            reply.server_date_2_raw,
-            reply.unknown_time_2_raw,
-        ] {
+        for v in [reply.server_date_1_raw, reply.unknown_time_1_raw, reply.server_date_2_raw, reply.unknown_time_2_raw]
+        {
             out.put_u32_le(v);
         }
         out.extend_from_slice(&reply.flags_raw);
@@ -200,16 +192,14 @@ pub struct LegacySetup {
 impl LegacySetup {
     /// The body pytdx 1.72 sends.
     pub const PYTDX_BODY: [u8; 30] = [
-        0xd5, 0xd0, 0xc9, 0xcc, 0xd6, 0xa4, 0xa8, 0xaf, 0x00, 0x00, 0x00, 0x8f, 0xc2, 0x25, 0x40,
-        0x13, 0x00, 0x00, 0xd5, 0x00, 0xc9, 0xcc, 0xbd, 0xf0, 0xd7, 0xea, 0x00, 0x00, 0x00, 0x02,
+        0xd5, 0xd0, 0xc9, 0xcc, 0xd6, 0xa4, 0xa8, 0xaf, 0x00, 0x00, 0x00, 0x8f, 0xc2, 0x25, 0x40, 0x13, 0x00, 0x00,
+        0xd5, 0x00, 0xc9, 0xcc, 0xbd, 0xf0, 0xd7, 0xea, 0x00, 0x00, 0x00, 0x02,
     ];
 }
 
 impl Default for LegacySetup {
     fn default() -> Self {
-        Self {
-            body: Self::PYTDX_BODY.to_vec(),
-        }
+        Self { body: Self::PYTDX_BODY.to_vec() }
     }
 }
 
@@ -225,9 +215,7 @@ impl Command for LegacySetup {
     }
 
     fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
-        Ok(Self {
-            body: body.to_vec(),
-        })
+        Ok(Self { body: body.to_vec() })
     }
 
     fn parse_reply(&self, payload: &[u8]) -> Result<Vec<u8>, ProtoError> {
@@ -277,10 +265,7 @@ impl Command for Heartbeat {
     fn parse_reply(&self, payload: &[u8]) -> Result<HeartbeatReply, ProtoError> {
         // At least 10 bytes; more are ignored, as eltdx does.
         let mut r = Reader::new(payload);
-        Ok(HeartbeatReply {
-            reserved: r.array("heartbeat reply")?,
-            server_date_raw: r.u32("heartbeat reply")?,
-        })
+        Ok(HeartbeatReply { reserved: r.array("heartbeat reply")?, server_date_raw: r.u32("heartbeat reply")? })
     }
 
     fn encode_reply(&self, reply: &HeartbeatReply, out: &mut Vec<u8>) -> Result<(), ProtoError> {

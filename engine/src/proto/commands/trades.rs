@@ -99,11 +99,7 @@ impl Command for Trades {
     fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
         expect_len(Self::MSG_TYPE, body, 12)?;
         let mut r = Reader::new(body);
-        Ok(Self {
-            code: read_code_u16(&mut r)?,
-            start: r.u16("start")?,
-            count: r.u16("count")?,
-        })
+        Ok(Self { code: read_code_u16(&mut r)?, start: r.u16("start")?, count: r.u16("count")? })
     }
 
     fn parse_reply(&self, payload: &[u8]) -> Result<Vec<Trade>, ProtoError> {
@@ -114,12 +110,8 @@ impl Command for Trades {
         for _ in 0..count {
             let minutes = r.u16("tick time")?;
             let delta = r.varint()?;
-            price_raw = price_raw
-                .checked_add(delta)
-                .ok_or(ProtoError::ValueOutOfRange {
-                    what: "tick price",
-                    value: delta,
-                })?;
+            price_raw =
+                price_raw.checked_add(delta).ok_or(ProtoError::ValueOutOfRange { what: "tick price", value: delta })?;
             trades.push(Trade {
                 minutes,
                 price: TICK_SCALE.to_price(price_raw)?,
@@ -141,11 +133,7 @@ impl Command for Trades {
             out.put_u16_le(t.minutes);
             put_varint(
                 out,
-                raw.checked_sub(previous)
-                    .ok_or(ProtoError::ValueOutOfRange {
-                        what: "tick price",
-                        value: raw,
-                    })?,
+                raw.checked_sub(previous).ok_or(ProtoError::ValueOutOfRange { what: "tick price", value: raw })?,
             );
             for v in [t.volume, t.order_count, t.status_raw, t.tail_raw] {
                 put_varint(out, v);
