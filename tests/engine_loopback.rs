@@ -314,3 +314,21 @@ async fn heartbeats_keep_idle_connections_alive() {
     assert_eq!(d.supervisor.counters.retirements, 0, "no connection was lost to heartbeats");
     client.close().await;
 }
+
+/// Why: dropping the last client without `close()` closes the engine and
+/// stops its threads promptly.
+#[test]
+fn dropping_the_client_closes_cleanly() {
+    let s = servers(1, |_| Faults::default());
+    let before = std::fs::read_dir("/proc/self/task").map(|d| d.count()).ok();
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(2).build().unwrap();
+    assert!(client.blocking().count(Exchange::Sh).is_ok());
+    let started = std::time::Instant::now();
+    drop(client);
+    assert!(started.elapsed() < Duration::from_secs(2), "drop took {:?}", started.elapsed());
+    if let Some(before) = before {
+        // Other tests run concurrently, so only check this test's threads are gone.
+        let after = std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap();
+        assert!(after <= before + 8, "threads: {before} before, {after} after");
+    }
+}

@@ -177,6 +177,8 @@ pub(crate) struct Driver<C: Connector> {
     pins: HashMap<PinId, oneshot::Sender<Result<SlotId, RequestError>>>,
     push_batch: Option<PushBatch>,
     dirty: bool,
+    /// Every client handle is gone (the control lane closed).
+    orphaned: bool,
 }
 
 /// The driver's clock: tokio time, so simulations and paused tests move it.
@@ -219,6 +221,7 @@ impl<C: Connector> Driver<C> {
             pins: HashMap::new(),
             push_batch: None,
             dirty: true,
+            orphaned: false,
         }
     }
 
@@ -245,7 +248,10 @@ impl<C: Connector> Driver<C> {
             refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 self.carry_out();
-                if self.sup.close_state().is_final() {
+                let state = self.sup.close_state();
+                // With no client left, nobody can ask for the second close
+                // that ends FailedClosing: it is as final as it gets.
+                if state.is_final() || (self.orphaned && state == CloseState::FailedClosing) {
                     break;
                 }
                 let timeout = self.sup.poll_timeout();
@@ -257,10 +263,13 @@ impl<C: Connector> Driver<C> {
                 };
                 tokio::select! {
                     biased;
-                    control = self.control_rx.recv() => match control {
+                    control = self.control_rx.recv(), if !self.orphaned => match control {
                         Some(control) => self.control(control),
-                        // Every client handle is gone: close.
-                        None => self.sup.handle(now(), Input::Close),
+                        // Every client handle is gone: close, once.
+                        None => {
+                            self.orphaned = true;
+                            self.sup.handle(now(), Input::Close);
+                        }
                     },
                     Some(event) = self.events_rx.recv() => {
                         self.event(event);

@@ -72,16 +72,18 @@ pub(crate) struct Owned {
 }
 
 impl Drop for Owned {
+    /// The driver first: it finishes the close (its slot tasks need the
+    /// workers to report in), within the 1 s close gate. Then the workers.
     fn drop(&mut self) {
+        if let Some(thread) = self.driver_thread.take() {
+            let _ = thread.join();
+        }
         if let Some((thread, stop)) = self.worker_thread.take() {
             let _ = stop.send(());
             let _ = thread.join();
         }
         if let Some(runtime) = self.workers.take() {
             runtime.shutdown_background();
-        }
-        if let Some(thread) = self.driver_thread.take() {
-            let _ = thread.join();
         }
     }
 }
