@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use tdx_engine::proto::commands::*;
 use tdx_engine::proto::{Market as Exchange, Reply, Request, SecurityCode};
+use tdx_engine::runtime::Placement;
 use tdx_engine::supervisor::{CloseState, RequestError};
-use tdx_engine::{Client, Error};
+use tdx_engine::{Client, Error, RuntimeFlavor};
 use tdx_sim::responder::respond;
 use tdx_sim::{Faults, Market, PushFlood, ReferenceServer};
 
@@ -70,12 +71,17 @@ fn workload() -> Vec<Request> {
 }
 
 async fn check_pool(server_count: usize, per_server: usize, workers: usize) {
+    check_pool_on(server_count, per_server, workers, RuntimeFlavor::Shared).await;
+}
+
+async fn check_pool_on(server_count: usize, per_server: usize, workers: usize, flavor: RuntimeFlavor) {
     let s = servers(server_count, |_| Faults::default());
     let client = Client::builder()
         .hosts(s.hosts.clone())
         .server_count(server_count)
         .connections_per_server(per_server)
         .runtime_workers(workers)
+        .runtime_flavor(flavor.clone())
         .build()
         .unwrap();
     let requests = workload();
@@ -91,6 +97,13 @@ async fn check_pool(server_count: usize, per_server: usize, workers: usize) {
     for (request, reply) in results {
         let reply = reply.unwrap_or_else(|e| panic!("{}: {e}", request.name()));
         assert_eq!(reply, respond(&s.market, 0, &request), "{}", request.name());
+    }
+    if let RuntimeFlavor::PerWorker(_) = flavor {
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let placed: Vec<usize> = client.diagnostics().workers.iter().map(|w| w.slots).collect();
+        assert_eq!(placed.len(), workers);
+        assert_eq!(placed.iter().sum::<usize>(), server_count * per_server, "{placed:?}");
+        assert!(placed.iter().all(|&n| n > 0), "every worker carries slots: {placed:?}");
     }
     assert_eq!(client.close().await, CloseState::Closed);
 }
@@ -120,6 +133,16 @@ async fn pool_2x4_is_byte_exact() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pool_20x8_is_byte_exact() {
     check_pool(20, 8, 4).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_worker_power_of_two_is_byte_exact() {
+    check_pool_on(2, 4, 2, RuntimeFlavor::PerWorker(Placement::PowerOfTwoChoices)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_worker_random_20x8_is_byte_exact() {
+    check_pool_on(20, 8, 4, RuntimeFlavor::PerWorker(Placement::Random)).await;
 }
 
 /// Why: dropping futures and short deadlines must not disturb other calls.

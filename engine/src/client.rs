@@ -212,7 +212,7 @@ impl ClientBuilder {
         };
         let clock = match &self.runtime_flavor {
             RuntimeFlavor::External(handle) => Some(handle.clone()),
-            RuntimeFlavor::Shared => None,
+            RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
         };
         let engine = start(config, runtime, connector)?;
         Ok(Client {

@@ -21,6 +21,7 @@ use tracing::{debug, Instrument};
 
 use super::connector::Connector;
 use super::slot::{SlotBudgets, SlotCommand, SlotEvent, SlotQueue, SlotTask};
+use super::workers::{WorkerDiagnostics, Workers};
 use crate::budget::Budget;
 use crate::proto::{Reply, Request, ResponseHeader};
 use crate::supervisor::{
@@ -127,6 +128,8 @@ pub struct EngineDiagnostics {
     pub supervisor: Diagnostics,
     /// The raw and decoded budgets.
     pub budgets: Vec<BudgetDiagnostics>,
+    /// Load per worker runtime.
+    pub workers: Vec<WorkerDiagnostics>,
     /// Worker threads.
     pub runtime_workers: usize,
 }
@@ -162,7 +165,7 @@ struct SlotHandle {
 pub(crate) struct Driver<C: Connector> {
     pub(crate) sup: Supervisor,
     pub(crate) connector: Arc<C>,
-    pub(crate) workers: tokio::runtime::Handle,
+    pub(crate) workers: Workers,
     pub(crate) runtime_workers: usize,
     pub(crate) events_tx: mpsc::Sender<SlotEvent>,
     pub(crate) events_rx: mpsc::Receiver<SlotEvent>,
@@ -191,7 +194,7 @@ impl<C: Connector> Driver<C> {
     pub(crate) fn new(
         sup: Supervisor,
         connector: Arc<C>,
-        workers: tokio::runtime::Handle,
+        workers: Workers,
         runtime_workers: usize,
         channels: (mpsc::Sender<SlotEvent>, mpsc::Receiver<SlotEvent>),
         control_rx: mpsc::UnboundedReceiver<Control>,
@@ -236,6 +239,7 @@ impl<C: Connector> Driver<C> {
         EngineDiagnostics {
             supervisor: self.sup.diagnostics(),
             budgets: vec![budget(&self.budgets.raw), budget(&self.budgets.decoded)],
+            workers: self.workers.diagnostics(),
             runtime_workers: self.runtime_workers,
         }
     }
@@ -283,6 +287,7 @@ impl<C: Connector> Driver<C> {
                     Some(admission) = self.admit_rx.recv() => self.admit(admission),
                     () = sleep => self.sup.handle(now(), Input::Tick),
                     _ = refresh.tick() => {
+                        self.workers.tick(DIAGNOSTICS_REFRESH.as_secs_f64());
                         if std::mem::take(&mut self.dirty) {
                             self.diagnostics.set(self.snapshot());
                         }
@@ -328,6 +333,11 @@ impl<C: Connector> Driver<C> {
 
     fn event(&mut self, event: SlotEvent) {
         let SlotEvent { slot, input, reservation, queued } = event;
+        self.workers.event(slot);
+        if matches!(input, Input::SlotFailed { .. } | Input::SlotClosed { .. }) {
+            // The task has ended: its socket no longer weighs on its worker.
+            self.workers.slot_ended(slot);
+        }
         if let Some(bytes) = queued {
             if let Some(handle) = self.slots.get(slot.index()) {
                 handle.queue.taken(bytes);
@@ -358,7 +368,7 @@ impl<C: Connector> Driver<C> {
                         queue: handle.queue.clone(),
                         budgets: self.budgets.clone(),
                     };
-                    self.workers.spawn(task.run(rx));
+                    self.workers.place(slot).spawn(task.run(rx));
                 }
                 Action::Send { slot, msg_id, request, .. } => {
                     if let Some(tx) = &self.slots[slot.index()].commands {

@@ -7,12 +7,16 @@
 //! - [`RuntimeFlavor::Shared`]: one tokio runtime for every slot; one
 //!   worker is a current-thread runtime on its own thread, two or more a
 //!   multi-thread (work-stealing) runtime. The driver gets its own thread.
+//! - [`RuntimeFlavor::PerWorker`]: N current-thread runtimes, no work
+//!   stealing; each slot is placed on one (see [`workers`]) and connects
+//!   inside it. The driver gets its own thread.
 //! - [`RuntimeFlavor::External`]: slots and the driver run on a runtime the
 //!   caller owns (embedding; simulation). No thread is started.
 
 pub mod connector;
 pub(crate) mod driver;
 pub(crate) mod slot;
+pub mod workers;
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -27,6 +31,8 @@ use driver::{Admission, Control, DiagnosticsCell, Driver};
 use slot::{SlotBudgets, SLOT_QUEUE_BYTES_MAX};
 
 pub use driver::{BudgetDiagnostics, EngineDiagnostics, PushFrame};
+use workers::Workers;
+pub use workers::{Placement, WorkerDiagnostics};
 
 /// Where slot tasks (and the driver) run.
 #[derive(Debug, Clone, Default)]
@@ -34,6 +40,8 @@ pub enum RuntimeFlavor {
     /// A runtime the engine starts and owns (the default).
     #[default]
     Shared,
+    /// One current-thread runtime per worker; slots placed by `Placement`.
+    PerWorker(Placement),
     /// A runtime the caller owns; the engine starts no thread.
     External(tokio::runtime::Handle),
 }
@@ -65,10 +73,33 @@ pub(crate) struct Engine {
 
 pub(crate) struct Owned {
     pub(crate) workers: Option<tokio::runtime::Runtime>,
-    /// For a one-worker current-thread runtime: the thread driving it, and
-    /// how to tell it to stop.
-    pub(crate) worker_thread: Option<(JoinHandle<()>, tokio::sync::oneshot::Sender<()>)>,
+    /// Current-thread runtimes: the threads driving them, and how to tell
+    /// each to stop.
+    pub(crate) worker_threads: Vec<WorkerThread>,
     pub(crate) driver_thread: Option<JoinHandle<()>>,
+}
+
+/// A thread driving a current-thread runtime, and the sender that stops it.
+pub(crate) type WorkerThread = (JoinHandle<()>, tokio::sync::oneshot::Sender<()>);
+
+/// Starts a current-thread runtime on its own thread, running until told to stop.
+fn current_thread_worker(name: String) -> Result<(tokio::runtime::Handle, WorkerThread), ConfigError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ConfigError { field: "runtime_flavor", reason: format!("cannot start a runtime: {e}") })?;
+    let handle = rt.handle().clone();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            rt.block_on(async {
+                let _ = stop_rx.await;
+            });
+            rt.shutdown_background();
+        })
+        .map_err(|e| ConfigError { field: "runtime_workers", reason: format!("cannot start a thread: {e}") })?;
+    Ok((handle, (thread, stop_tx)))
 }
 
 impl Drop for Owned {
@@ -78,7 +109,7 @@ impl Drop for Owned {
         if let Some(thread) = self.driver_thread.take() {
             let _ = thread.join();
         }
-        if let Some((thread, stop)) = self.worker_thread.take() {
+        for (thread, stop) in self.worker_threads.drain(..) {
             let _ = stop.send(());
             let _ = thread.join();
         }
@@ -132,8 +163,9 @@ pub(crate) fn start<C: Connector>(
     let now = match &runtime.flavor {
         // Inside a caller's runtime, its (possibly simulated) clock rules.
         RuntimeFlavor::External(handle) => handle.block_on_clock_now(),
-        RuntimeFlavor::Shared => std::time::Instant::now(),
+        RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => std::time::Instant::now(),
     };
+    let seed = config.rng_seed;
     let sup = Supervisor::new(config, now)?;
     let budgets = SlotBudgets { raw: Budget::new("raw", raw), decoded: Budget::new("decoded", decoded) };
     let (admit_tx, admit_rx) = mpsc::channel(capacity);
@@ -141,35 +173,19 @@ pub(crate) fn start<C: Connector>(
     let events = mpsc::channel(pool_size * 8 + 64);
     let (close_tx, close_rx) = watch::channel(CloseState::Running);
 
-    let build = |handle: tokio::runtime::Handle| {
-        let cell_seed = crate::runtime::driver::EngineDiagnostics {
-            supervisor: sup.diagnostics(),
-            budgets: Vec::new(),
-            runtime_workers,
-        };
-        let diagnostics = Arc::new(DiagnosticsCell::new(cell_seed));
-        (handle, diagnostics)
-    };
-
-    let (workers_handle, owned) = match &runtime.flavor {
-        RuntimeFlavor::External(handle) => (handle.clone(), None),
+    let diagnostics = Arc::new(DiagnosticsCell::new(EngineDiagnostics {
+        supervisor: sup.diagnostics(),
+        budgets: Vec::new(),
+        workers: Vec::new(),
+        runtime_workers,
+    }));
+    let mut owned = Owned { workers: None, worker_threads: Vec::new(), driver_thread: None };
+    let (handles, placement) = match &runtime.flavor {
+        RuntimeFlavor::External(handle) => (vec![handle.clone()], Placement::default()),
         RuntimeFlavor::Shared if runtime_workers == 1 => {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| ConfigError { field: "runtime_flavor", reason: format!("cannot start a runtime: {e}") })?;
-            let handle = rt.handle().clone();
-            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-            let thread = std::thread::Builder::new()
-                .name("tdx-worker-0".into())
-                .spawn(move || {
-                    rt.block_on(async {
-                        let _ = stop_rx.await;
-                    });
-                    rt.shutdown_background();
-                })
-                .map_err(|e| ConfigError { field: "runtime_workers", reason: format!("cannot start a thread: {e}") })?;
-            (handle, Some(Owned { workers: None, worker_thread: Some((thread, stop_tx)), driver_thread: None }))
+            let (handle, thread) = current_thread_worker("tdx-worker-0".into())?;
+            owned.worker_threads.push(thread);
+            (vec![handle], Placement::default())
         }
         RuntimeFlavor::Shared => {
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -180,14 +196,26 @@ pub(crate) fn start<C: Connector>(
                 .build()
                 .map_err(|e| ConfigError { field: "runtime_flavor", reason: format!("cannot start a runtime: {e}") })?;
             let handle = rt.handle().clone();
-            (handle, Some(Owned { workers: Some(rt), worker_thread: None, driver_thread: None }))
+            owned.workers = Some(rt);
+            (vec![handle], Placement::default())
+        }
+        RuntimeFlavor::PerWorker(placement) => {
+            let mut handles = Vec::with_capacity(runtime_workers);
+            for i in 0..runtime_workers {
+                let (handle, thread) = current_thread_worker(format!("tdx-worker-{i}"))?;
+                owned.worker_threads.push(thread);
+                handles.push(handle);
+            }
+            (handles, *placement)
         }
     };
-    let (workers_handle, diagnostics) = build(workers_handle);
+    let workers = Workers::new(handles, placement, pool_size, seed);
+    let external = matches!(runtime.flavor, RuntimeFlavor::External(_));
+    let first = workers.first().clone();
     let driver = Driver::new(
         sup,
         Arc::new(connector),
-        workers_handle.clone(),
+        workers,
         runtime_workers,
         events,
         control_rx,
@@ -196,12 +224,12 @@ pub(crate) fn start<C: Connector>(
         diagnostics.clone(),
         close_tx,
     );
-    let owned = match owned {
-        None => {
-            workers_handle.spawn(driver.run());
+    let owned = match external {
+        true => {
+            first.spawn(driver.run());
             None
         }
-        Some(mut owned) => {
+        false => {
             let thread = std::thread::Builder::new()
                 .name("tdx-driver".into())
                 .spawn(move || {
