@@ -355,3 +355,82 @@ fn dropping_the_client_closes_cleanly() {
         assert!(after <= before + 8, "threads: {before} before, {after} after");
     }
 }
+
+mod panicky {
+    //! A connector whose streams panic once on read when armed.
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Poll};
+    use std::time::Duration;
+
+    use tdx_engine::runtime::connector::{Connector, TcpConnector};
+    use tdx_engine::supervisor::Endpoint;
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+    use tokio::net::TcpStream;
+
+    pub struct PanicOnce(pub Arc<AtomicBool>);
+
+    pub struct Stream {
+        inner: TcpStream,
+        armed: Arc<AtomicBool>,
+    }
+
+    impl AsyncRead for Stream {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            if self.armed.swap(false, Ordering::SeqCst) {
+                panic!("injected slot panic");
+            }
+            Pin::new(&mut self.inner).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncWrite for Stream {
+        fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+            Pin::new(&mut self.inner).poll_write(cx, buf)
+        }
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.inner).poll_flush(cx)
+        }
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.inner).poll_shutdown(cx)
+        }
+    }
+
+    impl Connector for PanicOnce {
+        type Stream = Stream;
+        async fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> std::io::Result<Stream> {
+            let inner = TcpConnector::default().connect(endpoint, timeout).await?;
+            Ok(Stream { inner, armed: self.0.clone() })
+        }
+    }
+}
+
+/// Why: a panic inside a slot task retires that slot only and is reported;
+/// it never reaches the caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_panic_retires_only_that_slot() {
+    let s = servers(1, |_| Faults::default());
+    let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(2)
+        .build_with(panicky::PanicOnce(armed.clone()))
+        .unwrap();
+    assert!(client.count(Exchange::Sz).await.is_ok());
+    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..20 {
+        let reply = client.count(Exchange::Sz).await;
+        assert!(reply.is_ok(), "{reply:?}");
+    }
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let d = client.diagnostics();
+    assert_eq!(d.slot_panics, 1);
+    assert!(d.supervisor.counters.retirements >= 1);
+    assert_eq!(client.close().await, CloseState::Closed);
+}

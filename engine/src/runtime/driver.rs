@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, Instrument};
 
 use super::connector::Connector;
-use super::slot::{SlotBudgets, SlotCommand, SlotEvent, SlotQueue, SlotTask};
+use super::slot::{EngineShared, SlotCommand, SlotEvent, SlotQueue, SlotTask};
 use super::workers::{WorkerDiagnostics, Workers};
 use crate::budget::Budget;
 use crate::proto::{Reply, Request, ResponseHeader};
@@ -130,6 +130,8 @@ pub struct EngineDiagnostics {
     pub budgets: Vec<BudgetDiagnostics>,
     /// Load per worker runtime.
     pub workers: Vec<WorkerDiagnostics>,
+    /// Slot tasks that panicked (each retired its slot only).
+    pub slot_panics: usize,
     /// Worker threads.
     pub runtime_workers: usize,
 }
@@ -171,7 +173,7 @@ pub(crate) struct Driver<C: Connector> {
     pub(crate) events_rx: mpsc::Receiver<SlotEvent>,
     pub(crate) control_rx: mpsc::UnboundedReceiver<Control>,
     pub(crate) admit_rx: mpsc::Receiver<Admission>,
-    pub(crate) budgets: SlotBudgets,
+    pub(crate) budgets: EngineShared,
     pub(crate) diagnostics: Arc<DiagnosticsCell>,
     pub(crate) close_tx: watch::Sender<CloseState>,
     pub(crate) endpoints: Arc<Vec<Endpoint>>,
@@ -199,7 +201,7 @@ impl<C: Connector> Driver<C> {
         channels: (mpsc::Sender<SlotEvent>, mpsc::Receiver<SlotEvent>),
         control_rx: mpsc::UnboundedReceiver<Control>,
         admit_rx: mpsc::Receiver<Admission>,
-        budgets: SlotBudgets,
+        budgets: EngineShared,
         diagnostics: Arc<DiagnosticsCell>,
         close_tx: watch::Sender<CloseState>,
     ) -> Self {
@@ -240,6 +242,7 @@ impl<C: Connector> Driver<C> {
             supervisor: self.sup.diagnostics(),
             budgets: vec![budget(&self.budgets.raw), budget(&self.budgets.decoded)],
             workers: self.workers.diagnostics(),
+            slot_panics: self.budgets.slot_panics.load(std::sync::atomic::Ordering::Relaxed),
             runtime_workers: self.runtime_workers,
         }
     }

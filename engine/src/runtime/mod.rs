@@ -28,7 +28,7 @@ use crate::proto::limits::RAW_STAGING_BYTES_MAX;
 use crate::supervisor::{CloseState, ConfigError, Supervisor, SupervisorConfig};
 use connector::Connector;
 use driver::{Admission, Control, DiagnosticsCell, Driver};
-use slot::{SlotBudgets, SLOT_QUEUE_BYTES_MAX};
+use slot::{EngineShared, SLOT_QUEUE_BYTES_MAX};
 
 pub use driver::{BudgetDiagnostics, EngineDiagnostics, PushFrame};
 use workers::Workers;
@@ -167,7 +167,11 @@ pub(crate) fn start<C: Connector>(
     };
     let seed = config.rng_seed;
     let sup = Supervisor::new(config, now)?;
-    let budgets = SlotBudgets { raw: Budget::new("raw", raw), decoded: Budget::new("decoded", decoded) };
+    let budgets = EngineShared {
+        raw: Budget::new("raw", raw),
+        decoded: Budget::new("decoded", decoded),
+        slot_panics: Arc::default(),
+    };
     let (admit_tx, admit_rx) = mpsc::channel(capacity);
     let (control_tx, control_rx) = mpsc::unbounded_channel();
     let events = mpsc::channel(pool_size * 8 + 64);
@@ -177,6 +181,7 @@ pub(crate) fn start<C: Connector>(
         supervisor: sup.diagnostics(),
         budgets: Vec::new(),
         workers: Vec::new(),
+        slot_panics: 0,
         runtime_workers,
     }));
     let mut owned = Owned { workers: None, worker_threads: Vec::new(), driver_thread: None };

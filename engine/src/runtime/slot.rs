@@ -98,11 +98,13 @@ impl SlotQueue {
     }
 }
 
-/// Engine-wide budgets a slot draws from.
+/// What every slot task shares with the engine: the budgets it draws from
+/// and the count of slot tasks that panicked.
 #[derive(Debug, Clone)]
-pub(crate) struct SlotBudgets {
+pub(crate) struct EngineShared {
     pub(crate) raw: Arc<Budget>,
     pub(crate) decoded: Arc<Budget>,
+    pub(crate) slot_panics: Arc<AtomicUsize>,
 }
 
 /// Everything a slot task needs for one generation.
@@ -115,7 +117,7 @@ pub(crate) struct SlotTask<C: Connector> {
     pub(crate) connector: Arc<C>,
     pub(crate) events: mpsc::Sender<SlotEvent>,
     pub(crate) queue: Arc<SlotQueue>,
-    pub(crate) budgets: SlotBudgets,
+    pub(crate) budgets: EngineShared,
 }
 
 /// Why a slot task ended early, before reporting.
@@ -133,6 +135,7 @@ impl<C: Connector> SlotTask<C> {
     pub(crate) async fn run(self, commands: mpsc::UnboundedReceiver<SlotCommand>) {
         let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
         let events = self.events.clone();
+        let budgets = self.budgets.clone();
         let span = tracing::debug_span!("slot", slot = slot.0, generation = generation.0, endpoint = %self.endpoint);
         let outcome = CatchPanic(Box::pin(self.serve(commands).instrument(span))).await;
         let input = match outcome {
@@ -140,6 +143,7 @@ impl<C: Connector> SlotTask<C> {
             Ok(End::Retired) => Input::SlotClosed { slot, epoch, generation },
             Ok(End::Failed(error)) => Input::SlotFailed { slot, epoch, generation, error },
             Err(panic) => {
+                budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
                 let error = SlotError::Io(format!("slot task panicked: {panic}"));
                 tracing::error!(slot = slot.0, %error, "slot task panicked; retiring the slot");
                 Input::SlotFailed { slot, epoch, generation, error }
@@ -263,14 +267,14 @@ struct Conn<S> {
     stream: S,
     decoder: FrameDecoder,
     buf: Vec<u8>,
-    budgets: SlotBudgets,
+    budgets: EngineShared,
     /// Raw-budget bytes held for what the decoder stages.
     raw: Option<Reservation>,
     wire: Vec<u8>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
-    fn new(stream: S, budgets: SlotBudgets) -> Self {
+    fn new(stream: S, budgets: EngineShared) -> Self {
         Self { stream, decoder: FrameDecoder::new(), buf: vec![0; 64 * 1024], budgets, raw: None, wire: Vec::new() }
     }
 
