@@ -295,8 +295,8 @@ impl Drop for CancelOnDrop<'_> {
     }
 }
 
-fn unexpected(request: &Request) -> Error {
-    Error::InvalidRequest(format!("{} got a reply of another command", request.name()))
+fn unexpected(command: &str) -> Error {
+    Error::InvalidRequest(format!("{command} got a reply of another command"))
 }
 
 impl Client {
@@ -323,6 +323,13 @@ impl Client {
         self.call_on(request, None).await
     }
 
+    /// Sends a typed command and awaits its typed reply.
+    pub async fn run<C: TypedCommand>(&self, command: C) -> Result<C::Reply, Error> {
+        let request: Request = command.into();
+        let name = request.name();
+        C::take_reply(self.call(request).await?).ok_or_else(|| unexpected(name))
+    }
+
     async fn call_on(&self, request: Request, pin: Option<PinId>) -> Result<Reply, Error> {
         let span = tracing::debug_span!("request", command = request.name());
         async move {
@@ -339,20 +346,12 @@ impl Client {
 
     /// Number of securities in a market (0x044e).
     pub async fn count(&self, market: Market) -> Result<u16, Error> {
-        let request: Request = SecurityCount { market, client_date: SecurityCount::PYTDX_CLIENT_DATE }.into();
-        match self.call(request.clone()).await? {
-            Reply::SecurityCount(n) => Ok(n),
-            _ => Err(unexpected(&request)),
-        }
+        self.run(SecurityCount { market, client_date: SecurityCount::PYTDX_CLIENT_DATE }).await
     }
 
     /// One page of a market's code table (0x044d), at most 1600.
     pub async fn codes(&self, market: Market, start: u32, limit: u32) -> Result<Vec<Security>, Error> {
-        let request: Request = SecurityList { market, start, limit }.into();
-        match self.call(request.clone()).await? {
-            Reply::SecurityList(v) => Ok(v),
-            _ => Err(unexpected(&request)),
-        }
+        self.run(SecurityList { market, start, limit }).await
     }
 
     /// The whole code table, paged until an empty page (bounded by 100 pages).
@@ -370,11 +369,7 @@ impl Client {
 
     /// One page of bars (0x052d): `start` back from the newest, oldest first.
     pub async fn bars(&self, code: SecurityCode, period: Period, start: u16, count: u16) -> Result<Vec<Bar>, Error> {
-        let request: Request = Bars::new(code, period, start, count).into();
-        match self.call(request.clone()).await? {
-            Reply::Bars(v) => Ok(v),
-            _ => Err(unexpected(&request)),
-        }
+        self.run(Bars::new(code, period, start, count)).await
     }
 
     /// Every bar of `period`, paging back until an empty page or `max_pages`
@@ -398,49 +393,29 @@ impl Client {
 
     /// Five-level quotes (0x053e), in request order.
     pub async fn quotes(&self, codes: &[SecurityCode]) -> Result<Vec<Quote>, Error> {
-        let request: Request = Quotes { targets: codes.iter().map(|c| (*c).into()).collect() }.into();
-        match self.call(request.clone()).await? {
-            Reply::Quotes(r) => Ok(r.quotes),
-            _ => Err(unexpected(&request)),
-        }
+        self.run(Quotes { targets: codes.iter().map(|c| (*c).into()).collect() }).await.map(|r| r.quotes)
     }
 
     /// One-level snapshots (0x054c), in request order.
     pub async fn snapshots(&self, codes: &[SecurityCode]) -> Result<Vec<Snapshot>, Error> {
-        let request: Request = Snapshots { targets: codes.iter().map(|c| (*c).into()).collect() }.into();
-        match self.call(request.clone()).await? {
-            Reply::Snapshots(r) => Ok(r.snapshots),
-            _ => Err(unexpected(&request)),
-        }
+        self.run(Snapshots { targets: codes.iter().map(|c| (*c).into()).collect() }).await.map(|r| r.snapshots)
     }
 
     /// Refreshes up to 100 codes (0x0547); the server then pushes updates,
     /// which [`next_pushes`](Self::next_pushes) returns (parse them with
     /// the same [`Refresh`] request).
     pub async fn refresh(&self, codes: &[SecurityCode]) -> Result<RefreshReply, Error> {
-        let request: Request = Refresh { targets: codes.iter().map(|c| (*c).into()).collect() }.into();
-        match self.call(request.clone()).await? {
-            Reply::Refresh(r) => Ok(r),
-            _ => Err(unexpected(&request)),
-        }
+        self.run(Refresh { targets: codes.iter().map(|c| (*c).into()).collect() }).await
     }
 
     /// Today's minute line (0x0537).
     pub async fn minutes(&self, code: SecurityCode) -> Result<MinuteLine, Error> {
-        let request: Request = Minutes::from(QuoteTarget::from(code)).into();
-        match self.call(request.clone()).await? {
-            Reply::Minutes(m) => Ok(m),
-            _ => Err(unexpected(&request)),
-        }
+        self.run(Minutes::from(QuoteTarget::from(code))).await
     }
 
     /// One page of today's ticks (0x0fc5): `start` back from the newest.
     pub async fn trades(&self, code: SecurityCode, start: u16, count: u16) -> Result<Vec<Trade>, Error> {
-        let request: Request = Trades { code, start, count }.into();
-        match self.call(request.clone()).await? {
-            Reply::Trades(t) => Ok(t),
-            _ => Err(unexpected(&request)),
-        }
+        self.run(Trades { code, start, count }).await
     }
 
     /// Takes one connection for exclusive use, through the same FIFO as
@@ -602,6 +577,13 @@ impl BlockingClient {
         self
     }
 
+    /// Sends a typed command and waits for its typed reply.
+    pub fn run<C: TypedCommand>(&self, command: C) -> Result<C::Reply, Error> {
+        let request: Request = command.into();
+        let name = request.name();
+        C::take_reply(self.call(request)?).ok_or_else(|| unexpected(name))
+    }
+
     /// Sends any request and waits for its reply.
     pub fn call(&self, request: Request) -> Result<Reply, Error> {
         let cell = Arc::new(BlockingCell::default());
@@ -619,29 +601,17 @@ impl BlockingClient {
 
     /// Number of securities in a market.
     pub fn count(&self, market: Market) -> Result<u16, Error> {
-        let request: Request = SecurityCount { market, client_date: SecurityCount::PYTDX_CLIENT_DATE }.into();
-        match self.call(request.clone())? {
-            Reply::SecurityCount(n) => Ok(n),
-            _ => Err(unexpected(&request)),
-        }
+        self.run(SecurityCount { market, client_date: SecurityCount::PYTDX_CLIENT_DATE })
     }
 
     /// One page of bars.
     pub fn bars(&self, code: SecurityCode, period: Period, start: u16, count: u16) -> Result<Vec<Bar>, Error> {
-        let request: Request = Bars::new(code, period, start, count).into();
-        match self.call(request.clone())? {
-            Reply::Bars(v) => Ok(v),
-            _ => Err(unexpected(&request)),
-        }
+        self.run(Bars::new(code, period, start, count))
     }
 
     /// Five-level quotes.
     pub fn quotes(&self, codes: &[SecurityCode]) -> Result<Vec<Quote>, Error> {
-        let request: Request = Quotes { targets: codes.iter().map(|c| (*c).into()).collect() }.into();
-        match self.call(request.clone())? {
-            Reply::Quotes(r) => Ok(r.quotes),
-            _ => Err(unexpected(&request)),
-        }
+        self.run(Quotes { targets: codes.iter().map(|c| (*c).into()).collect() }).map(|r| r.quotes)
     }
 
     /// The latest diagnostics snapshot.

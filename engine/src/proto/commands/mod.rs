@@ -128,8 +128,24 @@ macro_rules! command_set {
                     Self::$variant(request)
                 }
             }
+
+            impl TypedCommand for $request {
+                fn take_reply(reply: Reply) -> Option<<$request as Command>::Reply> {
+                    match reply {
+                        Reply::$variant(reply) => Some(reply),
+                        _ => None,
+                    }
+                }
+            }
         )+
     };
+}
+
+/// A command that is one of [`Request`]'s variants: it converts into a
+/// `Request`, and its typed reply can be taken back out of a [`Reply`].
+pub trait TypedCommand: Command + Into<Request> {
+    /// This command's reply, if `reply` is one.
+    fn take_reply(reply: Reply) -> Option<Self::Reply>;
 }
 
 command_set! {
