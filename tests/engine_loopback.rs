@@ -434,3 +434,60 @@ async fn a_slot_panic_retires_only_that_slot() {
     assert!(d.supervisor.counters.retirements >= 1);
     assert_eq!(client.close().await, CloseState::Closed);
 }
+
+/// Why: with PerWorker P2C, a worker carrying two busy connections hands
+/// one to the idle worker, whose reactor takes the socket over; calls on
+/// the moved connection go on, byte-exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_worker_migrates_a_hot_slot_and_keeps_serving() {
+    let s = servers(1, |_| Faults::default());
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(4)
+        .runtime_workers(2)
+        .runtime_flavor(RuntimeFlavor::PerWorker(Placement::PowerOfTwoChoices))
+        .heartbeat_interval(None)
+        .build()
+        .unwrap();
+    let mut pins = Vec::new();
+    for _ in 0..4 {
+        pins.push(client.pin().await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let placed = client.diagnostics().slot_workers.clone();
+    // Two pinned connections on the same worker.
+    let (hot_worker, hot): (usize, Vec<usize>) = (0..2)
+        .map(|w| (w, (0..4).filter(|&p| placed[pins[p].slot().0 as usize] == Some(w)).collect::<Vec<_>>()))
+        .find(|(_, on)| on.len() >= 2)
+        .expect("four slots on two workers put two on one");
+    let request: Request = SecurityCount { market: Exchange::Sh, client_date: 0 }.into();
+    let want = respond(&s.market, 0, &request);
+    let pins = Arc::new(pins);
+    let hammer = |p: usize| {
+        let (pins, request, want) = (pins.clone(), request.clone(), want.clone());
+        tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_millis(800);
+            let mut calls = 0;
+            while tokio::time::Instant::now() < deadline {
+                assert_eq!(pins[p].call(request.clone()).await.unwrap(), want);
+                calls += 1;
+            }
+            calls
+        })
+    };
+    let (a, b) = (hammer(hot[0]), hammer(hot[1]));
+    let calls = a.await.unwrap() + b.await.unwrap();
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let d = client.diagnostics();
+    let moved: u64 = d.workers.iter().map(|w| w.migrations_out).sum();
+    assert!(moved >= 1, "a hot slot moved off worker {hot_worker} ({calls} calls): {:?}", d.workers);
+    let now_on: Vec<_> = hot.iter().map(|&p| d.slot_workers[pins[p].slot().0 as usize]).collect();
+    assert!(now_on.iter().any(|w| *w != Some(hot_worker)), "{now_on:?}");
+    // Every pin still answers after the move.
+    for pin in pins.iter() {
+        assert_eq!(pin.call(request.clone()).await.unwrap(), want);
+    }
+    drop(pins);
+    assert_eq!(client.close().await, CloseState::Closed);
+}

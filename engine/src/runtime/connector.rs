@@ -18,6 +18,30 @@ pub trait Connector: Send + Sync + 'static {
     type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
     /// Connects within `timeout`.
     fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> impl Future<Output = io::Result<Self::Stream>> + Send;
+
+    /// Takes a connection off the current runtime's reactor so another
+    /// runtime can [`attach`](Self::attach) it (`PerWorker` migration).
+    /// The default keeps connections where they are.
+    fn detach(&self, stream: Self::Stream) -> Detach<Self::Stream> {
+        Detach::Kept(stream)
+    }
+
+    /// Registers a detached socket with the current runtime's reactor.
+    fn attach(&self, socket: std::net::TcpStream) -> io::Result<Self::Stream> {
+        drop(socket);
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this connector cannot move connections"))
+    }
+}
+
+/// What [`Connector::detach`] did.
+#[derive(Debug)]
+pub enum Detach<S> {
+    /// The socket is off its reactor, ready to attach elsewhere.
+    Moved(std::net::TcpStream),
+    /// This kind of connection cannot move; here it is back.
+    Kept(S),
+    /// Deregistering failed; the connection is lost.
+    Failed(io::Error),
 }
 
 fn socket_addr(endpoint: &Endpoint) -> io::Result<SocketAddr> {
@@ -55,6 +79,17 @@ impl Connector for TcpConnector {
             socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive)?;
         }
         Ok(stream)
+    }
+
+    fn detach(&self, stream: Self::Stream) -> Detach<Self::Stream> {
+        match stream.into_std() {
+            Ok(socket) => Detach::Moved(socket),
+            Err(e) => Detach::Failed(e),
+        }
+    }
+
+    fn attach(&self, socket: std::net::TcpStream) -> io::Result<Self::Stream> {
+        tokio::net::TcpStream::from_std(socket)
     }
 }
 

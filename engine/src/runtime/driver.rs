@@ -130,6 +130,8 @@ pub struct EngineDiagnostics {
     pub budgets: Vec<BudgetDiagnostics>,
     /// Load per worker runtime.
     pub workers: Vec<WorkerDiagnostics>,
+    /// The worker each slot runs on (`None`: not connected).
+    pub slot_workers: Vec<Option<usize>>,
     /// Slot tasks that panicked (each retired its slot only).
     pub slot_panics: usize,
     /// Worker threads.
@@ -242,6 +244,7 @@ impl<C: Connector> Driver<C> {
             supervisor: self.sup.diagnostics(),
             budgets: vec![budget(&self.budgets.raw), budget(&self.budgets.decoded)],
             workers: self.workers.diagnostics(),
+            slot_workers: self.workers.slot_workers(),
             slot_panics: self.budgets.slot_panics.load(std::sync::atomic::Ordering::Relaxed),
             runtime_workers: self.runtime_workers,
         }
@@ -291,6 +294,12 @@ impl<C: Connector> Driver<C> {
                     () = sleep => self.sup.handle(now(), Input::Tick),
                     _ = refresh.tick() => {
                         self.workers.tick(DIAGNOSTICS_REFRESH.as_secs_f64());
+                        if let Some((slot, to)) = self.workers.plan_migration() {
+                            if let Some(tx) = &self.slots[slot.index()].commands {
+                                debug!(slot = slot.0, "moving a hot slot to a cooler worker");
+                                let _ = tx.send(SlotCommand::Migrate { to });
+                            }
+                        }
                         if std::mem::take(&mut self.dirty) {
                             self.diagnostics.set(self.snapshot());
                         }

@@ -181,6 +181,7 @@ pub(crate) fn start<C: Connector>(
         supervisor: sup.diagnostics(),
         budgets: Vec::new(),
         workers: Vec::new(),
+        slot_workers: Vec::new(),
         slot_panics: 0,
         runtime_workers,
     }));

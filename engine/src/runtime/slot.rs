@@ -26,7 +26,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Notify};
 use tracing::{debug, Instrument};
 
-use super::connector::Connector;
+use super::connector::{Connector, Detach};
 use crate::budget::{Budget, Reservation};
 use crate::proto::commands::{Command, Handshake};
 use crate::proto::limits::{RAW_STAGING_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
@@ -52,6 +52,11 @@ pub(crate) enum SlotCommand {
     Send { msg_id: u32, request: Arc<Request> },
     /// Close the socket and end the task.
     Retire,
+    /// Move this connection to another worker runtime (`PerWorker`
+    /// migration): the socket is re-registered with that runtime's reactor
+    /// and the task goes on there, its state intact. Ignored before the
+    /// slot is ready and by connectors that cannot move connections.
+    Migrate { to: tokio::runtime::Handle },
 }
 
 /// A Supervisor input from a slot, with the decoded bytes it holds.
@@ -128,18 +133,73 @@ enum End {
     Retired,
     /// The driver is gone: report nothing.
     DriverGone,
+    /// The task moved to another runtime, which reports its end.
+    Migrated,
+    /// Asked to move (internal: the exchange loop hands this to its caller).
+    Migrate(tokio::runtime::Handle),
+}
+
+/// A ready connection's state, carried across a migration.
+struct Exchanging {
+    /// The request in flight and its msg_id: the frame that answers it is parsed.
+    awaiting: Option<(u32, Arc<Request>)>,
+    commands: mpsc::UnboundedReceiver<SlotCommand>,
 }
 
 impl<C: Connector> SlotTask<C> {
     /// Runs the task to its end; panics inside are caught and reported.
     pub(crate) async fn run(self, commands: mpsc::UnboundedReceiver<SlotCommand>) {
-        let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
-        let events = self.events.clone();
-        let budgets = self.budgets.clone();
-        let span = tracing::debug_span!("slot", slot = slot.0, generation = generation.0, endpoint = %self.endpoint);
+        let span = self.span();
+        let ids = self.ids();
+        let (events, budgets) = (self.events.clone(), self.budgets.clone());
         let outcome = CatchPanic(Box::pin(self.serve(commands).instrument(span))).await;
+        Self::report_end(ids, events, budgets, outcome).await;
+    }
+
+    /// Goes on with a migrated connection on the current runtime. (A boxed
+    /// `Send` future: migration makes the task's future recursive.)
+    fn resume(self, parked: Parked, state: Exchanging) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+        Box::pin(async move {
+            let span = self.span();
+            let ids = self.ids();
+            let (events, budgets) = (self.events.clone(), self.budgets.clone());
+            let outcome = CatchPanic(Box::pin(
+                async move {
+                    match self.connector.attach(parked.socket) {
+                        Ok(stream) => {
+                            debug!("connection migrated to this worker");
+                            let (decoder, buf, raw) = (parked.decoder, parked.buf, parked.raw);
+                            let budgets = self.budgets.clone();
+                            let conn = Conn { stream, decoder, buf, budgets, raw, wire: Vec::new() };
+                            self.exchange_phase(conn, state).await
+                        }
+                        Err(e) => End::Failed(SlotError::Io(format!("cannot attach a migrated connection: {e}"))),
+                    }
+                }
+                .instrument(span),
+            ))
+            .await;
+            Self::report_end(ids, events, budgets, outcome).await;
+        })
+    }
+
+    fn span(&self) -> tracing::Span {
+        tracing::debug_span!("slot", slot = self.slot.0, generation = self.generation.0, endpoint = %self.endpoint)
+    }
+
+    fn ids(&self) -> (SlotId, Epoch, Generation) {
+        (self.slot, self.epoch, self.generation)
+    }
+
+    async fn report_end(
+        (slot, epoch, generation): (SlotId, Epoch, Generation),
+        events: mpsc::Sender<SlotEvent>,
+        budgets: EngineShared,
+        outcome: Result<End, String>,
+    ) {
         let input = match outcome {
-            Ok(End::DriverGone) => return,
+            Ok(End::DriverGone | End::Migrated) => return,
+            Ok(End::Migrate(_)) => unreachable!("exchange_phase handles migration requests"),
             Ok(End::Retired) => Input::SlotClosed { slot, epoch, generation },
             Ok(End::Failed(error)) => Input::SlotFailed { slot, epoch, generation, error },
             Err(panic) => {
@@ -158,42 +218,77 @@ impl<C: Connector> SlotTask<C> {
     }
 
     async fn serve(self, mut commands: mpsc::UnboundedReceiver<SlotCommand>) -> End {
-        let connect = self.connector.connect(&self.endpoint, self.connect_timeout);
-        let stream = tokio::select! {
-            biased;
-            command = commands.recv() => return retired_or_gone(command),
-            stream = connect => match stream {
-                Ok(stream) => stream,
-                Err(e) => return End::Failed(SlotError::Connect(e.to_string())),
-            },
+        let stream = {
+            let connect = self.connector.connect(&self.endpoint, self.connect_timeout);
+            tokio::pin!(connect);
+            loop {
+                tokio::select! {
+                    biased;
+                    command = commands.recv() => match command {
+                        // Not ready yet: a migration request is moot; stay.
+                        Some(SlotCommand::Migrate { .. }) => continue,
+                        other => return retired_or_gone(other),
+                    },
+                    stream = &mut connect => match stream {
+                        Ok(stream) => break stream,
+                        Err(e) => return End::Failed(SlotError::Connect(e.to_string())),
+                    },
+                }
+            }
         };
         let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
         if let Err(end) = self.report(Input::SlotConnected { slot, epoch, generation }).await {
             return end;
         }
         let mut conn = Conn::new(stream, self.budgets.clone());
-        tokio::select! {
-            biased;
-            command = commands.recv() => return retired_or_gone(command),
-            done = conn.handshake() => if let Err(error) = done {
-                return End::Failed(error);
-            },
+        loop {
+            tokio::select! {
+                biased;
+                command = commands.recv() => match command {
+                    Some(SlotCommand::Migrate { .. }) => continue,
+                    other => return retired_or_gone(other),
+                },
+                done = conn.handshake() => match done {
+                    Ok(()) => break,
+                    Err(error) => return End::Failed(error),
+                },
+            }
         }
         if let Err(end) = self.report(Input::SlotReady { slot, epoch, generation }).await {
             return end;
         }
-        match self.exchange_loop(&mut conn, &mut commands).await {
-            Ok(end) | Err(end) => end,
+        self.exchange_phase(conn, Exchanging { awaiting: None, commands }).await
+    }
+
+    /// Serves a ready connection until it ends, moving it when asked.
+    async fn exchange_phase(self, mut conn: Conn<C::Stream>, mut state: Exchanging) -> End {
+        loop {
+            let to = match self.exchange_loop(&mut conn, &mut state).await {
+                Ok(End::Migrate(to)) => to,
+                Ok(end) | Err(end) => return end,
+            };
+            let Conn { stream, decoder, buf, raw, .. } = conn;
+            match self.connector.detach(stream) {
+                Detach::Moved(socket) => {
+                    let parked = Parked { socket, decoder, buf, raw };
+                    to.spawn(self.resume(parked, state));
+                    return End::Migrated;
+                }
+                Detach::Kept(stream) => {
+                    conn = Conn { stream, decoder, buf, budgets: self.budgets.clone(), raw, wire: Vec::new() };
+                }
+                Detach::Failed(e) => return End::Failed(SlotError::Io(format!("cannot move the connection: {e}"))),
+            }
         }
     }
 
     async fn exchange_loop<S: AsyncRead + AsyncWrite + Unpin>(
         &self,
         conn: &mut Conn<S>,
-        commands: &mut mpsc::UnboundedReceiver<SlotCommand>,
+        state: &mut Exchanging,
     ) -> Result<End, End> {
         let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
-        let mut awaiting: Option<(u32, Arc<Request>)> = None;
+        let Exchanging { awaiting, commands } = state;
         let mut wire_this_round = 0usize;
         loop {
             tokio::select! {
@@ -201,9 +296,10 @@ impl<C: Connector> SlotTask<C> {
                 command = commands.recv() => match command {
                     Some(SlotCommand::Send { msg_id, request }) => {
                         conn.write_request(msg_id, &request).await.map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
-                        awaiting = Some((msg_id, request));
+                        *awaiting = Some((msg_id, request));
                         self.report(Input::SendCompleted { slot, epoch, generation, msg_id }).await?;
                     }
+                    Some(SlotCommand::Migrate { to }) => return Ok(End::Migrate(to)),
                     other => return Ok(retired_or_gone(other)),
                 },
                 read = conn.read() => {
@@ -211,10 +307,10 @@ impl<C: Connector> SlotTask<C> {
                     wire_this_round += n;
                     let (frames, end) = conn.decode().map_err(|e| End::Failed(SlotError::Protocol(e.to_string())))?;
                     for frame in frames {
-                        let body = match &awaiting {
+                        let body = match &*awaiting {
                             Some((id, request)) if frame.header.msg_id == *id && frame.header.msg_type == request.msg_type() => {
                                 let parsed = request.parse_reply(&frame.payload);
-                                awaiting = None;
+                                *awaiting = None;
                                 match parsed {
                                     Ok(reply) => FrameBody::Reply(Box::new(reply)),
                                     Err(e) => FrameBody::Invalid(e),
@@ -258,8 +354,18 @@ fn retired_or_gone(command: Option<SlotCommand>) -> End {
         Some(SlotCommand::Retire) => End::Retired,
         // A Send before the slot is ready cannot happen; treat it as retire.
         Some(SlotCommand::Send { .. }) => End::Retired,
+        // Callers handle migration themselves; reaching here is a stay.
+        Some(SlotCommand::Migrate { .. }) => End::Retired,
         None => End::DriverGone,
     }
+}
+
+/// A connection in transit between runtimes.
+struct Parked {
+    socket: std::net::TcpStream,
+    decoder: FrameDecoder,
+    buf: Vec<u8>,
+    raw: Option<Reservation>,
 }
 
 /// One connection's socket, decoder and raw-budget hold.
@@ -361,6 +467,153 @@ impl<F: Future> Future for CatchPanic<F> {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".to_owned());
                 Poll::Ready(Err(message))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The slot task against a minimal 7709 responder built from the codec.
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::proto::commands::{HandshakeReply, SecurityCount};
+    use crate::proto::frame::encode_response;
+    use crate::proto::{Compression, Market, Reply, RequestDecoder};
+    use crate::runtime::connector::TcpConnector;
+
+    /// Answers handshakes and count requests (with 42) on every connection.
+    async fn responder(listener: tokio::net::TcpListener) {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else { return };
+            tokio::spawn(async move {
+                let mut decoder = RequestDecoder::new();
+                let mut buf = vec![0u8; 4096];
+                loop {
+                    let Ok(n) = stream.read(&mut buf).await else { return };
+                    if n == 0 || decoder.feed(&buf[..n]).is_err() {
+                        return;
+                    }
+                    while let Ok(Some(frame)) = decoder.next_frame() {
+                        let request = Request::decode(frame.header.msg_type, &frame.body).unwrap();
+                        let reply = match &request {
+                            Request::Handshake(_) => Reply::Handshake(HandshakeReply::default()),
+                            _ => Reply::SecurityCount(42),
+                        };
+                        let mut payload = Vec::new();
+                        request.encode_reply(&reply, &mut payload).unwrap();
+                        let mut out = Vec::new();
+                        encode_response(
+                            &mut out,
+                            frame.header.msg_id,
+                            frame.header.msg_type,
+                            &payload,
+                            Compression::Never,
+                        )
+                        .unwrap();
+                        if stream.write_all(&out).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    }
+
+    async fn next(events: &mut mpsc::Receiver<SlotEvent>) -> Input {
+        events.recv().await.expect("the slot reports").input
+    }
+
+    fn worker(name: &str) -> (tokio::runtime::Handle, std::thread::JoinHandle<()>, tokio::sync::oneshot::Sender<()>) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let handle = rt.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                rt.block_on(async {
+                    let _ = stopped.await;
+                });
+            })
+            .unwrap();
+        (handle, thread, stop)
+    }
+
+    /// Why: PerWorker migration moves a live connection to another
+    /// runtime's reactor; the exchange must go on there, state intact, and
+    /// the old runtime must no longer be needed.
+    #[test]
+    fn a_ready_slot_migrates_to_another_runtime() {
+        let (a, a_thread, a_stop) = worker("test-worker-a");
+        let a_stop = std::cell::Cell::new(Some(a_stop));
+        let (b, b_thread, b_stop) = worker("test-worker-b");
+        let addr = {
+            let _entered = b.enter();
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.set_nonblocking(true).unwrap();
+            let addr = listener.local_addr().unwrap();
+            b.spawn(async move { responder(tokio::net::TcpListener::from_std(listener).unwrap()).await });
+            addr
+        };
+        let main = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        main.block_on(async {
+            let (events_tx, mut events) = mpsc::channel(64);
+            let (commands, rx) = mpsc::unbounded_channel();
+            let task = SlotTask {
+                slot: SlotId(0),
+                epoch: Epoch(0),
+                generation: Generation(0),
+                endpoint: Endpoint::new("127.0.0.1", addr.port()),
+                connect_timeout: Duration::from_secs(5),
+                connector: Arc::new(TcpConnector::default()),
+                events: events_tx,
+                queue: Arc::default(),
+                budgets: EngineShared {
+                    raw: Budget::new("raw", 1 << 20),
+                    decoded: Budget::new("decoded", 1 << 20),
+                    slot_panics: Arc::default(),
+                },
+            };
+            a.spawn(task.run(rx));
+            assert!(matches!(next(&mut events).await, Input::SlotConnected { .. }));
+            assert!(matches!(next(&mut events).await, Input::SlotReady { .. }));
+            let request = Arc::new(Request::from(SecurityCount { market: Market::Sz, client_date: 0 }));
+            for (round, msg_id) in [(0, 7u32), (1, 8)] {
+                if round == 1 {
+                    // Move to runtime b, then stop runtime a altogether.
+                    commands.send(SlotCommand::Migrate { to: b.clone() }).unwrap();
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    a_stop.take_and_stop();
+                }
+                commands.send(SlotCommand::Send { msg_id, request: request.clone() }).unwrap();
+                assert!(matches!(next(&mut events).await, Input::SendCompleted { msg_id: m, .. } if m == msg_id));
+                match next(&mut events).await {
+                    Input::Frame { header, body: FrameBody::Reply(reply), .. } => {
+                        assert_eq!(header.msg_id, msg_id);
+                        assert_eq!(*reply, Reply::SecurityCount(42));
+                    }
+                    other => panic!("expected the reply, got {other:?}"),
+                }
+            }
+            commands.send(SlotCommand::Retire).unwrap();
+            assert!(matches!(next(&mut events).await, Input::SlotClosed { .. }));
+        });
+        a_thread.join().unwrap();
+        let _ = b_stop.send(());
+        b_thread.join().unwrap();
+    }
+
+    trait TakeAndStop {
+        fn take_and_stop(&self);
+    }
+
+    impl TakeAndStop for std::cell::Cell<Option<tokio::sync::oneshot::Sender<()>>> {
+        fn take_and_stop(&self) {
+            if let Some(stop) = self.take() {
+                let _ = stop.send(());
             }
         }
     }

@@ -7,6 +7,12 @@
 //! registered with that worker's reactor. Placement is random or
 //! power-of-two-choices on each worker's load: the EWMA of its slots' events
 //! per second plus a backlog term for the slots it carries.
+//!
+//! With power-of-two-choices placement, load is also rebalanced: when the
+//! busiest worker is over its high-water mark (25 % above the mean), it
+//! hands the hottest slot that fits the gap to the coolest worker, which
+//! re-registers the socket with its own reactor. One move per cooldown, so
+//! slots do not bounce.
 
 use serde::Serialize;
 use tokio::runtime::Handle;
@@ -27,12 +33,17 @@ pub enum Placement {
 const BACKLOG_WEIGHT: f64 = 50.0;
 /// Weight of the newest events/s sample in the EWMA.
 const LOAD_ALPHA: f64 = 0.3;
+/// A worker this much above the mean load is over its high-water mark.
+const HIGH_WATER_RATIO: f64 = 1.25;
+/// Ticks between two migrations.
+const MIGRATION_COOLDOWN_TICKS: u32 = 8;
 
 #[derive(Debug, Clone, Default)]
 struct Load {
     slots: usize,
     events: u64,
     events_per_sec_ewma: f64,
+    migrations_out: u64,
 }
 
 impl Load {
@@ -50,6 +61,8 @@ pub struct WorkerDiagnostics {
     pub slots: usize,
     /// Events per second, exponentially weighted.
     pub events_per_sec: f64,
+    /// Slots it handed to other workers.
+    pub migrations_out: u64,
 }
 
 pub(crate) struct Workers {
@@ -58,6 +71,10 @@ pub(crate) struct Workers {
     load: Vec<Load>,
     /// Invariant: `slot_worker[s] == Some(w)` iff slot `s` is counted in `load[w].slots`.
     slot_worker: Vec<Option<usize>>,
+    /// Per slot: events since the last tick, and their EWMA rate.
+    slot_events: Vec<u64>,
+    slot_rate: Vec<f64>,
+    cooldown: u32,
     rng: u64,
 }
 
@@ -65,7 +82,16 @@ impl Workers {
     pub(crate) fn new(handles: Vec<Handle>, placement: Placement, slots: usize, seed: u64) -> Self {
         assert!(!handles.is_empty(), "at least one worker runtime");
         let load = vec![Load::default(); handles.len()];
-        Self { handles, placement, load, slot_worker: vec![None; slots], rng: seed | 1 }
+        Self {
+            handles,
+            placement,
+            load,
+            slot_worker: vec![None; slots],
+            slot_events: vec![0; slots],
+            slot_rate: vec![0.0; slots],
+            cooldown: 0,
+            rng: seed | 1,
+        }
     }
 
     fn random(&mut self, n: usize) -> usize {
@@ -109,6 +135,7 @@ impl Workers {
     pub(crate) fn event(&mut self, slot: SlotId) {
         if let Some(Some(worker)) = self.slot_worker.get(slot.index()) {
             self.load[*worker].events += 1;
+            self.slot_events[slot.index()] += 1;
         }
     }
 
@@ -122,14 +149,61 @@ impl Workers {
             load.events_per_sec_ewma += LOAD_ALPHA * (rate - load.events_per_sec_ewma);
             load.events = 0;
         }
+        for (events, rate) in self.slot_events.iter_mut().zip(&mut self.slot_rate) {
+            *rate += LOAD_ALPHA * (*events as f64 / seconds - *rate);
+            *events = 0;
+        }
+        self.cooldown = self.cooldown.saturating_sub(1);
+    }
+
+    /// The move that relieves the busiest worker, if it is over its
+    /// high-water mark: the hottest of its slots whose load fits the gap to
+    /// the coolest worker (so the move lowers the maximum). Records the move;
+    /// the caller tells the slot to go.
+    pub(crate) fn plan_migration(&mut self) -> Option<(SlotId, Handle)> {
+        let n = self.handles.len();
+        if n < 2 || self.placement != Placement::PowerOfTwoChoices || self.cooldown > 0 {
+            return None;
+        }
+        let scores: Vec<f64> = self.load.iter().map(Load::score).collect();
+        let mean = scores.iter().sum::<f64>() / n as f64;
+        let hot = (0..n).max_by(|&a, &b| scores[a].total_cmp(&scores[b]))?;
+        let cool = (0..n).min_by(|&a, &b| scores[a].total_cmp(&scores[b]))?;
+        let gap = scores[hot] - scores[cool];
+        if scores[hot] <= HIGH_WATER_RATIO * mean || gap <= BACKLOG_WEIGHT {
+            return None;
+        }
+        let slot = (0..self.slot_worker.len())
+            .filter(|&s| self.slot_worker[s] == Some(hot))
+            .filter(|&s| self.slot_rate[s] + BACKLOG_WEIGHT < gap)
+            .max_by(|&a, &b| self.slot_rate[a].total_cmp(&self.slot_rate[b]))?;
+        let rate = self.slot_rate[slot];
+        self.slot_worker[slot] = Some(cool);
+        self.load[hot].slots -= 1;
+        self.load[cool].slots += 1;
+        self.load[hot].events_per_sec_ewma = (self.load[hot].events_per_sec_ewma - rate).max(0.0);
+        self.load[cool].events_per_sec_ewma += rate;
+        self.load[hot].migrations_out += 1;
+        self.cooldown = MIGRATION_COOLDOWN_TICKS;
+        Some((SlotId(slot as u32), self.handles[cool].clone()))
     }
 
     pub(crate) fn diagnostics(&self) -> Vec<WorkerDiagnostics> {
         self.load
             .iter()
             .enumerate()
-            .map(|(worker, l)| WorkerDiagnostics { worker, slots: l.slots, events_per_sec: l.events_per_sec_ewma })
+            .map(|(worker, l)| WorkerDiagnostics {
+                worker,
+                slots: l.slots,
+                events_per_sec: l.events_per_sec_ewma,
+                migrations_out: l.migrations_out,
+            })
             .collect()
+    }
+
+    /// Which worker each slot is placed on.
+    pub(crate) fn slot_workers(&self) -> Vec<Option<usize>> {
+        self.slot_worker.clone()
     }
 
     /// The first runtime (where the driver runs for `External`).
@@ -158,6 +232,52 @@ mod tests {
         assert_eq!(workers.diagnostics().iter().map(|d| d.slots).sum::<usize>(), 160);
         workers.slot_ended(SlotId(0));
         assert_eq!(workers.diagnostics().iter().map(|d| d.slots).sum::<usize>(), 159);
+    }
+
+    #[test]
+    fn a_hot_worker_hands_a_slot_to_a_cool_one() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let mut workers = Workers::new(vec![rt.handle().clone(); 2], Placement::PowerOfTwoChoices, 4, 5);
+        // Pin the layout: slots 0..3 on worker 0, slot 3 on worker 1.
+        for s in 0..4 {
+            workers.place(SlotId(s));
+        }
+        for s in 0..4usize {
+            let w = usize::from(s == 3);
+            if let Some(old) = workers.slot_worker[s].replace(w) {
+                workers.load[old].slots -= 1;
+            }
+            workers.load[w].slots += 1;
+        }
+        for _ in 0..500 {
+            workers.event(SlotId(0));
+            workers.event(SlotId(1));
+        }
+        workers.tick(1.0);
+        let (slot, _) = workers.plan_migration().expect("worker 0 is over its high-water mark");
+        assert_eq!(workers.slot_worker[slot.index()], Some(1));
+        assert_eq!(workers.diagnostics()[0].migrations_out, 1);
+        assert!(workers.plan_migration().is_none(), "cooldown");
+        // Balanced workers do not move anything.
+        for _ in 0..MIGRATION_COOLDOWN_TICKS {
+            workers.tick(1.0);
+        }
+        let d = workers.diagnostics();
+        assert_eq!(d.iter().map(|w| w.slots).sum::<usize>(), 4);
+    }
+
+    #[test]
+    fn random_placement_never_migrates() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let mut workers = Workers::new(vec![rt.handle().clone(); 2], Placement::Random, 4, 5);
+        for s in 0..4 {
+            workers.place(SlotId(s));
+        }
+        for _ in 0..1000 {
+            workers.event(SlotId(0));
+        }
+        workers.tick(1.0);
+        assert!(workers.plan_migration().is_none());
     }
 
     #[test]
