@@ -491,3 +491,28 @@ async fn per_worker_migrates_a_hot_slot_and_keeps_serving() {
     drop(pins);
     assert_eq!(client.close().await, CloseState::Closed);
 }
+
+/// Why: a push reader waits for pushes (woken, not polling) and parses them
+/// with the refresh that subscribed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_after_refresh_reach_a_waiting_reader() {
+    let s = servers(1, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(1).build().unwrap();
+    let codes = [code("sz000001"), code("sh600000")];
+    let first = client.refresh(&codes).await.unwrap();
+    assert_eq!(first.records.len(), 2);
+    let subscription = Refresh { targets: codes.iter().map(|c| (*c).into()).collect() };
+    let pushes = tokio::time::timeout(Duration::from_secs(3), client.next_pushes(16)).await.expect("a push arrives");
+    assert!(pushes.overflow_total.is_none());
+    assert!(!pushes.frames.is_empty());
+    for frame in &pushes.frames {
+        assert_eq!(frame.header.msg_type, 0x0547);
+        let parsed = subscription.parse_reply(&frame.payload).unwrap();
+        assert_eq!(parsed.records.len(), 1);
+        assert!(codes.contains(&parsed.records[0].code));
+    }
+    client.close().await;
+    // After close a reader returns at once.
+    let after = tokio::time::timeout(Duration::from_secs(1), client.next_pushes(1)).await;
+    assert!(after.is_ok(), "a closed engine does not keep push readers waiting");
+}

@@ -439,12 +439,17 @@ impl Client {
     /// `overflow` reports the total dropped so far if any were dropped since
     /// the last read.
     pub async fn next_pushes(&self, max: usize) -> Pushes {
+        let pushed = self.inner.engine().pushed.clone();
         loop {
+            // Registered before reading, so a push that lands in between wakes us.
+            let notified = pushed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
             let batch = self.read_pushes(max).await;
             if !batch.frames.is_empty() || batch.overflow_total.is_some() || self.is_closed() {
                 return Pushes { overflow_total: batch.overflow_total, frames: batch.frames };
             }
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            notified.await;
         }
     }
 

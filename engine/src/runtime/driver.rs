@@ -177,6 +177,8 @@ pub(crate) struct Driver<C: Connector> {
     pub(crate) admit_rx: mpsc::Receiver<Admission>,
     pub(crate) budgets: EngineShared,
     pub(crate) diagnostics: Arc<DiagnosticsCell>,
+    /// Woken when a push is buffered (push readers wait on it).
+    pub(crate) pushed: Arc<tokio::sync::Notify>,
     pub(crate) close_tx: watch::Sender<CloseState>,
     pub(crate) endpoints: Arc<Vec<Endpoint>>,
     slots: Vec<SlotHandle>,
@@ -205,6 +207,7 @@ impl<C: Connector> Driver<C> {
         admit_rx: mpsc::Receiver<Admission>,
         budgets: EngineShared,
         diagnostics: Arc<DiagnosticsCell>,
+        pushed: Arc<tokio::sync::Notify>,
         close_tx: watch::Sender<CloseState>,
     ) -> Self {
         let endpoints = Arc::new(sup.config().endpoints.clone());
@@ -221,6 +224,7 @@ impl<C: Connector> Driver<C> {
             admit_rx,
             budgets,
             diagnostics,
+            pushed,
             close_tx,
             endpoints,
             slots,
@@ -355,7 +359,11 @@ impl<C: Connector> Driver<C> {
                 handle.queue.taken(bytes);
             }
         }
+        let buffered = self.sup.pushes_buffered();
         self.sup.handle(now(), input);
+        if self.sup.pushes_buffered() > buffered {
+            self.pushed.notify_waiters();
+        }
         // The frame's bytes leave the engine with the actions it caused.
         self.carry_out();
         drop(reservation);
@@ -420,6 +428,8 @@ impl<C: Connector> Driver<C> {
                 }
                 Action::CloseStateChanged { state } => {
                     let _ = self.close_tx.send(state);
+                    // Push readers must not wait for pushes that will never come.
+                    self.pushed.notify_waiters();
                 }
             }
         }

@@ -65,6 +65,8 @@ pub(crate) struct Engine {
     pub(crate) admit: mpsc::Sender<Admission>,
     pub(crate) control: mpsc::UnboundedSender<Control>,
     pub(crate) diagnostics: Arc<DiagnosticsCell>,
+    /// Woken when a push is buffered or the engine closes.
+    pub(crate) pushed: Arc<tokio::sync::Notify>,
     pub(crate) close: watch::Receiver<CloseState>,
     pub(crate) runtime_workers: usize,
     /// Owned runtimes and threads: held for their `Drop`, which stops them.
@@ -185,6 +187,7 @@ pub(crate) fn start<C: Connector>(
         slot_panics: 0,
         runtime_workers,
     }));
+    let pushed = Arc::new(tokio::sync::Notify::new());
     let mut owned = Owned { workers: None, worker_threads: Vec::new(), driver_thread: None };
     let (handles, placement) = match &runtime.flavor {
         RuntimeFlavor::External(handle) => (vec![handle.clone()], Placement::default()),
@@ -228,6 +231,7 @@ pub(crate) fn start<C: Connector>(
         admit_rx,
         budgets,
         diagnostics.clone(),
+        pushed.clone(),
         close_tx,
     );
     let owned = match external {
@@ -250,7 +254,15 @@ pub(crate) fn start<C: Connector>(
             Some(owned)
         }
     };
-    Ok(Engine { admit: admit_tx, control: control_tx, diagnostics, close: close_rx, runtime_workers, _owned: owned })
+    Ok(Engine {
+        admit: admit_tx,
+        control: control_tx,
+        diagnostics,
+        pushed,
+        close: close_rx,
+        runtime_workers,
+        _owned: owned,
+    })
 }
 
 /// The current time on a runtime's clock (tokio time, so paused or

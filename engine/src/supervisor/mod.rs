@@ -211,6 +211,11 @@ impl Supervisor {
         &self.counters
     }
 
+    /// Push frames buffered and not yet read.
+    pub fn pushes_buffered(&self) -> usize {
+        self.pushes.len()
+    }
+
     /// Requests and pins waiting for a slot.
     pub fn waiting(&self) -> usize {
         self.waiting
