@@ -516,3 +516,23 @@ async fn pushes_after_refresh_reach_a_waiting_reader() {
     let after = tokio::time::timeout(Duration::from_secs(1), client.next_pushes(1)).await;
     assert!(after.is_ok(), "a closed engine does not keep push readers waiting");
 }
+
+/// Why: with one worker the driver runs on it by default; dropping the
+/// client still closes everything promptly.
+#[test]
+fn one_worker_engine_drops_cleanly() {
+    let s = servers(1, |_| Faults::default());
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(3)
+        .runtime_workers(1)
+        .build()
+        .unwrap();
+    for _ in 0..10 {
+        assert!(client.blocking().count(Exchange::Bj).is_ok());
+    }
+    let started = std::time::Instant::now();
+    drop(client);
+    assert!(started.elapsed() < Duration::from_secs(2), "drop took {:?}", started.elapsed());
+}

@@ -29,7 +29,7 @@ use crate::proto::commands::*;
 use crate::proto::{Market, Reply, Request, SecurityCode};
 use crate::runtime::connector::{Connector, TcpConnector};
 use crate::runtime::driver::{Admission, BlockingCell, Control, Outcome, PushBatch, Waiter};
-use crate::runtime::{start, Engine, EngineDiagnostics, PushFrame, RuntimeConfig, RuntimeFlavor};
+use crate::runtime::{start, DriverPlacement, Engine, EngineDiagnostics, PushFrame, RuntimeConfig, RuntimeFlavor};
 use crate::supervisor::{CloseState, ConfigError, Endpoint, PinId, RequestError, RequestId, SlotId, SupervisorConfig};
 
 /// Builds a [`Client`]. Every setting has a default; bad values are refused
@@ -42,6 +42,7 @@ pub struct ClientBuilder {
     pool_size: Option<usize>,
     runtime_workers: Option<usize>,
     runtime_flavor: RuntimeFlavor,
+    driver_placement: DriverPlacement,
     timeout: Duration,
     heartbeat_interval: Option<Duration>,
     max_pending_requests: usize,
@@ -62,6 +63,7 @@ impl Default for ClientBuilder {
             pool_size: None,
             runtime_workers: None,
             runtime_flavor: RuntimeFlavor::Shared,
+            driver_placement: DriverPlacement::default(),
             timeout: Duration::from_secs(8),
             heartbeat_interval: sup.heartbeat_interval,
             max_pending_requests: sup.max_pending_requests,
@@ -103,6 +105,12 @@ impl ClientBuilder {
     /// Where slot tasks run.
     pub fn runtime_flavor(mut self, flavor: RuntimeFlavor) -> Self {
         self.runtime_flavor = flavor;
+        self
+    }
+    /// Where the driver runs (default: on the worker when there is one worker,
+    /// else its own thread).
+    pub fn driver_placement(mut self, placement: DriverPlacement) -> Self {
+        self.driver_placement = placement;
         self
     }
     /// Deadline of every call (default 8 s).
@@ -206,6 +214,7 @@ impl ClientBuilder {
         let config = self.supervisor_config()?;
         let runtime = RuntimeConfig {
             flavor: self.runtime_flavor.clone(),
+            driver: self.driver_placement,
             runtime_workers: self.runtime_workers,
             raw_budget_bytes: self.raw_budget_bytes,
             decoded_budget_bytes: self.decoded_budget_bytes,
@@ -279,6 +288,14 @@ impl std::fmt::Debug for Client {
         f.debug_struct("Client").field("timeout", &self.inner.timeout).finish_non_exhaustive()
     }
 }
+
+// Clients are shared across tasks and threads.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Client>();
+    assert_send_sync::<BlockingClient>();
+    assert_send_sync::<Pinned>();
+};
 
 /// Cancels its request when dropped before completion.
 struct CancelOnDrop<'a> {

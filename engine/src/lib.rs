@@ -27,7 +27,7 @@ mod sync;
 pub use client::{BlockingClient, Client, ClientBuilder, Pinned, Pushes, BLOCKING_WAKE};
 pub use error::Error;
 #[cfg(not(loom))]
-pub use runtime::{EngineDiagnostics, RuntimeFlavor};
+pub use runtime::{DriverPlacement, EngineDiagnostics, RuntimeFlavor};
 
 #[cfg(test)]
 mod test_support;
