@@ -536,3 +536,42 @@ fn one_worker_engine_drops_cleanly() {
     drop(client);
     assert!(started.elapsed() < Duration::from_secs(2), "drop took {:?}", started.elapsed());
 }
+
+/// Why: a stalling server delays only the requests it holds; the deadline
+/// ends those, and every other request is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalling_server_costs_only_its_requests() {
+    let s = servers(2, |_| Faults::default());
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(2)
+        .connections_per_server(2)
+        .timeout(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let request: Request = SecurityCount { market: Exchange::Sz, client_date: 0 }.into();
+    let want = respond(&s.market, 0, &request);
+    // Every connection up first, then server 0 starts stalling every request.
+    for _ in 0..20 {
+        client.call(request.clone()).await.unwrap();
+    }
+    s.handles[0].faults().set(Faults { stall_per_mille: 1000, stall: Duration::from_secs(5), ..Default::default() });
+    let calls = (0..100).map(|_| {
+        let (client, request) = (client.clone(), request.clone());
+        async move { client.call(request).await }
+    });
+    let (mut ok, mut timed_out) = (0, 0);
+    for result in join_all(calls).await {
+        match result {
+            Ok(reply) => {
+                assert_eq!(reply, want);
+                ok += 1;
+            }
+            Err(Error::Request(RequestError::TimedOut)) => timed_out += 1,
+            Err(e) => panic!("unexpected failure: {e}"),
+        }
+    }
+    assert!(timed_out >= 1, "calls held by the stalling server time out");
+    assert!(ok >= 90, "the healthy server carried the rest: {ok} ok, {timed_out} timed out");
+    client.close().await;
+}

@@ -11,7 +11,8 @@
 //! frames / 8 MiB decoded and not yet taken by the driver (past that the
 //! task stops reading: TCP backpressure); raw staging and decoded bytes are
 //! reserved from the engine budgets, and a slot that cannot reserve pauses
-//! its reads. A panic inside the task is caught and reported as a failure of
+//! its reads, except for the reply to its own request in flight, which is
+//! always passed on (replies first, then backpressure). A panic inside the task is caught and reported as a failure of
 //! that slot only.
 
 use std::future::Future;
@@ -319,7 +320,13 @@ impl<C: Connector> SlotTask<C> {
                             _ => FrameBody::Raw(frame.payload.clone()),
                         };
                         let bytes = frame.payload.len();
-                        let reservation = self.reserve_decoded(bytes).await;
+                        // Replies to sent requests first: a reply (at most one per
+                        // slot, at most 64 KiB) never waits for the decoded budget;
+                        // pushes do, which pauses this slot's reads.
+                        let reservation = match body {
+                            FrameBody::Raw(_) => self.reserve_decoded(bytes).await,
+                            _ => Budget::try_reserve(&self.budgets.decoded, bytes),
+                        };
                         self.queue.wait_for_room(bytes).await;
                         let input = Input::Frame { slot, epoch, generation, header: frame.header, body };
                         let event = SlotEvent { slot, input, reservation, queued: Some(bytes) };
