@@ -511,7 +511,19 @@ async fn pushes_after_refresh_reach_a_waiting_reader() {
         assert_eq!(parsed.records.len(), 1);
         assert!(codes.contains(&parsed.records[0].code));
     }
+    // The same pushes as a stream.
+    let mut stream = client.push_stream(4);
+    let batch = tokio::time::timeout(
+        Duration::from_secs(3),
+        std::future::poll_fn(|cx| futures_core::Stream::poll_next(std::pin::Pin::new(&mut stream), cx)),
+    )
+    .await
+    .expect("the stream yields")
+    .expect("not ended");
+    assert!(!batch.frames.is_empty() && batch.frames.len() <= 4);
     client.close().await;
+    let end = std::future::poll_fn(|cx| futures_core::Stream::poll_next(std::pin::Pin::new(&mut stream), cx)).await;
+    assert!(end.is_none(), "the stream ends when the engine closes");
     // After close a reader returns at once.
     let after = tokio::time::timeout(Duration::from_secs(1), client.next_pushes(1)).await;
     assert!(after.is_ok(), "a closed engine does not keep push readers waiting");

@@ -470,6 +470,12 @@ impl Client {
         }
     }
 
+    /// Pushes as an async stream of batches (each up to `max_batch` frames),
+    /// ending when the engine closes.
+    pub fn push_stream(&self, max_batch: usize) -> PushStream {
+        PushStream { client: self.clone(), max_batch, pending: None }
+    }
+
     /// Whatever pushes are buffered now, without waiting for more.
     pub async fn drain_pushes(&self) -> Pushes {
         let batch = self.read_pushes(usize::MAX).await;
@@ -524,6 +530,42 @@ impl Client {
     /// A blocking facade over this client, for callers without an async runtime.
     pub fn blocking(&self) -> BlockingClient {
         BlockingClient { client: self.clone(), cancel: None }
+    }
+}
+
+/// An async stream of push batches; see [`Client::push_stream`].
+pub struct PushStream {
+    client: Client,
+    max_batch: usize,
+    pending: Option<std::pin::Pin<Box<dyn std::future::Future<Output = Pushes> + Send>>>,
+}
+
+impl std::fmt::Debug for PushStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushStream").field("max_batch", &self.max_batch).finish_non_exhaustive()
+    }
+}
+
+impl futures_core::Stream for PushStream {
+    type Item = Pushes;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Pushes>> {
+        if self.pending.is_none() {
+            let (client, max) = (self.client.clone(), self.max_batch);
+            self.pending = Some(Box::pin(async move { client.next_pushes(max).await }));
+        }
+        let pending = self.pending.as_mut().expect("set above");
+        match pending.as_mut().poll(cx) {
+            std::task::Poll::Pending => std::task::Poll::Pending,
+            std::task::Poll::Ready(pushes) => {
+                self.pending = None;
+                let ended = pushes.frames.is_empty() && pushes.overflow_total.is_none();
+                std::task::Poll::Ready(if ended { None } else { Some(pushes) })
+            }
+        }
     }
 }
 

@@ -24,7 +24,7 @@ pub mod supervisor;
 mod sync;
 
 #[cfg(not(loom))]
-pub use client::{BlockingClient, Client, ClientBuilder, Pinned, Pushes, BLOCKING_WAKE};
+pub use client::{BlockingClient, Client, ClientBuilder, Pinned, PushStream, Pushes, BLOCKING_WAKE};
 pub use error::Error;
 #[cfg(not(loom))]
 pub use runtime::{DriverPlacement, EngineDiagnostics, RuntimeFlavor};
