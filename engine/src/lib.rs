@@ -16,6 +16,8 @@ pub mod budget;
 mod client;
 mod error;
 pub mod proto;
+#[cfg(not(loom))]
+pub mod ranking;
 // The runtime uses tokio's I/O, which does not exist under `--cfg loom`;
 // loom builds check the budgets and the shim only.
 #[cfg(not(loom))]
