@@ -587,3 +587,24 @@ async fn a_stalling_server_costs_only_its_requests() {
     assert!(ok >= 90, "the healthy server carried the rest: {ok} ok, {timed_out} timed out");
     client.close().await;
 }
+
+/// Why: `pool_size` alone spreads its connections as evenly as possible.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_size_alone_spreads_over_the_servers() {
+    let s = servers(2, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).pool_size(3).build().unwrap();
+    let request: Request = SecurityCount { market: Exchange::Sz, client_date: 0 }.into();
+    let calls = (0..30).map(|_| {
+        let (client, request) = (client.clone(), request.clone());
+        async move { client.call(request).await.unwrap() }
+    });
+    for reply in join_all(calls).await {
+        assert_eq!(reply, respond(&s.market, 0, &request));
+    }
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let d = client.diagnostics();
+    assert_eq!(d.supervisor.slots.len(), 3);
+    let endpoints: Vec<usize> = d.supervisor.slots.iter().map(|s| s.endpoint).collect();
+    assert_eq!(endpoints, vec![0, 0, 1]);
+    client.close().await;
+}

@@ -160,7 +160,7 @@ impl ClientBuilder {
             });
         }
         let server_count = self.server_count.unwrap_or(2.min(endpoints.len()));
-        let (server_count, per_server) = match (self.pool_size, self.connections_per_server) {
+        let (per_server, pool_size) = match (self.pool_size, self.connections_per_server) {
             (Some(pool), Some(per)) => {
                 if pool != server_count * per {
                     return Err(ConfigError {
@@ -170,19 +170,11 @@ impl ClientBuilder {
                         ),
                     });
                 }
-                (server_count, per)
+                (per, None)
             }
-            (Some(pool), None) => {
-                let servers = server_count.min(pool).max(1);
-                if pool % servers != 0 {
-                    return Err(ConfigError {
-                        field: "pool_size",
-                        reason: format!("{pool} connections cannot be spread evenly over {servers} servers"),
-                    });
-                }
-                (servers, pool / servers)
-            }
-            (None, per) => (server_count, per.unwrap_or(4)),
+            // Alone: spread as evenly as possible over the servers.
+            (Some(pool), None) => (pool.div_ceil(server_count.max(1)).max(1), Some(pool)),
+            (None, per) => (per.unwrap_or(4), None),
         };
         if self.timeout.is_zero() {
             return Err(ConfigError { field: "timeout", reason: "must be positive".into() });
@@ -191,6 +183,7 @@ impl ClientBuilder {
             endpoints,
             server_count,
             connections_per_server: per_server,
+            pool_size,
             max_pending_requests: self.max_pending_requests,
             connect_timeout: self.timeout,
             heartbeat_timeout: self.timeout,

@@ -44,8 +44,11 @@ pub struct SupervisorConfig {
     /// Servers used at once. Default 2.
     pub server_count: usize,
     /// Connections per server. Default 4. The pool holds
-    /// `server_count * connections_per_server` slots.
+    /// `server_count * connections_per_server` slots unless `pool_size` says otherwise.
     pub connections_per_server: usize,
+    /// Total slots, when given alone (without `connections_per_server`):
+    /// spread as evenly as possible over the first `server_count` servers.
+    pub pool_size: Option<usize>,
     /// Requests that may wait beyond one per slot. Default 256. Admission
     /// capacity is `pool_size + max_pending_requests`; past it a submit is
     /// answered `PoolBusy` at once.
@@ -81,6 +84,7 @@ impl Default for SupervisorConfig {
             endpoints: Vec::new(),
             server_count: 2,
             connections_per_server: 4,
+            pool_size: None,
             max_pending_requests: 256,
             connect_timeout: Duration::from_secs(8),
             heartbeat_timeout: Duration::from_secs(8),
@@ -109,7 +113,14 @@ pub struct ConfigError {
 impl SupervisorConfig {
     /// Slots in the pool.
     pub fn pool_size(&self) -> usize {
-        self.server_count * self.connections_per_server
+        self.pool_size.unwrap_or(self.server_count * self.connections_per_server)
+    }
+
+    /// The endpoint slot `slot` starts on: slots spread evenly, in blocks,
+    /// over the first `server_count` endpoints.
+    pub fn home_endpoint(&self, slot: usize) -> usize {
+        debug_assert!(slot < self.pool_size());
+        slot * self.server_count / self.pool_size()
     }
 
     /// Checks every field; the error names the first bad one.
@@ -133,6 +144,9 @@ impl SupervisorConfig {
         }
         if self.connections_per_server == 0 {
             return err("connections_per_server", "must be at least 1");
+        }
+        if self.pool_size == Some(0) {
+            return err("pool_size", "must be at least 1");
         }
         if self.pool_size() > SLOTS_MAX {
             return Err(ConfigError {
@@ -180,6 +194,16 @@ mod tests {
         assert_eq!(c.pool_size(), 8);
         assert_eq!(c.max_pending_requests, 256);
         assert_eq!(c.heartbeat_interval, Some(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn pool_size_alone_spreads_evenly() {
+        let c = SupervisorConfig { pool_size: Some(5), ..config() };
+        c.validate().unwrap();
+        let homes: Vec<usize> = (0..5).map(|s| c.home_endpoint(s)).collect();
+        assert_eq!(homes, vec![0, 0, 0, 1, 1]);
+        let c = config();
+        assert_eq!((0..8).map(|s| c.home_endpoint(s)).collect::<Vec<_>>(), vec![0, 0, 0, 0, 1, 1, 1, 1]);
     }
 
     #[test]

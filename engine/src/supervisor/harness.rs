@@ -109,6 +109,8 @@ impl World {
             endpoints: (0..servers + 2).map(|i| Endpoint::new("sim", 7709 + i as u16)).collect(),
             server_count: servers,
             connections_per_server: per_server,
+            // Some worlds size the pool directly, spread unevenly over the servers.
+            pool_size: if rng.below(3) == 0 { Some(1 + rng.below(12) as usize) } else { None },
             max_pending_requests: 1 + rng.below(32) as usize,
             connect_timeout: Duration::from_millis(200 + rng.below(800)),
             heartbeat_timeout: Duration::from_millis(500),

@@ -167,7 +167,7 @@ impl Supervisor {
         let pool_size = config.pool_size();
         let mut rng = Rng::new(config.rng_seed);
         let next_msg_id = (rng.next_u64() as u32).max(1);
-        let slots = (0..pool_size).map(|i| Slot::new(i / config.connections_per_server, now)).collect();
+        let slots = (0..pool_size).map(|i| Slot::new(config.home_endpoint(i), now)).collect();
         let mut sup = Self {
             pushes: PushBuffer::new(config.push_frames_max, config.push_bytes_max),
             config,
@@ -972,10 +972,10 @@ impl Supervisor {
         }
         self.epoch = Epoch(self.epoch.0 + 1);
         self.config.endpoints = endpoints;
-        let per_server = self.config.connections_per_server;
         for i in 0..self.slots.len() {
+            let home = self.config.home_endpoint(i);
             let s = &mut self.slots[i];
-            s.endpoint = i / per_server;
+            s.endpoint = home;
             s.consecutive_failures = 0;
             s.recent_failures = 0;
             if matches!(s.state, SlotState::Disconnected) {
