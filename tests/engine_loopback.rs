@@ -608,3 +608,27 @@ async fn pool_size_alone_spreads_over_the_servers() {
     assert_eq!(endpoints, vec![0, 0, 1]);
     client.close().await;
 }
+
+/// Why: `refresh_ranking` probes the configured servers, saves the ranking
+/// atomically and shows it in diagnostics; a dead server ranks last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_ranking_probes_saves_and_reports() {
+    let s = servers(2, |_| Faults::default());
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let dir = std::env::temp_dir().join(format!("tdx-engine-ranking-{}", std::process::id()));
+    let file = dir.join("ranking.json");
+    let mut hosts = vec![dead.clone()];
+    hosts.extend(s.hosts.clone());
+    let client =
+        Client::builder().hosts(hosts).server_count(2).connections_per_server(1).ranking_file(&file).build().unwrap();
+    let ranking = client.refresh_ranking().await;
+    assert_eq!(ranking.servers.len(), 3);
+    assert_eq!(ranking.servers[2].host, dead, "the dead server ranks last");
+    assert_eq!(ranking.servers[2].consecutive_failures, 1);
+    assert!(ranking.servers[..2].iter().all(|r| r.last_latency_ms.is_some()));
+    assert_eq!(tdx_engine::ranking::RankingStore::at(&file).load(), ranking, "saved");
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    assert_eq!(client.diagnostics().ranking.as_ref(), Some(&ranking.servers));
+    client.close().await;
+    let _ = std::fs::remove_dir_all(dir);
+}

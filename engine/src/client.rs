@@ -27,6 +27,7 @@ use tracing::Instrument;
 use crate::error::Error;
 use crate::proto::commands::*;
 use crate::proto::{Market, Reply, Request, SecurityCode};
+use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::{Connector, TcpConnector};
 use crate::runtime::driver::{Admission, BlockingCell, Control, Outcome, PushBatch, Waiter};
 use crate::runtime::{start, DriverPlacement, Engine, EngineDiagnostics, PushFrame, RuntimeConfig, RuntimeFlavor};
@@ -51,6 +52,7 @@ pub struct ClientBuilder {
     raw_budget_bytes: Option<usize>,
     decoded_budget_bytes: Option<usize>,
     rng_seed: u64,
+    ranking_file: Option<std::path::PathBuf>,
 }
 
 impl Default for ClientBuilder {
@@ -72,6 +74,7 @@ impl Default for ClientBuilder {
             raw_budget_bytes: None,
             decoded_budget_bytes: None,
             rng_seed: 0x7d78_7709,
+            ranking_file: None,
         }
     }
 }
@@ -142,6 +145,12 @@ impl ClientBuilder {
     /// Engine decoded budget (default `min(pool x 8 MiB, 2 GiB)`, bounded by 2 GiB).
     pub fn decoded_budget_bytes(mut self, n: usize) -> Self {
         self.decoded_budget_bytes = Some(n);
+        self
+    }
+    /// Where [`Client::refresh_ranking`] keeps the ranking (default:
+    /// `$TDX_ENGINE_DATA_DIR` or the platform data dir, `tdx-engine/ranking.json`).
+    pub fn ranking_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.ranking_file = Some(path.into());
         self
     }
     /// Seed for the engine's random choices (slot choice, jitter).
@@ -216,9 +225,21 @@ impl ClientBuilder {
             RuntimeFlavor::External(handle) => Some(handle.clone()),
             RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
         };
+        let endpoints = config.endpoints.clone();
+        let store = match self.ranking_file {
+            Some(path) => Some(RankingStore::at(path)),
+            None => RankingStore::default_location(),
+        };
         let engine = start(config, runtime, connector)?;
         Ok(Client {
-            inner: Arc::new(Inner { engine: Some(engine), next_id: AtomicU64::new(1), timeout: self.timeout, clock }),
+            inner: Arc::new(Inner {
+                engine: Some(engine),
+                next_id: AtomicU64::new(1),
+                timeout: self.timeout,
+                clock,
+                endpoints,
+                store,
+            }),
         })
     }
 }
@@ -240,6 +261,9 @@ struct Inner {
     /// The engine's clock: a caller's runtime may run simulated or paused
     /// time, and deadlines must be on the clock the Supervisor sees.
     clock: Option<tokio::runtime::Handle>,
+    /// The configured servers, the candidates a ranking refresh probes.
+    endpoints: Vec<Endpoint>,
+    store: Option<RankingStore>,
 }
 
 impl Inner {
@@ -485,6 +509,30 @@ impl Client {
 
     fn is_closed(&self) -> bool {
         self.inner.engine().close.borrow().is_closing()
+    }
+
+    /// Probes the configured servers (TCP connect latency, concurrently with
+    /// a bound, each within the call timeout), folds the round into the
+    /// saved ranking and saves it atomically; a round where every server
+    /// fails keeps the last good order. Returns the new ranking, which
+    /// diagnostics also show.
+    pub async fn refresh_ranking(&self) -> Ranking {
+        let candidates = &self.inner.endpoints;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let concurrency = candidates.len().min((2 * cpus).clamp(4, 32)).max(1);
+        let mut ranking = self.inner.store.as_ref().map_or_else(Ranking::new, RankingStore::load);
+        let results =
+            crate::ranking::probe(Arc::new(TcpConnector::default()), candidates, concurrency, self.inner.timeout).await;
+        let now_unix_ms =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        ranking.apply_probe(&results, now_unix_ms);
+        if let Some(store) = &self.inner.store {
+            if let Err(e) = store.save(&ranking) {
+                tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
+            }
+        }
+        let _ = self.inner.engine().control.send(Control::Ranking(ranking.servers.clone()));
+        ranking
     }
 
     /// The latest diagnostics snapshot (refreshed at most every 25 ms).

@@ -95,8 +95,13 @@ pub(crate) struct PushBatch {
 pub(crate) enum Control {
     Cancel(RequestId),
     Unpin(PinId),
-    ReadPushes { max: usize, reply: oneshot::Sender<PushBatch> },
+    ReadPushes {
+        max: usize,
+        reply: oneshot::Sender<PushBatch>,
+    },
     Close,
+    /// The latest ranking, for diagnostics.
+    Ranking(Vec<crate::ranking::ServerRecord>),
 }
 
 /// Messages on the admission lane.
@@ -134,6 +139,8 @@ pub struct EngineDiagnostics {
     pub slot_workers: Vec<Option<usize>>,
     /// Slot tasks that panicked (each retired its slot only).
     pub slot_panics: usize,
+    /// The server ranking after the last `refresh_ranking`, best first.
+    pub ranking: Option<Vec<crate::ranking::ServerRecord>>,
     /// Worker threads.
     pub runtime_workers: usize,
 }
@@ -188,6 +195,7 @@ pub(crate) struct Driver<C: Connector> {
     dirty: bool,
     /// Every client handle is gone (the control lane closed).
     orphaned: bool,
+    ranking: Option<Vec<crate::ranking::ServerRecord>>,
 }
 
 /// The driver's clock: tokio time, so simulations and paused tests move it.
@@ -233,6 +241,7 @@ impl<C: Connector> Driver<C> {
             push_batch: None,
             dirty: true,
             orphaned: false,
+            ranking: None,
         }
     }
 
@@ -250,6 +259,7 @@ impl<C: Connector> Driver<C> {
             workers: self.workers.diagnostics(),
             slot_workers: self.workers.slot_workers(),
             slot_panics: self.budgets.slot_panics.load(std::sync::atomic::Ordering::Relaxed),
+            ranking: self.ranking.clone(),
             runtime_workers: self.runtime_workers,
         }
     }
@@ -330,6 +340,7 @@ impl<C: Connector> Driver<C> {
                 let _ = reply.send(self.push_batch.take().unwrap_or_default());
             }
             Control::Close => self.sup.handle(now(), Input::Close),
+            Control::Ranking(servers) => self.ranking = Some(servers),
         }
     }
 

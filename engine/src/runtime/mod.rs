@@ -212,6 +212,7 @@ pub(crate) fn start<C: Connector>(
         workers: Vec::new(),
         slot_workers: Vec::new(),
         slot_panics: 0,
+        ranking: None,
         runtime_workers,
     }));
     let pushed = Arc::new(tokio::sync::Notify::new());
