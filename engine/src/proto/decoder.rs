@@ -3,7 +3,7 @@
 //!
 //! Feed them bytes in chunks of any size, down to one byte at a time; they
 //! yield whole frames. Both stage at most
-//! [`RAW_STAGING_BYTES_MAX`](super::limits::RAW_STAGING_BYTES_MAX) raw bytes,
+//! [`super::limits::RAW_STAGING_BYTES_MAX`] raw bytes,
 //! refuse anything that would go past it, and never allocate more than one
 //! frame's worth for a single frame.
 //!

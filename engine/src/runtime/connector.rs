@@ -1,5 +1,5 @@
 //! How slot tasks open connections: [`TcpConnector`] (tokio sockets tuned
-//! through socket2) by default, or [`TurmoilConnector`] behind the
+//! through socket2) by default, or `TurmoilConnector` behind the
 //! `turmoil` feature for simulations. Both take only literal `IP:port`
 //! endpoints: resolving names would need a blocking thread per lookup.
 

@@ -40,7 +40,7 @@ pub enum Period {
     Seconds(u16),
 }
 
-/// A period name that is not one of those [`Period::from_str`] knows.
+/// A period name that `Period`'s `FromStr` does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown period {input:?}: use day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m, Nm, Nd or Ns")]
 pub struct ParsePeriodError {
