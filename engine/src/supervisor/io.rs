@@ -163,9 +163,6 @@ pub enum SlotError {
     /// The byte stream broke the protocol (framing, zlib, resync).
     #[error("protocol error: {0}")]
     Protocol(String),
-    /// The slot broke one of its own memory bounds.
-    #[error("over budget: {0}")]
-    Budget(String),
 }
 
 /// Why a request ended without a reply. Every accepted request gets exactly
@@ -193,9 +190,6 @@ pub enum RequestError {
     /// The pin it was submitted on does not exist or has ended.
     #[error("pin lost")]
     PinLost,
-    /// The id was already in use; the request was not admitted.
-    #[error("duplicate request id")]
-    DuplicateId,
     /// The driver failed.
     #[error("engine failed: {0}")]
     Fatal(String),
@@ -271,7 +265,7 @@ pub enum Action {
         generation: Generation,
     },
     /// A request ended. Emitted exactly once per admitted request, and once
-    /// (with `PoolBusy`, `Closed`, `DuplicateId` or `PinLost`) for a refused one.
+    /// (with `PoolBusy`, `Closed`, `TimedOut` or `PinLost`) for a refused one.
     Complete {
         /// The request.
         id: RequestId,
