@@ -29,7 +29,7 @@ step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "docs (broken links are errors)"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+RUSTDOCFLAGS="-Dwarnings" cargo doc --workspace --no-deps --locked --quiet
 
 step "supervisor purity"
 # The Supervisor is a pure state machine: no runtime, clock, sockets,
