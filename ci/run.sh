@@ -12,7 +12,20 @@ cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 CARGO_FUZZ_VERSION="0.13.2"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Something in the toolchain's build probes can replace /dev/null with a
+# regular file when run as root (seen on this CI machine), after which every
+# rustc probe reads garbage. Put the device back before each step.
+keep_dev_null() {
+    if [ ! -c /dev/null ] && [ "$(id -u)" = 0 ]; then
+        echo "(restoring /dev/null)"
+        rm -f /dev/null && mknod -m 666 /dev/null c 1 3
+    fi
+}
+
+step() {
+    keep_dev_null
+    printf '\n==> %s\n' "$*"
+}
 
 step "toolchain"
 cargo --version
@@ -59,6 +72,7 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
     mkdir -p target/fuzz-logs
     for target in $(cargo +nightly fuzz list); do
         step "fuzz $target"
+        keep_dev_null
         log="target/fuzz-logs/$target.log"
         if ! cargo +nightly fuzz run "$target" -- -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 >"$log" 2>&1; then
             tail -n 60 "$log" >&2
