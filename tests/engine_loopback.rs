@@ -625,7 +625,7 @@ async fn refresh_ranking_probes_saves_and_reports() {
     assert_eq!(ranking.servers.len(), 3);
     assert_eq!(ranking.servers[2].host, dead, "the dead server ranks last");
     assert_eq!(ranking.servers[2].consecutive_failures, 1);
-    assert!(ranking.servers[..2].iter().all(|r| r.last_latency_ms.is_some()));
+    assert!(ranking.servers[..2].iter().all(|r| r.last_latency_us.is_some()));
     assert_eq!(tdx_engine::ranking::RankingStore::at(&file).load(), ranking, "saved");
     tokio::time::sleep(Duration::from_millis(60)).await;
     assert_eq!(client.diagnostics().ranking.as_ref(), Some(&ranking.servers));

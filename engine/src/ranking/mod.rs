@@ -56,8 +56,9 @@ pub fn parse_endpoint(s: &str) -> Option<Endpoint> {
 pub struct ServerRecord {
     /// `HOST:PORT`.
     pub host: String,
-    /// Connect latency of the last successful probe, in milliseconds.
-    pub last_latency_ms: Option<f64>,
+    /// Connect latency of the last successful probe, in microseconds
+    /// (an integer, so the file round-trips exactly).
+    pub last_latency_us: Option<u64>,
     /// When it was last probed (Unix milliseconds).
     pub last_probe_unix_ms: Option<u64>,
     /// When a probe last succeeded (Unix milliseconds).
@@ -70,7 +71,7 @@ impl ServerRecord {
     fn new(host: String) -> Self {
         Self {
             host,
-            last_latency_ms: None,
+            last_latency_us: None,
             last_probe_unix_ms: None,
             last_success_unix_ms: None,
             consecutive_failures: 0,
@@ -116,7 +117,7 @@ impl Ranking {
             record.last_probe_unix_ms = Some(now_unix_ms);
             match r.latency {
                 Some(latency) => {
-                    record.last_latency_ms = Some(latency.as_secs_f64() * 1000.0);
+                    record.last_latency_us = Some(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX));
                     record.last_success_unix_ms = Some(now_unix_ms);
                     record.consecutive_failures = 0;
                 }
@@ -126,10 +127,10 @@ impl Ranking {
         if !any_success {
             return;
         }
-        let probed_ok = |s: &ServerRecord| s.consecutive_failures == 0 && s.last_latency_ms.is_some();
+        let probed_ok = |s: &ServerRecord| s.consecutive_failures == 0 && s.last_latency_us.is_some();
         // Stable: equal keys keep their order.
         self.servers.sort_by(|a, b| match (probed_ok(a), probed_ok(b)) {
-            (true, true) => a.last_latency_ms.unwrap_or(f64::MAX).total_cmp(&b.last_latency_ms.unwrap_or(f64::MAX)),
+            (true, true) => a.last_latency_us.unwrap_or(u64::MAX).cmp(&b.last_latency_us.unwrap_or(u64::MAX)),
             (true, false) => std::cmp::Ordering::Less,
             (false, true) => std::cmp::Ordering::Greater,
             (false, false) => std::cmp::Ordering::Equal,
