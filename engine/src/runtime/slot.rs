@@ -219,41 +219,21 @@ impl<C: Connector> SlotTask<C> {
     }
 
     async fn serve(self, mut commands: mpsc::UnboundedReceiver<SlotCommand>) -> End {
-        let stream = {
-            let connect = self.connector.connect(&self.endpoint, self.connect_timeout);
-            tokio::pin!(connect);
-            loop {
-                tokio::select! {
-                    biased;
-                    command = commands.recv() => match command {
-                        // Not ready yet: a migration request is moot; stay.
-                        Some(SlotCommand::Migrate { .. }) => continue,
-                        other => return retired_or_gone(other),
-                    },
-                    stream = &mut connect => match stream {
-                        Ok(stream) => break stream,
-                        Err(e) => return End::Failed(SlotError::Connect(e.to_string())),
-                    },
-                }
-            }
+        let connect = self.connector.connect(&self.endpoint, self.connect_timeout);
+        let stream = match before_ready(&mut commands, connect).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return End::Failed(SlotError::Connect(e.to_string())),
+            Err(end) => return end,
         };
         let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
         if let Err(end) = self.report(Input::SlotConnected { slot, epoch, generation }).await {
             return end;
         }
         let mut conn = Conn::new(stream, self.budgets.clone());
-        loop {
-            tokio::select! {
-                biased;
-                command = commands.recv() => match command {
-                    Some(SlotCommand::Migrate { .. }) => continue,
-                    other => return retired_or_gone(other),
-                },
-                done = conn.handshake() => match done {
-                    Ok(()) => break,
-                    Err(error) => return End::Failed(error),
-                },
-            }
+        match before_ready(&mut commands, conn.handshake()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return End::Failed(error),
+            Err(end) => return end,
         }
         if let Err(end) = self.report(Input::SlotReady { slot, epoch, generation }).await {
             return end;
@@ -352,6 +332,27 @@ impl<C: Connector> SlotTask<C> {
                 return Some(r);
             }
             tokio::time::sleep(BUDGET_RETRY).await;
+        }
+    }
+}
+
+/// Runs `work` (connect or handshake) to its end unless the driver retires
+/// the slot first. A migration request is ignored: a slot that is not ready
+/// stays where it is. `work` is polled from one pinned future, so a command
+/// arriving midway never restarts it (a restarted handshake would be sent twice).
+async fn before_ready<T>(
+    commands: &mut mpsc::UnboundedReceiver<SlotCommand>,
+    work: impl Future<Output = T>,
+) -> Result<T, End> {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            command = commands.recv() => match command {
+                Some(SlotCommand::Migrate { .. }) => continue,
+                other => return Err(retired_or_gone(other)),
+            },
+            done = &mut work => return Ok(done),
         }
     }
 }
