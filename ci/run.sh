@@ -10,6 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+# The network rule, enforced: the engine's TCP connector refuses any address
+# that is not loopback for everything this script runs.
+export TDX_ENGINE_LOOPBACK_ONLY=1
 CARGO_FUZZ_VERSION="0.13.2"
 
 # Something in the toolchain's build probes can replace /dev/null with a

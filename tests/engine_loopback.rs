@@ -294,7 +294,8 @@ fn blocking_facade_and_cancel_flag() {
 #[test]
 fn configuration_errors_name_the_field() {
     let cases: Vec<(&str, tdx_engine::ClientBuilder)> = vec![
-        ("hosts", Client::builder()),
+        ("candidates", Client::builder().candidates(Vec::<String>::new())),
+        ("candidates", Client::builder().candidates(["127.0.0.1"])),
         ("hosts", Client::builder().hosts(["nowhere"])),
         ("pool_size", Client::builder().hosts(["127.0.0.1:1", "127.0.0.1:2"]).pool_size(6).connections_per_server(4)),
         (

@@ -62,3 +62,83 @@ fn engine_serves_inside_turmoil() {
     });
     sim.run().expect("simulation completes");
 }
+
+/// Why: with many candidates, which servers the pool uses decides its
+/// speed and whether it starts at all. A first start probes every
+/// candidate, starts on the fastest, and drops a server whose port is open
+/// but whose protocol is dead (its canary handshake fails).
+#[test]
+fn first_start_probes_and_picks_the_fastest_servers_that_handshake() {
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(9)
+        .simulation_duration(Duration::from_secs(60))
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(Duration::from_millis(1))
+        .build();
+    let market = Arc::new(Market::new(5));
+    // (name, one-way latency, faults)
+    let dead_protocol = Faults { fail_handshake: true, ..Faults::default() };
+    let servers = [
+        ("slow", 40, Faults::default()),
+        ("fast", 5, Faults::default()),
+        ("medium", 15, Faults::default()),
+        ("quickest-but-dead", 2, dead_protocol),
+    ];
+    for (name, _, faults) in servers.clone() {
+        let market = market.clone();
+        sim.host(name, move || {
+            let server = ReferenceServer::new(market.clone(), 0, faults.clone());
+            async move {
+                server.run(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
+                Ok(())
+            }
+        });
+    }
+    // A host with nothing listening: connects are refused.
+    sim.host("closed", || async { std::future::pending().await });
+    let dir = std::env::temp_dir().join(format!("tdx-turmoil-ranking-{}", std::process::id()));
+    let ranking_file = dir.join("ranking.json");
+    let file = ranking_file.clone();
+    let market_c = market.clone();
+    sim.client("engine", async move {
+        let client = Client::builder()
+            .candidates(["closed:7709", "slow:7709", "quickest-but-dead:7709", "medium:7709", "fast:7709"])
+            .server_count(2)
+            .connections_per_server(2)
+            .ranking_file(&file)
+            .runtime_flavor(RuntimeFlavor::External(tokio::runtime::Handle::current()))
+            .build_with(TurmoilConnector)
+            .expect("engine starts");
+        let request: Request = SecurityCount { market: Exchange::Sz, client_date: 0 }.into();
+        for _ in 0..8 {
+            assert_eq!(client.call(request.clone()).await.expect("reply"), respond(&market_c, 0, &request));
+        }
+        let diagnostics = client.diagnostics();
+        let sup = &diagnostics.supervisor;
+        let names = ["closed", "slow", "quickest-but-dead", "medium", "fast"];
+        let used: Vec<&str> = sup.servers.iter().map(|s| names[s.expect("every group has a server")]).collect();
+        // Group 0's canary found a dead protocol and moved on to the next
+        // server not held by group 1.
+        assert_eq!(used, ["medium", "fast"]);
+        let order: Vec<&str> = sup.endpoint_order.iter().map(|&e| names[e]).collect();
+        assert_eq!(order, ["quickest-but-dead", "fast", "medium", "slow", "closed"]);
+        assert_eq!(sup.counters.servers_rejected, 1);
+        assert!(sup.slots.iter().all(|s| names[s.endpoint] == "fast" || names[s.endpoint] == "medium"));
+        // The probe is saved for the next start: fastest first, the closed port last.
+        let ranking = diagnostics.ranking.clone().expect("the probe's ranking");
+        let hosts: Vec<&str> = ranking.iter().map(|s| s.host.as_str()).collect();
+        assert_eq!(hosts, ["quickest-but-dead:7709", "fast:7709", "medium:7709", "slow:7709", "closed:7709"]);
+        assert_eq!(ranking[4].consecutive_failures, 1);
+        assert!(ranking[4].last_success_unix_ms.is_none());
+        assert_eq!(client.close().await, CloseState::Closed);
+        Ok(())
+    });
+    for (name, ms, _) in servers {
+        sim.set_link_latency("engine", name, Duration::from_millis(ms));
+    }
+    sim.run().expect("simulation completes");
+    let saved = tdx_engine::ranking::RankingStore::at(&ranking_file).load();
+    assert_eq!(saved.servers.len(), 5);
+    assert_eq!(saved.servers[1].host, "fast:7709");
+    let _ = std::fs::remove_dir_all(dir);
+}

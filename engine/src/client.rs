@@ -31,13 +31,20 @@ use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::{Connector, TcpConnector};
 use crate::runtime::driver::{Admission, BlockingCell, Control, Outcome, PushBatch, Waiter};
 use crate::runtime::{start, DriverPlacement, Engine, EngineDiagnostics, PushFrame, RuntimeConfig, RuntimeFlavor};
-use crate::supervisor::{CloseState, ConfigError, Endpoint, PinId, RequestError, RequestId, SlotId, SupervisorConfig};
+use crate::supervisor::{
+    CloseState, ConfigError, Endpoint, PinId, RequestError, RequestId, SlotId, StartProbe, SupervisorConfig,
+};
 
 /// Builds a [`Client`]. Every setting has a default; bad values are refused
 /// by [`build`](Self::build) with an error naming the field.
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
     hosts: Vec<String>,
+    candidates: Option<Vec<String>>,
+    canary: bool,
+    connect_concurrency: Option<usize>,
+    connects_per_host: usize,
+    max_connections_per_host: Option<usize>,
     server_count: Option<usize>,
     connections_per_server: Option<usize>,
     pool_size: Option<usize>,
@@ -60,6 +67,11 @@ impl Default for ClientBuilder {
         let sup = SupervisorConfig::default();
         Self {
             hosts: Vec::new(),
+            candidates: None,
+            canary: sup.canary,
+            connect_concurrency: sup.connect_concurrency,
+            connects_per_host: sup.connects_per_host,
+            max_connections_per_host: sup.max_connections_per_host,
             server_count: None,
             connections_per_server: None,
             pool_size: None,
@@ -80,9 +92,41 @@ impl Default for ClientBuilder {
 }
 
 impl ClientBuilder {
-    /// Explicit servers, `IP:PORT`, best first.
+    /// Explicit servers, `IP:PORT`, best first: used in this order, not
+    /// probed, and the bundled list is not looked at.
     pub fn hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
         self.hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+    /// Candidate servers to rank instead of the bundled public list (which
+    /// is the default when neither `hosts` nor `candidates` is given). The
+    /// saved ranking orders them; on a first start (nothing saved for them)
+    /// the engine probes them all and starts on the fastest.
+    pub fn candidates<I: IntoIterator<Item = S>, S: Into<String>>(mut self, candidates: I) -> Self {
+        self.candidates = Some(candidates.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Handshake one connection per server before opening the rest, moving
+    /// to the next ranked server when it fails (default on).
+    pub fn canary(mut self, on: bool) -> Self {
+        self.canary = on;
+        self
+    }
+    /// Connects in flight at once over the pool (default
+    /// `min(pool, max(4, min(2 x cpus, 32)))`).
+    pub fn connect_concurrency(mut self, n: usize) -> Self {
+        self.connect_concurrency = Some(n);
+        self
+    }
+    /// Connects in flight at once to one server (default 2).
+    pub fn connects_per_host(mut self, n: usize) -> Self {
+        self.connects_per_host = n;
+        self
+    }
+    /// Connections one server may carry, fallbacks included (default
+    /// `connections_per_server`).
+    pub fn max_connections_per_host(mut self, n: usize) -> Self {
+        self.max_connections_per_host = Some(n);
         self
     }
     /// Servers used at once (default 2, at most the number of hosts).
@@ -159,15 +203,43 @@ impl ClientBuilder {
         self
     }
 
-    fn supervisor_config(&self) -> Result<SupervisorConfig, ConfigError> {
-        let endpoints = self.hosts.iter().map(|h| parse_host(h)).collect::<Result<Vec<_>, _>>()?;
-        if endpoints.is_empty() {
-            return Err(ConfigError {
-                field: "hosts",
-                reason: "no servers given; pass explicit hosts (server ranking of the bundled list is not built yet)"
-                    .into(),
-            });
+    fn ranking_store(&self) -> Option<RankingStore> {
+        match &self.ranking_file {
+            Some(path) => Some(RankingStore::at(path)),
+            None => RankingStore::default_location(),
         }
+    }
+
+    /// The endpoints in the order to try, and whether to probe at start.
+    fn endpoints(&self, store: Option<&RankingStore>) -> Result<(Vec<Endpoint>, StartProbe), ConfigError> {
+        if !self.hosts.is_empty() {
+            let hosts = self.hosts.iter().map(|h| parse_host(h, "hosts")).collect::<Result<Vec<_>, _>>()?;
+            return Ok((hosts, StartProbe::Off));
+        }
+        let candidates = match &self.candidates {
+            Some(list) if list.is_empty() => {
+                return Err(ConfigError { field: "candidates", reason: "the candidate list is empty".into() })
+            }
+            Some(list) => list.iter().map(|h| parse_host(h, "candidates")).collect::<Result<Vec<_>, _>>()?,
+            None => crate::ranking::bundled_candidates(),
+        };
+        let ranking = store.map_or_else(Ranking::new, RankingStore::load);
+        let known = |e: &Endpoint| {
+            let host = e.to_string();
+            ranking.servers.iter().any(|s| s.host == host && s.last_success_unix_ms.is_some())
+        };
+        if !candidates.iter().any(known) {
+            // First start: nothing is known about these servers.
+            return Ok((candidates, StartProbe::Wait));
+        }
+        // Start on the saved order at once; probe alongside for next time.
+        let mut ordered: Vec<Endpoint> = ranking.ranked().into_iter().filter(|e| candidates.contains(e)).collect();
+        ordered.extend(candidates.into_iter().filter(|c| !ordered.contains(c)).collect::<Vec<_>>());
+        Ok((ordered, StartProbe::Background))
+    }
+
+    fn supervisor_config(&self, store: Option<&RankingStore>) -> Result<SupervisorConfig, ConfigError> {
+        let (endpoints, start_probe) = self.endpoints(store)?;
         let server_count = self.server_count.unwrap_or(2.min(endpoints.len()));
         let (per_server, pool_size) = match (self.pool_size, self.connections_per_server) {
             (Some(pool), Some(per)) => {
@@ -200,6 +272,13 @@ impl ClientBuilder {
             push_frames_max: self.push_frames_max,
             push_bytes_max: self.push_bytes_max,
             rng_seed: self.rng_seed,
+            canary: self.canary,
+            connect_concurrency: self.connect_concurrency,
+            connects_per_host: self.connects_per_host,
+            max_connections_per_host: self.max_connections_per_host,
+            available_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            start_probe,
+            probe_timeout: self.timeout.min(Duration::from_secs(2)),
             ..SupervisorConfig::default()
         };
         config.validate()?;
@@ -213,23 +292,21 @@ impl ClientBuilder {
 
     /// Starts the engine with another connector (for example turmoil's).
     pub fn build_with<C: Connector>(self, connector: C) -> Result<Client, Error> {
-        let config = self.supervisor_config()?;
+        let store = self.ranking_store();
+        let config = self.supervisor_config(store.as_ref())?;
         let runtime = RuntimeConfig {
             flavor: self.runtime_flavor.clone(),
             driver: self.driver_placement,
             runtime_workers: self.runtime_workers,
             raw_budget_bytes: self.raw_budget_bytes,
             decoded_budget_bytes: self.decoded_budget_bytes,
+            ranking_store: store.clone(),
         };
         let clock = match &self.runtime_flavor {
             RuntimeFlavor::External(handle) => Some(handle.clone()),
             RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
         };
         let endpoints = config.endpoints.clone();
-        let store = match self.ranking_file {
-            Some(path) => Some(RankingStore::at(path)),
-            None => RankingStore::default_location(),
-        };
         let engine = start(config, runtime, connector)?;
         Ok(Client {
             inner: Arc::new(Inner {
@@ -244,8 +321,8 @@ impl ClientBuilder {
     }
 }
 
-fn parse_host(host: &str) -> Result<Endpoint, ConfigError> {
-    let bad = |why: &str| ConfigError { field: "hosts", reason: format!("{host:?}: {why}; expected HOST:PORT") };
+fn parse_host(host: &str, field: &'static str) -> Result<Endpoint, ConfigError> {
+    let bad = |why: &str| ConfigError { field, reason: format!("{host:?}: {why}; expected HOST:PORT") };
     let (name, port) = host.rsplit_once(':').ok_or_else(|| bad("no port"))?;
     let port: u16 = port.parse().map_err(|_| bad("bad port"))?;
     if name.is_empty() {
@@ -523,9 +600,7 @@ impl Client {
         let mut ranking = self.inner.store.as_ref().map_or_else(Ranking::new, RankingStore::load);
         let results =
             crate::ranking::probe(Arc::new(TcpConnector::default()), candidates, concurrency, self.inner.timeout).await;
-        let now_unix_ms =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        ranking.apply_probe(&results, now_unix_ms);
+        ranking.apply_probe(&results, crate::ranking::unix_ms_now());
         if let Some(store) = &self.inner.store {
             if let Err(e) = store.save(&ranking) {
                 tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");

@@ -34,6 +34,7 @@ enum Op {
     Close,
     Fatal,
     NewEpoch { endpoints: u8 },
+    ProbeDone { old_epoch: bool, latencies: Vec<Option<u16>> },
 }
 
 #[derive(Debug, Arbitrary)]
@@ -41,6 +42,8 @@ struct Case {
     servers: u8,
     per_server: u8,
     pending: u8,
+    /// Establishment knobs: canary, connect bounds, start probe.
+    establish: u8,
     seed: u64,
     ops: Vec<Op>,
 }
@@ -80,6 +83,14 @@ fuzz_target!(|input: Case| {
         push_frames_max: 4,
         push_bytes_max: 256,
         rng_seed: input.seed,
+        canary: input.establish & 1 != 0,
+        connect_concurrency: Some(1 + usize::from(input.establish >> 1 & 3)),
+        connects_per_host: 1 + usize::from(input.establish >> 3 & 1),
+        start_probe: match input.establish >> 4 & 3 {
+            0 => StartProbe::Off,
+            1 => StartProbe::Wait,
+            _ => StartProbe::Background,
+        },
         ..Default::default()
     };
     let t0 = Instant::now();
@@ -164,6 +175,10 @@ fuzz_target!(|input: Case| {
                 }
             }
             Op::ReadPushes { max } => Input::ReadPushes { max: usize::from(max % 8) },
+            Op::ProbeDone { old_epoch, latencies } => Input::ProbeDone {
+                epoch: if old_epoch { Epoch(0) } else { sup.diagnostics().epoch },
+                latencies: latencies.into_iter().map(|l| l.map(|ms| Duration::from_millis(u64::from(ms)))).collect(),
+            },
             Op::Advance { ms } => {
                 now += Duration::from_millis(u64::from(ms));
                 Input::Tick

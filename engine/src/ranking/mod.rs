@@ -51,6 +51,11 @@ pub fn parse_endpoint(s: &str) -> Option<Endpoint> {
     Some(Endpoint::new(host, port.parse().ok()?))
 }
 
+/// Wall-clock milliseconds since the Unix epoch, for the ranking's records.
+pub fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
 /// One server's record in the ranking.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerRecord {

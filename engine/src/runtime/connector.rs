@@ -49,7 +49,21 @@ fn socket_addr(endpoint: &Endpoint) -> io::Result<SocketAddr> {
     let ip: std::net::IpAddr = ip
         .parse()
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{endpoint}: host must be an IP address")))?;
+    if !ip.is_loopback() && loopback_only() {
+        let why = format!("{endpoint}: refused, {LOOPBACK_ONLY_ENV} is set and this is not a loopback address");
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, why));
+    }
     Ok(SocketAddr::new(ip, endpoint.port))
+}
+
+/// When set (to anything but empty or `0`), TCP connects go to loopback
+/// addresses only. CI and the test scripts set it: a guard for the rule that
+/// no test ever reaches a real server.
+pub const LOOPBACK_ONLY_ENV: &str = "TDX_ENGINE_LOOPBACK_ONLY";
+
+fn loopback_only() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var(LOOPBACK_ONLY_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
 }
 
 /// Tokio TCP: no Nagle delay, keepalive probes, a connect timeout.

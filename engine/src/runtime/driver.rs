@@ -24,8 +24,9 @@ use super::slot::{EngineShared, SlotCommand, SlotEvent, SlotQueue, SlotTask};
 use super::workers::{WorkerDiagnostics, Workers};
 use crate::budget::Budget;
 use crate::proto::{Reply, Request, ResponseHeader};
+use crate::ranking::{Ranking, RankingStore};
 use crate::supervisor::{
-    Action, CloseState, Diagnostics, Endpoint, Input, PinId, RequestError, RequestId, SlotId, Supervisor,
+    Action, CloseState, Diagnostics, Endpoint, Epoch, Input, PinId, RequestError, RequestId, SlotId, Supervisor,
 };
 
 /// A request's outcome.
@@ -196,6 +197,19 @@ pub(crate) struct Driver<C: Connector> {
     /// Every client handle is gone (the control lane closed).
     orphaned: bool,
     ranking: Option<Vec<crate::ranking::ServerRecord>>,
+    /// Where probe results are saved for the next start.
+    ranking_store: Option<RankingStore>,
+    probe_tx: mpsc::UnboundedSender<ProbeOutcome>,
+    probe_rx: mpsc::UnboundedReceiver<ProbeOutcome>,
+}
+
+/// A finished start probe.
+#[derive(Debug)]
+struct ProbeOutcome {
+    epoch: Epoch,
+    latencies: Vec<Option<Duration>>,
+    /// The saved ranking after this probe.
+    ranking: Vec<crate::ranking::ServerRecord>,
 }
 
 /// The driver's clock: tokio time, so simulations and paused tests move it.
@@ -217,7 +231,9 @@ impl<C: Connector> Driver<C> {
         diagnostics: Arc<DiagnosticsCell>,
         pushed: Arc<tokio::sync::Notify>,
         close_tx: watch::Sender<CloseState>,
+        ranking_store: Option<RankingStore>,
     ) -> Self {
+        let (probe_tx, probe_rx) = mpsc::unbounded_channel();
         let endpoints = Arc::new(sup.config().endpoints.clone());
         let slots =
             (0..sup.config().pool_size()).map(|_| SlotHandle { commands: None, queue: Arc::default() }).collect();
@@ -242,6 +258,9 @@ impl<C: Connector> Driver<C> {
             dirty: true,
             orphaned: false,
             ranking: None,
+            ranking_store,
+            probe_tx,
+            probe_rx,
         }
     }
 
@@ -305,6 +324,11 @@ impl<C: Connector> Driver<C> {
                         }
                     }
                     Some(admission) = self.admit_rx.recv() => self.admit(admission),
+                    Some(probe) = self.probe_rx.recv() => {
+                        self.ranking = Some(probe.ranking);
+                        let input = Input::ProbeDone { epoch: probe.epoch, latencies: probe.latencies };
+                        self.sup.handle(now(), input);
+                    }
                     () = sleep => self.sup.handle(now(), Input::Tick),
                     _ = refresh.tick() => {
                         self.workers.tick(DIAGNOSTICS_REFRESH.as_secs_f64());
@@ -380,10 +404,32 @@ impl<C: Connector> Driver<C> {
         drop(reservation);
     }
 
+    /// Probes every endpoint on the driver's runtime, saves the result in
+    /// the ranking file (small; written inline, once per start) and reports back.
+    fn probe(&self, epoch: Epoch, timeout: Duration, concurrency: usize) {
+        let (connector, endpoints, store) =
+            (self.connector.clone(), self.endpoints.clone(), self.ranking_store.clone());
+        let done = self.probe_tx.clone();
+        let task = async move {
+            let results = crate::ranking::probe(connector, &endpoints, concurrency, timeout).await;
+            let mut ranking = store.as_ref().map_or_else(Ranking::new, RankingStore::load);
+            ranking.apply_probe(&results, crate::ranking::unix_ms_now());
+            if let Some(store) = &store {
+                if let Err(e) = store.save(&ranking) {
+                    tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
+                }
+            }
+            let latencies = results.iter().map(|r| r.latency).collect();
+            let _ = done.send(ProbeOutcome { epoch, latencies, ranking: ranking.servers });
+        };
+        tokio::spawn(task.instrument(tracing::debug_span!("probe", endpoints = self.endpoints.len())));
+    }
+
     /// Drains the Supervisor's actions and carries each out.
     fn carry_out(&mut self) {
         while let Some(action) = self.sup.poll_action() {
             match action {
+                Action::Probe { epoch, timeout, concurrency } => self.probe(epoch, timeout, concurrency),
                 Action::Connect { slot, epoch, generation, endpoint, deadline } => {
                     let (commands, rx) = mpsc::unbounded_channel();
                     let handle = &mut self.slots[slot.index()];

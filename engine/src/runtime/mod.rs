@@ -78,6 +78,8 @@ pub(crate) struct RuntimeConfig {
     pub(crate) runtime_workers: Option<usize>,
     pub(crate) raw_budget_bytes: Option<usize>,
     pub(crate) decoded_budget_bytes: Option<usize>,
+    /// Where start probes are saved.
+    pub(crate) ranking_store: Option<crate::ranking::RankingStore>,
 }
 
 /// The running engine's handles, held by the client.
@@ -261,6 +263,7 @@ pub(crate) fn start<C: Connector>(
         diagnostics.clone(),
         pushed.clone(),
         close_tx,
+        runtime.ranking_store.clone(),
     );
     let single_worker = !external && owned.worker_threads.len() == 1 && owned.workers.is_none();
     let owned = match (external, single_worker && runtime.driver == DriverPlacement::OnSingleWorker) {

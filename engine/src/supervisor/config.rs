@@ -76,6 +76,40 @@ pub struct SupervisorConfig {
     pub close_gate: Duration,
     /// Seeds every random choice (slot choice, jitter, msg_ids).
     pub rng_seed: u64,
+    /// Open one slot per server first and complete a real handshake on it
+    /// (the canary) before the server's other slots connect; a server whose
+    /// canary fails is replaced by the next ranked endpoint. Default true.
+    pub canary: bool,
+    /// Connects (TCP plus handshake) in flight at once over the whole pool.
+    /// Default `None`: `min(pool, max(4, min(2 x available_cpus, 32)))`.
+    pub connect_concurrency: Option<usize>,
+    /// Connects in flight at once to one endpoint. Default 2.
+    pub connects_per_host: usize,
+    /// Slots that may use one endpoint; a fallback skips a full endpoint at
+    /// once. Default `None`: the largest server group (`connections_per_server`).
+    pub max_connections_per_host: Option<usize>,
+    /// CPUs the engine may use, which sizes the default connect concurrency.
+    /// The Supervisor does not look at the machine; the builder fills this in.
+    pub available_cpus: usize,
+    /// Whether to rank the endpoints by a connect probe at start.
+    pub start_probe: StartProbe,
+    /// Each probe connect's timeout. Default 2 s.
+    pub probe_timeout: Duration,
+    /// Probe connects in flight at once. Default 16.
+    pub probe_concurrency: usize,
+}
+
+/// Whether the engine probes its endpoints when it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StartProbe {
+    /// No probe: the endpoints are already in the order to use.
+    Off,
+    /// Probe, then order the endpoints by connect latency before any slot
+    /// connects (first start: nothing is known about them).
+    Wait,
+    /// Connect on the given order at once and probe alongside, so the saved
+    /// ranking is fresh for the next start.
+    Background,
 }
 
 impl Default for SupervisorConfig {
@@ -96,6 +130,14 @@ impl Default for SupervisorConfig {
             failures_before_fallback: 3,
             close_gate: Duration::from_secs(1),
             rng_seed: 0,
+            canary: true,
+            connect_concurrency: None,
+            connects_per_host: 2,
+            max_connections_per_host: None,
+            available_cpus: 2,
+            start_probe: StartProbe::Off,
+            probe_timeout: Duration::from_secs(2),
+            probe_concurrency: 16,
         }
     }
 }
@@ -116,11 +158,27 @@ impl SupervisorConfig {
         self.pool_size.unwrap_or(self.server_count * self.connections_per_server)
     }
 
-    /// The endpoint slot `slot` starts on: slots spread evenly, in blocks,
-    /// over the first `server_count` endpoints.
-    pub fn home_endpoint(&self, slot: usize) -> usize {
+    /// The server group slot `slot` belongs to: slots spread evenly, in
+    /// blocks, over `server_count` groups; each group uses one server.
+    pub fn group_of(&self, slot: usize) -> usize {
         debug_assert!(slot < self.pool_size());
         slot * self.server_count / self.pool_size()
+    }
+
+    /// Slots in the largest group.
+    pub fn largest_group(&self) -> usize {
+        self.pool_size().div_ceil(self.server_count)
+    }
+
+    /// Connects in flight at once over the pool.
+    pub fn connect_concurrency(&self) -> usize {
+        let derived = || self.pool_size().min(4.max((2 * self.available_cpus).min(32)));
+        self.connect_concurrency.unwrap_or_else(derived)
+    }
+
+    /// Slots that may use one endpoint.
+    pub fn max_connections_per_host(&self) -> usize {
+        self.max_connections_per_host.unwrap_or_else(|| self.largest_group())
     }
 
     /// Checks every field; the error names the first bad one.
@@ -175,6 +233,32 @@ impl SupervisorConfig {
         if self.failures_before_fallback == 0 {
             return err("failures_before_fallback", "must be at least 1");
         }
+        if self.connect_concurrency == Some(0) {
+            return err("connect_concurrency", "must be at least 1 (connects are never unbounded)");
+        }
+        if self.connects_per_host == 0 {
+            return err("connects_per_host", "must be at least 1");
+        }
+        if let Some(max) = self.max_connections_per_host {
+            if max < self.largest_group() {
+                return Err(ConfigError {
+                    field: "max_connections_per_host",
+                    reason: format!(
+                        "{max} is below the {} slots one server carries; raise it or use more servers",
+                        self.largest_group()
+                    ),
+                });
+            }
+        }
+        if self.available_cpus == 0 {
+            return err("available_cpus", "must be at least 1");
+        }
+        if self.probe_timeout.is_zero() {
+            return err("probe_timeout", "must be positive");
+        }
+        if self.probe_concurrency == 0 {
+            return err("probe_concurrency", "must be at least 1");
+        }
         Ok(())
     }
 }
@@ -200,10 +284,29 @@ mod tests {
     fn pool_size_alone_spreads_evenly() {
         let c = SupervisorConfig { pool_size: Some(5), ..config() };
         c.validate().unwrap();
-        let homes: Vec<usize> = (0..5).map(|s| c.home_endpoint(s)).collect();
+        let homes: Vec<usize> = (0..5).map(|s| c.group_of(s)).collect();
         assert_eq!(homes, vec![0, 0, 0, 1, 1]);
         let c = config();
-        assert_eq!((0..8).map(|s| c.home_endpoint(s)).collect::<Vec<_>>(), vec![0, 0, 0, 0, 1, 1, 1, 1]);
+        assert_eq!((0..8).map(|s| c.group_of(s)).collect::<Vec<_>>(), vec![0, 0, 0, 0, 1, 1, 1, 1]);
+    }
+
+    #[test]
+    fn connect_concurrency_follows_the_cpus_and_never_exceeds_the_pool() {
+        let with = |cpus, servers, per| SupervisorConfig {
+            endpoints: vec![Endpoint::new("127.0.0.1", 7709); 20],
+            server_count: servers,
+            connections_per_server: per,
+            available_cpus: cpus,
+            ..Default::default()
+        };
+        // min(pool, max(4, min(2 x cpus, 32)))
+        assert_eq!(with(2, 20, 8).connect_concurrency(), 4);
+        assert_eq!(with(8, 20, 8).connect_concurrency(), 16);
+        assert_eq!(with(64, 20, 8).connect_concurrency(), 32);
+        assert_eq!(with(64, 1, 1).connect_concurrency(), 1);
+        assert_eq!(with(64, 1, 1).max_connections_per_host(), 1);
+        let explicit = SupervisorConfig { connect_concurrency: Some(7), ..with(2, 20, 8) };
+        assert_eq!(explicit.connect_concurrency(), 7);
     }
 
     #[test]
@@ -216,6 +319,10 @@ mod tests {
             ("heartbeat_interval", SupervisorConfig { heartbeat_interval: Some(Duration::ZERO), ..config() }),
             ("backoff_min", SupervisorConfig { backoff_min: Duration::from_secs(10), ..config() }),
             ("push_bytes_max", SupervisorConfig { push_bytes_max: 0, ..config() }),
+            ("connect_concurrency", SupervisorConfig { connect_concurrency: Some(0), ..config() }),
+            ("connects_per_host", SupervisorConfig { connects_per_host: 0, ..config() }),
+            ("max_connections_per_host", SupervisorConfig { max_connections_per_host: Some(3), ..config() }),
+            ("probe_concurrency", SupervisorConfig { probe_concurrency: 0, ..config() }),
         ];
         for (field, c) in cases {
             let e = c.validate().unwrap_err();

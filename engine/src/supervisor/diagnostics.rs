@@ -32,6 +32,13 @@ pub struct Counters {
     pub bad_replies: u64,
     /// Connects issued.
     pub connects: u64,
+    /// Times a queued connect was passed over for lack of a permit (the
+    /// global or the per-host bound).
+    pub connects_deferred: u64,
+    /// Servers whose canary failed, replaced by the next ranked candidate.
+    pub servers_rejected: u64,
+    /// Slots moved to another server after repeated failures.
+    pub fallbacks: u64,
     /// Generations retired (by the Supervisor or by a failing slot).
     pub retirements: u64,
     /// Heartbeats sent.
@@ -95,6 +102,16 @@ pub struct Diagnostics {
     pub timers: usize,
     /// Totals.
     pub counters: Counters,
+    /// The endpoints, `HOST:PORT`, as configured; slots and the fields
+    /// below refer to them by index.
+    pub endpoints: Vec<String>,
+    /// Endpoint indices, best first (after the start probe, if any).
+    pub endpoint_order: Vec<usize>,
+    /// The server each group uses: `None` while its canary is still
+    /// looking for one.
+    pub servers: Vec<Option<usize>>,
+    /// Slots waiting for a connect permit.
+    pub connects_queued: usize,
     /// Every slot.
     pub slots: Vec<SlotDiagnostics>,
 }

@@ -36,6 +36,9 @@ pub(crate) struct Faults {
     pub(crate) late_duplicate: u64,
     pub(crate) push: u64,
     pub(crate) zero_msg_id: u64,
+    /// Endpoints (by index, bit per endpoint) whose handshake always fails
+    /// while faults are on: an open port with a dead protocol.
+    pub(crate) dead_endpoints: u64,
 }
 
 impl Faults {
@@ -58,6 +61,7 @@ impl Faults {
             late_duplicate: odds(200),
             push: odds(300),
             zero_msg_id: odds(10),
+            dead_endpoints: if rng.below(2) == 0 { 0 } else { rng.next_u64() & rng.next_u64() },
         }
     }
 }
@@ -126,6 +130,18 @@ impl World {
             failures_before_fallback: 1 + rng.below(3) as u32,
             close_gate: Duration::from_secs(5),
             rng_seed: rng.next_u64(),
+            canary: rng.below(4) != 0,
+            connect_concurrency: if rng.below(2) == 0 { None } else { Some(1 + rng.below(6) as usize) },
+            connects_per_host: 1 + rng.below(3) as usize,
+            max_connections_per_host: None,
+            available_cpus: 1 + rng.below(8) as usize,
+            start_probe: match rng.below(3) {
+                0 => StartProbe::Off,
+                1 => StartProbe::Wait,
+                _ => StartProbe::Background,
+            },
+            probe_timeout: Duration::from_millis(50 + rng.below(500)),
+            probe_concurrency: 1 + rng.below(4) as usize,
         };
         let faults = Faults::swarm(&mut rng);
         let t0 = crate::test_support::time_origin();
@@ -152,6 +168,10 @@ impl World {
         };
         world.drain();
         world
+    }
+
+    fn dead(&self, endpoint: usize) -> bool {
+        endpoint < 64 && self.faults.dead_endpoints & (1 << endpoint) != 0
     }
 
     fn chance(&mut self, per_mille: u64) -> bool {
@@ -205,7 +225,20 @@ impl World {
 
     fn act(&mut self, action: Action) {
         match action {
-            Action::Connect { slot, epoch, generation, .. } => {
+            Action::Probe { epoch, .. } => {
+                if self.chance(self.faults.connect_hang) {
+                    return; // the Supervisor's probe deadline must notice
+                }
+                let endpoints = self.sup.config().endpoints.len();
+                let mut latencies = Vec::with_capacity(endpoints);
+                for e in 0..endpoints {
+                    let up = !self.chance(self.faults.connect_fail) && !self.dead(e);
+                    latencies.push(up.then(|| self.latency()));
+                }
+                let after = latencies.iter().flatten().max().copied().unwrap_or(Duration::from_millis(1));
+                self.schedule(after, Event::Slot(Input::ProbeDone { epoch, latencies }));
+            }
+            Action::Connect { slot, epoch, generation, endpoint, .. } => {
                 self.conns.insert((slot.0, generation.0));
                 if self.chance(self.faults.connect_hang) {
                     return; // the Supervisor's connect deadline must notice
@@ -216,6 +249,10 @@ impl World {
                     return self.fail_later(after, slot, epoch, generation, error);
                 }
                 self.schedule(after, Event::Slot(Input::SlotConnected { slot, epoch, generation }));
+                if self.dead(endpoint) {
+                    let error = SlotError::Handshake("no reply to the handshake".into());
+                    return self.fail_later(after * 2, slot, epoch, generation, error);
+                }
                 self.schedule(after * 2, Event::Slot(Input::SlotReady { slot, epoch, generation }));
             }
             Action::Send { slot, epoch, generation, msg_id, request, .. } => {

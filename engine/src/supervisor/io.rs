@@ -124,6 +124,14 @@ pub enum Input {
         /// The new ranked endpoints; at least `server_count` of them.
         endpoints: Vec<super::Endpoint>,
     },
+    /// The answer to [`Action::Probe`]: each endpoint's connect latency,
+    /// `None` where it failed, in the order of the configured endpoints.
+    ProbeDone {
+        /// Epoch of the probe.
+        epoch: Epoch,
+        /// One entry per endpoint.
+        latencies: Vec<Option<std::time::Duration>>,
+    },
     /// Close the engine: admit nothing more, end every waiter, retire every slot.
     Close,
     /// The driver cannot go on (for example its runtime died): close at
@@ -226,6 +234,17 @@ impl CloseState {
 /// [`Supervisor::poll_action`](super::Supervisor::poll_action).
 #[derive(Debug)]
 pub enum Action {
+    /// Measure the TCP connect latency of every endpoint (bounded
+    /// concurrency, per-connect timeout), record it in the saved ranking,
+    /// and answer [`Input::ProbeDone`].
+    Probe {
+        /// Epoch to stamp on the answer.
+        epoch: Epoch,
+        /// Each connect's timeout.
+        timeout: std::time::Duration,
+        /// Connects in flight at once.
+        concurrency: usize,
+    },
     /// Start a slot task: connect to `endpoint` (an index into the ranked
     /// endpoints) and handshake, before `deadline`.
     Connect {

@@ -46,6 +46,7 @@
 
 mod config;
 mod diagnostics;
+mod establish;
 mod ids;
 mod io;
 mod push;
@@ -65,11 +66,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use config::{ConfigError, Endpoint, SupervisorConfig, SLOTS_MAX};
+pub use config::{ConfigError, Endpoint, StartProbe, SupervisorConfig, SLOTS_MAX};
 pub use diagnostics::{Counters, Diagnostics, SlotDiagnostics};
 pub use ids::{Epoch, Generation, PinId, RequestId, SlotId};
 pub use io::{Action, CloseState, FrameBody, Input, RequestError, SlotError};
 
+use establish::Establishment;
 use push::{PushBuffer, PushFrame};
 use rng::Rng;
 use slot::{Exchange, IdleSet, Owner, Slot, SlotState};
@@ -158,17 +160,22 @@ pub struct Supervisor {
     next_msg_id: u32,
     heartbeat: Arc<Request>,
     counters: Counters,
+    establish: Establishment,
 }
 
 impl Supervisor {
-    /// A Supervisor at time `now`; every slot starts connecting at once.
+    /// A Supervisor at time `now`. Establishment starts at once: the start
+    /// probe if configured, else the canaries (or every slot, without
+    /// canaries), within the connect bounds.
     pub fn new(config: SupervisorConfig, now: Instant) -> Result<Self, ConfigError> {
         config.validate()?;
         let pool_size = config.pool_size();
         let mut rng = Rng::new(config.rng_seed);
         let next_msg_id = (rng.next_u64() as u32).max(1);
-        let slots = (0..pool_size).map(|i| Slot::new(config.home_endpoint(i), now)).collect();
+        let slots = (0..pool_size).map(|i| Slot::new(config.group_of(i), now)).collect();
+        let establish = Establishment::new(config.endpoints.len(), config.server_count, config.canary);
         let mut sup = Self {
+            establish,
             pushes: PushBuffer::new(config.push_frames_max, config.push_bytes_max),
             config,
             now,
@@ -188,9 +195,20 @@ impl Supervisor {
             heartbeat: Arc::new(Request::from(Heartbeat)),
             counters: Counters::default(),
         };
-        for i in 0..pool_size {
-            sup.connect(SlotId(i as u32));
+        let probe = sup.config.start_probe;
+        if probe != StartProbe::Off {
+            let (timeout, concurrency) = (sup.config.probe_timeout, sup.config.probe_concurrency);
+            sup.actions.push_back(Action::Probe { epoch: sup.epoch, timeout, concurrency });
         }
+        if probe == StartProbe::Wait {
+            // Bounded wait: every round of connects plus one timeout of slack.
+            let rounds = sup.config.endpoints.len().div_ceil(sup.config.probe_concurrency) as u32 + 1;
+            sup.establish.probing = true;
+            sup.timers.set(now + sup.config.probe_timeout * rounds, Timer::Probe);
+        } else {
+            sup.connect_all();
+        }
+        sup.pump_connects();
         Ok(sup)
     }
 
@@ -240,6 +258,10 @@ impl Supervisor {
             push_dropped_total: self.pushes.dropped_total(),
             timers: self.timers.len(),
             counters: self.counters.clone(),
+            endpoints: self.config.endpoints.iter().map(ToString::to_string).collect(),
+            endpoint_order: self.establish.order.clone(),
+            servers: self.establish.groups.iter().map(|g| g.endpoint.filter(|_| g.accepted)).collect(),
+            connects_queued: self.establish.queue.len(),
             slots: self
                 .slots
                 .iter()
@@ -304,9 +326,11 @@ impl Supervisor {
             Input::ReadPushes { max } => self.read_pushes(max),
             Input::Tick => {}
             Input::NewEpoch { endpoints } => self.new_epoch(endpoints),
+            Input::ProbeDone { epoch, latencies } => self.probe_done(epoch, latencies),
             Input::Close => self.close(),
             Input::Fatal { reason } => self.fatal(reason),
         }
+        self.pump_connects();
         self.dispatch();
     }
 
@@ -516,16 +540,121 @@ impl Supervisor {
 
     // ---- slot lifecycle ----
 
+    /// Every disconnected slot asks for a connection.
+    fn connect_all(&mut self) {
+        for i in 0..self.slots.len() {
+            if matches!(self.slots[i].state, SlotState::Disconnected) {
+                self.connect(SlotId(i as u32));
+            }
+        }
+    }
+
+    /// A disconnected slot wants a connection. In a group without an
+    /// accepted server it becomes the canary (trying the next candidate) or
+    /// parks behind it; otherwise it picks its endpoint (its group's, or a
+    /// fallback after repeated failures) and queues for a connect permit.
     fn connect(&mut self, slot: SlotId) {
-        let endpoints = self.config.endpoints.len();
-        let fallback_after = self.config.failures_before_fallback;
-        let deadline = self.now + self.config.connect_timeout;
+        debug_assert!(matches!(self.slots[slot.index()].state, SlotState::Disconnected));
+        if self.close.is_closing() || self.establish.queue.contains(&slot) {
+            return;
+        }
+        let g = self.config.group_of(slot.index());
+        let (endpoint, slices) =
+            if let (true, Some(home)) = (self.establish.groups[g].accepted, self.establish.groups[g].endpoint) {
+                let s = &self.slots[slot.index()];
+                let mut endpoint = s.fallback.unwrap_or(home);
+                if s.consecutive_failures >= self.config.failures_before_fallback && self.config.endpoints.len() > 1 {
+                    let previous = endpoint;
+                    endpoint = self.fallback_endpoint(slot, endpoint).unwrap_or(endpoint);
+                    self.counters.fallbacks += u64::from(endpoint != previous);
+                    let s = &mut self.slots[slot.index()];
+                    s.fallback = (endpoint != home).then_some(endpoint);
+                    s.consecutive_failures = 0;
+                }
+                (endpoint, 1)
+            } else {
+                let group = &mut self.establish.groups[g];
+                match group.canary {
+                    Some(canary) if canary != slot => {
+                        if !group.parked.contains(&slot) {
+                            group.parked.push(slot);
+                        }
+                        return;
+                    }
+                    _ => {
+                        group.canary = Some(slot);
+                        self.establish.choose(g)
+                    }
+                }
+            };
+        let s = &mut self.slots[slot.index()];
+        s.endpoint = endpoint;
+        s.deadline_slices = slices;
+        self.establish.queue.push_back(slot);
+    }
+
+    /// The next ranked endpoint after `current` with room for one more
+    /// slot; full endpoints are skipped at once.
+    fn fallback_endpoint(&self, slot: SlotId, current: usize) -> Option<usize> {
+        let order = &self.establish.order;
+        let at = order.iter().position(|&e| e == current).unwrap_or(0);
+        let max = self.config.max_connections_per_host();
+        (1..order.len()).map(|k| order[(at + k) % order.len()]).find(|&e| {
+            let users = (0..self.slots.len())
+                .filter(|&i| {
+                    i != slot.index() && self.slots[i].endpoint == e && !self.establish.is_parked(SlotId(i as u32))
+                })
+                .count();
+            users < max
+        })
+    }
+
+    /// Connects in flight: total, and per endpoint.
+    fn connects_in_flight(&self) -> (usize, Vec<usize>) {
+        let mut per_host = vec![0; self.config.endpoints.len()];
+        let mut total = 0;
+        for s in &self.slots {
+            if matches!(s.state, SlotState::Connecting { .. } | SlotState::Handshaking { .. }) {
+                per_host[s.endpoint] += 1;
+                total += 1;
+            }
+        }
+        (total, per_host)
+    }
+
+    /// Starts queued connects, in FIFO order, while the global and
+    /// per-host bounds allow; a slot whose host is at its bound lets later
+    /// slots for other hosts go first.
+    fn pump_connects(&mut self) {
+        if self.establish.queue.is_empty() || self.establish.probing || self.close.is_closing() {
+            return;
+        }
+        let (mut total, mut per_host) = self.connects_in_flight();
+        let limit = self.config.connect_concurrency();
+        let mut i = 0;
+        while i < self.establish.queue.len() {
+            if total >= limit {
+                self.counters.connects_deferred += (self.establish.queue.len() - i) as u64;
+                break;
+            }
+            let slot = self.establish.queue[i];
+            let endpoint = self.slots[slot.index()].endpoint;
+            if per_host[endpoint] >= self.config.connects_per_host {
+                self.counters.connects_deferred += 1;
+                i += 1;
+                continue;
+            }
+            self.establish.queue.remove(i);
+            per_host[endpoint] += 1;
+            total += 1;
+            self.start_connect(slot);
+        }
+    }
+
+    fn start_connect(&mut self, slot: SlotId) {
         let s = &mut self.slots[slot.index()];
         debug_assert!(matches!(s.state, SlotState::Disconnected));
-        if s.consecutive_failures >= fallback_after && endpoints > 1 {
-            s.endpoint = (s.endpoint + 1) % endpoints;
-            s.consecutive_failures = 0;
-        }
+        let deadline = self.now + self.config.connect_timeout / s.deadline_slices.max(1);
         s.state = SlotState::Connecting { deadline };
         s.heartbeat_armed = false;
         s.last_msg_id = None;
@@ -533,6 +662,23 @@ impl Supervisor {
         self.timers.set(deadline, Timer::Connect(slot, generation));
         self.counters.connects += 1;
         self.actions.push_back(Action::Connect { slot, epoch: self.epoch, generation, endpoint, deadline });
+    }
+
+    /// The start probe answered (or ran out of time): rank, then connect.
+    fn probe_done(&mut self, epoch: Epoch, latencies: Vec<Option<Duration>>) {
+        if epoch != self.epoch || !self.establish.probing {
+            // A background probe, or one from before an epoch change: the
+            // driver saved it for the next start; the pool keeps its servers.
+            return;
+        }
+        self.establish.rank(&latencies);
+        self.finish_probing();
+    }
+
+    fn finish_probing(&mut self) {
+        self.establish.probing = false;
+        self.timers.cancel_all(Timer::Probe);
+        self.connect_all();
     }
 
     /// Checks that a slot event is for a known slot and the current epoch
@@ -581,10 +727,29 @@ impl Supervisor {
         match s.state {
             SlotState::Connecting { deadline } | SlotState::Handshaking { deadline } => {
                 s.consecutive_failures = 0;
+                let endpoint = s.endpoint;
                 self.timers.cancel(deadline, Timer::Connect(slot, generation));
+                self.accept_server(slot, endpoint);
                 self.release(slot);
             }
             _ => self.ignore("ready while not connecting"),
+        }
+    }
+
+    /// A canary's handshake succeeded: its group uses this server, and the
+    /// parked slots queue to connect to it.
+    fn accept_server(&mut self, slot: SlotId, endpoint: usize) {
+        let g = self.config.group_of(slot.index());
+        let group = &mut self.establish.groups[g];
+        if group.accepted || group.canary != Some(slot) {
+            return;
+        }
+        tracing::debug!(group = g, endpoint = %self.config.endpoints[endpoint], "server accepted");
+        group.accepted = true;
+        group.canary = None;
+        group.endpoint = Some(endpoint);
+        for parked in std::mem::take(&mut group.parked) {
+            self.connect(parked);
         }
     }
 
@@ -669,7 +834,13 @@ impl Supervisor {
             return self.check_closed();
         }
         let failures = self.slots[slot.index()].consecutive_failures;
-        if failures == 0 {
+        // A canary that failed tries its next candidate at once: another server.
+        let g = self.config.group_of(slot.index());
+        let group = &self.establish.groups[g];
+        let canary = group.canary == Some(slot) && !group.accepted;
+        self.counters.servers_rejected += u64::from(canary && failures > 0);
+        let next_candidate = canary && self.establish.next_candidate(g).is_some();
+        if failures == 0 || next_candidate {
             return self.connect(slot);
         }
         let when = self.now + self.backoff(failures);
@@ -928,6 +1099,12 @@ impl Supervisor {
                 }
                 Timer::Heartbeat(slot, generation) => self.heartbeat_due(slot, generation),
                 Timer::HeartbeatReply(slot, generation, msg_id) => self.heartbeat_expired(slot, generation, msg_id),
+                Timer::Probe => {
+                    if self.establish.probing {
+                        tracing::warn!("the start probe did not answer in time; connecting on the ranked order");
+                        self.finish_probing();
+                    }
+                }
                 Timer::CloseGate => {
                     if self.close == CloseState::Closing {
                         self.set_close(CloseState::FailedClosing);
@@ -972,16 +1149,16 @@ impl Supervisor {
         }
         self.epoch = Epoch(self.epoch.0 + 1);
         self.config.endpoints = endpoints;
+        self.establish = Establishment::new(self.config.endpoints.len(), self.config.server_count, self.config.canary);
+        self.timers.cancel_all(Timer::Probe);
         for i in 0..self.slots.len() {
-            let home = self.config.home_endpoint(i);
             let s = &mut self.slots[i];
-            s.endpoint = home;
+            s.endpoint = self.config.group_of(i);
+            s.fallback = None;
             s.consecutive_failures = 0;
             s.recent_failures = 0;
-            if matches!(s.state, SlotState::Disconnected) {
-                self.connect(SlotId(i as u32));
-            }
         }
+        self.connect_all();
     }
 
     // ---- close ----
@@ -1025,6 +1202,11 @@ impl Supervisor {
             }
         }
         self.pushes.clear();
+        self.establish.queue.clear();
+        self.establish.probing = false;
+        for group in &mut self.establish.groups {
+            group.parked.clear();
+        }
         self.timers.set(self.now + self.config.close_gate, Timer::CloseGate);
         self.check_closed();
     }
@@ -1097,8 +1279,41 @@ impl Supervisor {
         if self.close.is_closing() {
             assert!(self.requests.is_empty() && self.pins.is_empty(), "close ended every waiter");
         }
+        self.check_establishment();
         if !self.waiters.is_empty() {
             assert_eq!(self.idle.len(), 0, "no idle slot while someone waits");
+        }
+    }
+
+    /// Connect bounds hold, and a queued connect waits only for a bound.
+    fn check_establishment(&self) {
+        let (total, per_host) = self.connects_in_flight();
+        let limit = self.config.connect_concurrency();
+        assert!(total <= limit, "{total} connects in flight, bound {limit}");
+        assert!(per_host.iter().all(|&n| n <= self.config.connects_per_host), "per-host connect bound");
+        let queue = &self.establish.queue;
+        for (i, slot) in queue.iter().enumerate() {
+            assert!(!queue.range(..i).any(|s| s == slot), "slot {} queued twice", slot.0);
+            assert!(matches!(self.slots[slot.index()].state, SlotState::Disconnected), "queued slot connects");
+            assert!(!self.establish.is_parked(*slot), "slot {} queued and parked", slot.0);
+            if !self.establish.probing {
+                let host = self.slots[slot.index()].endpoint;
+                assert!(
+                    total == limit || per_host[host] >= self.config.connects_per_host,
+                    "slot {} waits for a connect permit that is free",
+                    slot.0
+                );
+            }
+        }
+        for (g, group) in self.establish.groups.iter().enumerate() {
+            assert!(group.parked.is_empty() || !group.accepted, "group {g} accepted with parked slots");
+            assert!(!group.accepted || group.canary.is_none(), "group {g} accepted with a canary");
+            for slot in &group.parked {
+                assert!(matches!(self.slots[slot.index()].state, SlotState::Disconnected), "parked slot connects");
+            }
+        }
+        if self.close.is_closing() {
+            assert!(queue.is_empty(), "nothing queues to connect while closing");
         }
     }
 }

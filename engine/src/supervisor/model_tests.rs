@@ -38,6 +38,9 @@ fn seeded_worlds_keep_every_invariant() {
                 total.heartbeats += c.heartbeats;
                 total.refused += c.refused;
                 total.replies += c.replies;
+                total.servers_rejected += c.servers_rejected;
+                total.connects_deferred += c.connects_deferred;
+                total.fallbacks += c.fallbacks;
             }
             Err(panic) => {
                 eprintln!("you can reproduce this failure with TDX_SUPERVISOR_SEED={seed}");
@@ -59,6 +62,9 @@ fn seeded_worlds_keep_every_invariant() {
             ("heartbeats", total.heartbeats),
             ("refused", total.refused),
             ("replies", total.replies),
+            ("servers_rejected", total.servers_rejected),
+            ("connects_deferred", total.connects_deferred),
+            ("fallbacks", total.fallbacks),
         ] {
             assert!(n > 0, "no seed exercised {name}");
         }

@@ -57,8 +57,14 @@ impl SlotState {
 #[derive(Debug)]
 pub(crate) struct Slot {
     pub(crate) generation: Generation,
-    /// Index into the ranked endpoints.
+    /// Index into the endpoints: the one it last connected (or is
+    /// queued to connect) to.
     pub(crate) endpoint: usize,
+    /// An endpoint it moved to after repeated failures, instead of its
+    /// group's server.
+    pub(crate) fallback: Option<usize>,
+    /// Its next connect gets `connect_timeout / deadline_slices`.
+    pub(crate) deadline_slices: u32,
     pub(crate) state: SlotState,
     pub(crate) pin: Option<PinId>,
     pub(crate) idle_since: Instant,
@@ -88,6 +94,8 @@ impl Slot {
         Self {
             generation: Generation(0),
             endpoint,
+            fallback: None,
+            deadline_slices: 1,
             state: SlotState::Disconnected,
             pin: None,
             idle_since: now,

@@ -28,6 +28,11 @@ pub(super) fn config(servers: usize, per_server: usize) -> SupervisorConfig {
         max_pending_requests: 4,
         heartbeat_interval: Some(Duration::from_secs(30)),
         rng_seed: 42,
+        // These tests drive transitions one slot at a time: every slot
+        // connects at once. Establishment has its own tests below.
+        canary: false,
+        connect_concurrency: Some(SLOTS_MAX),
+        connects_per_host: SLOTS_MAX,
         ..Default::default()
     }
 }
@@ -610,4 +615,164 @@ fn fatal_ends_every_waiter_and_fails_the_close() {
     assert_eq!(completions(&hand.submit(3, 5000)), vec![(3, Err(RequestError::Closed))]);
     let out = hand.input(Input::Close);
     assert!(matches!(out[..], [Action::CloseStateChanged { state: CloseState::FailedClosed }]));
+}
+
+// ---- establishment ----
+
+/// `(slot, endpoint, deadline after t0)` of every Connect in `actions`.
+fn connects(actions: &[Action], t0: Instant) -> Vec<(u32, usize, Duration)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Connect { slot, endpoint, deadline, .. } => Some((slot.0, *endpoint, *deadline - t0)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn establishing(endpoints: usize, servers: usize, per_server: usize) -> SupervisorConfig {
+    SupervisorConfig {
+        endpoints: (0..endpoints).map(|i| Endpoint::new("127.0.0.1", 7700 + i as u16)).collect(),
+        canary: true,
+        connect_concurrency: Some(SLOTS_MAX),
+        connects_per_host: SLOTS_MAX,
+        ..config(servers, per_server)
+    }
+}
+
+fn fail(hand: &mut Hand, slot: u32, error: SlotError) -> Vec<Action> {
+    let generation = hand.generation(slot);
+    let (slot, epoch) = (SlotId(slot), Epoch(0));
+    let mut out = hand.input(Input::SlotConnected { slot, epoch, generation });
+    out.extend(hand.input(Input::SlotFailed { slot, epoch, generation, error }));
+    out
+}
+
+#[test]
+fn canaries_handshake_one_slot_per_server_before_the_rest_connect() {
+    let (mut hand, out) = Hand::new(establishing(3, 2, 3));
+    let t0 = hand.t0;
+    let first: Vec<_> = connects(&out, t0).iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(first, vec![(0, 0), (3, 1)], "one canary per server group");
+    let out = hand.ready(0);
+    let rest: Vec<_> = connects(&out, t0).iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(rest, vec![(1, 0), (2, 0)], "the accepted server's other slots follow");
+    assert_eq!(hand.sup.diagnostics().servers, vec![Some(0), None]);
+}
+
+#[test]
+fn a_failed_canary_moves_the_group_to_the_next_ranked_server() {
+    let (mut hand, _) = Hand::new(establishing(3, 2, 2));
+    // Endpoint 0 accepts TCP but never completes a handshake.
+    let out = fail(&mut hand, 0, SlotError::Handshake("no reply".into()));
+    let next: Vec<_> = connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(next, vec![(0, 2)], "endpoint 1 is the other group's: the canary skips to 2, at once");
+    let out = hand.ready(0);
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(), vec![(1, 2)]);
+    hand.ready(2);
+    let diagnostics = hand.sup.diagnostics();
+    assert_eq!(diagnostics.servers, vec![Some(2), Some(1)]);
+    assert_eq!(diagnostics.counters.servers_rejected, 1);
+}
+
+#[test]
+fn with_every_candidate_failed_the_canary_backs_off_and_starts_over() {
+    let (mut hand, _) = Hand::new(establishing(2, 1, 2));
+    let out = fail(&mut hand, 0, SlotError::Connect("refused".into()));
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| c.1).collect::<Vec<_>>(), vec![1]);
+    let out = fail(&mut hand, 0, SlotError::Connect("refused".into()));
+    assert!(connects(&out, hand.t0).is_empty(), "every candidate failed: back off");
+    hand.now = hand.sup.poll_timeout().unwrap();
+    let out = hand.input(Input::Tick);
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| c.1).collect::<Vec<_>>(), vec![0], "a new round");
+    // The parked slot never connected meanwhile.
+    assert!(hand.connects[1].is_none());
+}
+
+#[test]
+fn a_canary_with_many_candidates_gets_a_slice_of_the_deadline() {
+    let (hand, out) = Hand::new(establishing(10, 1, 2));
+    // 8 s over min(10 candidates, 8) slices.
+    assert_eq!(connects(&out, hand.t0), vec![(0, 0, Duration::from_secs(1))]);
+    let (hand, out) = Hand::new(establishing(3, 1, 2));
+    assert_eq!(connects(&out, hand.t0)[0].2, Duration::from_secs(8) / 3);
+    let (hand, out) = Hand::new(establishing(1, 1, 2));
+    assert_eq!(connects(&out, hand.t0)[0].2, Duration::from_secs(8), "a lone candidate gets it all");
+}
+
+#[test]
+fn connects_wait_for_the_global_and_per_host_bounds() {
+    let config = SupervisorConfig { connect_concurrency: Some(3), connects_per_host: 2, canary: false, ..config(2, 4) };
+    let (mut hand, out) = Hand::new(config);
+    let first: Vec<_> = connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(first, vec![(0, 0), (1, 0), (4, 1)], "3 at once, 2 per host; slot 4 overtakes 2 and 3");
+    let out = hand.ready(0);
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| c.0).collect::<Vec<_>>(), vec![2]);
+    let out = hand.ready(4);
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| c.0).collect::<Vec<_>>(), vec![5]);
+    assert!(hand.sup.diagnostics().connects_queued == 3);
+    hand.ready_all();
+    assert_eq!(hand.connects.iter().filter(|c| c.is_some()).count(), 8);
+}
+
+#[test]
+fn the_default_connect_bound_follows_the_cpus() {
+    let config = SupervisorConfig {
+        connect_concurrency: None,
+        connects_per_host: SLOTS_MAX,
+        canary: false,
+        available_cpus: 1,
+        ..config(2, 4)
+    };
+    let (_, out) = Hand::new(config);
+    assert_eq!(connects(&out, crate::test_support::time_origin()).len(), 4, "max(4, 2 x 1 cpu)");
+}
+
+#[test]
+fn the_start_probe_orders_the_servers_before_anything_connects() {
+    let config = SupervisorConfig { start_probe: StartProbe::Wait, ..establishing(4, 2, 1) };
+    let (mut hand, out) = Hand::new(config);
+    assert!(matches!(out[..], [Action::Probe { epoch: Epoch(0), .. }]), "{out:?}");
+    let ms = |n| Some(Duration::from_millis(n));
+    let out = hand.input(Input::ProbeDone { epoch: Epoch(0), latencies: vec![None, ms(30), ms(5), ms(10)] });
+    let canaries: Vec<_> = connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(canaries, vec![(0, 2), (1, 3)], "the two fastest reachable servers");
+    assert_eq!(hand.sup.diagnostics().endpoint_order, vec![2, 3, 1, 0]);
+}
+
+#[test]
+fn a_start_probe_that_never_answers_is_given_up() {
+    let config = SupervisorConfig { start_probe: StartProbe::Wait, ..establishing(2, 1, 1) };
+    let (mut hand, _) = Hand::new(config);
+    hand.now = hand.sup.poll_timeout().unwrap();
+    let out = hand.input(Input::Tick);
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| c.1).collect::<Vec<_>>(), vec![0], "the order as given");
+    // A late answer changes nothing.
+    let out = hand.input(Input::ProbeDone { epoch: Epoch(0), latencies: vec![None, None] });
+    assert!(out.is_empty());
+}
+
+#[test]
+fn a_background_probe_does_not_hold_up_connecting() {
+    let config = SupervisorConfig { start_probe: StartProbe::Background, ..establishing(2, 1, 1) };
+    let (_, out) = Hand::new(config);
+    assert!(matches!(out[0], Action::Probe { .. }));
+    assert!(matches!(out[1], Action::Connect { endpoint: 0, .. }));
+}
+
+#[test]
+fn fallback_skips_a_full_server() {
+    let config = SupervisorConfig { endpoints: establishing(3, 2, 2).endpoints, ..config(2, 2) };
+    let (mut hand, _) = Hand::new(config);
+    hand.ready_all();
+    // Slot 0 (server 0) fails three times: server 1 is full (2 of 2), so it goes to 2.
+    for _ in 0..3 {
+        let generation = hand.generation(0);
+        let error = SlotError::PeerClosed;
+        hand.input(Input::SlotFailed { slot: SlotId(0), epoch: Epoch(0), generation, error });
+        hand.now = hand.sup.poll_timeout().unwrap();
+        hand.input(Input::Tick);
+    }
+    assert_eq!(hand.connects[0].unwrap().1, 2);
+    assert_eq!(hand.sup.counters().fallbacks, 1);
 }

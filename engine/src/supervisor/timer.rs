@@ -24,6 +24,8 @@ pub(crate) enum Timer {
     Heartbeat(SlotId, Generation),
     /// A heartbeat exchange's reply deadline.
     HeartbeatReply(SlotId, Generation, u32),
+    /// The start probe is overdue: connect on the order as it is.
+    Probe,
     /// Close must be proven by now.
     CloseGate,
 }
@@ -40,6 +42,11 @@ impl TimerTable {
 
     pub(crate) fn cancel(&mut self, when: Instant, timer: Timer) {
         self.entries.remove(&(when, timer));
+    }
+
+    /// Removes every entry for `timer`, whenever it is due.
+    pub(crate) fn cancel_all(&mut self, timer: Timer) {
+        self.entries.retain(|(_, t)| *t != timer);
     }
 
     pub(crate) fn next(&self) -> Option<Instant> {

@@ -1,0 +1,148 @@
+//! Establishment: which server each group of slots uses, and when a slot
+//! may start connecting.
+//!
+//! Slots come in `server_count` groups; a group uses one server. Until a
+//! group's server is accepted, one of its slots (the canary) tries the
+//! ranked endpoints in turn and the others wait, parked. A real handshake on
+//! the canary accepts the server and queues the parked slots. Every connect
+//! then waits in one FIFO for a permit: a global bound and a per-host bound
+//! on connects in flight, so a pool of 160 never opens 160 sockets at once.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::ids::SlotId;
+
+/// Deadline slicing: a canary with many candidates divides the connect
+/// deadline by at most this, so each attempt gets at least an eighth.
+pub(crate) const DEADLINE_SLICES_MAX: usize = 8;
+
+#[derive(Debug)]
+pub(crate) struct Group {
+    /// The server in use (accepted) or on trial (canary running).
+    pub(crate) endpoint: Option<usize>,
+    /// A canary completed a handshake on `endpoint`.
+    pub(crate) accepted: bool,
+    /// The slot trying candidates for this group.
+    pub(crate) canary: Option<SlotId>,
+    /// Endpoints this group tried in the current round, by endpoint index.
+    pub(crate) tried: Vec<bool>,
+    /// Slots waiting for the canary.
+    pub(crate) parked: Vec<SlotId>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Establishment {
+    /// Waiting for the start probe: nothing connects yet.
+    pub(crate) probing: bool,
+    /// Endpoint indices, best first.
+    pub(crate) order: Vec<usize>,
+    pub(crate) groups: Vec<Group>,
+    /// Slots waiting for a connect permit, FIFO.
+    pub(crate) queue: VecDeque<SlotId>,
+}
+
+impl Establishment {
+    /// Endpoints in the given order; with `canary` off, group `g` takes the
+    /// `g`-th endpoint unchecked.
+    pub(crate) fn new(endpoints: usize, groups: usize, canary: bool) -> Self {
+        let groups = (0..groups)
+            .map(|g| Group {
+                endpoint: (!canary).then_some(g),
+                accepted: !canary,
+                canary: None,
+                tried: vec![false; endpoints],
+                parked: Vec::new(),
+            })
+            .collect();
+        Self { probing: false, order: (0..endpoints).collect(), groups, queue: VecDeque::new() }
+    }
+
+    /// Orders the endpoints by probe latency: reachable ones fastest first,
+    /// then the unreachable ones in their previous order.
+    pub(crate) fn rank(&mut self, latencies: &[Option<Duration>]) {
+        let latency = |e: usize| latencies.get(e).copied().flatten().unwrap_or(Duration::MAX);
+        self.order.sort_by_key(|&e| latency(e));
+        for g in self.groups.iter_mut().filter(|g| !g.accepted) {
+            g.endpoint = None;
+        }
+    }
+
+    /// Endpoint `e` is in use or on trial by a group other than `g`.
+    fn held_by_other(&self, g: usize, e: usize) -> bool {
+        self.groups.iter().enumerate().any(|(i, other)| i != g && other.endpoint == Some(e))
+    }
+
+    fn untried(&self, g: usize) -> impl Iterator<Item = usize> + '_ {
+        self.order.iter().copied().filter(move |&e| !self.groups[g].tried[e] && !self.held_by_other(g, e))
+    }
+
+    /// The best endpoint group `g` has not tried this round.
+    pub(crate) fn next_candidate(&self, g: usize) -> Option<usize> {
+        self.untried(g).next()
+    }
+
+    /// How many endpoints group `g` may still try this round.
+    pub(crate) fn candidates_left(&self, g: usize) -> usize {
+        self.untried(g).count()
+    }
+
+    /// Picks group `g`'s next candidate, starting a new round when every
+    /// endpoint was tried, and returns it with the share of the connect
+    /// deadline it gets (1/divisor).
+    pub(crate) fn choose(&mut self, g: usize) -> (usize, u32) {
+        if self.next_candidate(g).is_none() {
+            self.groups[g].tried.iter_mut().for_each(|t| *t = false);
+        }
+        let left = self.candidates_left(g);
+        // There are at least as many endpoints as groups, so one is free.
+        let e = self.next_candidate(g).or(self.groups[g].endpoint).unwrap_or(self.order[0]);
+        let group = &mut self.groups[g];
+        group.tried[e] = true;
+        group.endpoint = Some(e);
+        (e, left.clamp(1, DEADLINE_SLICES_MAX) as u32)
+    }
+
+    pub(crate) fn is_parked(&self, slot: SlotId) -> bool {
+        self.groups.iter().any(|g| g.parked.contains(&slot))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_puts_reachable_endpoints_first_by_latency() {
+        let mut e = Establishment::new(4, 1, true);
+        let ms = |n| Some(Duration::from_millis(n));
+        e.rank(&[None, ms(30), None, ms(10)]);
+        assert_eq!(e.order, vec![3, 1, 0, 2]);
+    }
+
+    #[test]
+    fn candidates_skip_other_groups_servers_and_slices_are_bounded() {
+        let mut e = Establishment::new(10, 2, true);
+        let (first, slices) = e.choose(0);
+        assert_eq!((first, slices), (0, 8), "ten candidates: the deadline is cut into at most 8");
+        let (other, _) = e.choose(1);
+        assert_eq!(other, 1, "endpoint 0 is on trial for group 0");
+        for _ in 0..8 {
+            e.choose(0);
+        }
+        // Group 0 has now tried 0 and 2..=9; endpoint 1 is group 1's.
+        assert_eq!(e.next_candidate(0), None);
+        let (again, slices) = e.choose(0);
+        assert_eq!((again, slices), (0, 8), "a new round starts from the best endpoint");
+        let mut two = Establishment::new(2, 2, true);
+        assert_eq!(two.choose(0), (0, 2));
+        assert_eq!(two.choose(1), (1, 1), "one candidate left gets the whole deadline");
+    }
+
+    #[test]
+    fn without_canary_groups_start_accepted_on_their_endpoint() {
+        let e = Establishment::new(3, 2, false);
+        assert!(e.groups.iter().all(|g| g.accepted));
+        assert_eq!(e.groups[1].endpoint, Some(1));
+    }
+}
