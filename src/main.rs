@@ -1,6 +1,375 @@
 //! `tdx`: command-line client for TDX 7709 market-data servers.
+//!
+//! ```text
+//! tdx [--local | --hosts IP:PORT,...] [pool options] [--output table|json|csv] COMMAND
+//! ```
+//!
+//! Without `--local` or `--hosts` it uses the ranked public servers (the
+//! bundled list, probed and saved on first use). Exit codes: 0 success,
+//! 1 an error (one line on stderr), 2 bad usage, 130 interrupted (Ctrl+C).
 
-fn main() {
-    eprintln!("tdx {}: the command-line tool is not built yet; see the README", env!("CARGO_PKG_VERSION"));
-    std::process::exit(2);
+mod commands;
+mod demo;
+mod local;
+mod output;
+
+use std::fmt;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use tdx_engine::proto::commands::Period;
+use tdx_engine::proto::{Market, SecurityCode};
+use tdx_engine::runtime::Placement;
+use tdx_engine::{Client, RuntimeFlavor};
+
+use crate::output::Format;
+
+#[derive(Parser)]
+#[command(name = "tdx", version, about = "Quotes, bars and code lists from TDX 7709 market-data servers")]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every command takes, before or after its name.
+#[derive(Args, Clone)]
+pub struct Global {
+    /// Output format [default: table on a terminal, JSON otherwise].
+    #[arg(long, short, global = true, value_enum)]
+    output: Option<Format>,
+    /// Explicit servers, IP:PORT, comma-separated, best first.
+    #[arg(long, global = true, value_delimiter = ',', value_parser = parse_host, conflicts_with = "local")]
+    hosts: Vec<String>,
+    /// Use an embedded simulated exchange on 127.0.0.1 instead of real servers.
+    #[arg(long, global = true)]
+    local: bool,
+    /// Market seed of the embedded exchange.
+    #[arg(long, global = true, default_value_t = 1, requires = "local")]
+    seed: u64,
+    /// Servers used at once.
+    #[arg(long, global = true)]
+    server_count: Option<usize>,
+    /// Connections per server.
+    #[arg(long, global = true)]
+    connections_per_server: Option<usize>,
+    /// Engine worker threads [default: min(connections, cores)].
+    #[arg(long, global = true)]
+    workers: Option<usize>,
+    /// How connections are spread over worker threads [default: shared;
+    /// per-worker for the demo].
+    #[arg(long, global = true, value_enum)]
+    flavor: Option<Flavor>,
+    /// Seconds one request may take, queueing and connecting included.
+    #[arg(long, global = true, default_value_t = 8.0, value_parser = parse_seconds)]
+    timeout: f64,
+}
+
+/// Runtime flavors, as the command line names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Flavor {
+    /// One runtime; every worker runs any connection.
+    Shared,
+    /// A runtime per worker; connections placed by load, hot ones migrate.
+    PerWorker,
+    /// A runtime per worker; connections placed at random.
+    PerWorkerRandom,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Number of securities per market.
+    Count {
+        /// One market (default: all three).
+        #[arg(long, value_parser = parse_market)]
+        market: Option<Market>,
+    },
+    /// The code table of a market.
+    Codes {
+        #[arg(long, value_parser = parse_market)]
+        market: Market,
+        /// Every page, not just the first 1600 records.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Five-level quotes.
+    Quote {
+        #[arg(required = true, value_parser = parse_code)]
+        codes: Vec<SecurityCode>,
+    },
+    /// Bars (K-lines), oldest first.
+    Bars {
+        #[arg(value_parser = parse_code)]
+        code: SecurityCode,
+        /// day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m.
+        #[arg(long, default_value = "day", value_parser = parse_period)]
+        period: Period,
+        /// How many bars.
+        #[arg(long, default_value_t = 20)]
+        count: u32,
+        /// Bars to skip back from the newest.
+        #[arg(long, default_value_t = 0)]
+        start: u32,
+    },
+    /// Today's minute line.
+    Minutes {
+        #[arg(value_parser = parse_code)]
+        code: SecurityCode,
+    },
+    /// The latest trades (ticks), oldest first.
+    Trades {
+        #[arg(value_parser = parse_code)]
+        code: SecurityCode,
+        #[arg(long, default_value_t = 20)]
+        count: u16,
+        /// Trades to skip back from the newest.
+        #[arg(long, default_value_t = 0)]
+        start: u16,
+    },
+    /// Refresh quotes, then print every push until Ctrl+C.
+    Watch {
+        #[arg(required = true, value_parser = parse_code)]
+        codes: Vec<SecurityCode>,
+    },
+    /// Probe the candidate servers; show and save the ranking.
+    Rank,
+    /// The engine's diagnostics snapshot.
+    Diag,
+    /// Download daily bars for every SZ and SH security from an embedded
+    /// exchange, check them against its truth, and report.
+    Demo(demo::DemoArgs),
+}
+
+/// A command's failure: one line for stderr.
+#[derive(Debug)]
+pub struct CliError(String, bool);
+
+impl CliError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into(), false)
+    }
+
+    fn is_timeout(&self) -> bool {
+        self.1
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<tdx_engine::Error> for CliError {
+    fn from(e: tdx_engine::Error) -> Self {
+        let timeout = matches!(e, tdx_engine::Error::Request(tdx_engine::supervisor::RequestError::TimedOut));
+        Self(e.to_string(), timeout)
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            // The reader went away (`tdx codes | head`): not an error.
+            return Self::new(String::new());
+        }
+        Self::new(e.to_string())
+    }
+}
+
+fn parse_host(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    let (host, port) = s.rsplit_once(':').ok_or_else(|| format!("{s:?} is not IP:PORT"))?;
+    port.parse::<u16>().map_err(|_| format!("{s:?}: bad port {port:?}"))?;
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+        .map_err(|_| format!("{s:?}: {host:?} is not an IP address"))?;
+    Ok(s.to_owned())
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() && x <= 3600.0 => Ok(x),
+        _ => Err(format!("{s:?} is not a number of seconds between 0 and 3600")),
+    }
+}
+
+fn parse_market(s: &str) -> Result<Market, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "sz" => Ok(Market::Sz),
+        "sh" => Ok(Market::Sh),
+        "bj" => Ok(Market::Bj),
+        _ => Err(format!("unknown market {s:?}: use sz, sh or bj")),
+    }
+}
+
+fn parse_code(s: &str) -> Result<SecurityCode, String> {
+    s.parse::<SecurityCode>().map_err(|e| e.to_string())
+}
+
+fn parse_period(s: &str) -> Result<Period, String> {
+    match s.parse::<Period>() {
+        Ok(p @ (Period::Day | Period::Week | Period::Month | Period::Quarter | Period::Year)) => Ok(p),
+        Ok(p @ (Period::Min1 | Period::Min5 | Period::Min15 | Period::Min30 | Period::Min60)) => Ok(p),
+        Ok(_) | Err(_) => {
+            Err(format!("unknown period {s:?}: use day, week, month, quarter, year, 1m, 5m, 15m, 30m or 60m"))
+        }
+    }
+}
+
+/// Everything a command needs: the engine and, with `--local`, the exchange.
+pub struct Context {
+    pub client: Client,
+    pub format: Format,
+    pub exchange: Option<local::Exchange>,
+}
+
+impl Global {
+    fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout)
+    }
+
+    /// The engine builder for these options, against `hosts` (or the ranked
+    /// public servers when there are none).
+    fn builder(&self, hosts: &[String]) -> tdx_engine::ClientBuilder {
+        let mut b = Client::builder().timeout(self.timeout());
+        if !hosts.is_empty() {
+            let servers = self.server_count.unwrap_or(2).min(hosts.len());
+            b = b.hosts(hosts.to_vec()).server_count(servers);
+        } else if let Some(n) = self.server_count {
+            b = b.server_count(n);
+        }
+        if let Some(n) = self.connections_per_server {
+            b = b.connections_per_server(n);
+        }
+        if let Some(n) = self.workers {
+            b = b.runtime_workers(n);
+        }
+        b.runtime_flavor(match self.flavor.unwrap_or(Flavor::Shared) {
+            Flavor::Shared => RuntimeFlavor::Shared,
+            Flavor::PerWorker => RuntimeFlavor::PerWorker(Placement::PowerOfTwoChoices),
+            Flavor::PerWorkerRandom => RuntimeFlavor::PerWorker(Placement::Random),
+        })
+    }
+
+    /// Starts the exchange (with `--local`) and the engine.
+    fn connect(&self) -> Result<Context, CliError> {
+        let exchange = if self.local {
+            let servers = self.server_count.unwrap_or(2).max(1);
+            Some(local::Exchange::start(servers, self.seed, 1)?)
+        } else {
+            None
+        };
+        let hosts = exchange.as_ref().map_or_else(|| self.hosts.clone(), |e| e.hosts.clone());
+        let client = self.builder(&hosts).build()?;
+        Ok(Context { client, format: Format::resolve(self.output), exchange })
+    }
+}
+
+/// A timeout with no connection up is an unreachable server: say so.
+fn explain_timeout(ctx: &Context, global: &Global, e: CliError) -> CliError {
+    if !e.is_timeout() {
+        return e;
+    }
+    let d = ctx.client.diagnostics();
+    let up = d.supervisor.slots.iter().filter(|s| s.state == "ready" || s.state == "busy").count();
+    if up > 0 {
+        return CliError::new(format!("timed out after {}s (raise --timeout?)", global.timeout));
+    }
+    CliError::new(format!(
+        "timed out after {}s: no connection to any server came up ({})",
+        global.timeout,
+        d.supervisor.endpoints.join(", ")
+    ))
+}
+
+async fn run(cli: Cli) -> Result<(), CliError> {
+    let global = cli.global;
+    match cli.command {
+        Command::Demo(args) => demo::run(&global, args).await,
+        Command::Rank => commands::rank(&global).await,
+        command => {
+            let ctx = global.connect()?;
+            let result = match command {
+                Command::Count { market } => commands::count(&ctx, market).await,
+                Command::Codes { market, all } => commands::codes(&ctx, market, all).await,
+                Command::Quote { codes } => commands::quote(&ctx, &codes).await,
+                Command::Bars { code, period, count, start } => commands::bars(&ctx, code, period, start, count).await,
+                Command::Minutes { code } => commands::minutes(&ctx, code).await,
+                Command::Trades { code, count, start } => commands::trades(&ctx, code, start, count).await,
+                Command::Watch { codes } => commands::watch(&ctx, &codes).await,
+                Command::Diag => commands::diag(&ctx).await,
+                Command::Demo(_) | Command::Rank => unreachable!("handled above"),
+            };
+            let result = result.map_err(|e| explain_timeout(&ctx, &global, e));
+            ctx.client.close().await;
+            result
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help, --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // Clap's message, on one line.
+            let text = e.render().to_string();
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad usage");
+            let missing: Vec<&str> = text
+                .lines()
+                .skip_while(|l| !l.contains("were not provided"))
+                .skip(1)
+                .take_while(|l| l.starts_with("  "))
+                .map(str::trim)
+                .collect();
+            if missing.is_empty() {
+                eprintln!("{first} (see --help)");
+            } else {
+                eprintln!("{} {} (see --help)", first.trim_end_matches(':'), missing.join(" "));
+            }
+            return ExitCode::from(2);
+        }
+    };
+    // Logs only when asked for (RUST_LOG), on stderr.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .init();
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start a runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            result = run(cli) => Some(result),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    match outcome {
+        Some(Ok(())) => ExitCode::SUCCESS,
+        Some(Err(e)) if e.0.is_empty() => ExitCode::SUCCESS,
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+        None => {
+            // The command's future was dropped: its requests are cancelled
+            // and its engine closed as it went.
+            eprintln!("interrupted");
+            ExitCode::from(130)
+        }
+    }
 }

@@ -140,6 +140,8 @@ pub struct EngineDiagnostics {
     pub slot_workers: Vec<Option<usize>>,
     /// Slot tasks that panicked (each retired its slot only).
     pub slot_panics: usize,
+    /// Bytes read from the servers since start.
+    pub bytes_read: u64,
     /// The server ranking after the last `refresh_ranking`, best first.
     pub ranking: Option<Vec<crate::ranking::ServerRecord>>,
     /// Worker threads.
@@ -278,6 +280,7 @@ impl<C: Connector> Driver<C> {
             workers: self.workers.diagnostics(),
             slot_workers: self.workers.slot_workers(),
             slot_panics: self.budgets.slot_panics.load(std::sync::atomic::Ordering::Relaxed),
+            bytes_read: self.budgets.bytes_read.load(std::sync::atomic::Ordering::Relaxed),
             ranking: self.ranking.clone(),
             runtime_workers: self.runtime_workers,
         }

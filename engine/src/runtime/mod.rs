@@ -30,7 +30,7 @@ use connector::Connector;
 use driver::{Admission, Control, DiagnosticsCell, Driver};
 use slot::{EngineShared, SLOT_QUEUE_BYTES_MAX};
 
-pub use driver::{BudgetDiagnostics, EngineDiagnostics, PushFrame};
+pub use driver::{BudgetDiagnostics, EngineDiagnostics, PushFrame, DIAGNOSTICS_REFRESH};
 use workers::Workers;
 pub use workers::{Placement, WorkerDiagnostics};
 
@@ -202,6 +202,7 @@ pub(crate) fn start<C: Connector>(
         raw: Budget::new("raw", raw),
         decoded: Budget::new("decoded", decoded),
         slot_panics: Arc::default(),
+        bytes_read: Arc::default(),
     };
     let (admit_tx, admit_rx) = mpsc::channel(capacity);
     let (control_tx, control_rx) = mpsc::unbounded_channel();
@@ -214,6 +215,7 @@ pub(crate) fn start<C: Connector>(
         workers: Vec::new(),
         slot_workers: Vec::new(),
         slot_panics: 0,
+        bytes_read: 0,
         ranking: None,
         runtime_workers,
     }));

@@ -111,6 +111,8 @@ pub(crate) struct EngineShared {
     pub(crate) raw: Arc<Budget>,
     pub(crate) decoded: Arc<Budget>,
     pub(crate) slot_panics: Arc<AtomicUsize>,
+    /// Bytes read from every socket since start.
+    pub(crate) bytes_read: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Everything a slot task needs for one generation.
@@ -415,6 +417,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         };
         self.raw = Some(raw);
         let n = self.stream.read(&mut self.buf[..want]).await.map_err(|e| SlotError::Io(e.to_string()))?;
+        self.budgets.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
         if n == 0 {
             return Err(match self.decoder.finish() {
                 Ok(()) => SlotError::PeerClosed,
@@ -583,6 +586,7 @@ mod tests {
                     raw: Budget::new("raw", 1 << 20),
                     decoded: Budget::new("decoded", 1 << 20),
                     slot_panics: Arc::default(),
+                    bytes_read: Arc::default(),
                 },
             };
             a.spawn(task.run(rx));

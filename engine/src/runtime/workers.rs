@@ -42,6 +42,7 @@ const MIGRATION_COOLDOWN_TICKS: u32 = 8;
 struct Load {
     slots: usize,
     events: u64,
+    events_total: u64,
     events_per_sec_ewma: f64,
     migrations_out: u64,
 }
@@ -61,6 +62,8 @@ pub struct WorkerDiagnostics {
     pub slots: usize,
     /// Events per second, exponentially weighted.
     pub events_per_sec: f64,
+    /// Events handled since start (frames, sends, connects): its share of the work.
+    pub events_total: u64,
     /// Slots it handed to other workers.
     pub migrations_out: u64,
 }
@@ -135,6 +138,7 @@ impl Workers {
     pub(crate) fn event(&mut self, slot: SlotId) {
         if let Some(Some(worker)) = self.slot_worker.get(slot.index()) {
             self.load[*worker].events += 1;
+            self.load[*worker].events_total += 1;
             self.slot_events[slot.index()] += 1;
         }
     }
@@ -196,6 +200,7 @@ impl Workers {
                 worker,
                 slots: l.slots,
                 events_per_sec: l.events_per_sec_ewma,
+                events_total: l.events_total,
                 migrations_out: l.migrations_out,
             })
             .collect()

@@ -1,0 +1,275 @@
+//! One function per subcommand: ask the engine, shape the rows, write them.
+
+use std::io::Write;
+
+use tdx_engine::proto::commands::{MinuteLine, Period, Quote, Refresh, RefreshRecord, RefreshTarget, TradeSide};
+use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay};
+use tdx_engine::ranking::{probe, Ranking, RankingStore};
+use tdx_engine::runtime::connector::TcpConnector;
+
+use crate::output::{Cell, Table};
+use crate::{CliError, Context, Global};
+
+/// Bars per request: the protocol's page.
+const BARS_PAGE: u32 = 800;
+
+fn price(p: Price) -> Cell {
+    Cell::Fixed(p.yuan(), 3)
+}
+
+fn write(ctx: &Context, table: &Table) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    table.write(ctx.format, &mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+pub async fn count(ctx: &Context, market: Option<Market>) -> Result<(), CliError> {
+    let markets = market.map_or_else(|| vec![Market::Sz, Market::Sh, Market::Bj], |m| vec![m]);
+    let mut table = Table::new(&["market", "count"]);
+    for m in markets {
+        let n = ctx.client.count(m).await?;
+        table.push(vec![m.prefix().into(), i64::from(n).into()]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn codes(ctx: &Context, market: Market, all: bool) -> Result<(), CliError> {
+    let list = if all { ctx.client.all_codes(market).await? } else { ctx.client.codes(market, 0, 1600).await? };
+    let mut table = Table::new(&["code", "name", "decimals", "lot", "previous_close"]);
+    for s in list {
+        table.push(vec![
+            s.code.to_string().into(),
+            s.name.clone().into(),
+            i64::from(s.decimal).into(),
+            i64::from(s.multiple).into(),
+            Cell::Fixed(f64::from(s.previous_close), 3),
+        ]);
+    }
+    write(ctx, &table)
+}
+
+fn quote_row(q: &Quote) -> Vec<Cell> {
+    let h = &q.head;
+    let time = TimeOfDay::from_quote_time_raw(h.time_raw).map_or(Cell::Missing, |t| t.to_string().into());
+    vec![
+        h.code.to_string().into(),
+        price(h.price),
+        price(h.last_close),
+        price(h.open),
+        price(h.high),
+        price(h.low),
+        h.total_volume.into(),
+        Cell::Fixed(f64::from(h.amount), 0),
+        price(q.levels[0].bid),
+        price(q.levels[0].ask),
+        time,
+    ]
+}
+
+pub async fn quote(ctx: &Context, codes: &[SecurityCode]) -> Result<(), CliError> {
+    let quotes = ctx.client.quotes(codes).await?;
+    let mut table =
+        Table::new(&["code", "price", "last_close", "open", "high", "low", "volume", "amount", "bid1", "ask1", "time"]);
+    for code in codes {
+        let q = quotes
+            .iter()
+            .find(|q| q.head.code == *code)
+            .ok_or_else(|| CliError::new(format!("no quote for {code}: the server does not know this code")))?;
+        table.push(quote_row(q));
+    }
+    write(ctx, &table)
+}
+
+pub async fn bars(ctx: &Context, code: SecurityCode, period: Period, start: u32, count: u32) -> Result<(), CliError> {
+    // Pages of 800 back from `start`, newest page first.
+    let mut pages = Vec::new();
+    let mut got = 0u32;
+    while got < count {
+        let at = u16::try_from(start + got).map_err(|_| CliError::new("--start plus --count must stay below 65536"))?;
+        let want = (count - got).min(BARS_PAGE) as u16;
+        let page = ctx.client.bars(code, period, at, want).await?;
+        let n = page.len() as u32;
+        pages.push(page);
+        got += n;
+        if n < u32::from(want) {
+            break;
+        }
+    }
+    if got == 0 {
+        return Err(CliError::new(format!("no bars for {code}: unknown code, or nothing that far back")));
+    }
+    let mut table = Table::new(&["time", "open", "high", "low", "close", "volume", "amount"]);
+    for bar in pages.iter().rev().flatten() {
+        table.push(vec![
+            bar.time.to_string().into(),
+            price(bar.open),
+            price(bar.high),
+            price(bar.low),
+            price(bar.close),
+            Cell::Fixed(f64::from(bar.volume), 0),
+            Cell::Fixed(f64::from(bar.amount), 0),
+        ]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn minutes(ctx: &Context, code: SecurityCode) -> Result<(), CliError> {
+    let line = ctx.client.minutes(code).await?;
+    if line.points.is_empty() {
+        return Err(CliError::new(format!("no minute line for {code}: unknown code, or no trading today")));
+    }
+    let mut table = Table::new(&["time", "price", "average", "volume"]);
+    for (i, p) in line.points.iter().enumerate() {
+        let time = MinuteLine::time_of(i).map_or(Cell::Missing, |t| t.to_string().into());
+        table.push(vec![time, price(p.price), Cell::Fixed(line.average_yuan(p), 4), p.volume.into()]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn trades(ctx: &Context, code: SecurityCode, start: u16, count: u16) -> Result<(), CliError> {
+    let trades = ctx.client.trades(code, start, count).await?;
+    if trades.is_empty() {
+        return Err(CliError::new(format!("no trades for {code}: unknown code, or no trading today")));
+    }
+    let mut table = Table::new(&["time", "price", "volume", "orders", "side"]);
+    for t in &trades {
+        let side = match t.side() {
+            TradeSide::Buy => "buy",
+            TradeSide::Sell => "sell",
+            TradeSide::Neutral => "neutral",
+            TradeSide::AfterHours => "after-hours",
+            TradeSide::Auction => "auction",
+            TradeSide::Unknown => "unknown",
+        };
+        let time = t.time().map_or(Cell::Missing, |t| t.to_string().into());
+        table.push(vec![time, price(t.price), t.volume.into(), t.order_count.into(), side.into()]);
+    }
+    write(ctx, &table)
+}
+
+fn refresh_row(r: &RefreshRecord) -> Vec<Cell> {
+    let t = r.update_time_raw;
+    vec![
+        r.code.to_string().into(),
+        price(r.price),
+        price(r.open),
+        price(r.high),
+        price(r.low),
+        r.total_volume.into(),
+        price(r.levels[0].bid),
+        price(r.levels[0].ask),
+        format!("{:02}:{:02}:{:02}", t / 10000, t / 100 % 100, t % 100).into(),
+    ]
+}
+
+const WATCH_COLUMNS: &[&str] = &["code", "price", "open", "high", "low", "volume", "bid1", "ask1", "time"];
+
+pub async fn watch(ctx: &Context, codes: &[SecurityCode]) -> Result<(), CliError> {
+    let first = ctx.client.refresh(codes).await?;
+    let request = Refresh { targets: codes.iter().map(|&c| RefreshTarget::from(c)).collect() };
+    let mut table = Table::new(WATCH_COLUMNS);
+    for r in &first.records {
+        table.push(refresh_row(r));
+    }
+    let mut out = std::io::stdout();
+    table.write_stream(ctx.format, true, &mut out.lock())?;
+    out.flush()?;
+    loop {
+        let pushes = ctx.client.next_pushes(256).await;
+        if let Some(total) = pushes.overflow_total {
+            eprintln!("warning: {total} pushes dropped so far (reading too slowly)");
+        }
+        if pushes.frames.is_empty() {
+            return Err(CliError::new("the engine closed"));
+        }
+        let mut table = Table::new(WATCH_COLUMNS);
+        for frame in &pushes.frames {
+            match request.parse_reply(&frame.payload) {
+                Ok(reply) => reply.records.iter().for_each(|r| table.push(refresh_row(r))),
+                Err(e) => eprintln!("warning: a push did not parse: {e}"),
+            }
+        }
+        table.write_stream(ctx.format, false, &mut out.lock())?;
+        out.flush()?;
+    }
+}
+
+pub async fn rank(global: &Global) -> Result<(), CliError> {
+    let exchange = if global.local {
+        Some(crate::local::Exchange::start(global.server_count.unwrap_or(2).max(1), global.seed, 1)?)
+    } else {
+        None
+    };
+    let (candidates, store) = match (&exchange, global.hosts.is_empty()) {
+        // A local exchange's ports are gone when it stops: keep its ranking
+        // out of the user's file.
+        (Some(e), _) => (e.hosts.clone(), None),
+        (None, false) => (global.hosts.clone(), RankingStore::default_location()),
+        (None, true) => (
+            tdx_engine::ranking::bundled_candidates().iter().map(ToString::to_string).collect(),
+            RankingStore::default_location(),
+        ),
+    };
+    let endpoints: Vec<_> = candidates.iter().filter_map(|h| tdx_engine::ranking::parse_endpoint(h)).collect();
+    let results = probe(
+        std::sync::Arc::new(TcpConnector::default()),
+        &endpoints,
+        16,
+        global.timeout().min(std::time::Duration::from_secs(2)),
+    )
+    .await;
+    let mut ranking = store.as_ref().map_or_else(Ranking::new, RankingStore::load);
+    ranking.apply_probe(&results, tdx_engine::ranking::unix_ms_now());
+    if let Some(store) = &store {
+        store
+            .save(&ranking)
+            .map_err(|e| CliError::new(format!("cannot save the ranking to {}: {e}", store.path().display())))?;
+        eprintln!("saved to {}", store.path().display());
+    }
+    let mut table = Table::new(&["rank", "server", "latency_ms", "failures", "reachable"]);
+    for (i, s) in ranking.servers.iter().filter(|s| candidates.contains(&s.host)).enumerate() {
+        let reachable = s.consecutive_failures == 0 && s.last_latency_us.is_some();
+        table.push(vec![
+            (i + 1).into(),
+            s.host.clone().into(),
+            s.last_latency_us.map_or(Cell::Missing, |us| Cell::Fixed(us as f64 / 1000.0, 2)),
+            i64::from(s.consecutive_failures).into(),
+            if reachable { "yes" } else { "no" }.into(),
+        ]);
+    }
+    let format = crate::output::Format::resolve(global.output);
+    let mut out = std::io::stdout().lock();
+    table.write(format, &mut out)?;
+    if !results.iter().any(|r| r.latency.is_some()) {
+        return Err(CliError::new("no server answered the probe"));
+    }
+    Ok(())
+}
+
+pub async fn diag(ctx: &Context) -> Result<(), CliError> {
+    // One request brings the pool up, so the snapshot shows it working.
+    ctx.client.count(Market::Sz).await?;
+    tokio::time::sleep(tdx_engine::runtime::DIAGNOSTICS_REFRESH * 2).await;
+    let d = ctx.client.diagnostics();
+    if ctx.format == crate::output::Format::Json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &*d).map_err(|e| CliError::new(e.to_string()))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut table = Table::new(&["slot", "state", "server", "worker", "exchanges", "latency_us", "failures"]);
+    for s in &d.supervisor.slots {
+        let worker = d.slot_workers.get(s.slot as usize).copied().flatten();
+        table.push(vec![
+            i64::from(s.slot).into(),
+            s.state.into(),
+            d.supervisor.endpoints.get(s.endpoint).cloned().unwrap_or_default().into(),
+            worker.map_or(Cell::Missing, Cell::from),
+            s.exchanges.into(),
+            Cell::Fixed(s.latency_ewma_us, 0),
+            i64::from(s.recent_failures).into(),
+        ]);
+    }
+    write(ctx, &table)
+}

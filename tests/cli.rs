@@ -1,0 +1,200 @@
+//! The `tdx` binary, spawned as a user would run it, against `--local` (an
+//! embedded exchange on 127.0.0.1): every subcommand, its output formats, and
+//! bad input, which must give one clear line and a non-zero exit, never a
+//! panic.
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use tdx_engine::proto::commands::Period;
+use tdx_engine::proto::Market as Exchange;
+use tdx_sim::Market;
+
+fn tdx(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdx"));
+    cmd.args(args).env("TDX_ENGINE_LOOPBACK_ONLY", "1").env_remove("RUST_LOG").env("RUST_BACKTRACE", "1");
+    cmd
+}
+
+fn run(args: &[&str]) -> Output {
+    tdx(args).output().expect("tdx runs")
+}
+
+/// Runs with `--local`, expects success, parses the JSON written to stdout.
+fn json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--local", "--output", "json"]);
+    let out = run(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "tdx {args:?} failed: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("tdx {args:?}: not JSON ({e})"))
+}
+
+/// The failure line of a command that must fail with `code`.
+fn fails(args: &[&str], code: i32) -> String {
+    let out = run(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "tdx {args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr}");
+    stderr
+}
+
+/// The embedded exchange's market (the default `--seed 1`).
+fn market() -> Market {
+    Market::new(1)
+}
+
+#[test]
+fn count_matches_the_exchange() {
+    let m = market();
+    let v = json(&["count"]);
+    for (i, (name, exchange)) in [("sz", Exchange::Sz), ("sh", Exchange::Sh), ("bj", Exchange::Bj)].iter().enumerate() {
+        assert_eq!(v[i]["market"], *name);
+        assert_eq!(v[i]["count"], m.listings(*exchange).len());
+    }
+    let v = json(&["count", "--market", "bj"]);
+    assert_eq!(v.as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn codes_page_and_all() {
+    let m = market();
+    let first = json(&["codes", "--market", "sh"]);
+    let all = json(&["codes", "--market", "sh", "--all"]);
+    let listed = m.listings(Exchange::Sh);
+    assert_eq!(first.as_array().unwrap().len(), listed.len().min(1600));
+    assert_eq!(all.as_array().unwrap().len(), listed.len());
+    assert_eq!(all[0]["code"], listed[0].code.to_string());
+    assert_eq!(all[0]["name"], listed[0].name);
+}
+
+#[test]
+fn quote_bars_minutes_trades() {
+    let m = market();
+    let code = "sz000001".parse().unwrap();
+    let listing = m.listing(code).unwrap();
+
+    let v = json(&["quote", "sz000001", "sh510300"]);
+    assert_eq!(v[0]["code"], "sz000001");
+    assert_eq!(v[1]["code"], "sh510300");
+    let quote = tdx_sim::responder::quote(&m, listing);
+    assert_eq!(v[0]["price"].as_f64().unwrap(), quote.head.price.yuan());
+
+    let v = json(&["bars", "sz000001", "--count", "900", "--period", "day"]);
+    let truth = m.bars_page(listing, Period::Day, 0, 900);
+    let bars = v.as_array().unwrap();
+    assert_eq!(bars.len(), 900, "two pages joined");
+    assert_eq!(bars[899]["close"].as_f64().unwrap(), truth[899].close.yuan());
+    assert_eq!(bars[0]["open"].as_f64().unwrap(), truth[0].open.yuan());
+    assert_eq!(bars[0]["time"], truth[0].time.to_string());
+    let v = json(&["bars", "sz000001", "--period", "5m", "--count", "3", "--start", "10"]);
+    let truth = m.bars_page(listing, Period::Min5, 10, 3);
+    assert_eq!(v[2]["close"].as_f64().unwrap(), truth[2].close.yuan());
+
+    let v = json(&["minutes", "sz000001"]);
+    assert_eq!(v.as_array().unwrap().len(), m.minute_line(listing).points.len());
+    assert_eq!(v[0]["time"], "09:31");
+
+    let v = json(&["trades", "sz000001", "--count", "5"]);
+    let truth = m.trades_page(listing, 0, 5);
+    assert_eq!(v.as_array().unwrap().len(), 5);
+    assert_eq!(v[4]["volume"], truth[4].volume);
+}
+
+#[test]
+fn table_and_csv_output() {
+    let out = run(&["count", "--local", "--output", "table"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().next().unwrap().starts_with("market"), "{text}");
+    assert_eq!(text.lines().count(), 4);
+    let out = run(&["bars", "sh600000", "--count", "2", "--local", "-o", "csv"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().next(), Some("time,open,high,low,close,volume,amount"));
+    assert_eq!(text.lines().count(), 3);
+}
+
+#[test]
+fn diag_shows_the_pool() {
+    let v = json(&["diag", "--server-count", "2", "--connections-per-server", "3"]);
+    let slots = v["supervisor"]["slots"].as_array().unwrap();
+    assert_eq!(slots.len(), 6);
+    assert_eq!(v["supervisor"]["counters"]["replies"], 1);
+    assert!(v["budgets"].as_array().unwrap().len() == 2);
+}
+
+#[test]
+fn rank_probes_and_saves() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let open = listener.local_addr().unwrap().to_string();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let dir = std::env::temp_dir().join(format!("tdx-cli-rank-{}", std::process::id()));
+    let hosts = format!("{closed},{open}");
+    let out = tdx(&["rank", "--hosts", &hosts, "-o", "json"]).env("TDX_ENGINE_DATA_DIR", &dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["server"], open);
+    assert_eq!(v[0]["reachable"], "yes");
+    assert_eq!(v[1]["server"], closed);
+    assert_eq!(v[1]["reachable"], "no");
+    let saved = tdx_engine::ranking::RankingStore::at(dir.join("ranking.json")).load();
+    assert_eq!(saved.servers[0].host, open);
+    let _ = std::fs::remove_dir_all(dir);
+    // With --local the ranking is shown, not saved.
+    let v = json(&["rank", "--server-count", "3"]);
+    assert_eq!(v.as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn watch_prints_pushes_until_interrupted() {
+    let child = tdx(&["watch", "sz000001", "--local", "-o", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first record, then at least one push (one every 500 ms).
+    std::thread::sleep(Duration::from_millis(1800));
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), "interrupted");
+    let lines: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.len() >= 2, "refresh plus pushes: {lines:?}");
+    assert!(lines.iter().all(|l| l["code"] == "sz000001"));
+}
+
+#[test]
+fn demo_downloads_and_checks() {
+    let out = run(&["demo", "--servers", "3", "--connections-per-server", "2", "--limit", "40", "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let metric = |name: &str| v.as_array().unwrap().iter().find(|r| r["metric"] == name).unwrap()["value"].clone();
+    assert_eq!(metric("securities"), 40);
+    assert_eq!(metric("mismatches vs truth"), 0);
+    assert_eq!(metric("result"), "every result matched the exchange's truth");
+    assert!(metric("requests").as_u64().unwrap() >= 40);
+}
+
+#[test]
+fn bad_input_gives_one_clear_line() {
+    assert!(fails(&["quote", "xx123", "--local"], 2).contains("invalid security code"));
+    assert!(fails(&["quote", "sz999999", "--local"], 1).contains("does not know this code"));
+    assert!(fails(&["bars", "sz000001", "--period", "7m", "--local"], 2).contains("unknown period"));
+    assert!(fails(&["bars", "sz999999", "--local"], 1).contains("no bars for sz999999"));
+    assert!(fails(&["--hosts", "nonsense", "count"], 2).contains("not IP:PORT"));
+    assert!(fails(&["--hosts", "127.0.0.1:70000", "count"], 2).contains("bad port"));
+    assert!(fails(&["--hosts", "example.com:7709", "count"], 2).contains("not an IP address"));
+    assert!(fails(&["count", "--market", "hk", "--local"], 2).contains("unknown market"));
+    assert!(fails(&["codes", "--local"], 2).contains("--market"));
+    assert!(fails(&["frobnicate"], 2).contains("frobnicate"));
+    // A port nobody listens on: the request times out with a diagnosis.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let line = fails(&["--hosts", &closed, "--timeout", "0.5", "count"], 1);
+    assert!(line.contains("no connection to any server came up"), "{line}");
+    assert!(fails(&["--local", "--server-count", "0", "count"], 1).contains("server_count"));
+}
