@@ -6,10 +6,12 @@
 # runs from any directory.
 #
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 20; 0 skips the smoke)
+#   SIM_SEEDS=N      simulation seeds in the sweep (default 400; 0 skips it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+SIM_SEEDS="${SIM_SEEDS:-400}"
 # The network rule, enforced: the engine's TCP connector refuses any address
 # that is not loopback for everything this script runs.
 export TDX_ENGINE_LOOPBACK_ONLY=1
@@ -84,6 +86,13 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
         fi
         grep -E '^Done' "$log" || true
     done
+fi
+
+step "simulation sweep (${SIM_SEEDS} seeds, release)"
+if [ "$SIM_SEEDS" -gt 0 ]; then
+    # Seeds 1000.. here; `cargo test` runs 0..24 in debug, with the Supervisor's
+    # invariants checked after every input.
+    cargo run --release --locked -p tdx-sim -- run --seeds "$SIM_SEEDS" --start 1000 | tail -n 20
 fi
 
 step "interop (pytdx 1.72, eltdx 3.3.0 against tdx-sim)"

@@ -1,11 +1,12 @@
-//! `tdx-sim`: the reference 7709 server, its synthetic market, and (later)
-//! the deterministic simulation harness for `tdx-engine`.
+//! `tdx-sim`: the reference 7709 server, its synthetic market, and the
+//! deterministic simulation harness for `tdx-engine`.
 //!
 //! - [`market`]: a seeded, pure synthetic market (SZ, SH, BJ);
 //! - [`responder`]: the typed reply to every request;
 //! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
 //! - [`faults`]: live fault injection;
-//! - [`truth`]: what a seed's server holds, as JSON.
+//! - [`truth`]: what a seed's server holds, as JSON;
+//! - [`simulation`]: seeded turmoil worlds of servers, faults and the engine.
 //!
 //! Servers listen where they are told; the binary binds 127.0.0.1 only.
 
@@ -17,8 +18,9 @@ pub mod market;
 pub mod responder;
 pub mod rng;
 pub mod server;
+pub mod simulation;
 pub mod truth;
 
 pub use faults::{FaultHandle, Faults, PushFlood};
 pub use market::Market;
-pub use server::{Listener, ReferenceServer};
+pub use server::{Listener, ReferenceServer, ServerStats};

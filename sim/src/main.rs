@@ -7,6 +7,8 @@
 //! tdx-sim truth --seed S codes MARKET --start N --limit N
 //! tdx-sim truth --seed S bars CODE --period P --start N --count N
 //! tdx-sim truth --seed S quotes CODE...
+//! tdx-sim run --seeds N [--start S]
+//! tdx-sim replay --seed X [--trace]
 //! ```
 
 use std::io::Write;
@@ -16,7 +18,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use tdx_engine::proto::{Market as Exchange, SecurityCode};
-use tdx_sim::{truth, Faults, Market, PushFlood, ReferenceServer};
+use tdx_sim::{simulation, truth, Faults, Market, PushFlood, ReferenceServer};
 
 #[derive(Parser)]
 #[command(name = "tdx-sim", version, about = "Reference TDX 7709 servers over a seeded synthetic market")]
@@ -36,6 +38,23 @@ enum Command {
         seed: u64,
         #[command(subcommand)]
         query: Query,
+    },
+    /// Run the simulation for seeds S..S+N; exits non-zero if any fails.
+    Run {
+        /// How many seeds.
+        #[arg(long)]
+        seeds: u64,
+        /// First seed.
+        #[arg(long, default_value_t = 0)]
+        start: u64,
+    },
+    /// Replay one seed of the simulation and print its trace hash.
+    Replay {
+        #[arg(long)]
+        seed: u64,
+        /// Print every trace line.
+        #[arg(long)]
+        trace: bool,
     },
 }
 
@@ -148,6 +167,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(serve) => run_serve(serve),
         Command::Truth { seed, query } => run_truth(seed, query),
+        Command::Run { seeds, start } => run_seeds(start, seeds),
+        Command::Replay { seed, trace } => replay(seed, trace),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -155,6 +176,48 @@ fn main() -> ExitCode {
             eprintln!("tdx-sim: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn run_seeds(start: u64, n: u64) -> Result<(), String> {
+    // Engine panics are reported as failures with their seed; keep the
+    // default hook's noise out of the summary.
+    std::panic::set_hook(Box::new(|_| {}));
+    let end = start.checked_add(n).ok_or("--start plus --seeds overflows")?;
+    let (mut passed, mut failed) = (0u64, 0u64);
+    for seed in start..end {
+        match simulation::run(seed, false) {
+            Ok(_) => passed += 1,
+            Err(failure) => {
+                failed += 1;
+                println!("FAIL {failure}");
+                println!("replay: tdx-sim replay --seed {seed}");
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        return Err(format!("{failed} of {n} seeds failed"));
+    }
+    Ok(())
+}
+
+fn replay(seed: u64, trace: bool) -> Result<(), String> {
+    let result = simulation::run(seed, trace);
+    let lines = match &result {
+        Ok(o) => &o.trace,
+        Err(f) => &f.trace,
+    };
+    for line in lines {
+        println!("{line}");
+    }
+    match result {
+        Ok(outcome) => {
+            println!("calls: {} ({} replies)", outcome.calls, outcome.replies);
+            println!("trace-hash: {:016x}", outcome.trace_hash);
+            Ok(())
+        }
+        Err(failure) => Err(failure.to_string()),
     }
 }
 

@@ -9,7 +9,8 @@
 //! other. Nothing is cached or stored: every value is recomputed from
 //! `(seed, code, day)`, so the same seed always gives the same bytes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use tdx_engine::proto::commands::{Bar, Breadth, Level, MinuteLine, MinutePoint, Period, Security, Trade};
 use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay};
@@ -102,6 +103,53 @@ pub struct Market {
     by_code: HashMap<SecurityCode, (usize, usize)>,
     /// The last `DAILY_HISTORY_DAYS` weekdays, oldest first, ending today.
     days: Vec<Date>,
+    /// Recently computed series. The market is pure, so this changes no
+    /// byte; it only spares a server recomputing 4,000 days per request.
+    cache: Mutex<SeriesCache>,
+}
+
+/// Bounded caches of daily and minute series, oldest entry evicted first.
+#[derive(Debug, Default)]
+struct SeriesCache {
+    daily: Bounded<Vec<Day>>,
+    minutes: Bounded<Vec<Minute>>,
+    /// Today and the previous close, per listing: small, so every listing
+    /// may stay (code tables and quotes touch thousands at once).
+    today: HashMap<SecurityCode, (Day, i64)>,
+}
+
+/// Daily series held: about 220 KiB each.
+const DAILY_CACHED: usize = 256;
+/// Minute series held: about 300 KiB each.
+const MINUTES_CACHED: usize = 64;
+
+#[derive(Debug)]
+struct Bounded<T> {
+    map: HashMap<SecurityCode, Arc<T>>,
+    order: VecDeque<SecurityCode>,
+}
+
+impl<T> Default for Bounded<T> {
+    fn default() -> Self {
+        Self { map: HashMap::new(), order: VecDeque::new() }
+    }
+}
+
+impl<T> Bounded<T> {
+    fn get(&self, code: SecurityCode) -> Option<Arc<T>> {
+        self.map.get(&code).cloned()
+    }
+
+    fn insert(&mut self, code: SecurityCode, value: Arc<T>, max: usize) {
+        if self.map.insert(code, value).is_none() {
+            self.order.push_back(code);
+            while self.order.len() > max {
+                if let Some(old) = self.order.pop_front() {
+                    self.map.remove(&old);
+                }
+            }
+        }
+    }
 }
 
 const NAME_CHARS: &[char] = &[
@@ -166,7 +214,7 @@ impl Market {
             .enumerate()
             .flat_map(|(m, list)| list.iter().enumerate().map(move |(i, l)| (l.code, (m, i))))
             .collect();
-        Self { seed, lists, by_code, days: trading_days(DAILY_HISTORY_DAYS) }
+        Self { seed, lists, by_code, days: trading_days(DAILY_HISTORY_DAYS), cache: Mutex::default() }
     }
 
     /// The seed.
@@ -191,21 +239,34 @@ impl Market {
 
     /// One 0x044d record.
     pub fn security(&self, l: &Listing) -> Security {
-        let days = self.daily(l);
-        let previous_close = days[days.len() - 2].close as f32 / 1000.0;
+        let (today, previous_close) = self.today_day(l);
+        let previous_close = previous_close as f32 / 1000.0;
         Security {
             code: l.code,
             multiple: l.multiple,
             name: l.name.clone(),
-            volume_ratio_base: (days.last().expect("days").lots as f32 / 240.0).round(),
+            volume_ratio_base: (today.lots as f32 / 240.0).round(),
             decimal: l.decimals,
             previous_close,
             unknown_3_raw: [0; 4],
         }
     }
 
+    fn cache(&self) -> std::sync::MutexGuard<'_, SeriesCache> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The daily series, oldest first, ending today.
-    pub fn daily(&self, l: &Listing) -> Vec<Day> {
+    pub fn daily(&self, l: &Listing) -> Arc<Vec<Day>> {
+        if let Some(days) = self.cache().daily.get(l.code) {
+            return days;
+        }
+        let days = Arc::new(self.compute_daily(l));
+        self.cache().daily.insert(l.code, days.clone(), DAILY_CACHED);
+        days
+    }
+
+    fn compute_daily(&self, l: &Listing) -> Vec<Day> {
         let mut rng = Rng::derive(l.seed, 2);
         let mut days = Vec::with_capacity(self.days.len());
         let mut close = l.base_price;
@@ -289,17 +350,23 @@ impl Market {
     }
 
     /// One-minute bars of the last `MINUTE_HISTORY_DAYS` days, oldest first.
-    pub fn minutes(&self, l: &Listing) -> Vec<Minute> {
+    pub fn minutes(&self, l: &Listing) -> Arc<Vec<Minute>> {
+        if let Some(minutes) = self.cache().minutes.get(l.code) {
+            return minutes;
+        }
         let days = self.daily(l);
         let from = days.len() - MINUTE_HISTORY_DAYS;
-        (from..days.len()).flat_map(|i| self.minute_path(l, i, days[i].open, days[i].close, days[i].lots)).collect()
+        let minutes: Vec<Minute> =
+            (from..days.len()).flat_map(|i| self.minute_path(l, i, days[i].open, days[i].close, days[i].lots)).collect();
+        let minutes = Arc::new(minutes);
+        self.cache().minutes.insert(l.code, minutes.clone(), MINUTES_CACHED);
+        minutes
     }
 
     /// Today's one-minute bars.
     pub fn today_minutes(&self, l: &Listing) -> Vec<Minute> {
-        let days = self.daily(l);
-        let i = days.len() - 1;
-        self.minute_path(l, i, days[i].open, days[i].close, days[i].lots)
+        let (today, _) = self.today_day(l);
+        self.minute_path(l, self.days.len() - 1, today.open, today.close, today.lots)
     }
 
     /// Every bar of `period`, oldest first, as the server sends them.
@@ -374,8 +441,13 @@ impl Market {
 
     /// Today's quote inputs: the day, and the previous close.
     pub fn today_day(&self, l: &Listing) -> (Day, i64) {
+        if let Some(&today) = self.cache().today.get(&l.code) {
+            return today;
+        }
         let days = self.daily(l);
-        (days[days.len() - 1], days[days.len() - 2].close)
+        let today = (days[days.len() - 1], days[days.len() - 2].close);
+        self.cache().today.insert(l.code, today);
+        today
     }
 
     /// The order book around `price`: bids at and below, asks above.
@@ -599,7 +671,7 @@ mod tests {
             let l = m.listing(code.parse().unwrap()).unwrap();
             let days = m.daily(l);
             assert_eq!(days.len(), DAILY_HISTORY_DAYS);
-            for d in &days {
+            for d in days.iter() {
                 assert!(d.low <= d.open.min(d.close) && d.high >= d.open.max(d.close), "{code} {d:?}");
                 assert!(d.low > 0 && d.open % l.tick == 0 && d.close % l.tick == 0 && d.high % l.tick == 0);
             }

@@ -59,19 +59,64 @@ impl Listener for turmoil::net::TcpListener {
     }
 }
 
+/// Feeds the decoder whatever bytes are ready without waiting; false when
+/// the peer has closed.
+async fn take_ready<S: AsyncRead + Unpin>(stream: &mut S, decoder: &mut RequestDecoder, buf: &mut [u8]) -> io::Result<bool> {
+    loop {
+        let room = decoder.staging_room().min(buf.len());
+        if room == 0 {
+            return Ok(true);
+        }
+        let mut read = tokio::io::ReadBuf::new(&mut buf[..room]);
+        let polled = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(std::pin::Pin::new(&mut *stream).poll_read(cx, &mut read))
+        })
+        .await;
+        match polled {
+            std::task::Poll::Pending => return Ok(true),
+            std::task::Poll::Ready(result) => {
+                result?;
+                let n = read.filled().len();
+                if n == 0 {
+                    return Ok(false);
+                }
+                decoder.feed(&buf[..n]).map_err(invalid)?;
+            }
+        }
+    }
+}
+
 /// One reference server: a market, its index (in its name), its faults.
 #[derive(Debug, Clone)]
 pub struct ReferenceServer {
     market: Arc<Market>,
     index: usize,
     faults: FaultHandle,
-    connections: Arc<AtomicU64>,
+    stats: Arc<ServerStats>,
+}
+
+/// What a server saw, shared across restarts when given to
+/// [`ReferenceServer::with_handles`].
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Requests that arrived before the previous request on the same
+    /// connection was answered: a client with more than one request in
+    /// flight on a socket (the engine must never do this).
+    pub pipelined: AtomicU64,
 }
 
 impl ReferenceServer {
     /// Server number `index` over `market`, with `faults`.
     pub fn new(market: Arc<Market>, index: usize, faults: Faults) -> Self {
-        Self { market, index, faults: FaultHandle::new(faults), connections: Arc::default() }
+        Self::with_handles(market, index, FaultHandle::new(faults), Arc::default())
+    }
+
+    /// A server whose faults and stats outlive it: a simulation restarts
+    /// servers and keeps steering and counting them.
+    pub fn with_handles(market: Arc<Market>, index: usize, faults: FaultHandle, stats: Arc<ServerStats>) -> Self {
+        Self { market, index, faults, stats }
     }
 
     /// The live fault settings.
@@ -81,14 +126,14 @@ impl ReferenceServer {
 
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
-        self.connections.load(Ordering::Relaxed)
+        self.stats.connections.load(Ordering::Relaxed)
     }
 
     /// Accepts connections forever, one task each.
     pub async fn run<L: Listener>(self, listener: L) -> io::Result<()> {
         loop {
             let (stream, peer) = listener.accept().await?;
-            let n = self.connections.fetch_add(1, Ordering::Relaxed);
+            let n = self.stats.connections.fetch_add(1, Ordering::Relaxed);
             if self.faults.get().refuse_connections {
                 debug!(server = self.index, %peer, "refusing connection");
                 drop(stream);
@@ -125,13 +170,16 @@ impl ReferenceServer {
                 let period = if rate == 0 { Duration::from_secs(3600) } else { Duration::from_secs(1) / rate };
                 flood = tokio::time::interval(period);
             }
+            // Biased: a random branch order would make simulations unrepeatable.
             tokio::select! {
+                biased;
                 read = stream.read(&mut buf[..decoder.staging_room().min(64 * 1024)]) => {
                     let n = read?;
                     if n == 0 {
                         return Ok(());
                     }
                     decoder.feed(&buf[..n]).map_err(invalid)?;
+                    let mut answered = 0u32;
                     loop {
                         let frame = match decoder.next_frame() {
                             Ok(Some(frame)) => frame,
@@ -148,6 +196,11 @@ impl ReferenceServer {
                                 return Err(invalid(e));
                             }
                         };
+                        if answered > 0 {
+                            // It came in the same read as one not yet answered then.
+                            self.stats.pipelined.fetch_add(1, Ordering::Relaxed);
+                        }
+                        answered += 1;
                         if let Request::Refresh(r) = &request {
                             subscription = Some(r.clone());
                         }
@@ -168,6 +221,11 @@ impl ReferenceServer {
                         let delay = faults.latency + jitter(&mut rng, faults.jitter);
                         if !delay.is_zero() {
                             tokio::time::sleep(delay).await;
+                        }
+                        // Whatever the client sent meanwhile is read now, before the
+                        // reply: a request among it was sent with this one unanswered.
+                        if !take_ready(&mut stream, &mut decoder, &mut buf).await? {
+                            return Ok(());
                         }
                         let keep_open = self
                             .write_frame(&mut stream, &mut rng, &faults, frame.header.msg_id, frame.header.msg_type, &payload)

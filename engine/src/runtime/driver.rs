@@ -430,6 +430,10 @@ impl<C: Connector> Driver<C> {
 
     /// Drains the Supervisor's actions and carries each out.
     fn carry_out(&mut self) {
+        // Debug builds (every test and simulation) check the Supervisor's
+        // invariants after each input.
+        #[cfg(debug_assertions)]
+        self.sup.check_invariants();
         while let Some(action) = self.sup.poll_action() {
             match action {
                 Action::Probe { epoch, timeout, concurrency } => self.probe(epoch, timeout, concurrency),

@@ -1292,8 +1292,9 @@ impl Supervisor {
         assert!(total <= limit, "{total} connects in flight, bound {limit}");
         assert!(per_host.iter().all(|&n| n <= self.config.connects_per_host), "per-host connect bound");
         let queue = &self.establish.queue;
-        for (i, slot) in queue.iter().enumerate() {
-            assert!(!queue.range(..i).any(|s| s == slot), "slot {} queued twice", slot.0);
+        let mut seen = vec![false; self.slots.len()];
+        for slot in queue {
+            assert!(!std::mem::replace(&mut seen[slot.index()], true), "slot {} queued twice", slot.0);
             assert!(matches!(self.slots[slot.index()].state, SlotState::Disconnected), "queued slot connects");
             assert!(!self.establish.is_parked(*slot), "slot {} queued and parked", slot.0);
             if !self.establish.probing {

@@ -1,0 +1,496 @@
+//! The deterministic simulation of the whole engine: reference servers and
+//! the engine's real driver and slot tasks inside turmoil, one `u64` seed
+//! deciding everything (see [`Plan`]), in two phases.
+//!
+//! Phase one runs the workload while the fault schedule partitions, holds,
+//! crashes and corrupts servers. Phase two heals everything, then checks
+//! liveness: every call made in phase one ended within its deadline, the
+//! engine serves new requests, and close finishes.
+//!
+//! Checked all along (a failure names the seed):
+//! - the Supervisor's invariants after every input (debug builds check them
+//!   in the driver);
+//! - every successful reply equals the exchange's truth for *that* request
+//!   (requests differ per caller and op, so a reply delivered to the wrong
+//!   caller, or a late reply for an earlier request, does not match);
+//! - a call ends once, within its deadline; `PoolBusy` comes at once;
+//! - no server ever sees a second request on a socket before answering the
+//!   first;
+//! - budget peaks stay within the budgets; no slot task panics;
+//! - after close: new calls are refused, and no task, socket or budget
+//!   reservation is left.
+//!
+//! Determinism: only tokio time inside the simulation and seeded generators;
+//! every outcome and fault goes into a trace whose hash is the same across
+//! runs (and machines, for one build).
+
+mod counting;
+mod plan;
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use counting::{Counted, Counting};
+pub use plan::{FaultEvent, Mix, Plan, Scheduled};
+
+use tdx_engine::proto::commands::{Bars, Period, Quotes, SecurityCount, SecurityList};
+use tdx_engine::proto::{Market as Exchange, Request, SecurityCode};
+use tdx_engine::runtime::connector::TurmoilConnector;
+use tdx_engine::supervisor::{CloseState, RequestError};
+use tdx_engine::{Client, Error, RuntimeFlavor};
+
+use crate::faults::{FaultHandle, Faults};
+use crate::market::Market;
+use crate::responder::respond;
+use crate::rng::Rng;
+use crate::server::{ReferenceServer, ServerStats};
+
+/// Simulated time per step: coarser steps run faster; timers and messages
+/// resolve to it.
+const TICK: Duration = Duration::from_millis(2);
+/// Slack on a deadline for timer granularity.
+const DEADLINE_SLACK: Duration = Duration::from_millis(50);
+/// How long a healed world has to serve again.
+const HEAL_WITHIN: Duration = Duration::from_secs(60);
+/// Consecutive successes that prove it does.
+const HEALED_STREAK: usize = 8;
+
+/// A passing world.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Hash of the full event trace.
+    pub trace_hash: u64,
+    /// Calls made.
+    pub calls: u64,
+    /// Calls that got a reply.
+    pub replies: u64,
+    /// The trace, when asked for.
+    pub trace: Vec<String>,
+}
+
+/// A failing world: the seed and the first broken check.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// The seed.
+    pub seed: u64,
+    /// What broke.
+    pub message: String,
+    /// The trace up to the failure, when asked for.
+    pub trace: Vec<String>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "seed {}: {}", self.seed, self.message)
+    }
+}
+
+/// What the client host and the harness share.
+#[derive(Default)]
+struct Shared {
+    trace: Mutex<Vec<String>>,
+    problems: Mutex<Vec<String>>,
+    healed: AtomicBool,
+    calls: Mutex<(u64, u64)>,
+}
+
+impl Shared {
+    fn trace(&self, line: String) {
+        self.trace.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+    }
+
+    fn problem(&self, line: String) {
+        self.problems.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+    }
+}
+
+fn host(i: usize) -> String {
+    format!("server-{i}")
+}
+
+/// Runs the world of `seed`; `keep_trace` returns the trace lines too.
+pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
+    let plan = Plan::from_seed(seed);
+    let shared = Arc::new(Shared::default());
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| simulate(&plan, &shared)));
+    let trace = std::mem::take(&mut *shared.trace.lock().unwrap_or_else(|e| e.into_inner()));
+    let problems = std::mem::take(&mut *shared.problems.lock().unwrap_or_else(|e| e.into_inner()));
+    let message = match result {
+        Ok(Ok(())) if problems.is_empty() => None,
+        Ok(Ok(())) => Some(problems.join("; ")),
+        Ok(Err(e)) => Some(problems.into_iter().chain([e]).collect::<Vec<_>>().join("; ")),
+        Err(panic) => Some(format!(
+            "panic: {}",
+            panic.downcast_ref::<String>().cloned().or(panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+        )),
+    };
+    if let Some(message) = message {
+        return Err(Failure { seed, message, trace: if keep_trace { trace } else { Vec::new() } });
+    }
+    let (calls, replies) = *shared.calls.lock().unwrap_or_else(|e| e.into_inner());
+    Ok(Outcome { trace_hash: fnv(&trace), calls, replies, trace: if keep_trace { trace } else { Vec::new() } })
+}
+
+fn fnv(lines: &[String]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for b in lines.iter().flat_map(|l| l.bytes().chain([b'\n'])) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Markets are pure and costly to warm up: worlds in one process share
+/// four of them (which one is the seed's choice).
+fn shared_market(seed: u64) -> Arc<Market> {
+    static MARKETS: std::sync::OnceLock<Vec<Arc<Market>>> = std::sync::OnceLock::new();
+    MARKETS.get_or_init(|| (1..=4).map(|s| Arc::new(Market::new(s))).collect())[(seed % 4) as usize].clone()
+}
+
+fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
+    let horizon = plan.fault_phase + plan.timeout * 4 + HEAL_WITHIN + Duration::from_secs(30);
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(plan.seed)
+        .simulation_duration(horizon)
+        .min_message_latency(plan.latency.0)
+        .max_message_latency(plan.latency.1)
+        .tick_duration(TICK)
+        .build();
+    let market = shared_market(plan.seed);
+    let faults: Vec<FaultHandle> = (0..plan.servers).map(|_| FaultHandle::new(Faults::default())).collect();
+    let stats: Vec<Arc<ServerStats>> = (0..plan.servers).map(|_| Arc::default()).collect();
+    for i in 0..plan.servers {
+        let (market, faults, stats) = (market.clone(), faults[i].clone(), stats[i].clone());
+        sim.host(host(i), move || {
+            let server = ReferenceServer::with_handles(market.clone(), i, faults.clone(), stats.clone());
+            async move {
+                server.run(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
+                Ok(())
+            }
+        });
+    }
+    {
+        let (plan, shared, market) = (plan.clone(), shared.clone(), market.clone());
+        sim.client("engine", async move {
+            if let Err(e) = engine_world(&plan, &shared, &market).await {
+                shared.problem(e);
+            }
+            Ok(())
+        });
+    }
+
+    // Drive the simulation, applying faults on schedule, then heal.
+    let mut next = 0;
+    let mut crashed = vec![false; plan.servers];
+    let mut healed = false;
+    loop {
+        let now = sim.elapsed();
+        while next < plan.faults.len() && plan.faults[next].at <= now {
+            let event = plan.faults[next].event.clone();
+            shared.trace(format!("{:>8} fault {event:?}", now.as_millis()));
+            apply(&mut sim, &faults, &mut crashed, &event);
+            next += 1;
+        }
+        if !healed && now >= plan.fault_phase {
+            healed = true;
+            shared.trace(format!("{:>8} heal", now.as_millis()));
+            for i in 0..plan.servers {
+                for event in [FaultEvent::Repair(i), FaultEvent::Release(i), FaultEvent::Clear(i), FaultEvent::Bounce(i)] {
+                    apply(&mut sim, &faults, &mut crashed, &event);
+                }
+            }
+            next = plan.faults.len();
+            shared.healed.store(true, Ordering::SeqCst);
+        }
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(e) => return Err(format!("simulation error: {e}")),
+        }
+    }
+    for (i, s) in stats.iter().enumerate() {
+        let pipelined = s.pipelined.load(Ordering::SeqCst);
+        if pipelined > 0 {
+            return Err(format!("server {i} saw {pipelined} requests pipelined on one socket"));
+        }
+    }
+    Ok(())
+}
+
+fn apply(sim: &mut turmoil::Sim<'_>, faults: &[FaultHandle], crashed: &mut [bool], event: &FaultEvent) {
+    match *event {
+        FaultEvent::Partition(i) => sim.partition("engine", host(i)),
+        FaultEvent::Repair(i) => sim.repair("engine", host(i)),
+        FaultEvent::Hold(i) => sim.hold("engine", host(i)),
+        FaultEvent::Release(i) => sim.release("engine", host(i)),
+        FaultEvent::Crash(i) if !crashed[i] => {
+            crashed[i] = true;
+            sim.crash(host(i));
+        }
+        FaultEvent::Bounce(i) if crashed[i] => {
+            crashed[i] = false;
+            sim.bounce(host(i));
+        }
+        FaultEvent::Crash(_) | FaultEvent::Bounce(_) => {}
+        FaultEvent::Set(i, ref f) => faults[i].set(f.clone()),
+        FaultEvent::Clear(i) => faults[i].set(Faults::default()),
+    }
+}
+
+/// A request that differs per caller and op, so its reply identifies it.
+fn request(rng: &mut Rng, plan: &Plan, market: &Market) -> (Request, &'static str) {
+    let mix = plan.mix;
+    let exchange = [Exchange::Sz, Exchange::Sh, Exchange::Bj][rng.below(3) as usize];
+    let listings = market.listings(exchange);
+    let code = |rng: &mut Rng| -> SecurityCode { listings[rng.below(listings.len() as u64) as usize].code };
+    if rng.below((mix.light + mix.heavy).max(1)) < mix.light {
+        let request = if rng.below(2) == 0 {
+            SecurityCount { market: exchange, client_date: rng.below(1000) as u32 }.into()
+        } else {
+            let start = rng.below(listings.len() as u64) as u32;
+            SecurityList { market: exchange, start, limit: 1 + rng.below(1600) as u32 }.into()
+        };
+        return (request, "light");
+    }
+    if rng.below(3) == 0 {
+        let targets = (0..1 + rng.below(40)).map(|_| code(rng).into()).collect();
+        return (Quotes { targets }.into(), "quotes");
+    }
+    let period = [Period::Day, Period::Min1, Period::Min5, Period::Week][rng.below(4) as usize];
+    let start = rng.below(3) as u16 * 800;
+    (Bars::new(code(rng), period, start, 1 + rng.below(800) as u16).into(), "bars")
+}
+
+/// What one call ended with, for the trace.
+fn describe(result: &Result<tdx_engine::proto::Reply, Error>) -> String {
+    match result {
+        Ok(_) => "ok".into(),
+        Err(Error::Request(e)) => format!("{e:?}").split(['(', ' ']).next().unwrap_or("error").to_owned(),
+        Err(e) => format!("{e}"),
+    }
+}
+
+/// Checks a call's result; `closing` allows `Closed`.
+fn check(shared: &Shared, market: &Market, tag: &str, request: &Request, result: &Result<tdx_engine::proto::Reply, Error>, took: Duration, deadline: Duration) {
+    {
+        let mut calls = shared.calls.lock().unwrap_or_else(|e| e.into_inner());
+        calls.0 += 1;
+        calls.1 += u64::from(result.is_ok());
+    }
+    if took > deadline + DEADLINE_SLACK {
+        shared.problem(format!("{tag}: a call took {took:?}, past its deadline of {deadline:?}"));
+    }
+    match result {
+        Ok(reply) => {
+            if *reply != respond(market, 0, request) {
+                shared.problem(format!("{tag}: a reply differs from the truth for {}", request.name()));
+            }
+        }
+        Err(Error::Request(RequestError::PoolBusy)) if !took.is_zero() => {
+            shared.problem(format!("{tag}: PoolBusy after {took:?}: admission waited"));
+        }
+        Err(Error::Request(RequestError::Closed | RequestError::Fatal(_))) => {
+            shared.problem(format!("{tag}: engine closed while running"));
+        }
+        Err(_) => {}
+    }
+}
+
+async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -> Result<(), String> {
+    let runtime = tokio::runtime::Handle::current();
+    let tasks_before = runtime.metrics().num_alive_tasks();
+    let hosts: Vec<String> = (0..plan.servers).map(|i| format!("{}:7709", host(i))).collect();
+    let sockets = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let client = Client::builder()
+        .hosts(hosts)
+        .server_count(plan.server_count)
+        .connections_per_server(plan.connections_per_server)
+        .timeout(plan.timeout)
+        .raw_budget_bytes(plan.raw_budget_bytes)
+        .decoded_budget_bytes(plan.decoded_budget_bytes)
+        .push_queue(plan.push_queue.0, plan.push_queue.1)
+        .max_pending_requests(plan.max_pending_requests)
+        .heartbeat_interval(Some(Duration::from_secs(2)))
+        .rng_seed(plan.seed)
+        .runtime_flavor(RuntimeFlavor::External(runtime.clone()))
+        .build_with(Counting::new(TurmoilConnector, sockets.clone()))
+        .map_err(|e| format!("engine did not start: {e}"))?;
+
+    // Phase one: callers under faults.
+    let mut callers = tokio::task::JoinSet::new();
+    for caller in 0..plan.callers {
+        let (client, plan, shared, market) = (client.clone(), plan.clone(), shared.clone(), market.clone());
+        callers.spawn(async move { caller_ops(caller, &client, &plan, &shared, &market).await });
+    }
+    let reader = plan.push_reader.then(|| {
+        let (client, shared, plan) = (client.clone(), shared.clone(), plan.clone());
+        tokio::spawn(async move { slow_push_reader(&client, &shared, &plan).await })
+    });
+    while let Some(done) = callers.join_next().await {
+        done.map_err(|e| format!("a caller panicked: {e}"))?;
+    }
+    if let Some(reader) = reader {
+        reader.await.map_err(|e| format!("the push reader panicked: {e}"))?;
+    }
+
+    // Phase two: healed; the engine must serve again.
+    while !shared.healed.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let healed_at = tokio::time::Instant::now();
+    let mut rng = Rng::derive(plan.seed, 99);
+    let mut streak = 0;
+    while streak < HEALED_STREAK {
+        if healed_at.elapsed() > HEAL_WITHIN {
+            return Err(format!("not serving {HEAL_WITHIN:?} after the heal ({streak} successes in a row)"));
+        }
+        let (request, kind) = request(&mut rng, plan, market);
+        let result = client.call(request.clone()).await;
+        shared.trace(format!("{:>8} healed {kind} {}", turmoil::elapsed().as_millis(), describe(&result)));
+        match &result {
+            Ok(reply) if *reply == respond(market, 0, &request) => streak += 1,
+            Ok(_) => return Err("a reply after the heal differs from the truth".into()),
+            Err(_) => {
+                streak = 0;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+
+    // Bounds held throughout.
+    let d = client.diagnostics();
+    for b in &d.budgets {
+        if b.peak > b.limit {
+            return Err(format!("{} budget peaked at {} over its limit {}", b.name, b.peak, b.limit));
+        }
+    }
+    if d.supervisor.push_bytes_peak > plan.push_queue.1 {
+        return Err(format!("push buffer peaked at {} bytes over {}", d.supervisor.push_bytes_peak, plan.push_queue.1));
+    }
+    if d.slot_panics > 0 {
+        return Err(format!("{} slot tasks panicked", d.slot_panics));
+    }
+
+    // Close: linearizable, and nothing left behind.
+    let state = client.close().await;
+    shared.trace(format!("{:>8} close {state:?}", turmoil::elapsed().as_millis()));
+    if state != CloseState::Closed {
+        return Err(format!("close ended {state:?}"));
+    }
+    match client.call(SecurityCount { market: Exchange::Sz, client_date: 0 }.into()).await {
+        Err(Error::Request(RequestError::Closed)) => {}
+        other => return Err(format!("a call after close got {other:?}")),
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let d = client.diagnostics();
+    for b in &d.budgets {
+        if b.used != 0 {
+            return Err(format!("{} bytes of the {} budget still reserved after close", b.used, b.name));
+        }
+    }
+    let counters = &d.supervisor.counters;
+    shared.trace(format!(
+        "counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} pushes={} ignored={}",
+        counters.admitted,
+        counters.replies,
+        counters.errors,
+        counters.retries,
+        counters.timeouts,
+        counters.connects,
+        counters.stale_frames,
+        counters.late_frames,
+        counters.pushes,
+        counters.ignored_inputs
+    ));
+    drop(client);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let sockets = sockets.load(Ordering::SeqCst);
+    if sockets != 0 {
+        return Err(format!("{sockets} sockets still open after close"));
+    }
+    let tasks = runtime.metrics().num_alive_tasks();
+    if tasks > tasks_before {
+        return Err(format!("{} tasks still alive after close", tasks - tasks_before));
+    }
+    Ok(())
+}
+
+async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared, market: &Market) {
+    let mut rng = Rng::derive(plan.seed, 1000 + caller as u64);
+    let mix = plan.mix;
+    for op in 0..plan.ops_per_caller {
+        let tag = format!("caller {caller} op {op}");
+        let roll = rng.below((mix.light + mix.heavy + mix.paging + mix.pins + mix.cancels).max(1));
+        let started = tokio::time::Instant::now();
+        if roll < mix.light + mix.heavy {
+            let (request, kind) = request(&mut rng, plan, market);
+            let result = client.call(request.clone()).await;
+            let took = started.elapsed();
+            shared.trace(format!("{:>8} {tag} {kind} {}", turmoil::elapsed().as_millis(), describe(&result)));
+            check(shared, market, &tag, &request, &result, took, plan.timeout);
+        } else if roll < mix.light + mix.heavy + mix.paging {
+            // Paging: up to three pages, one after another, each its own deadline.
+            let code = market.listings(Exchange::Sh)[rng.below(100) as usize].code;
+            for page in 0..3u16 {
+                let request: Request = Bars::new(code, Period::Day, page * 800, 800).into();
+                let started = tokio::time::Instant::now();
+                let result = client.call(request.clone()).await;
+                shared.trace(format!("{:>8} {tag} page {page} {}", turmoil::elapsed().as_millis(), describe(&result)));
+                check(shared, market, &tag, &request, &result, started.elapsed(), plan.timeout);
+                if result.is_err() {
+                    break;
+                }
+            }
+        } else if roll < mix.light + mix.heavy + mix.paging + mix.pins {
+            // The pin's wait and each call on it have their own deadline.
+            match client.pin().await {
+                Ok(pinned) => {
+                    shared.trace(format!("{:>8} {tag} pinned", turmoil::elapsed().as_millis()));
+                    for _ in 0..1 + rng.below(3) {
+                        let (request, kind) = request(&mut rng, plan, market);
+                        let started = tokio::time::Instant::now();
+                        let result = pinned.call(request.clone()).await;
+                        shared.trace(format!("{:>8} {tag} pin {kind} {}", turmoil::elapsed().as_millis(), describe(&result)));
+                        check(shared, market, &tag, &request, &result, started.elapsed(), plan.timeout);
+                    }
+                }
+                Err(e) => shared.trace(format!("{:>8} {tag} pin {e}", turmoil::elapsed().as_millis())),
+            }
+        } else {
+            // Cancel: give up after a short while by dropping the call.
+            let (request, kind) = request(&mut rng, plan, market);
+            let patience = Duration::from_millis(rng.below(plan.timeout.as_millis() as u64));
+            match tokio::time::timeout(patience, client.call(request.clone())).await {
+                Ok(result) => {
+                    shared.trace(format!("{:>8} {tag} {kind} {}", turmoil::elapsed().as_millis(), describe(&result)));
+                    check(shared, market, &tag, &request, &result, started.elapsed(), plan.timeout);
+                }
+                Err(_) => shared.trace(format!("{:>8} {tag} {kind} cancelled", turmoil::elapsed().as_millis())),
+            }
+        }
+        if rng.below(3) == 0 {
+            tokio::time::sleep(Duration::from_millis(rng.below(300))).await;
+        }
+    }
+}
+
+/// Subscribes to pushes and reads them slowly until the fault phase ends:
+/// the push buffer must stay bounded and report what it dropped.
+async fn slow_push_reader(client: &Client, shared: &Shared, plan: &Plan) {
+    let codes: Vec<SecurityCode> = ["sz000001", "sh600000", "bj430047"].iter().filter_map(|c| c.parse().ok()).collect();
+    let result = client.refresh(&codes).await;
+    let mut line = String::new();
+    let _ = write!(line, "{:>8} push subscribe {}", turmoil::elapsed().as_millis(), result.is_ok());
+    shared.trace(line);
+    let mut frames = 0u64;
+    let mut overflow = None;
+    while turmoil::elapsed() < plan.fault_phase {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let pushes = client.drain_pushes().await;
+        frames += pushes.frames.len() as u64;
+        overflow = pushes.overflow_total.or(overflow);
+    }
+    shared.trace(format!("{:>8} push read {frames} overflow {overflow:?}", turmoil::elapsed().as_millis()));
+}

@@ -1,0 +1,225 @@
+//! What one seed decides: the world's shape, the workload and the fault
+//! schedule. Swarm testing: each seed turns whole kinds of faults and work
+//! off and gives the rest very different weights, so seeds differ in kind,
+//! not only in order.
+
+use std::time::Duration;
+
+use crate::faults::{Faults, PushFlood};
+use crate::rng::Rng;
+
+/// A fault the harness applies to server `i` at a point in simulated time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultEvent {
+    /// Drop everything between the engine and the server.
+    Partition(usize),
+    /// Undo a partition.
+    Repair(usize),
+    /// Hold every message between them (delivered at release).
+    Hold(usize),
+    /// Deliver what was held.
+    Release(usize),
+    /// Kill the server host (its connections die with it).
+    Crash(usize),
+    /// Start a crashed server again.
+    Bounce(usize),
+    /// Misbehave in the protocol.
+    Set(usize, Faults),
+    /// Behave again.
+    Clear(usize),
+}
+
+/// A fault at a time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scheduled {
+    /// When, from the start of the simulation.
+    pub at: Duration,
+    /// What.
+    pub event: FaultEvent,
+}
+
+/// Weights of the workload's operations (zero turns one off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mix {
+    /// Security count, one code-table page.
+    pub light: u64,
+    /// 800 bars, multi-code quotes.
+    pub heavy: u64,
+    /// Up to three pages of bars, one after the other.
+    pub paging: u64,
+    /// A pin, then requests on it.
+    pub pins: u64,
+    /// A request abandoned after a short while (cancel).
+    pub cancels: u64,
+}
+
+/// Everything about one world.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The seed.
+    pub seed: u64,
+    /// Reference servers, 1 to 20.
+    pub servers: usize,
+    /// Servers the pool uses at once.
+    pub server_count: usize,
+    /// Connections per server.
+    pub connections_per_server: usize,
+    /// Engine raw budget.
+    pub raw_budget_bytes: usize,
+    /// Engine decoded budget.
+    pub decoded_budget_bytes: usize,
+    /// Push buffer bounds (frames, bytes).
+    pub push_queue: (usize, usize),
+    /// Requests that may wait beyond one per slot.
+    pub max_pending_requests: usize,
+    /// The engine's per-request deadline.
+    pub timeout: Duration,
+    /// Concurrent callers.
+    pub callers: usize,
+    /// Operations per caller.
+    pub ops_per_caller: usize,
+    /// What the callers do.
+    pub mix: Mix,
+    /// A push subscription read by a slow reader.
+    pub push_reader: bool,
+    /// Faults, in time order, all within the fault phase.
+    pub faults: Vec<Scheduled>,
+    /// Length of phase one; then everything heals.
+    pub fault_phase: Duration,
+    /// Network latency bounds.
+    pub latency: (Duration, Duration),
+}
+
+impl Plan {
+    /// The world of `seed`.
+    pub fn from_seed(seed: u64) -> Self {
+        let mut rng = Rng::new(seed ^ 0x5eed_0f_7709);
+        let servers = 1 + rng.below(20) as usize;
+        let server_count = 1 + rng.below(servers.min(4) as u64) as usize;
+        let connections_per_server = 1 + rng.below(4) as usize;
+        let pool = server_count * connections_per_server;
+        let mut weight = |max: u64| if rng.below(4) == 0 { 0 } else { 1 + rng.below(max) };
+        let mut mix =
+            Mix { light: weight(10), heavy: weight(6), paging: weight(3), pins: weight(2), cancels: weight(3) };
+        if mix.light + mix.heavy + mix.paging == 0 {
+            mix.light = 1;
+        }
+        let fault_phase = Duration::from_millis(2_000 + rng.below(8_000));
+        let faults = schedule(&mut rng, servers, server_count, fault_phase);
+        let min_latency = Duration::from_micros(200 + rng.below(3_000));
+        Plan {
+            seed,
+            servers,
+            server_count,
+            connections_per_server,
+            raw_budget_bytes: (1 << 20) + rng.below((pool * 320 * 1024) as u64) as usize,
+            decoded_budget_bytes: (1 << 20) + rng.below(64 << 20) as usize,
+            push_queue: (1 + rng.below(512) as usize, 4096 + rng.below(1 << 20) as usize),
+            max_pending_requests: 1 + rng.below(64) as usize,
+            timeout: Duration::from_millis(500 + rng.below(4_000)),
+            callers: 1 + rng.below(12) as usize,
+            ops_per_caller: 5 + rng.below(30) as usize,
+            mix,
+            push_reader: rng.below(2) == 0,
+            faults,
+            fault_phase,
+            latency: (min_latency, min_latency + Duration::from_micros(rng.below(30_000))),
+        }
+    }
+}
+
+/// A fault schedule: each kind of fault is on for some seeds only; each
+/// episode starts and ends inside the fault phase.
+fn schedule(rng: &mut Rng, servers: usize, in_use: usize, phase: Duration) -> Vec<Scheduled> {
+    let mut out = Vec::new();
+    let phase_ms = phase.as_millis() as u64;
+    let kinds = 8u64;
+    let enabled: Vec<bool> = (0..kinds).map(|_| rng.below(3) != 0).collect();
+    let episodes = rng.below(12);
+    for _ in 0..episodes {
+        let kind = rng.below(kinds) as usize;
+        if !enabled[kind] {
+            continue;
+        }
+        // Mostly the servers the pool uses; sometimes a fallback candidate.
+        let server = if rng.below(5) == 0 { rng.below(servers as u64) } else { rng.below(in_use as u64) } as usize;
+        let start = rng.below(phase_ms * 3 / 4);
+        let end = start + 1 + rng.below(phase_ms - start);
+        let (on, off) = match kind {
+            0 => (FaultEvent::Partition(server), FaultEvent::Repair(server)),
+            1 => (FaultEvent::Hold(server), FaultEvent::Release(server)),
+            2 => (FaultEvent::Crash(server), FaultEvent::Bounce(server)),
+            3 => (FaultEvent::Set(server, stalls(rng)), FaultEvent::Clear(server)),
+            4 => (FaultEvent::Set(server, corruption(rng)), FaultEvent::Clear(server)),
+            5 => (FaultEvent::Set(server, slow(rng)), FaultEvent::Clear(server)),
+            6 => (FaultEvent::Set(server, flood(rng)), FaultEvent::Clear(server)),
+            _ => (FaultEvent::Set(server, refusal(rng)), FaultEvent::Clear(server)),
+        };
+        out.push(Scheduled { at: Duration::from_millis(start), event: on });
+        out.push(Scheduled { at: Duration::from_millis(end), event: off });
+    }
+    // Stable: events at the same time keep their generation order.
+    out.sort_by_key(|s| s.at);
+    out
+}
+
+fn stalls(rng: &mut Rng) -> Faults {
+    Faults {
+        stall_per_mille: 50 + rng.below(500) as u32,
+        stall: Duration::from_millis(100 + rng.below(3_000)),
+        latency: Duration::from_millis(rng.below(50)),
+        jitter: Duration::from_millis(rng.below(100)),
+        ..Faults::default()
+    }
+}
+
+fn corruption(rng: &mut Rng) -> Faults {
+    let mut odds = || if rng.below(2) == 0 { 0 } else { 5 + rng.below(200) as u32 };
+    Faults {
+        close_mid_frame_per_mille: odds(),
+        garbage_per_mille: odds(),
+        bad_magic_per_mille: odds(),
+        wrong_id_per_mille: odds(),
+        wrong_type_per_mille: odds(),
+        oversize_per_mille: odds(),
+        corrupt_zlib_per_mille: odds(),
+        ..Faults::default()
+    }
+}
+
+fn slow(rng: &mut Rng) -> Faults {
+    Faults { drip: Some(Duration::from_micros(10 + rng.below(300))), ..Faults::default() }
+}
+
+fn flood(rng: &mut Rng) -> Faults {
+    let push_flood = PushFlood { rate_per_sec: 50 + rng.below(2_000) as u32, size: 16 + rng.below(60_000) as usize };
+    Faults { push_flood: Some(push_flood), ..Faults::default() }
+}
+
+fn refusal(rng: &mut Rng) -> Faults {
+    if rng.below(2) == 0 {
+        Faults { refuse_connections: true, ..Faults::default() }
+    } else {
+        Faults { fail_handshake: true, ..Faults::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_decides_the_same_plan_and_seeds_differ() {
+        let a = Plan::from_seed(7);
+        let b = Plan::from_seed(7);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        let shapes: std::collections::BTreeSet<_> =
+            (0..50).map(|s| Plan::from_seed(s)).map(|p| (p.servers, p.server_count, p.callers)).collect();
+        assert!(shapes.len() > 20, "seeds give different worlds");
+        for s in 0..200 {
+            let p = Plan::from_seed(s);
+            assert!((1..=20).contains(&p.servers) && p.server_count <= p.servers);
+            assert!(p.faults.iter().all(|f| f.at <= p.fault_phase));
+        }
+    }
+}
