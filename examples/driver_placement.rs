@@ -27,7 +27,7 @@ fn main() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     for round in 0..2 {
         let mut results = Vec::new();
-        for placement in [DriverPlacement::Dedicated, DriverPlacement::OnSingleWorker] {
+        for placement in [DriverPlacement::Dedicated, DriverPlacement::OnWorker] {
             let client = Client::builder()
                 .hosts([host.clone()])
                 .server_count(1)

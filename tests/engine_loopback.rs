@@ -99,7 +99,13 @@ async fn check_pool_on(server_count: usize, per_server: usize, workers: usize, f
         assert_eq!(reply, respond(&s.market, 0, &request), "{}", request.name());
     }
     if let RuntimeFlavor::PerWorker(_) = flavor {
-        tokio::time::sleep(Duration::from_millis(60)).await;
+        // Connects are batched (a few at a time): wait for the whole pool.
+        for _ in 0..250 {
+            if client.diagnostics().workers.iter().map(|w| w.slots).sum::<usize>() == server_count * per_server {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let placed: Vec<usize> = client.diagnostics().workers.iter().map(|w| w.slots).collect();
         assert_eq!(placed.len(), workers);
         assert_eq!(placed.iter().sum::<usize>(), server_count * per_server, "{placed:?}");
@@ -429,9 +435,14 @@ async fn a_slot_panic_retires_only_that_slot() {
         let reply = client.count(Exchange::Sz).await;
         assert!(reply.is_ok(), "{reply:?}");
     }
-    tokio::time::sleep(Duration::from_millis(60)).await;
+    for _ in 0..100 {
+        if client.diagnostics().slot_panics > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let d = client.diagnostics();
-    assert_eq!(d.slot_panics, 1);
+    assert_eq!(d.slot_panics, 1, "{:?}", d.supervisor.slots);
     assert!(d.supervisor.counters.retirements >= 1);
     assert_eq!(client.close().await, CloseState::Closed);
 }

@@ -356,8 +356,9 @@ impl Market {
         }
         let days = self.daily(l);
         let from = days.len() - MINUTE_HISTORY_DAYS;
-        let minutes: Vec<Minute> =
-            (from..days.len()).flat_map(|i| self.minute_path(l, i, days[i].open, days[i].close, days[i].lots)).collect();
+        let minutes: Vec<Minute> = (from..days.len())
+            .flat_map(|i| self.minute_path(l, i, days[i].open, days[i].close, days[i].lots))
+            .collect();
         let minutes = Arc::new(minutes);
         self.cache().minutes.insert(l.code, minutes.clone(), MINUTES_CACHED);
         minutes

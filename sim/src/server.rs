@@ -61,7 +61,11 @@ impl Listener for turmoil::net::TcpListener {
 
 /// Feeds the decoder whatever bytes are ready without waiting; false when
 /// the peer has closed.
-async fn take_ready<S: AsyncRead + Unpin>(stream: &mut S, decoder: &mut RequestDecoder, buf: &mut [u8]) -> io::Result<bool> {
+async fn take_ready<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    decoder: &mut RequestDecoder,
+    buf: &mut [u8],
+) -> io::Result<bool> {
     loop {
         let room = decoder.staging_room().min(buf.len());
         if room == 0 {

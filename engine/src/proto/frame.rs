@@ -166,6 +166,9 @@ pub enum Compression {
     IfSmaller(u32),
 }
 
+/// The shortest possible zlib stream, in bytes.
+const ZLIB_STREAM_MIN: usize = 8;
+
 /// Appends a response frame carrying `payload` to `out`.
 pub fn encode_response(
     out: &mut Vec<u8>,
@@ -180,6 +183,9 @@ pub fn encode_response(
         max: PAYLOAD_BYTES_MAX,
     })?;
     let compressed = match compression {
+        // A zlib stream is at least 8 bytes (header, an empty block,
+        // checksum): shorter payloads can never shrink, so skip the work.
+        Compression::IfSmaller(_) if payload.len() <= ZLIB_STREAM_MIN => None,
         Compression::IfSmaller(level) => Some(zlib::deflate(payload, level)).filter(|body| body.len() < payload.len()),
         Compression::Never => None,
     };

@@ -48,21 +48,22 @@ pub enum RuntimeFlavor {
 
 /// Where the driver (the Supervisor's task) runs.
 ///
-/// Measured with `cargo run --release --example driver_placement` (one
-/// worker, 4 connections, light requests, this 2-core machine): on the
-/// worker, 64 concurrent callers got 1.23x to 1.41x the requests/s of a
-/// dedicated driver thread, and sequential calls were even (0.88x to
-/// 1.06x, noise). Hence the default.
+/// Measured side by side on this 2-core machine: with one worker
+/// (`cargo run --release --example driver_placement`), on the worker got
+/// 1.23x to 1.41x the requests/s of a dedicated thread with 64 callers and
+/// even with one; with two workers (`cargo bench --bench loopback`,
+/// `TDX_BENCH_DRIVER=dedicated|worker`), light requests on a 2x4 pool went
+/// from 54k to 72k requests/s and 800-bar pages on 20x8 from 0.88x to 0.93x
+/// of the raw baseline, with one thread fewer. Hence the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DriverPlacement {
-    /// Its own thread (Envoy's "main thread").
+    /// Its own thread (Envoy's "main thread"): keeps the Supervisor off
+    /// the workers when they are saturated by heavy decoding.
     Dedicated,
-    /// A task on the worker runtime when that runtime has a single worker
-    /// (`Shared` or `PerWorker` with one worker): no thread hop between the
-    /// driver and the slots. With more workers the driver gets its own
-    /// thread. The default.
+    /// A task on the (first) worker runtime: no thread of its own, and no
+    /// thread hop between the driver and the slots on that worker. The default.
     #[default]
-    OnSingleWorker,
+    OnWorker,
 }
 
 /// Largest raw budget: 256 MiB.
@@ -267,8 +268,7 @@ pub(crate) fn start<C: Connector>(
         close_tx,
         runtime.ranking_store.clone(),
     );
-    let single_worker = !external && owned.worker_threads.len() == 1 && owned.workers.is_none();
-    let owned = match (external, single_worker && runtime.driver == DriverPlacement::OnSingleWorker) {
+    let owned = match (external, runtime.driver == DriverPlacement::OnWorker) {
         (true, _) => {
             first.spawn(driver.run());
             None

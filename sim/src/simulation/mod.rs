@@ -123,7 +123,11 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
         Ok(Err(e)) => Some(problems.into_iter().chain([e]).collect::<Vec<_>>().join("; ")),
         Err(panic) => Some(format!(
             "panic: {}",
-            panic.downcast_ref::<String>().cloned().or(panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+            panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or(panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
         )),
     };
     if let Some(message) = message {
@@ -197,7 +201,9 @@ fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
             healed = true;
             shared.trace(format!("{:>8} heal", now.as_millis()));
             for i in 0..plan.servers {
-                for event in [FaultEvent::Repair(i), FaultEvent::Release(i), FaultEvent::Clear(i), FaultEvent::Bounce(i)] {
+                for event in
+                    [FaultEvent::Repair(i), FaultEvent::Release(i), FaultEvent::Clear(i), FaultEvent::Bounce(i)]
+                {
                     apply(&mut sim, &faults, &mut crashed, &event);
                 }
             }
@@ -273,7 +279,15 @@ fn describe(result: &Result<tdx_engine::proto::Reply, Error>) -> String {
 }
 
 /// Checks a call's result; `closing` allows `Closed`.
-fn check(shared: &Shared, market: &Market, tag: &str, request: &Request, result: &Result<tdx_engine::proto::Reply, Error>, took: Duration, deadline: Duration) {
+fn check(
+    shared: &Shared,
+    market: &Market,
+    tag: &str,
+    request: &Request,
+    result: &Result<tdx_engine::proto::Reply, Error>,
+    took: Duration,
+    deadline: Duration,
+) {
     {
         let mut calls = shared.calls.lock().unwrap_or_else(|e| e.into_inner());
         calls.0 += 1;
@@ -452,7 +466,11 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
                         let (request, kind) = request(&mut rng, plan, market);
                         let started = tokio::time::Instant::now();
                         let result = pinned.call(request.clone()).await;
-                        shared.trace(format!("{:>8} {tag} pin {kind} {}", turmoil::elapsed().as_millis(), describe(&result)));
+                        shared.trace(format!(
+                            "{:>8} {tag} pin {kind} {}",
+                            turmoil::elapsed().as_millis(),
+                            describe(&result)
+                        ));
                         check(shared, market, &tag, &request, &result, started.elapsed(), plan.timeout);
                     }
                 }

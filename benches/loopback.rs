@@ -1,0 +1,606 @@
+//! The engine against the simplest honest client, side by side in one run.
+//!
+//! ```text
+//! cargo bench --bench loopback -- [--quick] [--seconds S]
+//! ```
+//!
+//! Reference servers run in a separate process (`tdx-sim serve`, built on
+//! demand) on 127.0.0.1. For each scenario (light: security count; medium:
+//! 800 daily bars; heavy: 1600-record code pages, zlib-compressed) and pool
+//! (1x1, 2x4, 20x8) it measures the engine in three runtime flavors and a
+//! raw baseline: one task per connection doing write-request, read-reply
+//! with the same codec, on a runtime with the same worker count, no
+//! Supervisor. Then: one caller with one request at a time (round trip),
+//! a mixed load (64 light callers while 2 hammer heavy requests: the light
+//! p99 is what matters), and memory under a push flood with heavy replies.
+//!
+//! Writes `target/bench/loopback.json` (one object per measurement) and
+//! prints a markdown table with engine/raw ratios.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tdx_engine::proto::commands::{Bars, Period, Refresh, SecurityCount, SecurityList};
+use tdx_engine::proto::{FrameDecoder, Market as Exchange, Request, SecurityCode};
+use tdx_engine::runtime::Placement;
+use tdx_engine::{Client, RuntimeFlavor};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const SEED: u64 = 7;
+
+/// The reference servers' process; killed on drop.
+struct Servers {
+    child: Child,
+    hosts: Vec<String>,
+}
+
+impl Servers {
+    fn start(n: usize, extra: &[&str]) -> Servers {
+        let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--release", "--quiet", "-p", "tdx-sim", "--bin", "tdx-sim"])
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building tdx-sim failed");
+        let mut child = Command::new(format!("{target}/release/tdx-sim"))
+            .args(["serve", "--servers", &n.to_string(), "--base-port", "0", "--seed", &SEED.to_string()])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("tdx-sim starts");
+        let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+        let hosts = (0..n)
+            .map(|_| {
+                let line = lines.next().expect("a listening line").expect("utf-8");
+                line.strip_prefix("listening ").expect("listening ADDR").to_owned()
+            })
+            .collect();
+        Servers { child, hosts }
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Scenario {
+    Light,
+    Medium,
+    Heavy,
+}
+
+impl Scenario {
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::Light => "light",
+            Scenario::Medium => "medium",
+            Scenario::Heavy => "heavy",
+        }
+    }
+
+    /// The `i`-th request of this scenario. Medium cycles over 64 codes so
+    /// the servers' series cache holds them: the client is measured, not
+    /// the synthetic market.
+    fn request(self, i: u64, codes: &[SecurityCode]) -> Request {
+        match self {
+            Scenario::Light => SecurityCount { market: Exchange::Sz, client_date: 0 }.into(),
+            Scenario::Medium => Bars::new(codes[i as usize % codes.len()], Period::Day, 0, 800).into(),
+            Scenario::Heavy => SecurityList { market: Exchange::Sh, start: (i % 2) as u32 * 1600, limit: 1600 }.into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Flavor {
+    Shared,
+    PerWorkerRandom,
+    PerWorkerP2c,
+}
+
+impl Flavor {
+    fn name(self) -> &'static str {
+        match self {
+            Flavor::Shared => "shared",
+            Flavor::PerWorkerRandom => "per-worker-random",
+            Flavor::PerWorkerP2c => "per-worker-p2c",
+        }
+    }
+
+    fn runtime(self) -> RuntimeFlavor {
+        match self {
+            Flavor::Shared => RuntimeFlavor::Shared,
+            Flavor::PerWorkerRandom => RuntimeFlavor::PerWorker(Placement::Random),
+            Flavor::PerWorkerP2c => RuntimeFlavor::PerWorker(Placement::PowerOfTwoChoices),
+        }
+    }
+}
+
+/// What one measurement saw.
+struct Sample {
+    requests: u64,
+    seconds: f64,
+    latencies_us: Vec<u32>,
+    peak_rss_mb: f64,
+    threads: usize,
+}
+
+fn percentile(sorted: &[u32], p: f64) -> u32 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
+fn proc_status(field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Resets the kernel's peak-RSS mark for this process (Linux).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn threads_now() -> usize {
+    std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap_or(0)
+}
+
+/// Samples the thread count while a measurement runs.
+struct ThreadWatch {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ThreadWatch {
+    fn start() -> Self {
+        let (stop, peak) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+        let (s, p) = (stop.clone(), peak.clone());
+        // The watcher itself is one thread; it subtracts itself.
+        let handle = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                p.fetch_max(threads_now().saturating_sub(1) as u64, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        Self { stop, peak, handle: Some(handle) }
+    }
+
+    fn finish(mut self) -> usize {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        self.peak.load(Ordering::Relaxed) as usize
+    }
+}
+
+/// Closed-loop engine callers: each sends its next request when the last
+/// one is answered; timed for `seconds` after a warm-up.
+fn run_engine(
+    hosts: &[String],
+    pool: (usize, usize),
+    flavor: Flavor,
+    callers: &[(Scenario, usize)],
+    seconds: f64,
+    codes: &[SecurityCode],
+) -> Vec<Sample> {
+    reset_peak_rss();
+    let watch = ThreadWatch::start();
+    let client = Client::builder()
+        .hosts(hosts[..pool.0].to_vec())
+        .server_count(pool.0)
+        .connections_per_server(pool.1)
+        .runtime_flavor(flavor.runtime())
+        .driver_placement(driver_placement())
+        .heartbeat_interval(None)
+        .max_pending_requests(1024)
+        .build()
+        .expect("engine starts");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let samples = rt.block_on(async {
+        // Warm up: every connection up.
+        let warm: Vec<_> = (0..pool.0 * pool.1)
+            .map(|_| {
+                let c = client.clone();
+                tokio::spawn(async move { c.call(SecurityCount { market: Exchange::Sz, client_date: 0 }.into()).await })
+            })
+            .collect();
+        for w in warm {
+            w.await.unwrap().expect("warm-up request");
+        }
+        let measuring = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut groups = Vec::new();
+        for &(scenario, n) in callers {
+            let lat = Arc::new(Mutex::new(Vec::new()));
+            let count = Arc::new(AtomicU64::new(0));
+            for k in 0..n {
+                let (client, lat, count, measuring, stop) =
+                    (client.clone(), lat.clone(), count.clone(), measuring.clone(), stop.clone());
+                let codes = codes.to_vec();
+                tokio::spawn(async move {
+                    let mut i = k as u64 * 7919;
+                    let mut mine = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        i += 1;
+                        let request = scenario.request(i, &codes);
+                        let t = Instant::now();
+                        client.call(request).await.expect("reply");
+                        if measuring.load(Ordering::Relaxed) {
+                            mine.push(t.elapsed().as_micros() as u32);
+                            count.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    lat.lock().unwrap().extend(mine);
+                });
+            }
+            groups.push((lat, count));
+        }
+        tokio::time::sleep(Duration::from_secs_f64((seconds / 4.0).min(0.5))).await;
+        measuring.store(true, Ordering::Relaxed);
+        let t0 = Instant::now();
+        tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+        measuring.store(false, Ordering::Relaxed);
+        let elapsed = t0.elapsed().as_secs_f64();
+        stop.store(true, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        groups
+            .into_iter()
+            .map(|(lat, count)| {
+                let mut latencies_us = std::mem::take(&mut *lat.lock().unwrap());
+                latencies_us.sort_unstable();
+                Sample {
+                    requests: count.load(Ordering::Relaxed),
+                    seconds: elapsed,
+                    latencies_us,
+                    peak_rss_mb: 0.0,
+                    threads: 0,
+                }
+            })
+            .collect::<Vec<_>>()
+    });
+    drop(rt);
+    drop(client);
+    let threads = watch.finish();
+    let rss = proc_status("VmHWM:").unwrap_or(0.0) / 1024.0;
+    samples.into_iter().map(|s| Sample { peak_rss_mb: rss, threads, ..s }).collect()
+}
+
+/// The raw baseline: one task per connection, write then read, the same
+/// codec, `workers` worker threads.
+fn run_raw(
+    hosts: &[String],
+    connections: &[(Scenario, usize, usize)],
+    workers: usize,
+    seconds: f64,
+    codes: &[SecurityCode],
+) -> Vec<Sample> {
+    reset_peak_rss();
+    let watch = ThreadWatch::start();
+    let rt = if workers == 1 {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    } else {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap()
+    };
+    let samples = rt.block_on(async {
+        let measuring = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut groups = Vec::new();
+        let mut ready = Vec::new();
+        for &(scenario, n, servers) in connections {
+            let lat = Arc::new(Mutex::new(Vec::new()));
+            let count = Arc::new(AtomicU64::new(0));
+            for k in 0..n {
+                let host = hosts[k % servers].clone();
+                let (lat, count, measuring, stop) = (lat.clone(), count.clone(), measuring.clone(), stop.clone());
+                let codes = codes.to_vec();
+                let (up_tx, up_rx) = tokio::sync::oneshot::channel();
+                ready.push(up_rx);
+                tokio::spawn(async move {
+                    let mut stream = tokio::net::TcpStream::connect(&host).await.expect("connect");
+                    stream.set_nodelay(true).unwrap();
+                    let mut decoder = FrameDecoder::new();
+                    let mut buf = vec![0u8; 64 * 1024];
+                    let mut wire = Vec::new();
+                    let mut msg_id = 1u32;
+                    let exchange = |request: Request, msg_id: u32, wire: &mut Vec<u8>| {
+                        wire.clear();
+                        request.encode_frame(msg_id, wire).unwrap();
+                        request
+                    };
+                    // Handshake first, as every client does.
+                    let hello = exchange(tdx_engine::proto::commands::Handshake::default().into(), msg_id, &mut wire);
+                    roundtrip(&mut stream, &mut decoder, &mut buf, &wire, &hello).await;
+                    let _ = up_tx.send(());
+                    let mut i = k as u64 * 7919;
+                    let mut mine = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        i += 1;
+                        msg_id = msg_id.wrapping_add(1).max(1);
+                        let request = exchange(scenario.request(i, &codes), msg_id, &mut wire);
+                        let t = Instant::now();
+                        roundtrip(&mut stream, &mut decoder, &mut buf, &wire, &request).await;
+                        if measuring.load(Ordering::Relaxed) {
+                            mine.push(t.elapsed().as_micros() as u32);
+                            count.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    lat.lock().unwrap().extend(mine);
+                });
+            }
+            groups.push((lat, count));
+        }
+        for r in ready {
+            r.await.expect("raw connection up");
+        }
+        tokio::time::sleep(Duration::from_secs_f64((seconds / 4.0).min(0.5))).await;
+        measuring.store(true, Ordering::Relaxed);
+        let t0 = Instant::now();
+        tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+        measuring.store(false, Ordering::Relaxed);
+        let elapsed = t0.elapsed().as_secs_f64();
+        stop.store(true, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        groups
+            .into_iter()
+            .map(|(lat, count)| {
+                let mut latencies_us = std::mem::take(&mut *lat.lock().unwrap());
+                latencies_us.sort_unstable();
+                Sample {
+                    requests: count.load(Ordering::Relaxed),
+                    seconds: elapsed,
+                    latencies_us,
+                    peak_rss_mb: 0.0,
+                    threads: 0,
+                }
+            })
+            .collect::<Vec<_>>()
+    });
+    drop(rt);
+    let threads = watch.finish();
+    let rss = proc_status("VmHWM:").unwrap_or(0.0) / 1024.0;
+    samples.into_iter().map(|s| Sample { peak_rss_mb: rss, threads, ..s }).collect()
+}
+
+/// One request and its whole reply, parsed like the engine parses it.
+async fn roundtrip(
+    stream: &mut tokio::net::TcpStream,
+    decoder: &mut FrameDecoder,
+    buf: &mut [u8],
+    wire: &[u8],
+    request: &Request,
+) {
+    stream.write_all(wire).await.expect("write");
+    loop {
+        if let Some(frame) = decoder.next_frame().expect("valid stream") {
+            std::hint::black_box(request.parse_reply(&frame.payload).expect("valid reply"));
+            return;
+        }
+        let n = stream.read(buf).await.expect("read");
+        assert!(n > 0, "server closed");
+        decoder.feed(&buf[..n]).expect("valid stream");
+    }
+}
+
+fn record(out: &mut Vec<Value>, scenario: &str, pool: &str, flavor: &str, client: &str, s: &Sample) {
+    let rps = s.requests as f64 / s.seconds.max(1e-9);
+    out.push(json!({
+        "scenario": scenario,
+        "pool": pool,
+        "flavor": flavor,
+        "client": client,
+        "requests": s.requests,
+        "rps": (rps * 10.0).round() / 10.0,
+        "p50_us": percentile(&s.latencies_us, 0.50),
+        "p99_us": percentile(&s.latencies_us, 0.99),
+        "p999_us": percentile(&s.latencies_us, 0.999),
+        "peak_rss_mb": (s.peak_rss_mb * 10.0).round() / 10.0,
+        "threads": s.threads,
+    }));
+    eprintln!(
+        "  {scenario:<8} {pool:<6} {flavor:<18} {client:<6} {:>9.0} req/s  p50 {:>6} us  p99 {:>6} us  rss {:>6.1} MB  threads {}",
+        rps,
+        percentile(&s.latencies_us, 0.50),
+        percentile(&s.latencies_us, 0.99),
+        s.peak_rss_mb,
+        s.threads
+    );
+}
+
+/// `TDX_BENCH_DRIVER=dedicated|worker` overrides the engine's default.
+fn driver_placement() -> tdx_engine::DriverPlacement {
+    match std::env::var("TDX_BENCH_DRIVER").as_deref() {
+        Ok("dedicated") => tdx_engine::DriverPlacement::Dedicated,
+        Ok("worker") => tdx_engine::DriverPlacement::OnWorker,
+        _ => tdx_engine::DriverPlacement::default(),
+    }
+}
+
+fn workers_for(pool: usize) -> usize {
+    pool.min(std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Memory under pressure: a 20x8 pool where every connection subscribed to
+/// pushes from servers flooding them, while callers pull heavy replies and
+/// nobody reads the pushes. Peak RSS against the engine's budgets.
+fn memory(seconds: f64, codes: &[SecurityCode], out: &mut Vec<Value>) -> (f64, f64) {
+    let flood = Servers::start(20, &["--push-flood", "400:32768"]);
+    reset_peak_rss();
+    let watch = ThreadWatch::start();
+    let client = Client::builder()
+        .hosts(flood.hosts.clone())
+        .server_count(20)
+        .connections_per_server(8)
+        .heartbeat_interval(None)
+        .build()
+        .expect("engine starts");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (requests, elapsed) = rt.block_on(async {
+        // Subscribe every connection: pin each slot and refresh on it.
+        let targets = vec![codes[0].into()];
+        let mut pins = Vec::new();
+        for _ in 0..160 {
+            let pinned = client.pin().await.expect("pin");
+            pinned.call(Refresh { targets: targets.clone() }.into()).await.expect("refresh");
+            pins.push(pinned);
+        }
+        drop(pins);
+        let stop = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicU64::new(0));
+        for k in 0..160u64 {
+            let (client, stop, count) = (client.clone(), stop.clone(), count.clone());
+            let codes = codes.to_vec();
+            tokio::spawn(async move {
+                let mut i = k;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    let scenario = if i % 2 == 0 { Scenario::Heavy } else { Scenario::Medium };
+                    if client.call(scenario.request(i, &codes)).await.is_ok() {
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+        let t0 = Instant::now();
+        tokio::time::sleep(Duration::from_secs_f64(seconds * 2.0)).await;
+        stop.store(true, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        (count.load(Ordering::Relaxed), t0.elapsed().as_secs_f64())
+    });
+    let d = client.diagnostics();
+    let budgets: f64 = d.budgets.iter().map(|b| b.limit as f64).sum::<f64>() / 1048576.0;
+    let push_limit = 64.0; // the default push buffer bound, MiB
+    eprintln!(
+        "  memory: push peak {:.1} MB, dropped {}, budget peaks {:?}",
+        d.supervisor.push_bytes_peak as f64 / 1048576.0,
+        d.supervisor.push_dropped_total,
+        d.budgets.iter().map(|b| (b.name, b.peak / 1048576)).collect::<Vec<_>>()
+    );
+    drop(rt);
+    drop(client);
+    let threads = watch.finish();
+    let rss = proc_status("VmHWM:").unwrap_or(0.0) / 1024.0;
+    let sample = Sample { requests, seconds: elapsed, latencies_us: Vec::new(), peak_rss_mb: rss, threads };
+    record(out, "memory", "20x8", "shared", "engine", &sample);
+    (rss, budgets + push_limit)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let seconds: f64 = args
+        .iter()
+        .position(|a| a == "--seconds")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if quick { 1.0 } else { 3.0 });
+    // `--only light/2x4` runs one scenario and pool (for profiling).
+    let only: Option<String> = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
+    let wanted = |scenario: &str, pool: &str| only.as_ref().is_none_or(|o| *o == format!("{scenario}/{pool}"));
+    let started = Instant::now();
+    let servers = Servers::start(20, &[]);
+    let market = tdx_sim::Market::new(SEED);
+    let codes: Vec<SecurityCode> = market.listings(Exchange::Sz).iter().take(64).map(|l| l.code).collect();
+    let mut out = Vec::new();
+    eprintln!("loopback bench: {} s per measurement, servers in pid {}", seconds, servers.child.id());
+
+    for scenario in [Scenario::Light, Scenario::Medium, Scenario::Heavy] {
+        for pool in [(1usize, 1usize), (2, 4), (20, 8)] {
+            let label = format!("{}x{}", pool.0, pool.1);
+            if !wanted(scenario.name(), &label) {
+                continue;
+            }
+            let size = pool.0 * pool.1;
+            let raw = run_raw(&servers.hosts, &[(scenario, size, pool.0)], workers_for(size), seconds, &codes);
+            record(&mut out, scenario.name(), &label, "-", "raw", &raw[0]);
+            for flavor in [Flavor::Shared, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c] {
+                let e = run_engine(&servers.hosts, pool, flavor, &[(scenario, size)], seconds, &codes);
+                record(&mut out, scenario.name(), &label, flavor.name(), "engine", &e[0]);
+            }
+        }
+    }
+
+    if only.is_some() {
+        print_table(&out);
+        return;
+    }
+    // One caller, one request at a time: every hop on the path shows.
+    let raw = run_raw(&servers.hosts, &[(Scenario::Light, 1, 1)], 1, seconds, &codes);
+    record(&mut out, "roundtrip", "1x1", "-", "raw", &raw[0]);
+    for flavor in [Flavor::Shared, Flavor::PerWorkerP2c] {
+        let e = run_engine(&servers.hosts, (1, 1), flavor, &[(Scenario::Light, 1)], seconds, &codes);
+        record(&mut out, "roundtrip", "1x1", flavor.name(), "engine", &e[0]);
+    }
+
+    // Mixed: 64 light callers and 2 heavy ones on a 66-connection pool
+    // (2 servers x 33); against 64 light callers alone on the same pool.
+    let mixed_pool = (2usize, 33usize);
+    let raw =
+        run_raw(&servers.hosts, &[(Scenario::Light, 64, 2), (Scenario::Heavy, 2, 2)], workers_for(66), seconds, &codes);
+    record(&mut out, "mixed", "2x33", "-", "raw", &raw[0]);
+    for flavor in [Flavor::Shared, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c] {
+        let alone = run_engine(&servers.hosts, mixed_pool, flavor, &[(Scenario::Light, 64)], seconds, &codes);
+        record(&mut out, "light-64", "2x33", flavor.name(), "engine", &alone[0]);
+        let mixed = run_engine(
+            &servers.hosts,
+            mixed_pool,
+            flavor,
+            &[(Scenario::Light, 64), (Scenario::Heavy, 2)],
+            seconds,
+            &codes,
+        );
+        record(&mut out, "mixed", "2x33", flavor.name(), "engine", &mixed[0]);
+    }
+    drop(servers);
+
+    let (rss, bound) = memory(seconds, &codes, &mut out);
+
+    std::fs::create_dir_all("target/bench").expect("target/bench");
+    let json = serde_json::to_string_pretty(&out).expect("json");
+    std::fs::write("target/bench/loopback.json", json).expect("write target/bench/loopback.json");
+    print_table(&out);
+    println!();
+    println!("memory: peak RSS {rss:.0} MB under a push flood and heavy replies; engine budgets + push buffer + 64 MiB = {:.0} MB", bound + 64.0);
+    println!("wrote target/bench/loopback.json in {:.0} s", started.elapsed().as_secs_f64());
+    let _ = std::io::stdout().flush();
+}
+
+fn print_table(rows: &[Value]) {
+    let find = |scenario: &str, pool: &str, client: &str, flavor: &str| {
+        rows.iter()
+            .find(|r| r["scenario"] == scenario && r["pool"] == pool && r["client"] == client && r["flavor"] == flavor)
+    };
+    println!("| scenario | pool | flavor | engine req/s | raw req/s | engine/raw | p50 us | p99 us | p99.9 us | raw p99 us | RSS MB | threads |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows.iter().filter(|r| r["client"] == "engine" && r["scenario"] != "memory") {
+        let (scenario, pool) = (r["scenario"].as_str().unwrap(), r["pool"].as_str().unwrap());
+        let raw_scenario = if scenario == "light-64" { "mixed" } else { scenario };
+        let raw = find(raw_scenario, pool, "raw", "-");
+        let raw_rps = raw.and_then(|x| x["rps"].as_f64()).unwrap_or(0.0);
+        let ratio = if raw_rps > 0.0 { r["rps"].as_f64().unwrap_or(0.0) / raw_rps } else { 0.0 };
+        println!(
+            "| {scenario} | {pool} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} |",
+            r["flavor"].as_str().unwrap(),
+            r["rps"].as_f64().unwrap_or(0.0),
+            raw_rps,
+            ratio,
+            r["p50_us"],
+            r["p99_us"],
+            r["p999_us"],
+            raw.map_or(Value::Null, |x| x["p99_us"].clone()),
+            r["peak_rss_mb"],
+            r["threads"]
+        );
+    }
+}
