@@ -93,7 +93,7 @@ pub struct Plan {
 impl Plan {
     /// The world of `seed`.
     pub fn from_seed(seed: u64) -> Self {
-        let mut rng = Rng::new(seed ^ 0x5eed_0f_7709);
+        let mut rng = Rng::new(seed ^ 0x005e_ed0f_7709);
         let servers = 1 + rng.below(20) as usize;
         let server_count = 1 + rng.below(servers.min(4) as u64) as usize;
         let connections_per_server = 1 + rng.below(4) as usize;
