@@ -508,6 +508,18 @@ fn main() {
     // `--only light/2x4` runs one scenario and pool (for profiling).
     let only: Option<String> = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
     let wanted = |scenario: &str, pool: &str| only.as_ref().is_none_or(|o| *o == format!("{scenario}/{pool}"));
+    // `--peers HOSTS`: only the engine's side of benches/peers/run.sh.
+    if let Some(hosts) = args.iter().position(|a| a == "--peers").and_then(|i| args.get(i + 1)) {
+        let hosts: Vec<String> = hosts.split(',').map(str::to_owned).collect();
+        let market = tdx_sim::Market::new(SEED);
+        let codes: Vec<SecurityCode> = market.listings(Exchange::Sz).iter().take(8).map(|l| l.code).collect();
+        for scenario in [Scenario::Light, Scenario::Medium] {
+            let s = &run_engine(&hosts, (2, 4), Flavor::Shared, &[(scenario, 8)], seconds, &codes)[0];
+            let rps = s.requests as f64 / s.seconds;
+            println!("{}", json!({"client": "engine", "workload": scenario.name(), "threads": 8, "rps": (rps * 10.0).round() / 10.0}));
+        }
+        return;
+    }
     let started = Instant::now();
     let servers = Servers::start(20, &[]);
     let market = tdx_sim::Market::new(SEED);
