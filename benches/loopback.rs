@@ -516,7 +516,10 @@ fn main() {
         for scenario in [Scenario::Light, Scenario::Medium] {
             let s = &run_engine(&hosts, (2, 4), Flavor::Shared, &[(scenario, 8)], seconds, &codes)[0];
             let rps = s.requests as f64 / s.seconds;
-            println!("{}", json!({"client": "engine", "workload": scenario.name(), "threads": 8, "rps": (rps * 10.0).round() / 10.0}));
+            println!(
+                "{}",
+                json!({"client": "engine", "workload": scenario.name(), "threads": 8, "rps": (rps * 10.0).round() / 10.0})
+            );
         }
         return;
     }

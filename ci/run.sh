@@ -90,8 +90,8 @@ fi
 
 step "simulation sweep (${SIM_SEEDS} seeds, release)"
 if [ "$SIM_SEEDS" -gt 0 ]; then
-    # Seeds 1000.. here; `cargo test` runs 0..24 in debug, with the Supervisor's
-    # invariants checked after every input.
+    # Seeds 1000.. here; `cargo test` runs 0..24 in debug. Both check the
+    # Supervisor's invariants after every input.
     cargo run --release --locked -p tdx-sim -- run --seeds "$SIM_SEEDS" --start 1000 | tail -n 20
 fi
 

@@ -166,6 +166,18 @@ impl DiagnosticsCell {
     }
 }
 
+/// Set by simulations: check the Supervisor's invariants after every input
+/// in release builds too.
+static CHECK_INVARIANTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every engine in this process check the Supervisor's invariants
+/// after each input (debug builds always do). For simulations and tests;
+/// it costs a pass over the pool per input.
+#[doc(hidden)]
+pub fn check_invariants_always(on: bool) {
+    CHECK_INVARIANTS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Diagnostics are rebuilt at most this often.
 pub const DIAGNOSTICS_REFRESH: Duration = Duration::from_millis(25);
 /// Slot events taken per turn before the other lanes get a look.
@@ -430,10 +442,11 @@ impl<C: Connector> Driver<C> {
 
     /// Drains the Supervisor's actions and carries each out.
     fn carry_out(&mut self) {
-        // Debug builds (every test and simulation) check the Supervisor's
-        // invariants after each input.
-        #[cfg(debug_assertions)]
-        self.sup.check_invariants();
+        // Debug builds (every test), and simulations in any build, check
+        // the Supervisor's invariants after each input.
+        if cfg!(debug_assertions) || CHECK_INVARIANTS.load(std::sync::atomic::Ordering::Relaxed) {
+            self.sup.check_invariants();
+        }
         while let Some(action) = self.sup.poll_action() {
             match action {
                 Action::Probe { epoch, timeout, concurrency } => self.probe(epoch, timeout, concurrency),

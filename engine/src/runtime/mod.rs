@@ -30,7 +30,7 @@ use connector::Connector;
 use driver::{Admission, Control, DiagnosticsCell, Driver};
 use slot::{EngineShared, SLOT_QUEUE_BYTES_MAX};
 
-pub use driver::{BudgetDiagnostics, EngineDiagnostics, PushFrame, DIAGNOSTICS_REFRESH};
+pub use driver::{check_invariants_always, BudgetDiagnostics, EngineDiagnostics, PushFrame, DIAGNOSTICS_REFRESH};
 use workers::Workers;
 pub use workers::{Placement, WorkerDiagnostics};
 

@@ -8,8 +8,8 @@
 //! engine serves new requests, and close finishes.
 //!
 //! Checked all along (a failure names the seed):
-//! - the Supervisor's invariants after every input (debug builds check them
-//!   in the driver);
+//! - the Supervisor's invariants after every input (the driver checks them
+//!   in any build while a simulation runs);
 //! - every successful reply equals the exchange's truth for *that* request
 //!   (requests differ per caller and op, so a reply delivered to the wrong
 //!   caller, or a late reply for an earlier request, does not match);
@@ -112,6 +112,7 @@ fn host(i: usize) -> String {
 
 /// Runs the world of `seed`; `keep_trace` returns the trace lines too.
 pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
+    tdx_engine::runtime::check_invariants_always(true);
     let plan = Plan::from_seed(seed);
     let shared = Arc::new(Shared::default());
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| simulate(&plan, &shared)));
