@@ -185,6 +185,43 @@ impl ThreadWatch {
     }
 }
 
+/// One group of callers: their latencies and their request count.
+type Group = (Arc<Mutex<Vec<u32>>>, Arc<AtomicU64>);
+
+/// Lets the callers warm up, opens the measuring window for `seconds`,
+/// stops them, and collects what each group saw.
+async fn measure_window(groups: Vec<Group>, seconds: f64, measuring: &AtomicBool, stop: &AtomicBool) -> Vec<Sample> {
+    tokio::time::sleep(Duration::from_secs_f64((seconds / 4.0).min(0.5))).await;
+    measuring.store(true, Ordering::Relaxed);
+    let t0 = Instant::now();
+    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+    measuring.store(false, Ordering::Relaxed);
+    let elapsed = t0.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    groups
+        .into_iter()
+        .map(|(lat, count)| {
+            let mut latencies_us = std::mem::take(&mut *lat.lock().unwrap());
+            latencies_us.sort_unstable();
+            Sample {
+                requests: count.load(Ordering::Relaxed),
+                seconds: elapsed,
+                latencies_us,
+                peak_rss_mb: 0.0,
+                threads: 0,
+            }
+        })
+        .collect()
+}
+
+/// Stamps the measurement's peak RSS and thread count on its samples.
+fn with_process_stats(samples: Vec<Sample>, watch: ThreadWatch) -> Vec<Sample> {
+    let threads = watch.finish();
+    let rss = proc_status("VmHWM:").unwrap_or(0.0) / 1024.0;
+    samples.into_iter().map(|s| Sample { peak_rss_mb: rss, threads, ..s }).collect()
+}
+
 /// Closed-loop engine callers: each sends its next request when the last
 /// one is answered; timed for `seconds` after a warm-up.
 fn run_engine(
@@ -247,34 +284,11 @@ fn run_engine(
             }
             groups.push((lat, count));
         }
-        tokio::time::sleep(Duration::from_secs_f64((seconds / 4.0).min(0.5))).await;
-        measuring.store(true, Ordering::Relaxed);
-        let t0 = Instant::now();
-        tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
-        measuring.store(false, Ordering::Relaxed);
-        let elapsed = t0.elapsed().as_secs_f64();
-        stop.store(true, Ordering::Relaxed);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        groups
-            .into_iter()
-            .map(|(lat, count)| {
-                let mut latencies_us = std::mem::take(&mut *lat.lock().unwrap());
-                latencies_us.sort_unstable();
-                Sample {
-                    requests: count.load(Ordering::Relaxed),
-                    seconds: elapsed,
-                    latencies_us,
-                    peak_rss_mb: 0.0,
-                    threads: 0,
-                }
-            })
-            .collect::<Vec<_>>()
+        measure_window(groups, seconds, &measuring, &stop).await
     });
     drop(rt);
     drop(client);
-    let threads = watch.finish();
-    let rss = proc_status("VmHWM:").unwrap_or(0.0) / 1024.0;
-    samples.into_iter().map(|s| Sample { peak_rss_mb: rss, threads, ..s }).collect()
+    with_process_stats(samples, watch)
 }
 
 /// The raw baseline: one task per connection, write then read, the same
@@ -344,33 +358,10 @@ fn run_raw(
         for r in ready {
             r.await.expect("raw connection up");
         }
-        tokio::time::sleep(Duration::from_secs_f64((seconds / 4.0).min(0.5))).await;
-        measuring.store(true, Ordering::Relaxed);
-        let t0 = Instant::now();
-        tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
-        measuring.store(false, Ordering::Relaxed);
-        let elapsed = t0.elapsed().as_secs_f64();
-        stop.store(true, Ordering::Relaxed);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        groups
-            .into_iter()
-            .map(|(lat, count)| {
-                let mut latencies_us = std::mem::take(&mut *lat.lock().unwrap());
-                latencies_us.sort_unstable();
-                Sample {
-                    requests: count.load(Ordering::Relaxed),
-                    seconds: elapsed,
-                    latencies_us,
-                    peak_rss_mb: 0.0,
-                    threads: 0,
-                }
-            })
-            .collect::<Vec<_>>()
+        measure_window(groups, seconds, &measuring, &stop).await
     });
     drop(rt);
-    let threads = watch.finish();
-    let rss = proc_status("VmHWM:").unwrap_or(0.0) / 1024.0;
-    samples.into_iter().map(|s| Sample { peak_rss_mb: rss, threads, ..s }).collect()
+    with_process_stats(samples, watch)
 }
 
 /// One request and its whole reply, parsed like the engine parses it.

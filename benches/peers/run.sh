@@ -8,16 +8,11 @@
 #   SECONDS_PER=N   seconds per measurement (default 3)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=tests/interop/venv.sh
+source tests/interop/venv.sh
 
-VENV="target/interop-venv"
 SECONDS_PER="${SECONDS_PER:-3}"
 
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
-fi
-if ! "$VENV/bin/python" -c 'import importlib.metadata as m; assert m.version("pytdx") == "1.72" and m.version("eltdx") == "3.3.0"' 2>/dev/null; then
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check pytdx==1.72 eltdx==3.3.0
-fi
 cargo build --quiet --release -p tdx-sim
 cargo bench --quiet --bench loopback --no-run 2>/dev/null
 

@@ -5,17 +5,11 @@
 # data directory (and HOME) point into a temp dir.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=tests/interop/venv.sh
+source tests/interop/venv.sh
 
-VENV="target/interop-venv"
 SEED="${INTEROP_SEED:-7}"
 SERVERS=3
-
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
-fi
-if ! "$VENV/bin/python" -c 'import importlib.metadata as m; assert m.version("pytdx") == "1.72" and m.version("eltdx") == "3.3.0"' 2>/dev/null; then
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check pytdx==1.72 eltdx==3.3.0
-fi
 
 cargo build --quiet -p tdx-sim
 SIM="$(pwd)/target/debug/tdx-sim"
