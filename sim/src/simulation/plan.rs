@@ -214,7 +214,7 @@ mod tests {
         let b = Plan::from_seed(7);
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
         let shapes: std::collections::BTreeSet<_> =
-            (0..50).map(|s| Plan::from_seed(s)).map(|p| (p.servers, p.server_count, p.callers)).collect();
+            (0..50).map(Plan::from_seed).map(|p| (p.servers, p.server_count, p.callers)).collect();
         assert!(shapes.len() > 20, "seeds give different worlds");
         for s in 0..200 {
             let p = Plan::from_seed(s);
