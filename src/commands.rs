@@ -250,7 +250,13 @@ pub async fn rank(global: &Global) -> Result<(), CliError> {
 pub async fn diag(ctx: &Context) -> Result<(), CliError> {
     // One request brings the pool up, so the snapshot shows it working.
     ctx.client.count(Market::Sz).await?;
-    tokio::time::sleep(tdx_engine::runtime::DIAGNOSTICS_REFRESH * 2).await;
+    // The snapshot is refreshed every 25 ms: wait (briefly) until it shows that reply.
+    for _ in 0..40 {
+        if ctx.client.diagnostics().supervisor.counters.replies > 0 {
+            break;
+        }
+        tokio::time::sleep(tdx_engine::runtime::DIAGNOSTICS_REFRESH).await;
+    }
     let d = ctx.client.diagnostics();
     if ctx.format == crate::output::Format::Json {
         let mut out = std::io::stdout().lock();

@@ -137,7 +137,12 @@ async fn a_dead_protocol_is_rejected_by_its_canary() {
         assert_eq!(client.call(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
     }
     // Diagnostics are a snapshot refreshed every 25 ms.
-    tokio::time::sleep(Duration::from_millis(60)).await;
+    for _ in 0..100 {
+        if client.diagnostics().supervisor.servers.iter().all(Option::is_some) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let d = client.diagnostics();
     assert_eq!(d.supervisor.servers, vec![Some(2), Some(1)]);
     assert_eq!(d.supervisor.counters.servers_rejected, 1);
@@ -173,6 +178,14 @@ async fn the_next_start_uses_the_saved_ranking_and_refreshes_it() {
     // First start: nothing saved, so it probes first.
     let first = start();
     assert_eq!(first.call(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
+    // Diagnostics are a snapshot refreshed every 25 ms: wait for the probe's.
+    for _ in 0..100 {
+        if first.diagnostics().ranking.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(60)).await;
     let d = first.diagnostics();
     assert_eq!(d.supervisor.endpoints, candidates, "given order; the probe ranks it");
     assert_eq!(*d.supervisor.endpoint_order.last().unwrap(), 0, "the closed port ranks last");

@@ -639,7 +639,12 @@ async fn refresh_ranking_probes_saves_and_reports() {
     assert_eq!(ranking.servers[2].consecutive_failures, 1);
     assert!(ranking.servers[..2].iter().all(|r| r.last_latency_us.is_some()));
     assert_eq!(tdx_engine::ranking::RankingStore::at(&file).load(), ranking, "saved");
-    tokio::time::sleep(Duration::from_millis(60)).await;
+    for _ in 0..100 {
+        if client.diagnostics().ranking.as_ref() == Some(&ranking.servers) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(client.diagnostics().ranking.as_ref(), Some(&ranking.servers));
     client.close().await;
     let _ = std::fs::remove_dir_all(dir);
