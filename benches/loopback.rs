@@ -103,6 +103,8 @@ enum Flavor {
     Shared,
     PerWorkerRandom,
     PerWorkerP2c,
+    /// The engine on the callers' own multi-thread runtime.
+    External,
 }
 
 impl Flavor {
@@ -111,6 +113,7 @@ impl Flavor {
             Flavor::Shared => "shared",
             Flavor::PerWorkerRandom => "per-worker-random",
             Flavor::PerWorkerP2c => "per-worker-p2c",
+            Flavor::External => "external",
         }
     }
 
@@ -119,6 +122,7 @@ impl Flavor {
             Flavor::Shared => RuntimeFlavor::Shared,
             Flavor::PerWorkerRandom => RuntimeFlavor::PerWorker(Placement::Random),
             Flavor::PerWorkerP2c => RuntimeFlavor::PerWorker(Placement::PowerOfTwoChoices),
+            Flavor::External => unreachable!("needs the callers' runtime"),
         }
     }
 }
@@ -234,17 +238,26 @@ fn run_engine(
 ) -> Vec<Sample> {
     reset_peak_rss();
     let watch = ThreadWatch::start();
+    // External: the callers' runtime has the pool's worker count and the
+    // engine runs on it, so a call never leaves those threads.
+    let rt = if flavor == Flavor::External {
+        let workers = workers_for(pool.0 * pool.1);
+        tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap()
+    } else {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    };
+    let runtime_flavor =
+        if flavor == Flavor::External { RuntimeFlavor::External(rt.handle().clone()) } else { flavor.runtime() };
     let client = Client::builder()
         .hosts(hosts[..pool.0].to_vec())
         .server_count(pool.0)
         .connections_per_server(pool.1)
-        .runtime_flavor(flavor.runtime())
+        .runtime_flavor(runtime_flavor)
         .driver_placement(driver_placement())
         .heartbeat_interval(None)
         .max_pending_requests(1024)
         .build()
         .expect("engine starts");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let samples = rt.block_on(async {
         // Warm up: every connection up.
         let warm: Vec<_> = (0..pool.0 * pool.1)
@@ -286,8 +299,8 @@ fn run_engine(
         }
         measure_window(groups, seconds, &measuring, &stop).await
     });
-    drop(rt);
     drop(client);
+    drop(rt);
     with_process_stats(samples, watch)
 }
 
@@ -530,7 +543,7 @@ fn main() {
             let size = pool.0 * pool.1;
             let raw = run_raw(&servers.hosts, &[(scenario, size, pool.0)], workers_for(size), seconds, &codes);
             record(&mut out, scenario.name(), &label, "-", "raw", &raw[0]);
-            for flavor in [Flavor::Shared, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c] {
+            for flavor in [Flavor::Shared, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c, Flavor::External] {
                 let e = run_engine(&servers.hosts, pool, flavor, &[(scenario, size)], seconds, &codes);
                 record(&mut out, scenario.name(), &label, flavor.name(), "engine", &e[0]);
             }

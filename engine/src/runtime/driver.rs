@@ -338,7 +338,15 @@ impl<C: Connector> Driver<C> {
                             }
                         }
                     }
-                    Some(admission) = self.admit_rx.recv() => self.admit(admission),
+                    Some(admission) = self.admit_rx.recv() => {
+                        self.admit(admission);
+                        for _ in 1..EVENTS_PER_TURN {
+                            match self.admit_rx.try_recv() {
+                                Ok(admission) => self.admit(admission),
+                                Err(_) => break,
+                            }
+                        }
+                    }
                     Some(probe) = self.probe_rx.recv() => {
                         self.ranking = Some(probe.ranking);
                         let input = Input::ProbeDone { epoch: probe.epoch, latencies: probe.latencies };
