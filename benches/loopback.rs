@@ -568,6 +568,8 @@ fn main() {
     let raw =
         run_raw(&servers.hosts, &[(Scenario::Light, 64, 2), (Scenario::Heavy, 2, 2)], workers_for(66), seconds, &codes);
     record(&mut out, "mixed", "2x33", "-", "raw", &raw[0]);
+    let raw = run_raw(&servers.hosts, &[(Scenario::Light, 64, 2)], workers_for(66), seconds, &codes);
+    record(&mut out, "light-64", "2x33", "-", "raw", &raw[0]);
     for flavor in [Flavor::Shared, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c] {
         let alone = run_engine(&servers.hosts, mixed_pool, flavor, &[(Scenario::Light, 64)], seconds, &codes);
         record(&mut out, "light-64", "2x33", flavor.name(), "engine", &alone[0]);
@@ -604,8 +606,7 @@ fn print_table(rows: &[Value]) {
     println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows.iter().filter(|r| r["client"] == "engine" && r["scenario"] != "memory") {
         let (scenario, pool) = (r["scenario"].as_str().unwrap(), r["pool"].as_str().unwrap());
-        let raw_scenario = if scenario == "light-64" { "mixed" } else { scenario };
-        let raw = find(raw_scenario, pool, "raw", "-");
+        let raw = find(scenario, pool, "raw", "-");
         let raw_rps = raw.and_then(|x| x["rps"].as_f64()).unwrap_or(0.0);
         let ratio = if raw_rps > 0.0 { r["rps"].as_f64().unwrap_or(0.0) / raw_rps } else { 0.0 };
         println!(
