@@ -167,7 +167,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(serve) => run_serve(serve),
         Command::Truth { seed, query } => run_truth(seed, query),
-        Command::Run { seeds, start } => run_seeds(start, seeds),
+        Command::Run { seeds, start } => match run_seeds(start, seeds) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::FAILURE,
+            Err(e) => Err(e),
+        },
         Command::Replay { seed, trace } => replay(seed, trace),
     };
     match result {
@@ -179,7 +183,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_seeds(start: u64, n: u64) -> Result<(), String> {
+fn run_seeds(start: u64, n: u64) -> Result<bool, String> {
     // Engine panics are reported as failures with their seed; keep the
     // default hook's noise out of the summary.
     std::panic::set_hook(Box::new(|_| {}));
@@ -195,11 +199,9 @@ fn run_seeds(start: u64, n: u64) -> Result<(), String> {
             }
         }
     }
+    // The summary is the last line; the exit status carries the verdict.
     println!("{passed} passed, {failed} failed");
-    if failed > 0 {
-        return Err(format!("{failed} of {n} seeds failed"));
-    }
-    Ok(())
+    Ok(failed == 0)
 }
 
 fn replay(seed: u64, trace: bool) -> Result<(), String> {
@@ -217,7 +219,10 @@ fn replay(seed: u64, trace: bool) -> Result<(), String> {
             println!("trace-hash: {:016x}", outcome.trace_hash);
             Ok(())
         }
-        Err(failure) => Err(failure.to_string()),
+        Err(failure) => {
+            println!("trace-hash: {:016x}", failure.trace_hash);
+            Err(failure.to_string())
+        }
     }
 }
 

@@ -77,6 +77,8 @@ pub struct Failure {
     pub seed: u64,
     /// What broke.
     pub message: String,
+    /// Hash of the trace up to the failure: the same on every replay.
+    pub trace_hash: u64,
     /// The trace up to the failure, when asked for.
     pub trace: Vec<String>,
 }
@@ -132,7 +134,8 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
         )),
     };
     if let Some(message) = message {
-        return Err(Failure { seed, message, trace: if keep_trace { trace } else { Vec::new() } });
+        let trace_hash = fnv(&trace);
+        return Err(Failure { seed, message, trace_hash, trace: if keep_trace { trace } else { Vec::new() } });
     }
     let (calls, replies) = *shared.calls.lock().unwrap_or_else(|e| e.into_inner());
     Ok(Outcome { trace_hash: fnv(&trace), calls, replies, trace: if keep_trace { trace } else { Vec::new() } })
