@@ -60,6 +60,9 @@ else
     echo "no supervisor yet"
 fi
 
+step "docs (rustdoc, warnings are errors)"
+RUSTDOCFLAGS="-Dwarnings" cargo doc --workspace --no-deps --locked --quiet
+
 step "loom (engine budgets, all interleavings)"
 # A separate target dir: --cfg loom rebuilds every crate.
 RUSTFLAGS="--cfg loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
