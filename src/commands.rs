@@ -4,7 +4,7 @@ use std::io::Write;
 
 use tdx_engine::proto::commands::{MinuteLine, Period, Quote, Refresh, RefreshRecord, RefreshTarget, TradeSide};
 use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay};
-use tdx_engine::ranking::{probe, Ranking, RankingStore};
+use tdx_engine::ranking::{probe_and_save, RankingStore, Round};
 use tdx_engine::runtime::connector::TcpConnector;
 
 use crate::output::{Cell, Table};
@@ -196,11 +196,7 @@ pub async fn watch(ctx: &Context, codes: &[SecurityCode]) -> Result<(), CliError
 }
 
 pub async fn rank(global: &Global) -> Result<(), CliError> {
-    let exchange = if global.local {
-        Some(crate::local::Exchange::start(global.server_count.unwrap_or(2).max(1), global.seed, 1)?)
-    } else {
-        None
-    };
+    let exchange = global.local_exchange()?;
     let (candidates, store) = match (&exchange, global.hosts.is_empty()) {
         // A local exchange's ports are gone when it stops: keep its ranking
         // out of the user's file.
@@ -212,19 +208,11 @@ pub async fn rank(global: &Global) -> Result<(), CliError> {
         ),
     };
     let endpoints: Vec<_> = candidates.iter().filter_map(|h| tdx_engine::ranking::parse_endpoint(h)).collect();
-    let results = probe(
-        std::sync::Arc::new(TcpConnector::default()),
-        &endpoints,
-        16,
-        global.timeout().min(std::time::Duration::from_secs(2)),
-    )
-    .await;
-    let mut ranking = store.as_ref().map_or_else(Ranking::new, RankingStore::load);
-    ranking.apply_probe(&results, tdx_engine::ranking::unix_ms_now());
+    let connector = std::sync::Arc::new(TcpConnector::default());
+    let timeout = global.timeout().min(std::time::Duration::from_secs(2));
+    let Round { results, ranking, saved } = probe_and_save(connector, &endpoints, 16, timeout, store.as_ref()).await;
     if let Some(store) = &store {
-        store
-            .save(&ranking)
-            .map_err(|e| CliError::new(format!("cannot save the ranking to {}: {e}", store.path().display())))?;
+        saved.map_err(|e| CliError::new(format!("cannot save the ranking to {}: {e}", store.path().display())))?;
         eprintln!("saved to {}", store.path().display());
     }
     let mut table = Table::new(&["rank", "server", "latency_ms", "failures", "reachable"]);

@@ -255,14 +255,18 @@ impl Global {
         })
     }
 
+    /// With `--local`, the embedded exchange: one server per pool server.
+    fn local_exchange(&self) -> Result<Option<local::Exchange>, CliError> {
+        if !self.local {
+            return Ok(None);
+        }
+        let servers = self.server_count.unwrap_or(2).max(1);
+        local::Exchange::start(servers, self.seed, 1).map(Some)
+    }
+
     /// Starts the exchange (with `--local`) and the engine.
     fn connect(&self) -> Result<Context, CliError> {
-        let exchange = if self.local {
-            let servers = self.server_count.unwrap_or(2).max(1);
-            Some(local::Exchange::start(servers, self.seed, 1)?)
-        } else {
-            None
-        };
+        let exchange = self.local_exchange()?;
         let hosts = exchange.as_ref().map_or_else(|| self.hosts.clone(), |e| e.hosts.clone());
         let client = self.builder(&hosts).build()?;
         Ok(Context { client, format: Format::resolve(self.output), exchange })

@@ -596,18 +596,15 @@ impl Client {
     pub async fn refresh_ranking(&self) -> Ranking {
         let candidates = &self.inner.endpoints;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let concurrency = candidates.len().min((2 * cpus).clamp(4, 32)).max(1);
-        let mut ranking = self.inner.store.as_ref().map_or_else(Ranking::new, RankingStore::load);
-        let results =
-            crate::ranking::probe(Arc::new(TcpConnector::default()), candidates, concurrency, self.inner.timeout).await;
-        ranking.apply_probe(&results, crate::ranking::unix_ms_now());
-        if let Some(store) = &self.inner.store {
-            if let Err(e) = store.save(&ranking) {
-                tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
-            }
+        let concurrency = crate::supervisor::default_connect_concurrency(candidates.len(), cpus);
+        let connector = Arc::new(TcpConnector::default());
+        let store = self.inner.store.as_ref();
+        let round = crate::ranking::probe_and_save(connector, candidates, concurrency, self.inner.timeout, store).await;
+        if let (Err(e), Some(store)) = (&round.saved, store) {
+            tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
         }
-        let _ = self.inner.engine().control.send(Control::Ranking(ranking.servers.clone()));
-        ranking
+        let _ = self.inner.engine().control.send(Control::Ranking(round.ranking.servers.clone()));
+        round.ranking
     }
 
     /// The latest diagnostics snapshot (refreshed at most every 25 ms).

@@ -18,7 +18,7 @@
 mod probe;
 mod store;
 
-pub use probe::{probe, ProbeResult};
+pub use probe::{probe, probe_and_save, ProbeResult, Round};
 pub use store::{RankingStore, SaveStep, DATA_DIR_ENV};
 
 use serde::{Deserialize, Serialize};

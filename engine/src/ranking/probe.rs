@@ -58,3 +58,31 @@ pub async fn probe<C: Connector>(
         .map(|(r, c)| r.unwrap_or(ProbeResult { endpoint: c.clone(), latency: None }))
         .collect()
 }
+
+/// One probe round, folded into the saved ranking.
+#[derive(Debug)]
+pub struct Round {
+    /// Each candidate's result, in the candidates' order.
+    pub results: Vec<ProbeResult>,
+    /// The ranking after the round.
+    pub ranking: super::Ranking,
+    /// Whether saving it worked (`Ok` when there is no store); the caller
+    /// decides if a failed save is an error or a warning.
+    pub saved: std::io::Result<()>,
+}
+
+/// Probes `candidates`, applies the round to what `store` holds (read after
+/// the probe, so the freshest file wins) and saves the result atomically.
+pub async fn probe_and_save<C: Connector>(
+    connector: Arc<C>,
+    candidates: &[Endpoint],
+    concurrency: usize,
+    timeout: Duration,
+    store: Option<&super::RankingStore>,
+) -> Round {
+    let results = probe(connector, candidates, concurrency, timeout).await;
+    let mut ranking = store.map_or_else(super::Ranking::new, super::RankingStore::load);
+    ranking.apply_probe(&results, super::unix_ms_now());
+    let saved = store.map_or(Ok(()), |s| s.save(&ranking));
+    Round { results, ranking, saved }
+}

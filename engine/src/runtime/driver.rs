@@ -24,7 +24,7 @@ use super::slot::{EngineShared, SlotCommand, SlotEvent, SlotQueue, SlotTask};
 use super::workers::{WorkerDiagnostics, Workers};
 use crate::budget::Budget;
 use crate::proto::{Reply, Request, ResponseHeader};
-use crate::ranking::{Ranking, RankingStore};
+use crate::ranking::RankingStore;
 use crate::supervisor::{
     Action, CloseState, Diagnostics, Endpoint, Epoch, Input, PinId, RequestError, RequestId, SlotId, Supervisor,
 };
@@ -434,16 +434,13 @@ impl<C: Connector> Driver<C> {
             (self.connector.clone(), self.endpoints.clone(), self.ranking_store.clone());
         let done = self.probe_tx.clone();
         let task = async move {
-            let results = crate::ranking::probe(connector, &endpoints, concurrency, timeout).await;
-            let mut ranking = store.as_ref().map_or_else(Ranking::new, RankingStore::load);
-            ranking.apply_probe(&results, crate::ranking::unix_ms_now());
-            if let Some(store) = &store {
-                if let Err(e) = store.save(&ranking) {
-                    tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
-                }
+            let round =
+                crate::ranking::probe_and_save(connector, &endpoints, concurrency, timeout, store.as_ref()).await;
+            if let (Err(e), Some(store)) = (&round.saved, &store) {
+                tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
             }
-            let latencies = results.iter().map(|r| r.latency).collect();
-            let _ = done.send(ProbeOutcome { epoch, latencies, ranking: ranking.servers });
+            let latencies = round.results.iter().map(|r| r.latency).collect();
+            let _ = done.send(ProbeOutcome { epoch, latencies, ranking: round.ranking.servers });
         };
         tokio::spawn(task.instrument(tracing::debug_span!("probe", endpoints = self.endpoints.len())));
     }

@@ -142,6 +142,12 @@ impl Default for SupervisorConfig {
     }
 }
 
+/// The default bound on connects in flight for `n` connections on a
+/// machine with `cpus` CPUs: `min(n, max(4, min(2 x cpus, 32)))`, at least 1.
+pub fn default_connect_concurrency(n: usize, cpus: usize) -> usize {
+    n.min(4.max((2 * cpus).min(32))).max(1)
+}
+
 /// A configuration the Supervisor refuses, naming the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid configuration: {field}: {reason}")]
@@ -172,8 +178,7 @@ impl SupervisorConfig {
 
     /// Connects in flight at once over the pool.
     pub fn connect_concurrency(&self) -> usize {
-        let derived = || self.pool_size().min(4.max((2 * self.available_cpus).min(32)));
-        self.connect_concurrency.unwrap_or_else(derived)
+        self.connect_concurrency.unwrap_or_else(|| default_connect_concurrency(self.pool_size(), self.available_cpus))
     }
 
     /// Slots that may use one endpoint.

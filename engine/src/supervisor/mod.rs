@@ -66,7 +66,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use config::{ConfigError, Endpoint, StartProbe, SupervisorConfig, SLOTS_MAX};
+pub use config::{default_connect_concurrency, ConfigError, Endpoint, StartProbe, SupervisorConfig, SLOTS_MAX};
 pub use diagnostics::{Counters, Diagnostics, SlotDiagnostics};
 pub use ids::{Epoch, Generation, PinId, RequestId, SlotId};
 pub use io::{Action, CloseState, FrameBody, Input, RequestError, SlotError};
