@@ -59,12 +59,14 @@ impl Establishment {
     }
 
     /// Orders the endpoints by probe latency: reachable ones fastest first,
-    /// then the unreachable ones in their previous order.
+    /// then the unreachable ones in their previous order. Called before any
+    /// slot connects, so no canary has accepted a server yet: groups without
+    /// canaries take the `g`-th ranked endpoint, the others choose afresh.
     pub(crate) fn rank(&mut self, latencies: &[Option<Duration>]) {
         let latency = |e: usize| latencies.get(e).copied().flatten().unwrap_or(Duration::MAX);
         self.order.sort_by_key(|&e| latency(e));
-        for g in self.groups.iter_mut().filter(|g| !g.accepted) {
-            g.endpoint = None;
+        for (g, group) in self.groups.iter_mut().enumerate() {
+            group.endpoint = group.accepted.then(|| self.order[g]);
         }
     }
 
@@ -141,8 +143,12 @@ mod tests {
 
     #[test]
     fn without_canary_groups_start_accepted_on_their_endpoint() {
-        let e = Establishment::new(3, 2, false);
+        let mut e = Establishment::new(3, 2, false);
         assert!(e.groups.iter().all(|g| g.accepted));
         assert_eq!(e.groups[1].endpoint, Some(1));
+        // A probe reorders them: the groups take the fastest endpoints.
+        let ms = |n| Some(Duration::from_millis(n));
+        e.rank(&[None, ms(20), ms(5)]);
+        assert_eq!(e.groups.iter().map(|g| g.endpoint).collect::<Vec<_>>(), [Some(2), Some(1)]);
     }
 }

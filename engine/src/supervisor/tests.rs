@@ -776,3 +776,13 @@ fn fallback_skips_a_full_server() {
     assert_eq!(hand.connects[0].unwrap().1, 2);
     assert_eq!(hand.sup.counters().fallbacks, 1);
 }
+
+#[test]
+fn without_canaries_the_start_probe_still_picks_the_servers() {
+    let config = SupervisorConfig { start_probe: StartProbe::Wait, canary: false, ..establishing(3, 2, 1) };
+    let (mut hand, _) = Hand::new(config);
+    let ms = |n| Some(Duration::from_millis(n));
+    let out = hand.input(Input::ProbeDone { epoch: Epoch(0), latencies: vec![None, ms(30), ms(5)] });
+    let picked: Vec<_> = connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(picked, vec![(0, 2), (1, 1)]);
+}
