@@ -27,7 +27,6 @@
 mod counting;
 mod plan;
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -101,6 +100,11 @@ struct Shared {
 impl Shared {
     fn trace(&self, line: String) {
         self.trace.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+    }
+
+    /// A trace line stamped with the simulated time (inside the simulation).
+    fn at(&self, what: impl std::fmt::Display) {
+        self.trace(format!("{:>8} {what}", turmoil::elapsed().as_millis()));
     }
 
     fn problem(&self, line: String) {
@@ -282,35 +286,38 @@ fn describe(result: &Result<tdx_engine::proto::Reply, Error>) -> String {
     }
 }
 
-/// Checks a call's result; `closing` allows `Closed`.
-fn check(
+/// Traces a phase-one call's outcome as `what`, then checks it: within its
+/// deadline, equal to the truth for its own request, `PoolBusy` at once,
+/// never `Closed` while the engine runs.
+fn settle(
     shared: &Shared,
     market: &Market,
-    tag: &str,
+    what: &str,
     request: &Request,
     result: &Result<tdx_engine::proto::Reply, Error>,
     took: Duration,
     deadline: Duration,
 ) {
+    shared.at(format_args!("{what} {}", describe(result)));
     {
         let mut calls = shared.calls.lock().unwrap_or_else(|e| e.into_inner());
         calls.0 += 1;
         calls.1 += u64::from(result.is_ok());
     }
     if took > deadline + DEADLINE_SLACK {
-        shared.problem(format!("{tag}: a call took {took:?}, past its deadline of {deadline:?}"));
+        shared.problem(format!("{what}: a call took {took:?}, past its deadline of {deadline:?}"));
     }
     match result {
         Ok(reply) => {
             if *reply != respond(market, 0, request) {
-                shared.problem(format!("{tag}: a reply differs from the truth for {}", request.name()));
+                shared.problem(format!("{what}: a reply differs from the truth for {}", request.name()));
             }
         }
         Err(Error::Request(RequestError::PoolBusy)) if !took.is_zero() => {
-            shared.problem(format!("{tag}: PoolBusy after {took:?}: admission waited"));
+            shared.problem(format!("{what}: PoolBusy after {took:?}: admission waited"));
         }
         Err(Error::Request(RequestError::Closed | RequestError::Fatal(_))) => {
-            shared.problem(format!("{tag}: engine closed while running"));
+            shared.problem(format!("{what}: engine closed while running"));
         }
         Err(_) => {}
     }
@@ -366,7 +373,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         }
         let (request, kind) = request(&mut rng, plan, market);
         let result = client.call(request.clone()).await;
-        shared.trace(format!("{:>8} healed {kind} {}", turmoil::elapsed().as_millis(), describe(&result)));
+        shared.at(format_args!("healed {kind} {}", describe(&result)));
         match &result {
             Ok(reply) if *reply == respond(market, 0, &request) => streak += 1,
             Ok(_) => return Err("a reply after the heal differs from the truth".into()),
@@ -393,7 +400,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
 
     // Close: linearizable, and nothing left behind.
     let state = client.close().await;
-    shared.trace(format!("{:>8} close {state:?}", turmoil::elapsed().as_millis()));
+    shared.at(format_args!("close {state:?}"));
     if state != CloseState::Closed {
         return Err(format!("close ended {state:?}"));
     }
@@ -445,9 +452,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
         if roll < mix.light + mix.heavy {
             let (request, kind) = request(&mut rng, plan, market);
             let result = client.call(request.clone()).await;
-            let took = started.elapsed();
-            shared.trace(format!("{:>8} {tag} {kind} {}", turmoil::elapsed().as_millis(), describe(&result)));
-            check(shared, market, &tag, &request, &result, took, plan.timeout);
+            settle(shared, market, &format!("{tag} {kind}"), &request, &result, started.elapsed(), plan.timeout);
         } else if roll < mix.light + mix.heavy + mix.paging {
             // Paging: up to three pages, one after another, each its own deadline.
             let code = market.listings(Exchange::Sh)[rng.below(100) as usize].code;
@@ -455,8 +460,8 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
                 let request: Request = Bars::new(code, Period::Day, page * 800, 800).into();
                 let started = tokio::time::Instant::now();
                 let result = client.call(request.clone()).await;
-                shared.trace(format!("{:>8} {tag} page {page} {}", turmoil::elapsed().as_millis(), describe(&result)));
-                check(shared, market, &tag, &request, &result, started.elapsed(), plan.timeout);
+                let what = format!("{tag} page {page}");
+                settle(shared, market, &what, &request, &result, started.elapsed(), plan.timeout);
                 if result.is_err() {
                     break;
                 }
@@ -465,20 +470,16 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
             // The pin's wait and each call on it have their own deadline.
             match client.pin().await {
                 Ok(pinned) => {
-                    shared.trace(format!("{:>8} {tag} pinned", turmoil::elapsed().as_millis()));
+                    shared.at(format_args!("{tag} pinned"));
                     for _ in 0..1 + rng.below(3) {
                         let (request, kind) = request(&mut rng, plan, market);
                         let started = tokio::time::Instant::now();
                         let result = pinned.call(request.clone()).await;
-                        shared.trace(format!(
-                            "{:>8} {tag} pin {kind} {}",
-                            turmoil::elapsed().as_millis(),
-                            describe(&result)
-                        ));
-                        check(shared, market, &tag, &request, &result, started.elapsed(), plan.timeout);
+                        let what = format!("{tag} pin {kind}");
+                        settle(shared, market, &what, &request, &result, started.elapsed(), plan.timeout);
                     }
                 }
-                Err(e) => shared.trace(format!("{:>8} {tag} pin {e}", turmoil::elapsed().as_millis())),
+                Err(e) => shared.at(format_args!("{tag} pin {e}")),
             }
         } else {
             // Cancel: give up after a short while by dropping the call.
@@ -486,10 +487,10 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
             let patience = Duration::from_millis(rng.below(plan.timeout.as_millis() as u64));
             match tokio::time::timeout(patience, client.call(request.clone())).await {
                 Ok(result) => {
-                    shared.trace(format!("{:>8} {tag} {kind} {}", turmoil::elapsed().as_millis(), describe(&result)));
-                    check(shared, market, &tag, &request, &result, started.elapsed(), plan.timeout);
+                    let what = format!("{tag} {kind}");
+                    settle(shared, market, &what, &request, &result, started.elapsed(), plan.timeout);
                 }
-                Err(_) => shared.trace(format!("{:>8} {tag} {kind} cancelled", turmoil::elapsed().as_millis())),
+                Err(_) => shared.at(format_args!("{tag} {kind} cancelled")),
             }
         }
         if rng.below(3) == 0 {
@@ -503,9 +504,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
 async fn slow_push_reader(client: &Client, shared: &Shared, plan: &Plan) {
     let codes: Vec<SecurityCode> = ["sz000001", "sh600000", "bj430047"].iter().filter_map(|c| c.parse().ok()).collect();
     let result = client.refresh(&codes).await;
-    let mut line = String::new();
-    let _ = write!(line, "{:>8} push subscribe {}", turmoil::elapsed().as_millis(), result.is_ok());
-    shared.trace(line);
+    shared.at(format_args!("push subscribe {}", result.is_ok()));
     let mut frames = 0u64;
     let mut overflow = None;
     while turmoil::elapsed() < plan.fault_phase {
@@ -514,5 +513,5 @@ async fn slow_push_reader(client: &Client, shared: &Shared, plan: &Plan) {
         frames += pushes.frames.len() as u64;
         overflow = pushes.overflow_total.or(overflow);
     }
-    shared.trace(format!("{:>8} push read {frames} overflow {overflow:?}", turmoil::elapsed().as_millis()));
+    shared.at(format_args!("push read {frames} overflow {overflow:?}"));
 }
