@@ -8,30 +8,15 @@
 #   SECONDS_PER=N   seconds per measurement (default 3)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# shellcheck source=tests/interop/venv.sh
-source tests/interop/venv.sh
+# shellcheck source=tests/interop/lib.sh
+source tests/interop/lib.sh
 
 SECONDS_PER="${SECONDS_PER:-3}"
 
 cargo build --quiet --release -p tdx-sim
 cargo bench --quiet --bench loopback --no-run 2>/dev/null
 
-scratch="$(mktemp -d)"
-server_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-    rm -rf "$scratch"
-}
-trap cleanup EXIT
-
-target/release/tdx-sim serve --servers 2 --base-port 0 --seed 7 >"$scratch/ports" 2>"$scratch/server.log" &
-server_pid=$!
-for _ in $(seq 100); do
-    [ "$(grep -c '^listening 127.0.0.1:' "$scratch/ports" || true)" -ge 2 ] && break
-    sleep 0.1
-done
-hosts="$(sed -n 's/^listening //p' "$scratch/ports" | paste -sd, -)"
-[ -n "$hosts" ] || { echo "tdx-sim did not start" >&2; exit 1; }
+start_sim target/release/tdx-sim 2 7
 
 # The engine's medium workload uses the first 8 SZ codes of seed 7; so do the peers.
 codes="$(target/release/tdx-sim truth --seed 7 codes sz --start 0 --limit 8 \

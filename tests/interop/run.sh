@@ -5,8 +5,8 @@
 # data directory (and HOME) point into a temp dir.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# shellcheck source=tests/interop/venv.sh
-source tests/interop/venv.sh
+# shellcheck source=tests/interop/lib.sh
+source tests/interop/lib.sh
 
 SEED="${INTEROP_SEED:-7}"
 SERVERS=3
@@ -14,22 +14,8 @@ SERVERS=3
 cargo build --quiet -p tdx-sim
 SIM="$(pwd)/target/debug/tdx-sim"
 
-scratch="$(mktemp -d)"
-server_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-    rm -rf "$scratch"
-}
-trap cleanup EXIT
-
-"$SIM" serve --servers "$SERVERS" --base-port 0 --seed "$SEED" >"$scratch/ports" 2>"$scratch/server.log" &
-server_pid=$!
-for _ in $(seq 100); do
-    [ "$(grep -c '^listening 127.0.0.1:' "$scratch/ports" || true)" -ge "$SERVERS" ] && break
-    sleep 0.1
-done
-ports="$(sed -n 's/^listening 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$scratch/ports" | paste -sd, -)"
-[ -n "$ports" ] || { echo "tdx-sim did not start" >&2; cat "$scratch/server.log" >&2; exit 1; }
+start_sim "$SIM" "$SERVERS" "$SEED"
+ports="$(echo "$hosts" | sed "s/127\.0\.0\.1://g")"
 
 mkdir -p "$scratch/home" "$scratch/eltdx"
 HOME="$scratch/home" XDG_DATA_HOME="$scratch/home" ELTDX_DATA_DIR="$scratch/eltdx" \
