@@ -16,6 +16,9 @@ use tdx_sim::{Faults, Market, ReferenceServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+mod common;
+use common::diagnostics_when;
+
 /// Connections that have not yet had their handshake answered.
 #[derive(Default)]
 struct Gauge {
@@ -100,13 +103,8 @@ async fn connect_bounds_hold_on_the_server_side() {
         assert_eq!(call.await.unwrap(), respond(&market, 0, &count_request()));
     }
     // Every slot comes up in the end.
-    for _ in 0..200 {
-        if client.diagnostics().supervisor.slots.iter().all(|s| s.state == "ready") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let d = client.diagnostics();
+    let all_ready = |d: &tdx_engine::EngineDiagnostics| d.supervisor.slots.iter().all(|s| s.state == "ready");
+    let d = diagnostics_when(&client, Duration::from_secs(4), all_ready).await;
     assert!(d.supervisor.slots.iter().all(|s| s.state == "ready"), "{:?}", d.supervisor.slots);
     assert!(all.peak() <= 5, "global bound: {} connects at once", all.peak());
     assert!(all.peak() >= 2, "connects overlapped");
@@ -137,13 +135,8 @@ async fn a_dead_protocol_is_rejected_by_its_canary() {
         assert_eq!(client.call(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
     }
     // Diagnostics are a snapshot refreshed every 25 ms.
-    for _ in 0..100 {
-        if client.diagnostics().supervisor.servers.iter().all(Option::is_some) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let d = client.diagnostics();
+    let d =
+        diagnostics_when(&client, Duration::from_secs(2), |d| d.supervisor.servers.iter().all(Option::is_some)).await;
     assert_eq!(d.supervisor.servers, vec![Some(2), Some(1)]);
     assert_eq!(d.supervisor.counters.servers_rejected, 1);
     assert!(d.supervisor.slots.iter().all(|s| s.endpoint != 0), "no slot on the dead server");
@@ -179,12 +172,7 @@ async fn the_next_start_uses_the_saved_ranking_and_refreshes_it() {
     let first = start();
     assert_eq!(first.call(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
     // Diagnostics are a snapshot refreshed every 25 ms: wait for the probe's.
-    for _ in 0..100 {
-        if first.diagnostics().ranking.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    diagnostics_when(&first, Duration::from_secs(2), |d| d.ranking.is_some()).await;
     tokio::time::sleep(Duration::from_millis(60)).await;
     let d = first.diagnostics();
     assert_eq!(d.supervisor.endpoints, candidates, "given order; the probe ranks it");
@@ -201,13 +189,8 @@ async fn the_next_start_uses_the_saved_ranking_and_refreshes_it() {
     assert_eq!(d.supervisor.endpoints.last().unwrap(), &closed, "started on the saved order");
     assert_eq!(d.supervisor.endpoints[0], saved.servers[0].host);
     assert_eq!(second.call(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
-    for _ in 0..100 {
-        if second.diagnostics().ranking.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(second.diagnostics().ranking.is_some(), "the background probe reported");
+    let d = diagnostics_when(&second, Duration::from_secs(2), |d| d.ranking.is_some()).await;
+    assert!(d.ranking.is_some(), "the background probe reported");
     second.close().await;
     let refreshed = RankingStore::at(&file).load();
     assert!(refreshed.servers[0].last_probe_unix_ms.unwrap() > probed_at);

@@ -13,6 +13,9 @@ use tdx_engine::{Client, Error, RuntimeFlavor};
 use tdx_sim::responder::respond;
 use tdx_sim::{Faults, Market, PushFlood, ReferenceServer};
 
+mod common;
+use common::diagnostics_when;
+
 const SEED: u64 = 21;
 
 /// Reference servers on their own runtime (so they do not share the
@@ -100,13 +103,10 @@ async fn check_pool_on(server_count: usize, per_server: usize, workers: usize, f
     }
     if let RuntimeFlavor::PerWorker(_) = flavor {
         // Connects are batched (a few at a time): wait for the whole pool.
-        for _ in 0..250 {
-            if client.diagnostics().workers.iter().map(|w| w.slots).sum::<usize>() == server_count * per_server {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let placed: Vec<usize> = client.diagnostics().workers.iter().map(|w| w.slots).collect();
+        let pool = server_count * per_server;
+        let all_placed = |d: &tdx_engine::EngineDiagnostics| d.workers.iter().map(|w| w.slots).sum::<usize>() == pool;
+        let d = diagnostics_when(&client, Duration::from_secs(5), all_placed).await;
+        let placed: Vec<usize> = d.workers.iter().map(|w| w.slots).collect();
         assert_eq!(placed.len(), workers);
         assert_eq!(placed.iter().sum::<usize>(), server_count * per_server, "{placed:?}");
         assert!(placed.iter().all(|&n| n > 0), "every worker carries slots: {placed:?}");
@@ -435,13 +435,7 @@ async fn a_slot_panic_retires_only_that_slot() {
         let reply = client.count(Exchange::Sz).await;
         assert!(reply.is_ok(), "{reply:?}");
     }
-    for _ in 0..100 {
-        if client.diagnostics().slot_panics > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let d = client.diagnostics();
+    let d = diagnostics_when(&client, Duration::from_secs(2), |d| d.slot_panics > 0).await;
     assert_eq!(d.slot_panics, 1, "{:?}", d.supervisor.slots);
     assert!(d.supervisor.counters.retirements >= 1);
     assert_eq!(client.close().await, CloseState::Closed);
@@ -639,13 +633,8 @@ async fn refresh_ranking_probes_saves_and_reports() {
     assert_eq!(ranking.servers[2].consecutive_failures, 1);
     assert!(ranking.servers[..2].iter().all(|r| r.last_latency_us.is_some()));
     assert_eq!(tdx_engine::ranking::RankingStore::at(&file).load(), ranking, "saved");
-    for _ in 0..100 {
-        if client.diagnostics().ranking.as_ref() == Some(&ranking.servers) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(client.diagnostics().ranking.as_ref(), Some(&ranking.servers));
+    let d = diagnostics_when(&client, Duration::from_secs(2), |d| d.ranking.as_ref() == Some(&ranking.servers)).await;
+    assert_eq!(d.ranking.as_ref(), Some(&ranking.servers));
     client.close().await;
     let _ = std::fs::remove_dir_all(dir);
 }
