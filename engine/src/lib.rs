@@ -15,6 +15,7 @@ pub mod budget;
 #[cfg(not(loom))]
 mod client;
 mod error;
+pub mod mutants;
 pub mod proto;
 #[cfg(not(loom))]
 pub mod ranking;
@@ -31,5 +32,5 @@ pub use error::Error;
 #[cfg(not(loom))]
 pub use runtime::{DriverPlacement, EngineDiagnostics, RuntimeFlavor};
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 mod test_support;

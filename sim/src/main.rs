@@ -9,6 +9,7 @@
 //! tdx-sim truth --seed S quotes CODE...
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
+//! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)
 //! ```
 
 use std::io::Write;
@@ -55,6 +56,20 @@ enum Command {
         /// Print every trace line.
         #[arg(long)]
         trace: bool,
+    },
+    /// Switch each deliberate engine bug on in turn and check that the
+    /// Supervisor model or the simulation catches it; exits non-zero if any
+    /// survives. Needs a build with `--features mutants`.
+    Mutants {
+        /// Run only this mutant.
+        #[arg(long)]
+        only: Option<String>,
+        /// Supervisor model seeds per mutant (the model tests' checks).
+        #[arg(long, default_value_t = 200)]
+        model_seeds: u64,
+        /// Simulation seeds per mutant, from seed 0, after the model seeds.
+        #[arg(long, default_value_t = 60)]
+        sim_seeds: u64,
     },
 }
 
@@ -173,6 +188,11 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Replay { seed, trace } => replay(seed, trace),
+        Command::Mutants { only, model_seeds, sim_seeds } => match mutants::run(only, model_seeds, sim_seeds) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::FAILURE,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -286,4 +306,80 @@ fn run_serve(serve: Serve) -> Result<(), String> {
         tokio::signal::ctrl_c().await.map_err(|e| e.to_string())?;
         Ok(())
     })
+}
+
+#[cfg(feature = "mutants")]
+mod mutants {
+    //! The mutant runner: every deliberate bug must be caught.
+
+    use tdx_engine::mutants::{select, Mutant};
+    use tdx_engine::supervisor::testing::run_seed;
+    use tdx_sim::simulation;
+
+    /// What caught a mutant, and after how many seeds.
+    enum Verdict {
+        Caught { by: &'static str, seed: u64, seeds: u64, why: String },
+        Survived,
+    }
+
+    /// Runs each selected mutant; prints one line each; true when all were caught.
+    pub fn run(only: Option<String>, model_seeds: u64, sim_seeds: u64) -> Result<bool, String> {
+        let chosen: Vec<Mutant> = match &only {
+            Some(name) => vec![Mutant::from_name(name).ok_or_else(|| {
+                let names: Vec<_> = Mutant::ALL.iter().map(|m| m.name()).collect();
+                format!("no mutant {name:?}; the mutants are {}", names.join(", "))
+            })?],
+            None => Mutant::ALL.to_vec(),
+        };
+        // Failures are the point here: keep the panic hook's noise out.
+        std::panic::set_hook(Box::new(|_| {}));
+        let mut survived = 0;
+        for mutant in chosen {
+            select(Some(mutant));
+            let verdict = hunt(model_seeds, sim_seeds);
+            select(None);
+            match verdict {
+                Verdict::Caught { by, seed, seeds, why } => {
+                    let why: String = why.chars().take(140).collect();
+                    println!("{} caught by {by} seed {seed} after {seeds} seeds: {why}", mutant.name());
+                }
+                Verdict::Survived => {
+                    survived += 1;
+                    println!("{} survived", mutant.name());
+                }
+            }
+        }
+        println!(
+            "mutants: {} caught, {survived} survived",
+            if only.is_some() { 1 - survived } else { Mutant::ALL.len() - survived }
+        );
+        Ok(survived == 0)
+    }
+
+    /// The model's seeded worlds first (fast), then the simulation.
+    fn hunt(model_seeds: u64, sim_seeds: u64) -> Verdict {
+        for seed in 0..model_seeds {
+            if let Err(panic) = std::panic::catch_unwind(|| run_seed(seed)) {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                return Verdict::Caught { by: "model", seed, seeds: seed + 1, why };
+            }
+        }
+        for seed in 0..sim_seeds {
+            if let Err(failure) = simulation::run(seed, false) {
+                return Verdict::Caught { by: "simulation", seed, seeds: seed + 1, why: failure.message };
+            }
+        }
+        Verdict::Survived
+    }
+}
+
+#[cfg(not(feature = "mutants"))]
+mod mutants {
+    pub fn run(_only: Option<String>, _model_seeds: u64, _sim_seeds: u64) -> Result<bool, String> {
+        Err("this tdx-sim was built without the mutants: `cargo run --release -p tdx-sim --features mutants -- mutants`".into())
+    }
 }

@@ -11,7 +11,14 @@
 //! - nothing is sent on a generation that is not connected (a slot is reused
 //!   only after its old generation retired);
 //! - first sends of unpinned requests follow submission order (FIFO);
-//! - after close, nothing is admitted and every slot retires.
+//! - a request is never sent twice on one connection (a retry goes to
+//!   another generation);
+//! - a reply comes strictly before its request's deadline, and a timeout
+//!   exactly at it (virtual time is exact);
+//! - a frame from a retired generation is never delivered, as a reply or a push;
+//! - every push dropped is reported by the next push read;
+//! - after close, nothing is admitted and every slot retires; `Closed` is
+//!   reported only once no connection is open or closing.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
@@ -77,6 +84,9 @@ struct Record {
     completed: Option<Result<u16, RequestError>>,
     sends: u32,
     pinned: bool,
+    deadline: Option<Instant>,
+    /// The connections (slot, generation) it was sent on.
+    sent_on: Vec<(u32, u64)>,
 }
 
 pub(crate) struct World {
@@ -92,6 +102,10 @@ pub(crate) struct World {
     seq: u64,
     /// Connections whose slot task is alive, by (slot, generation).
     conns: BTreeSet<(u32, u64)>,
+    /// Connections told to retire that have not confirmed it yet.
+    closing: BTreeSet<(u32, u64)>,
+    /// The last dropped-push total a push read reported.
+    overflow_reported: u64,
     records: BTreeMap<u64, Record>,
     pins: BTreeMap<u64, Option<SlotId>>,
     next_id: u64,
@@ -158,6 +172,8 @@ impl World {
             next_event: 0,
             seq: 0,
             conns: BTreeSet::new(),
+            closing: BTreeSet::new(),
+            overflow_reported: 0,
             records: BTreeMap::new(),
             pins: BTreeMap::new(),
             next_id: 1,
@@ -203,14 +219,41 @@ impl World {
     }
 
     pub(crate) fn handle(&mut self, input: Input) {
-        if let Input::SlotFailed { slot, generation, .. } = &input {
-            // The slot task ends as it reports its failure.
-            self.conns.remove(&(slot.0, generation.0));
+        match &input {
+            Input::SlotFailed { slot, generation, .. } => {
+                // The slot task ends as it reports its failure.
+                self.conns.remove(&(slot.0, generation.0));
+                self.closing.remove(&(slot.0, generation.0));
+            }
+            Input::SlotClosed { slot, generation, .. } => {
+                self.closing.remove(&(slot.0, generation.0));
+            }
+            _ => {}
         }
+        // A frame on a connection that was retired or failed is stale: the
+        // Supervisor must drop it (neither a reply nor a push).
+        let stale_frame = match &input {
+            Input::Frame { slot, generation, .. } => !self.conns.contains(&(slot.0, generation.0)),
+            _ => false,
+        };
+        let read_pushes = matches!(input, Input::ReadPushes { .. });
+        let before = (self.sup.counters().pushes, self.sup.counters().replies);
         let line = format!("{:?} {}", self.now - self.t0, describe_input(&input, self.t0));
         self.trace(&line);
         self.sup.handle(self.now, input);
+        if stale_frame {
+            let after = (self.sup.counters().pushes, self.sup.counters().replies);
+            assert_eq!(before, after, "seed {}: a frame from a retired generation was delivered", self.seed);
+        }
         self.drain();
+        if read_pushes {
+            assert_eq!(
+                self.overflow_reported,
+                self.sup.push_dropped_total(),
+                "seed {}: a push read did not report every dropped push",
+                self.seed
+            );
+        }
     }
 
     /// Carries out every action, checking as it goes.
@@ -270,6 +313,14 @@ impl World {
                 };
                 if let Some(id) = id {
                     let record = self.records.get_mut(&id).expect("sent requests were submitted");
+                    assert!(
+                        !record.sent_on.contains(&key),
+                        "seed {}: request {id} sent twice on slot {} generation {}",
+                        self.seed,
+                        slot.0,
+                        generation.0
+                    );
+                    record.sent_on.push(key);
                     record.sends += 1;
                     if record.sends == 1 && !record.pinned {
                         assert!(
@@ -328,6 +379,7 @@ impl World {
                     slot.0,
                     generation.0
                 );
+                self.closing.insert((slot.0, generation.0));
                 let after = Duration::from_micros(50 + self.rng.below(500));
                 self.schedule(after, Event::Slot(Input::SlotClosed { slot, epoch, generation }));
             }
@@ -341,6 +393,24 @@ impl World {
                 if let Ok(n) = outcome {
                     assert_eq!(n, id.0 as u16, "seed {}: request {} got another caller's reply", self.seed, id.0);
                 }
+                if let Some(deadline) = record.deadline {
+                    match &outcome {
+                        Ok(_) => assert!(
+                            self.now < deadline,
+                            "seed {}: request {} answered at or after its deadline",
+                            self.seed,
+                            id.0
+                        ),
+                        Err(RequestError::TimedOut) => assert_eq!(
+                            self.now - self.t0,
+                            deadline - self.t0,
+                            "seed {}: request {} timed out off its deadline",
+                            self.seed,
+                            id.0
+                        ),
+                        Err(_) => {}
+                    }
+                }
                 record.completed = Some(outcome);
             }
             Action::PinGranted { id, slot } => {
@@ -350,7 +420,13 @@ impl World {
                 self.pins.remove(&id.0);
             }
             Action::Push { .. } => self.pushes_read += 1,
-            Action::PushOverflow { .. } | Action::CloseStateChanged { .. } => {}
+            Action::PushOverflow { dropped_total } => self.overflow_reported = dropped_total,
+            Action::CloseStateChanged { state } => {
+                if state == CloseState::Closed {
+                    let open: Vec<_> = self.conns.union(&self.closing).collect();
+                    assert!(open.is_empty(), "seed {}: Closed with connections still open: {open:?}", self.seed);
+                }
+            }
         }
     }
 
@@ -390,9 +466,9 @@ impl World {
     pub(crate) fn submit(&mut self, timeout: Duration, pin: Option<PinId>) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        self.records.insert(id, Record { pinned: pin.is_some(), ..Default::default() });
-        let request = Arc::new(Request::from(SecurityCount { market: Market::Sz, client_date: id as u32 }));
         let deadline = self.now + timeout;
+        self.records.insert(id, Record { pinned: pin.is_some(), deadline: Some(deadline), ..Default::default() });
+        let request = Arc::new(Request::from(SecurityCount { market: Market::Sz, client_date: id as u32 }));
         self.handle(Input::Submit { id: RequestId(id), request, deadline, retry_safe: true, pin });
         id
     }
@@ -493,7 +569,7 @@ fn frame_header(msg_id: u32, msg_type: u16) -> ResponseHeader {
 
 /// Runs one seeded world: a phase of random work under faults, then heal.
 /// Returns the trace hash and the Supervisor's counters.
-pub(crate) fn run_seed(seed: u64) -> (u64, Counters) {
+pub fn run_seed(seed: u64) -> (u64, Counters) {
     let mut world = World::new(seed);
     let ops = 50 + world.rng().below(300);
     for _ in 0..ops {

@@ -54,7 +54,8 @@ mod rng;
 mod slot;
 mod timer;
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
+#[cfg_attr(not(test), allow(dead_code))]
 mod harness;
 #[cfg(test)]
 mod model_tests;
@@ -65,6 +66,14 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The Supervisor's seeded model world, for tools outside this crate (the
+/// mutant runner in `tdx-sim`). Enabled by the `testing` feature.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing {
+    pub use super::harness::run_seed;
+}
 
 pub use config::{default_connect_concurrency, ConfigError, Endpoint, StartProbe, SupervisorConfig, SLOTS_MAX};
 pub use diagnostics::{Counters, Diagnostics, SlotDiagnostics};
@@ -77,6 +86,7 @@ use rng::Rng;
 use slot::{Exchange, IdleSet, Owner, Slot, SlotState};
 use timer::{Timer, TimerTable};
 
+use crate::mutants::{on as mutant, Mutant};
 use crate::proto::commands::Heartbeat;
 use crate::proto::{Reply, Request, ResponseHeader};
 
@@ -234,6 +244,11 @@ impl Supervisor {
         self.pushes.len()
     }
 
+    /// Push frames dropped since start because the push buffer was full.
+    pub fn push_dropped_total(&self) -> u64 {
+        self.pushes.dropped_total()
+    }
+
     /// Requests and pins waiting for a slot.
     pub fn waiting(&self) -> usize {
         self.waiting
@@ -341,7 +356,7 @@ impl Supervisor {
     }
 
     fn has_room(&self) -> bool {
-        self.waiting + self.active < self.capacity()
+        self.waiting + self.active < self.capacity() + usize::from(mutant(Mutant::AdmissionPastCapacity))
     }
 
     fn refuse(&mut self, id: RequestId, error: RequestError) {
@@ -373,6 +388,7 @@ impl Supervisor {
         if !self.has_room() {
             return self.refuse(id, RequestError::PoolBusy);
         }
+        let deadline = if mutant(Mutant::DeadlineOneTickLate) { deadline + Duration::from_millis(1) } else { deadline };
         let place = match pin {
             Some(p) => {
                 self.pins.get_mut(&p).expect("checked above").queue.push_back(id);
@@ -534,6 +550,9 @@ impl Supervisor {
         let place = req.place;
         self.finish(id, Err(RequestError::Cancelled));
         if let Place::OnSlot(slot) = place {
+            if mutant(Mutant::CancelReleasesSlot) {
+                return self.release(slot);
+            }
             self.retire(slot, None);
         }
     }
@@ -869,6 +888,10 @@ impl Supervisor {
     }
 
     fn frame(&mut self, slot: SlotId, epoch: Epoch, generation: Generation, header: ResponseHeader, body: FrameBody) {
+        let generation = match self.slots.get(slot.index()) {
+            Some(s) if mutant(Mutant::GenerationCheckSkipped) => s.generation,
+            _ => generation,
+        };
         let known = self.slots.get(slot.index()).is_some_and(|s| epoch <= self.epoch && generation <= s.generation);
         if known && !(epoch == self.epoch && generation == self.slots[slot.index()].generation) {
             self.counters.stale_frames += 1;
@@ -880,7 +903,10 @@ impl Supervisor {
         let s = &mut self.slots[slot.index()];
         s.frames += 1;
         let matched = match s.state {
-            SlotState::Busy(ex) => ex.sent_at.is_some() && ex.msg_id == header.msg_id && ex.msg_type == header.msg_type,
+            SlotState::Busy(ex) => {
+                let id_matches = ex.msg_id == header.msg_id || mutant(Mutant::StaleFrameAccepted);
+                ex.sent_at.is_some() && id_matches && ex.msg_type == header.msg_type
+            }
             _ => false,
         };
         if matched {
@@ -914,6 +940,9 @@ impl Supervisor {
             FrameBody::Reply(reply) => reply,
             FrameBody::Invalid(error) => {
                 self.counters.bad_replies += 1;
+                if mutant(Mutant::RetryOnSameConnection) && self.resend_on_same_slot(slot, ex) {
+                    return;
+                }
                 return self.retire(slot, Some(RequestError::BadReply(error.to_string())));
             }
             FrameBody::Raw(_) => {
@@ -926,14 +955,35 @@ impl Supervisor {
         s.exchanges += 1;
         s.last_msg_id = Some(ex.msg_id);
         if let Owner::Request(id) = ex.owner {
+            if mutant(Mutant::ReplyCompletedTwice) {
+                self.actions.push_back(Action::Complete { id, outcome: Ok(reply.clone()) });
+            }
             self.finish(id, Ok(reply));
         }
         self.release(slot);
     }
 
+    /// The [`Mutant::RetryOnSameConnection`] bug: resends a retry-safe
+    /// request on the connection that just failed it.
+    fn resend_on_same_slot(&mut self, slot: SlotId, ex: Exchange) -> bool {
+        let Owner::Request(id) = ex.owner else { return false };
+        let Some(req) = self.requests.get_mut(&id) else { return false };
+        if !req.retry_safe || req.retried || req.pin.is_some() {
+            return false;
+        }
+        req.retried = true;
+        let request = req.request.clone();
+        self.counters.retries += 1;
+        self.slots[slot.index()].state = SlotState::Ready;
+        self.start_exchange(slot, ex.owner, request);
+        true
+    }
+
     fn read_pushes(&mut self, max: usize) {
         if let Some(dropped_total) = self.pushes.take_overflow() {
-            self.actions.push_back(Action::PushOverflow { dropped_total });
+            if !mutant(Mutant::PushOverflowUnreported) {
+                self.actions.push_back(Action::PushOverflow { dropped_total });
+            }
         }
         for _ in 0..max {
             let Some(PushFrame { slot, header, payload }) = self.pushes.pop() else {
@@ -1212,7 +1262,12 @@ impl Supervisor {
     }
 
     fn check_closed(&mut self) {
-        let all_closed = self.slots.iter().all(|s| matches!(s.state, SlotState::Disconnected));
+        let retiring_counts = mutant(Mutant::ClosedWhileRetiring);
+        let all_closed = self.slots.iter().all(|s| match s.state {
+            SlotState::Disconnected => true,
+            SlotState::Retiring { .. } => retiring_counts,
+            _ => false,
+        });
         if !all_closed {
             return;
         }

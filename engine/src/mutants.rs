@@ -1,0 +1,127 @@
+//! Deliberate bugs the test suite must catch (TigerBeetle-style: a
+//! simulator is only trusted once it has been seen to fail).
+//!
+//! Each [`Mutant`] is one small change at a place where a real bug would
+//! be. With the `mutants` cargo feature, [`select`] switches one on for the
+//! whole process and [`on`] reports it at that place; without the feature
+//! [`on`] is a constant `false` and every mutation compiles away, so default
+//! builds carry none of them. `tdx-sim mutants` runs the Supervisor model
+//! checks and a simulation sweep against each one and fails if any survives.
+//!
+//! The selection is process-global on purpose: it is test instrumentation,
+//! set once before a run, read at the mutation sites (the Supervisor stays
+//! a pure function of its inputs for any fixed selection).
+
+/// A deliberate bug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Mutant {
+    /// A cancelled request's slot is released for reuse instead of retired:
+    /// its late reply can answer the next request on that connection.
+    CancelReleasesSlot = 1,
+    /// A frame from an older generation of its slot is handled as if it
+    /// came from the current one.
+    GenerationCheckSkipped,
+    /// A reply completes its request twice.
+    ReplyCompletedTwice,
+    /// A read that fails keeps its raw-budget reservation forever.
+    RawBudgetLeakOnError,
+    /// A reply that fails to parse keeps its decoded-budget reservation.
+    DecodedBudgetLeakOnBadReply,
+    /// Dropped pushes are never reported with `PushOverflow`.
+    PushOverflowUnreported,
+    /// A request's deadline timer fires one millisecond late.
+    DeadlineOneTickLate,
+    /// Close reports `Closed` while connections are still retiring.
+    ClosedWhileRetiring,
+    /// A reply is matched to the exchange in flight without checking its msg_id.
+    StaleFrameAccepted,
+    /// A retry-safe request whose reply was bad is sent again on the same
+    /// connection instead of after the generation retired.
+    RetryOnSameConnection,
+    /// Admission lets one request past `pool_size + max_pending_requests`.
+    AdmissionPastCapacity,
+}
+
+impl Mutant {
+    /// Every mutant, in declaration order.
+    pub const ALL: [Mutant; 11] = [
+        Mutant::CancelReleasesSlot,
+        Mutant::GenerationCheckSkipped,
+        Mutant::ReplyCompletedTwice,
+        Mutant::RawBudgetLeakOnError,
+        Mutant::DecodedBudgetLeakOnBadReply,
+        Mutant::PushOverflowUnreported,
+        Mutant::DeadlineOneTickLate,
+        Mutant::ClosedWhileRetiring,
+        Mutant::StaleFrameAccepted,
+        Mutant::RetryOnSameConnection,
+        Mutant::AdmissionPastCapacity,
+    ];
+
+    /// Its name on the command line (snake case).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::CancelReleasesSlot => "cancel_releases_slot",
+            Mutant::GenerationCheckSkipped => "generation_check_skipped",
+            Mutant::ReplyCompletedTwice => "reply_completed_twice",
+            Mutant::RawBudgetLeakOnError => "raw_budget_leak_on_error",
+            Mutant::DecodedBudgetLeakOnBadReply => "decoded_budget_leak_on_bad_reply",
+            Mutant::PushOverflowUnreported => "push_overflow_unreported",
+            Mutant::DeadlineOneTickLate => "deadline_one_tick_late",
+            Mutant::ClosedWhileRetiring => "closed_while_retiring",
+            Mutant::StaleFrameAccepted => "stale_frame_accepted",
+            Mutant::RetryOnSameConnection => "retry_on_same_connection",
+            Mutant::AdmissionPastCapacity => "admission_past_capacity",
+        }
+    }
+
+    /// The mutant called `name`.
+    pub fn from_name(name: &str) -> Option<Mutant> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+#[cfg(feature = "mutants")]
+static ACTIVE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Switches `mutant` on for the whole process (`None`: all off).
+#[cfg(feature = "mutants")]
+pub fn select(mutant: Option<Mutant>) {
+    ACTIVE.store(mutant.map_or(0, |m| m as u8), std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether `mutant` is switched on.
+#[cfg(feature = "mutants")]
+#[inline]
+pub fn on(mutant: Mutant) -> bool {
+    ACTIVE.load(std::sync::atomic::Ordering::Relaxed) == mutant as u8
+}
+
+/// Whether `mutant` is switched on: never, without the `mutants` feature.
+#[cfg(not(feature = "mutants"))]
+#[inline(always)]
+pub const fn on(_mutant: Mutant) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let names: std::collections::BTreeSet<_> = Mutant::ALL.iter().map(|m| m.name()).collect();
+        assert_eq!(names.len(), Mutant::ALL.len());
+        for m in Mutant::ALL {
+            assert_eq!(Mutant::from_name(m.name()), Some(m));
+        }
+        assert_eq!(Mutant::from_name("no_such_bug"), None);
+    }
+
+    #[cfg(not(feature = "mutants"))]
+    #[test]
+    fn default_builds_carry_no_mutant() {
+        assert!(Mutant::ALL.iter().all(|m| !on(*m)));
+    }
+}
