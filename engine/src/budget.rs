@@ -106,6 +106,12 @@ impl Reservation {
         self.bytes
     }
 
+    /// Adds `other`'s bytes (from the same budget) to this reservation.
+    pub fn merge(&mut self, mut other: Reservation) {
+        assert!(Arc::ptr_eq(&self.budget, &other.budget), "merge reservations of one budget only");
+        self.bytes += std::mem::take(&mut other.bytes);
+    }
+
     /// Gives back all but `keep` bytes (for example once a frame's real size is known).
     pub fn shrink_to(&mut self, keep: usize) {
         assert!(keep <= self.bytes, "shrink_to may not grow a reservation");

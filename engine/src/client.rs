@@ -60,6 +60,7 @@ pub struct ClientBuilder {
     decoded_budget_bytes: Option<usize>,
     rng_seed: u64,
     ranking_file: Option<std::path::PathBuf>,
+    available_cpus: Option<usize>,
 }
 
 impl Default for ClientBuilder {
@@ -87,6 +88,7 @@ impl Default for ClientBuilder {
             decoded_budget_bytes: None,
             rng_seed: 0x7d78_7709,
             ranking_file: None,
+            available_cpus: None,
         }
     }
 }
@@ -175,18 +177,22 @@ impl ClientBuilder {
         self.max_pending_requests = n;
         self
     }
-    /// Push buffer bound in frames and bytes (default 65 536 and 64 MiB).
+    /// Push buffer bound in frames and bytes (default 65 536 and 64 MiB;
+    /// bytes at least one largest payload, 65 535).
     pub fn push_queue(mut self, frames: usize, bytes: usize) -> Self {
         self.push_frames_max = frames;
         self.push_bytes_max = bytes;
         self
     }
-    /// Engine raw budget (default `min(pool x 320 KiB, 256 MiB)`, bounded by 256 MiB).
+    /// Engine raw budget (default `min(pool x 320 KiB, 256 MiB)`; from
+    /// [`RAW_BUDGET_BYTES_MIN`](crate::runtime::RAW_BUDGET_BYTES_MIN), one
+    /// largest frame plus one read, to 256 MiB).
     pub fn raw_budget_bytes(mut self, n: usize) -> Self {
         self.raw_budget_bytes = Some(n);
         self
     }
-    /// Engine decoded budget (default `min(pool x 8 MiB, 2 GiB)`, bounded by 2 GiB).
+    /// Engine decoded budget (default `min(pool x 8 MiB, 2 GiB)`; from one
+    /// largest payload, 65 535 bytes, to 2 GiB).
     pub fn decoded_budget_bytes(mut self, n: usize) -> Self {
         self.decoded_budget_bytes = Some(n);
         self
@@ -201,6 +207,18 @@ impl ClientBuilder {
     pub fn rng_seed(mut self, seed: u64) -> Self {
         self.rng_seed = seed;
         self
+    }
+    /// CPUs the defaults are sized from: `runtime_workers`,
+    /// `connect_concurrency` and the ranking probe's concurrency (default:
+    /// the machine's available parallelism). Simulations fix it, so a seed
+    /// runs the same on any machine.
+    pub fn available_cpus(mut self, n: usize) -> Self {
+        self.available_cpus = Some(n);
+        self
+    }
+
+    fn cpus(&self) -> usize {
+        self.available_cpus.unwrap_or_else(crate::runtime::host_cpus)
     }
 
     fn ranking_store(&self) -> Option<RankingStore> {
@@ -260,6 +278,9 @@ impl ClientBuilder {
         if self.timeout.is_zero() {
             return Err(ConfigError { field: "timeout", reason: "must be positive".into() });
         }
+        if self.available_cpus == Some(0) {
+            return Err(ConfigError { field: "available_cpus", reason: "must be at least 1".into() });
+        }
         let config = SupervisorConfig {
             endpoints,
             server_count,
@@ -276,7 +297,7 @@ impl ClientBuilder {
             connect_concurrency: self.connect_concurrency,
             connects_per_host: self.connects_per_host,
             max_connections_per_host: self.max_connections_per_host,
-            available_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            available_cpus: self.cpus(),
             start_probe,
             probe_timeout: self.timeout.min(Duration::from_secs(2)),
             ..SupervisorConfig::default()
@@ -301,12 +322,14 @@ impl ClientBuilder {
             raw_budget_bytes: self.raw_budget_bytes,
             decoded_budget_bytes: self.decoded_budget_bytes,
             ranking_store: store.clone(),
+            cpus: config.available_cpus,
         };
         let clock = match &self.runtime_flavor {
             RuntimeFlavor::External(handle) => Some(handle.clone()),
             RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
         };
         let endpoints = config.endpoints.clone();
+        let config_cpus = config.available_cpus;
         let engine = start(config, runtime, connector)?;
         Ok(Client {
             inner: Arc::new(Inner {
@@ -316,6 +339,7 @@ impl ClientBuilder {
                 clock,
                 endpoints,
                 store,
+                cpus: config_cpus,
             }),
         })
     }
@@ -341,6 +365,8 @@ struct Inner {
     /// The configured servers, the candidates a ranking refresh probes.
     endpoints: Vec<Endpoint>,
     store: Option<RankingStore>,
+    /// CPUs the probe concurrency is sized from.
+    cpus: usize,
 }
 
 impl Inner {
@@ -595,8 +621,7 @@ impl Client {
     /// diagnostics also show.
     pub async fn refresh_ranking(&self) -> Ranking {
         let candidates = &self.inner.endpoints;
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let concurrency = crate::supervisor::default_connect_concurrency(candidates.len(), cpus);
+        let concurrency = crate::supervisor::default_connect_concurrency(candidates.len(), self.inner.cpus);
         let connector = Arc::new(TcpConnector::default());
         let store = self.inner.store.as_ref();
         let round = crate::ranking::probe_and_save(connector, candidates, concurrency, self.inner.timeout, store).await;

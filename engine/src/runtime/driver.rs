@@ -11,7 +11,7 @@
 //! (admission) and driver ↔ worker (send, frame).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -28,6 +28,7 @@ use crate::ranking::RankingStore;
 use crate::supervisor::{
     Action, CloseState, Diagnostics, Endpoint, Epoch, Input, PinId, RequestError, RequestId, SlotId, Supervisor,
 };
+use crate::sync::{Completion, Snapshot};
 
 /// A request's outcome.
 pub(crate) type Outcome = Result<Box<Reply>, RequestError>;
@@ -39,6 +40,10 @@ pub(crate) enum Waiter {
     Blocking(Arc<BlockingCell>),
 }
 
+/// A blocking caller's completion slot: it waits in short steps so it can
+/// notice its cancel flag (loom-checked in [`crate::sync`]).
+pub(crate) type BlockingCell = Completion<Outcome>;
+
 impl Waiter {
     fn complete(self, outcome: Outcome) {
         match self {
@@ -47,29 +52,6 @@ impl Waiter {
             }
             Self::Blocking(cell) => cell.complete(outcome),
         }
-    }
-}
-
-/// A blocking caller's completion slot: it waits on the condvar in short
-/// steps so it can notice its cancel flag.
-#[derive(Debug, Default)]
-pub(crate) struct BlockingCell {
-    outcome: Mutex<Option<Outcome>>,
-    ready: Condvar,
-}
-
-impl BlockingCell {
-    fn complete(&self, outcome: Outcome) {
-        *self.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
-        self.ready.notify_all();
-    }
-
-    /// Waits up to `step` for the outcome.
-    pub(crate) fn wait(&self, step: Duration) -> Option<Outcome> {
-        let guard = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut guard, _) =
-            self.ready.wait_timeout_while(guard, step, |o| o.is_none()).unwrap_or_else(|e| e.into_inner());
-        guard.take()
     }
 }
 
@@ -148,23 +130,9 @@ pub struct EngineDiagnostics {
     pub runtime_workers: usize,
 }
 
-/// The latest published snapshot; reading it never waits on the runtime.
-#[derive(Debug)]
-pub(crate) struct DiagnosticsCell(Mutex<Arc<EngineDiagnostics>>);
-
-impl DiagnosticsCell {
-    pub(crate) fn new(first: EngineDiagnostics) -> Self {
-        Self(Mutex::new(Arc::new(first)))
-    }
-
-    pub(crate) fn get(&self) -> Arc<EngineDiagnostics> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    fn set(&self, next: EngineDiagnostics) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
-    }
-}
+/// The latest published snapshot; reading it never waits on the runtime
+/// (loom-checked in [`crate::sync`]).
+pub(crate) type DiagnosticsCell = Snapshot<EngineDiagnostics>;
 
 /// Set by simulations: check the Supervisor's invariants after every input
 /// in release builds too.
@@ -326,7 +294,7 @@ impl<C: Connector> Driver<C> {
                         // Every client handle is gone: close, once.
                         None => {
                             self.orphaned = true;
-                            self.sup.handle(now(), Input::Close);
+                            self.handle(Input::Close);
                         }
                     },
                     Some(event) = self.events_rx.recv() => {
@@ -350,9 +318,9 @@ impl<C: Connector> Driver<C> {
                     Some(probe) = self.probe_rx.recv() => {
                         self.ranking = Some(probe.ranking);
                         let input = Input::ProbeDone { epoch: probe.epoch, latencies: probe.latencies };
-                        self.sup.handle(now(), input);
+                        self.handle(input);
                     }
-                    () = sleep => self.sup.handle(now(), Input::Tick),
+                    () = sleep => self.handle(Input::Tick),
                     _ = refresh.tick() => {
                         self.workers.tick(DIAGNOSTICS_REFRESH.as_secs_f64());
                         if let Some((slot, to)) = self.workers.plan_migration() {
@@ -378,15 +346,15 @@ impl<C: Connector> Driver<C> {
 
     fn control(&mut self, control: Control) {
         match control {
-            Control::Cancel(id) => self.sup.handle(now(), Input::Cancel { id }),
-            Control::Unpin(id) => self.sup.handle(now(), Input::Unpin { id }),
+            Control::Cancel(id) => self.handle(Input::Cancel { id }),
+            Control::Unpin(id) => self.handle(Input::Unpin { id }),
             Control::ReadPushes { max, reply } => {
                 self.push_batch = Some(PushBatch::default());
-                self.sup.handle(now(), Input::ReadPushes { max });
+                self.handle(Input::ReadPushes { max });
                 self.carry_out();
                 let _ = reply.send(self.push_batch.take().unwrap_or_default());
             }
-            Control::Close => self.sup.handle(now(), Input::Close),
+            Control::Close => self.handle(Input::Close),
             Control::Ranking(servers) => self.ranking = Some(servers),
         }
     }
@@ -396,11 +364,11 @@ impl<C: Connector> Driver<C> {
             Admission::Submit { id, request, deadline, pin, waiter } => {
                 let retry_safe = request.retry_safe();
                 self.waiters.insert(id, waiter);
-                self.sup.handle(now(), Input::Submit { id, request, deadline, retry_safe, pin });
+                self.handle(Input::Submit { id, request, deadline, retry_safe, pin });
             }
             Admission::Pin { id, deadline, granted } => {
                 self.pins.insert(id, granted);
-                self.sup.handle(now(), Input::Pin { id, deadline });
+                self.handle(Input::Pin { id, deadline });
             }
         }
     }
@@ -417,8 +385,16 @@ impl<C: Connector> Driver<C> {
                 handle.queue.taken(bytes);
             }
         }
+        let bad_reply = matches!(input, Input::Frame { body: crate::supervisor::FrameBody::Invalid(_), .. });
+        let reservation = match reservation {
+            Some(r) if bad_reply && crate::mutants::on(crate::mutants::Mutant::DecodedBudgetLeakOnBadReply) => {
+                std::mem::forget(r);
+                None
+            }
+            other => other,
+        };
         let buffered = self.sup.pushes_buffered();
-        self.sup.handle(now(), input);
+        self.handle(input);
         if self.sup.pushes_buffered() > buffered {
             self.pushed.notify_waiters();
         }
@@ -445,13 +421,19 @@ impl<C: Connector> Driver<C> {
         tokio::spawn(task.instrument(tracing::debug_span!("probe", endpoints = self.endpoints.len())));
     }
 
-    /// Drains the Supervisor's actions and carries each out.
-    fn carry_out(&mut self) {
-        // Debug builds (every test), and simulations in any build, check
-        // the Supervisor's invariants after each input.
+    /// Feeds one input to the Supervisor at the driver's clock. Debug builds
+    /// (every test), and simulations in any build, check the Supervisor's
+    /// invariants after each one, so a broken invariant names the input
+    /// that broke it (batches of admissions and events included).
+    fn handle(&mut self, input: Input) {
+        self.sup.handle(now(), input);
         if cfg!(debug_assertions) || CHECK_INVARIANTS.load(std::sync::atomic::Ordering::Relaxed) {
             self.sup.check_invariants();
         }
+    }
+
+    /// Drains the Supervisor's actions and carries each out.
+    fn carry_out(&mut self) {
         while let Some(action) = self.sup.poll_action() {
             match action {
                 Action::Probe { epoch, timeout, concurrency } => self.probe(epoch, timeout, concurrency),

@@ -29,6 +29,7 @@ use crate::supervisor::{CloseState, ConfigError, Supervisor, SupervisorConfig};
 use connector::Connector;
 use driver::{Admission, Control, DiagnosticsCell, Driver};
 use slot::{EngineShared, SLOT_QUEUE_BYTES_MAX};
+pub use slot::{DECODED_BUDGET_BYTES_MIN, RAW_BUDGET_BYTES_MIN};
 
 pub use driver::{check_invariants_always, BudgetDiagnostics, EngineDiagnostics, PushFrame, DIAGNOSTICS_REFRESH};
 use workers::Workers;
@@ -70,6 +71,8 @@ pub enum DriverPlacement {
 pub const RAW_BUDGET_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// Largest decoded budget: 2 GiB.
 pub const DECODED_BUDGET_BYTES_MAX: usize = 2 * 1024 * 1024 * 1024;
+/// The smallest push queue in bytes: one largest push payload.
+pub const PUSH_QUEUE_BYTES_MIN: usize = crate::proto::limits::PAYLOAD_BYTES_MAX;
 
 /// What the engine needs besides the Supervisor's configuration.
 #[derive(Debug, Clone)]
@@ -81,6 +84,8 @@ pub(crate) struct RuntimeConfig {
     pub(crate) decoded_budget_bytes: Option<usize>,
     /// Where start probes are saved.
     pub(crate) ranking_store: Option<crate::ranking::RankingStore>,
+    /// CPUs the default worker count is sized from.
+    pub(crate) cpus: usize,
 }
 
 /// The running engine's handles, held by the client.
@@ -102,8 +107,9 @@ pub(crate) struct Owned {
     /// each to stop.
     pub(crate) worker_threads: Vec<WorkerThread>,
     pub(crate) driver_thread: Option<JoinHandle<()>>,
-    /// For a driver running as a task on an owned worker: signalled when it ends.
-    pub(crate) driver_done: Option<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+    /// For a driver running as a task on an owned worker: the close gate,
+    /// signalled when it ends.
+    pub(crate) driver_done: Option<Arc<crate::sync::DoneSignal>>,
 }
 
 /// A thread driving a current-thread runtime, and the sender that stops it.
@@ -138,8 +144,7 @@ impl Drop for Owned {
         }
         if let Some(done) = self.driver_done.take() {
             // The close gate is 1 s; give the driver a little more.
-            let done = done.into_inner().unwrap_or_else(|e| e.into_inner());
-            let _ = done.recv_timeout(std::time::Duration::from_secs(2));
+            done.wait(std::time::Duration::from_secs(2));
         }
         for (thread, stop) in self.worker_threads.drain(..) {
             let _ = stop.send(());
@@ -151,8 +156,26 @@ impl Drop for Owned {
     }
 }
 
-fn check_workers(runtime_workers: Option<usize>, pool_size: usize) -> Result<usize, ConfigError> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+std::thread_local! {
+    /// A test's stand-in for the machine's CPU count (see [`pretend_host_cpus`]).
+    static PRETEND_HOST_CPUS: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// The CPUs this machine offers: the one place the engine asks the host.
+/// Everything derived from it can be fixed with `ClientBuilder::available_cpus`.
+pub(crate) fn host_cpus() -> usize {
+    PRETEND_HOST_CPUS.with(|p| p.get()).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Makes engines built on this thread see `cpus` as the machine's CPU count
+/// (`None`: the real one). For tests that show a simulated run does not
+/// depend on the machine it runs on.
+#[doc(hidden)]
+pub fn pretend_host_cpus(cpus: Option<usize>) {
+    PRETEND_HOST_CPUS.with(|p| p.set(cpus));
+}
+
+fn check_workers(runtime_workers: Option<usize>, pool_size: usize, cores: usize) -> Result<usize, ConfigError> {
     match runtime_workers {
         None => Ok(pool_size.min(cores).max(1)),
         Some(n) if (1..=pool_size).contains(&n) => Ok(n),
@@ -163,11 +186,21 @@ fn check_workers(runtime_workers: Option<usize>, pool_size: usize) -> Result<usi
     }
 }
 
-fn check_budget(field: &'static str, value: Option<usize>, default: usize, max: usize) -> Result<usize, ConfigError> {
+fn check_budget(
+    field: &'static str,
+    value: Option<usize>,
+    default: usize,
+    (min, max): (usize, usize),
+) -> Result<usize, ConfigError> {
     match value {
-        None => Ok(default.min(max)),
-        Some(n) if n > 0 && n <= max => Ok(n),
-        Some(n) => Err(ConfigError { field, reason: format!("{n} bytes is outside 1..={max}") }),
+        None => Ok(default.clamp(min, max)),
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        Some(n) => Err(ConfigError {
+            field,
+            reason: format!(
+                "{n} bytes is outside {min}..={max} (below {min} the engine could stall on one largest frame)"
+            ),
+        }),
     }
 }
 
@@ -179,19 +212,28 @@ pub(crate) fn start<C: Connector>(
 ) -> Result<Engine, ConfigError> {
     let pool_size = config.pool_size();
     let capacity = pool_size + config.max_pending_requests;
-    let runtime_workers = check_workers(runtime.runtime_workers, pool_size)?;
+    let runtime_workers = check_workers(runtime.runtime_workers, pool_size, runtime.cpus)?;
     let raw = check_budget(
         "raw_budget_bytes",
         runtime.raw_budget_bytes,
         pool_size * RAW_STAGING_BYTES_MAX,
-        RAW_BUDGET_BYTES_MAX,
+        (RAW_BUDGET_BYTES_MIN, RAW_BUDGET_BYTES_MAX),
     )?;
     let decoded = check_budget(
         "decoded_budget_bytes",
         runtime.decoded_budget_bytes,
         pool_size * SLOT_QUEUE_BYTES_MAX,
-        DECODED_BUDGET_BYTES_MAX,
+        (DECODED_BUDGET_BYTES_MIN, DECODED_BUDGET_BYTES_MAX),
     )?;
+    if config.push_bytes_max < PUSH_QUEUE_BYTES_MIN {
+        return Err(ConfigError {
+            field: "push_queue",
+            reason: format!(
+                "{} bytes cannot hold one largest push frame of {PUSH_QUEUE_BYTES_MIN} bytes",
+                config.push_bytes_max
+            ),
+        });
+    }
     let now = match &runtime.flavor {
         // Inside a caller's runtime, its (possibly simulated) clock rules.
         RuntimeFlavor::External(handle) => handle.block_on_clock_now(),
@@ -274,12 +316,13 @@ pub(crate) fn start<C: Connector>(
             None
         }
         (false, true) => {
-            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            let done = Arc::new(crate::sync::DoneSignal::default());
+            let signal = done.clone();
             first.spawn(async move {
                 driver.run().await;
-                let _ = done_tx.send(());
+                signal.signal();
             });
-            owned.driver_done = Some(std::sync::Mutex::new(done_rx));
+            owned.driver_done = Some(done);
             Some(owned)
         }
         (false, false) => {

@@ -30,9 +30,10 @@ use tracing::{debug, Instrument};
 use super::connector::{Connector, Detach};
 use crate::budget::{Budget, Reservation};
 use crate::proto::commands::{Command, Handshake};
-use crate::proto::limits::{RAW_STAGING_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
+use crate::proto::limits::{PAYLOAD_BYTES_MAX, RAW_STAGING_BYTES_MAX, RESPONSE_FRAME_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
 use crate::proto::{Frame, FrameDecoder, ProtoError, Request, RoundEnd, RoundLimits};
 use crate::supervisor::{Endpoint, Epoch, FrameBody, Generation, Input, SlotError, SlotId};
+use crate::sync::QueueBound;
 
 /// Frames a slot may have decoded and not yet handed over.
 pub const SLOT_QUEUE_FRAMES_MAX: usize = 1024;
@@ -42,6 +43,17 @@ pub const SLOT_QUEUE_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// sees it (its own ids come from a separate counter and the exchange is
 /// over before the slot is ready).
 const HANDSHAKE_MSG_ID: u32 = 1;
+/// Bytes one socket read asks for at most.
+pub const SLOT_READ_BYTES: usize = 64 * 1024;
+/// The smallest engine raw budget that cannot stall: a read reserves what
+/// the decoder stages (less than one whole frame, since whole frames are
+/// decoded before the next read) plus the read itself.
+pub const RAW_BUDGET_BYTES_MIN: usize = RESPONSE_FRAME_BYTES_MAX + SLOT_READ_BYTES;
+/// The smallest decoded budget that cannot stall: one largest payload
+/// (a push waits until its bytes fit).
+pub const DECODED_BUDGET_BYTES_MIN: usize = PAYLOAD_BYTES_MAX;
+const _: () = assert!(RAW_BUDGET_BYTES_MIN <= RAW_STAGING_BYTES_MAX);
+const _: () = assert!(DECODED_BUDGET_BYTES_MIN <= SLOT_QUEUE_BYTES_MAX);
 /// How long a slot waits before retrying a budget it could not reserve.
 const BUDGET_RETRY: Duration = Duration::from_millis(1);
 
@@ -74,29 +86,30 @@ pub(crate) struct SlotEvent {
 }
 
 /// The per-slot decoded queue bound, shared by the slot task and the driver.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SlotQueue {
-    frames: AtomicUsize,
-    bytes: AtomicUsize,
+    bound: QueueBound,
     room: Notify,
+}
+
+impl Default for SlotQueue {
+    fn default() -> Self {
+        Self { bound: QueueBound::new(SLOT_QUEUE_FRAMES_MAX, SLOT_QUEUE_BYTES_MAX), room: Notify::new() }
+    }
 }
 
 impl SlotQueue {
     /// Called by the driver when it has taken one event.
     pub(crate) fn taken(&self, bytes: usize) {
-        self.frames.fetch_sub(1, Ordering::AcqRel);
-        self.bytes.fetch_sub(bytes, Ordering::AcqRel);
+        self.bound.taken(bytes);
         self.room.notify_one();
     }
 
     async fn wait_for_room(&self, bytes: usize) {
         loop {
+            // Registered before the check, so a `taken` in between wakes us.
             let notified = self.room.notified();
-            if self.frames.load(Ordering::Acquire) < SLOT_QUEUE_FRAMES_MAX
-                && self.bytes.load(Ordering::Acquire) + bytes <= SLOT_QUEUE_BYTES_MAX
-            {
-                self.frames.fetch_add(1, Ordering::AcqRel);
-                self.bytes.fetch_add(bytes, Ordering::AcqRel);
+            if self.bound.try_admit(bytes) {
                 return;
             }
             notified.await;
@@ -273,6 +286,10 @@ impl<C: Connector> SlotTask<C> {
         let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
         let Exchanging { awaiting, commands } = state;
         let mut wire_this_round = 0usize;
+        // Whole frames still staged after a round that hit its limits: they
+        // are decoded before anything more is read, so a read never has to
+        // reserve raw budget for more than a partial frame plus one read.
+        let mut frames_staged = false;
         loop {
             tokio::select! {
                 biased;
@@ -285,7 +302,7 @@ impl<C: Connector> SlotTask<C> {
                     Some(SlotCommand::Migrate { to }) => return Ok(End::Migrate(to)),
                     other => return Ok(retired_or_gone(other)),
                 },
-                read = conn.read() => {
+                read = conn.fill(frames_staged, awaiting.is_some()) => {
                     let n = read.map_err(End::Failed)?;
                     wire_this_round += n;
                     let (frames, end) = conn.decode().map_err(|e| End::Failed(SlotError::Protocol(e.to_string())))?;
@@ -314,7 +331,8 @@ impl<C: Connector> SlotTask<C> {
                         let event = SlotEvent { slot, input, reservation, queued: Some(bytes) };
                         self.events.send(event).await.map_err(|_| End::DriverGone)?;
                     }
-                    if end != RoundEnd::NeedBytes || wire_this_round >= ROUND_WIRE_BYTES_MAX {
+                    frames_staged = end != RoundEnd::NeedBytes;
+                    if frames_staged || wire_this_round >= ROUND_WIRE_BYTES_MAX {
                         wire_this_round = 0;
                         tokio::task::yield_now().await;
                     }
@@ -391,7 +409,14 @@ struct Conn<S> {
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     fn new(stream: S, budgets: EngineShared) -> Self {
-        Self { stream, decoder: FrameDecoder::new(), buf: vec![0; 64 * 1024], budgets, raw: None, wire: Vec::new() }
+        Self {
+            stream,
+            decoder: FrameDecoder::new(),
+            buf: vec![0; SLOT_READ_BYTES],
+            budgets,
+            raw: None,
+            wire: Vec::new(),
+        }
     }
 
     async fn write_request(&mut self, msg_id: u32, request: &Request) -> std::io::Result<()> {
@@ -402,21 +427,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         self.stream.write_all(&self.wire).await
     }
 
-    /// Reads what the socket has (at most what staging and the raw budget allow).
-    async fn read(&mut self) -> Result<usize, SlotError> {
+    /// Reads more bytes unless whole frames are already staged (then 0:
+    /// decode those first).
+    async fn fill(&mut self, frames_staged: bool, reply_due: bool) -> Result<usize, SlotError> {
+        if frames_staged {
+            return Ok(0);
+        }
+        self.read(reply_due).await
+    }
+
+    /// Reads what the socket has (at most what staging allows), then
+    /// accounts it in the raw budget before the decoder stages it. Waiting
+    /// for bytes holds no reservation beyond what is already staged, so idle
+    /// connections tie up nothing.
+    async fn read(&mut self, reply_due: bool) -> Result<usize, SlotError> {
         let want = self.buf.len().min(self.decoder.staging_room());
         debug_assert!(want > 0, "a decode round leaves staging room");
-        let staged = self.decoder.staged();
-        let raw = loop {
-            if let Some(r) = Budget::try_reserve(&self.budgets.raw, staged + want) {
-                break r;
-            }
-            // Give back what we hold so another slot can progress, then retry.
-            self.raw = None;
-            tokio::time::sleep(BUDGET_RETRY).await;
-        };
-        self.raw = Some(raw);
-        let n = self.stream.read(&mut self.buf[..want]).await.map_err(|e| SlotError::Io(e.to_string()))?;
+        let read = self.stream.read(&mut self.buf[..want]).await;
+        if crate::mutants::on(crate::mutants::Mutant::RawBudgetLeakOnError) && !matches!(read, Ok(1..)) {
+            std::mem::forget(self.raw.take());
+        }
+        let n = read.map_err(|e| SlotError::Io(e.to_string()))?;
         self.budgets.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
         if n == 0 {
             return Err(match self.decoder.finish() {
@@ -424,8 +455,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 Err(e) => SlotError::Protocol(e.to_string()),
             });
         }
+        self.account(n, reply_due).await;
         self.decoder.feed(&self.buf[..n]).map_err(|e| SlotError::Protocol(e.to_string()))?;
         Ok(n)
+    }
+
+    /// Reserves raw budget for `n` more staged bytes. Replies first: while
+    /// this connection's request is in flight the read goes on even when the
+    /// budget is spent (unaccounted, and bounded by this slot's own staging
+    /// bound), so a reply never waits behind other slots' pushes; otherwise
+    /// the slot waits, which pauses its reads (TCP backpressure).
+    async fn account(&mut self, n: usize, reply_due: bool) {
+        loop {
+            if let Some(more) = Budget::try_reserve(&self.budgets.raw, n) {
+                match &mut self.raw {
+                    Some(held) => held.merge(more),
+                    None => self.raw = Some(more),
+                }
+                return;
+            }
+            if reply_due {
+                return;
+            }
+            tokio::time::sleep(BUDGET_RETRY).await;
+        }
     }
 
     /// Decodes one round of frames and shrinks the raw hold to what stays staged.
@@ -452,7 +505,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                         .map_err(|e| SlotError::Handshake(e.to_string()));
                 }
             }
-            self.read().await.map_err(|e| match e {
+            // The handshake's reply is due: it never waits for the budget.
+            self.read(true).await.map_err(|e| match e {
                 SlotError::Io(m) | SlotError::Protocol(m) => SlotError::Handshake(m),
                 other => other,
             })?;
