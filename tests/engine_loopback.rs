@@ -179,9 +179,10 @@ async fn cancellations_and_timeouts_lose_nothing_else() {
     let kept: Vec<_> = results.into_iter().flatten().collect();
     assert_eq!(kept.len(), 133);
     for r in kept {
+        // 200 calls fit the admission capacity (4 slots + 256 pending):
+        // an uncancelled call gets its reply, never PoolBusy.
         match r {
             Ok(reply) => assert_eq!(reply, want),
-            Err(Error::Request(RequestError::PoolBusy)) => {}
             Err(e) => panic!("an uncancelled call failed: {e}"),
         }
     }
@@ -194,40 +195,39 @@ async fn cancellations_and_timeouts_lose_nothing_else() {
     client.close().await;
 }
 
-/// Why: a misbehaving server costs only its own connections' requests,
-/// retried once on a healthy one.
+/// Why: a server that turns bad costs only the requests on its own
+/// connection, and each of those is retried once on a healthy one: no
+/// caller sees the failure. (Server 0 has one connection; once it breaks
+/// every reply mid-frame, handshakes included, that connection never comes
+/// back, so every retry lands on a healthy server. Probabilistic faults on
+/// every server are the simulation's business.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_faulty_server_costs_only_its_requests() {
-    let s = servers(3, |i| {
-        if i == 0 {
-            Faults {
-                garbage_per_mille: 300,
-                close_mid_frame_per_mille: 200,
-                corrupt_zlib_per_mille: 200,
-                ..Default::default()
-            }
-        } else {
-            Faults::default()
-        }
-    });
-    let client = Client::builder().hosts(s.hosts.clone()).server_count(3).connections_per_server(2).build().unwrap();
+    let s = servers(3, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(3).connections_per_server(1).build().unwrap();
+    // Warm up until all three connections are ready (each served a call).
+    let d =
+        diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.slots.iter().all(|s| s.state == "ready"))
+            .await;
+    assert_eq!(d.supervisor.slots.len(), 3);
+    s.handles[0].faults().set(Faults { close_mid_frame_per_mille: 1000, ..Default::default() });
     let requests: Vec<Request> =
         (0..150).map(|i| Bars::new(code("sh600000"), Period::Day, (i % 5) * 800, 800).into()).collect();
     let calls = requests.iter().cloned().map(|r| {
         let client = client.clone();
         async move { (r.clone(), client.call(r).await) }
     });
-    let mut failed = 0;
     for (request, result) in join_all(calls).await {
         match result {
             Ok(reply) => assert_eq!(reply, respond(&s.market, 0, &request)),
-            Err(Error::Request(RequestError::ConnectionLost(_) | RequestError::BadReply(_))) => failed += 1,
-            Err(e) => panic!("unexpected failure: {e}"),
+            Err(e) => panic!("a call failed although healthy servers were there for its retry: {e}"),
         }
     }
-    let d = client.diagnostics();
-    assert!(failed < 30, "most requests succeed through retries: {failed} failed");
-    assert!(d.supervisor.counters.retries > 0 || failed == 0);
+    let d = diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.counters.replies >= 150).await;
+    // Every idle slot was leased at once, server 0's included: its one
+    // request broke the connection and was retried elsewhere.
+    assert!(d.supervisor.counters.retries >= 1, "{:?}", d.supervisor.counters);
+    assert_eq!(d.supervisor.counters.errors, 0, "{:?}", d.supervisor.counters);
     client.close().await;
 }
 
@@ -310,12 +310,42 @@ fn configuration_errors_name_the_field() {
         ),
         ("server_count", Client::builder().hosts(["127.0.0.1:1"]).server_count(2)),
         ("decoded_budget_bytes", Client::builder().hosts(["127.0.0.1:1"]).decoded_budget_bytes(usize::MAX)),
+        ("available_cpus", Client::builder().hosts(["127.0.0.1:1"]).available_cpus(0)),
     ];
     for (field, builder) in cases {
         match builder.build() {
             Err(Error::Config(e)) => assert_eq!(e.field, field, "{e}"),
             other => panic!("{field}: expected a config error, got {other:?}"),
         }
+    }
+}
+
+/// Why: a budget or push queue smaller than one largest frame (plus one
+/// read, for the raw budget) would stall the engine forever; `build()`
+/// refuses one byte below each minimum and accepts the minimum itself.
+#[test]
+fn budgets_below_one_largest_frame_are_refused() {
+    use tdx_engine::runtime::{DECODED_BUDGET_BYTES_MIN, PUSH_QUEUE_BYTES_MIN, RAW_BUDGET_BYTES_MIN};
+    assert_eq!(RAW_BUDGET_BYTES_MIN, 65_551 + 65_536, "largest frame plus one read");
+    assert_eq!(DECODED_BUDGET_BYTES_MIN, 65_535, "largest payload");
+    assert_eq!(PUSH_QUEUE_BYTES_MIN, 65_535, "largest payload");
+    let base = || Client::builder().hosts(["127.0.0.1:1"]).server_count(1).connections_per_server(1);
+    type Setter = fn(tdx_engine::ClientBuilder, usize) -> tdx_engine::ClientBuilder;
+    let cases: [(&str, usize, Setter); 3] = [
+        ("raw_budget_bytes", RAW_BUDGET_BYTES_MIN, |b, n| b.raw_budget_bytes(n)),
+        ("decoded_budget_bytes", DECODED_BUDGET_BYTES_MIN, |b, n| b.decoded_budget_bytes(n)),
+        ("push_queue", PUSH_QUEUE_BYTES_MIN, |b, n| b.push_queue(16, n)),
+    ];
+    for (field, min, set) in cases {
+        match set(base(), min - 1).build() {
+            Err(Error::Config(e)) => {
+                assert_eq!(e.field, field, "{e}");
+                assert!(e.reason.contains(&min.to_string()), "the error names the minimum: {e}");
+            }
+            other => panic!("{field} {}: expected a config error, got {other:?}", min - 1),
+        }
+        let client = set(base(), min).build().unwrap_or_else(|e| panic!("{field} {min} is enough: {e}"));
+        drop(client);
     }
 }
 
@@ -345,22 +375,18 @@ async fn heartbeats_keep_idle_connections_alive() {
     client.close().await;
 }
 
-/// Why: dropping the last client without `close()` closes the engine and
-/// stops its threads promptly.
+/// Why: dropping the last client without `close()` closes the engine
+/// promptly, and the server sees its connections go. (That exactly the
+/// engine's threads end is counted in `tests/engine_threads.rs`, where no
+/// other test runs beside it.)
 #[test]
 fn dropping_the_client_closes_cleanly() {
     let s = servers(1, |_| Faults::default());
-    let before = std::fs::read_dir("/proc/self/task").map(|d| d.count()).ok();
     let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(2).build().unwrap();
     assert!(client.blocking().count(Exchange::Sh).is_ok());
     let started = std::time::Instant::now();
     drop(client);
     assert!(started.elapsed() < Duration::from_secs(2), "drop took {:?}", started.elapsed());
-    if let Some(before) = before {
-        // Other tests run concurrently, so only check this test's threads are gone.
-        let after = std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap();
-        assert!(after <= before + 8, "threads: {before} before, {after} after");
-    }
 }
 
 mod panicky {

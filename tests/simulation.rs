@@ -78,3 +78,32 @@ fn a_seed_replays_to_the_same_trace() {
     let other = simulation::run(4, false).unwrap_or_else(|f| panic!("{f}"));
     assert_ne!(other.trace_hash, simulation::run(3, false).unwrap().trace_hash, "seeds give different worlds");
 }
+
+/// Why: a seed must mean the same run on every machine. The engine sizes
+/// defaults from the CPU count; the plan fixes it, so a machine with 1 or
+/// 64 CPUs replays a seed to the same trace hash.
+#[test]
+fn a_seed_replays_the_same_with_any_cpu_count() {
+    use tdx_engine::runtime::pretend_host_cpus;
+    // The stand-in reaches the engine: defaults follow it when nothing fixes them.
+    let workers = |cpus| {
+        pretend_host_cpus(Some(cpus));
+        let client = tdx_engine::Client::builder().hosts(["127.0.0.1:1"]).server_count(1).connections_per_server(8);
+        let workers = client.build().expect("valid").runtime_workers();
+        pretend_host_cpus(None);
+        workers
+    };
+    assert_eq!((workers(1), workers(64)), (1, 8));
+    for seed in [5, 1001] {
+        let hashes: Vec<u64> = [1, 3, 64]
+            .into_iter()
+            .map(|cpus| {
+                pretend_host_cpus(Some(cpus));
+                let outcome = simulation::run(seed, false);
+                pretend_host_cpus(None);
+                outcome.unwrap_or_else(|f| panic!("{f}")).trace_hash
+            })
+            .collect();
+        assert!(hashes.iter().all(|h| *h == hashes[0]), "seed {seed}: trace hashes differ by CPU count: {hashes:x?}");
+    }
+}

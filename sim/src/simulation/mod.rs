@@ -121,6 +121,19 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
     tdx_engine::runtime::check_invariants_always(true);
     let plan = Plan::from_seed(seed);
     let shared = Arc::new(Shared::default());
+    shared.trace(format!(
+        "plan servers={} pool={}x{} raw={} decoded={} push={:?} pending={} timeout={:?} callers={} cpus={}",
+        plan.servers,
+        plan.server_count,
+        plan.connections_per_server,
+        plan.raw_budget_bytes,
+        plan.decoded_budget_bytes,
+        plan.push_queue,
+        plan.max_pending_requests,
+        plan.timeout,
+        plan.callers,
+        plan.cpus
+    ));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| simulate(&plan, &shared)));
     let trace = std::mem::take(&mut *shared.trace.lock().unwrap_or_else(|e| e.into_inner()));
     let problems = std::mem::take(&mut *shared.problems.lock().unwrap_or_else(|e| e.into_inner()));
@@ -339,6 +352,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         .max_pending_requests(plan.max_pending_requests)
         .heartbeat_interval(Some(Duration::from_secs(2)))
         .rng_seed(plan.seed)
+        .available_cpus(plan.cpus)
         .runtime_flavor(RuntimeFlavor::External(runtime.clone()))
         .build_with(Counting::new(TurmoilConnector, sockets.clone()))
         .map_err(|e| format!("engine did not start: {e}"))?;

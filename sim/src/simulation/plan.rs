@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use tdx_engine::runtime::{DECODED_BUDGET_BYTES_MIN, PUSH_QUEUE_BYTES_MIN, RAW_BUDGET_BYTES_MIN};
+
 use crate::faults::{Faults, PushFlood};
 use crate::rng::Rng;
 
@@ -88,6 +90,9 @@ pub struct Plan {
     pub fault_phase: Duration,
     /// Network latency bounds.
     pub latency: (Duration, Duration),
+    /// The CPU count the engine's defaults are sized from: part of the
+    /// world, so the machine running the simulation does not leak in.
+    pub cpus: usize,
 }
 
 impl Plan {
@@ -107,7 +112,7 @@ impl Plan {
         let fault_phase = Duration::from_millis(2_000 + rng.below(8_000));
         let faults = schedule(&mut rng, servers, server_count, fault_phase);
         let min_latency = Duration::from_micros(200 + rng.below(3_000));
-        Plan {
+        let mut plan = Plan {
             seed,
             servers,
             server_count,
@@ -124,7 +129,24 @@ impl Plan {
             faults,
             fault_phase,
             latency: (min_latency, min_latency + Duration::from_micros(rng.below(30_000))),
+            cpus: 0,
+        };
+        // Drawn last, so the draws above keep their worlds.
+        plan.cpus = 1 + rng.below(16) as usize;
+        // Budgets at or just above the smallest the engine accepts, where a
+        // stall would show first.
+        if rng.below(4) == 0 {
+            plan.raw_budget_bytes = RAW_BUDGET_BYTES_MIN + rng.below(16 * 1024) as usize;
         }
+        if rng.below(4) == 0 {
+            plan.decoded_budget_bytes = DECODED_BUDGET_BYTES_MIN + rng.below(16 * 1024) as usize;
+        }
+        if rng.below(4) == 0 {
+            plan.push_queue.1 = PUSH_QUEUE_BYTES_MIN + rng.below(16 * 1024) as usize;
+        } else {
+            plan.push_queue.1 = plan.push_queue.1.max(PUSH_QUEUE_BYTES_MIN);
+        }
+        plan
     }
 }
 
