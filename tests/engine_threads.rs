@@ -3,7 +3,11 @@
 //! the 20 reference servers. Counted from /proc/self/task while all 160
 //! connections carry requests.
 //!
-//! `harness = false`: libtest would add threads of its own.
+//! Then close and drop: exactly the threads there were before the engine
+//! started remain (every worker and the driver joined).
+//!
+//! `harness = false`: libtest would add threads of its own, and no other
+//! test runs beside this one, so thread counts are exact.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +43,7 @@ fn main() {
         });
     });
     let hosts = rx.recv().unwrap();
+    let before = threads();
     let client = Client::builder()
         .hosts(hosts)
         .server_count(20)
@@ -72,4 +77,8 @@ fn main() {
     assert!(peak <= WORKERS + 3, "{peak} threads for {WORKERS} workers (bound {})", WORKERS + 3);
     assert!(connected > 100, "requests spread over the pool: {connected}");
     main_rt.block_on(client.close());
+    drop(client);
+    let after = threads();
+    println!("engine_threads: {before} threads before the engine, {after} after close and drop");
+    assert_eq!(after, before, "every engine thread ends with the engine");
 }

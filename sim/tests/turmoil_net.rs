@@ -30,8 +30,9 @@ fn requests() -> Vec<Request> {
 }
 
 /// Runs a turmoil world with one server (with `faults`) and one client
-/// issuing `requests()`; returns the frames' (msg_id, payload) in order.
-fn run(seed: u64, faults: Faults) -> Vec<(u32, Vec<u8>)> {
+/// issuing `requests()`, each reply checked against the truth; returns each
+/// reply's command and the simulated time it took, in order.
+fn run(seed: u64, faults: Faults) -> Vec<(u16, Duration)> {
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
         .simulation_duration(Duration::from_secs(60))
@@ -54,11 +55,10 @@ fn run(seed: u64, faults: Faults) -> Vec<(u32, Vec<u8>)> {
         let stream = turmoil::net::TcpStream::connect("server:7709").await?;
         let mut client = Client::new(stream);
         for request in requests() {
+            let sent = turmoil::elapsed();
             let reply = client.call(&request).await.expect("reply");
             assert_eq!(reply, respond(&market, 0, &request), "{}", request.name());
-            let mut payload = Vec::new();
-            request.encode_reply(&reply, &mut payload).unwrap();
-            out.lock().unwrap().push((request.msg_type() as u32, payload));
+            out.lock().unwrap().push((request.msg_type(), turmoil::elapsed() - sent));
         }
         Ok(())
     });
@@ -75,11 +75,16 @@ fn serves_every_command_on_the_simulated_network() {
 }
 
 /// Why: latency faults (driven by tokio time) work in simulated time, and
-/// the same seed gives the same replies.
+/// the same seed gives the same simulated timings, to the microsecond
+/// (the replies themselves are checked against the truth inside `run`).
 #[test]
 fn faults_and_determinism_in_simulated_time() {
     let slow = Faults { latency: Duration::from_millis(200), jitter: Duration::from_millis(300), ..Default::default() };
     let a = run(9, slow.clone());
-    let b = run(9, slow);
-    assert_eq!(a, b);
+    assert_eq!(a.len(), requests().len());
+    for (msg_type, took) in &a {
+        assert!(*took >= Duration::from_millis(200), "{msg_type:#06x} took {took:?}, less than the fault's latency");
+    }
+    assert_eq!(a, run(9, slow.clone()), "the same seed replays the same timings");
+    assert_ne!(a, run(10, slow), "another seed draws other jitter and link latencies");
 }

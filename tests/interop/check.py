@@ -61,16 +61,18 @@ def check_pytdx(truth, port):
             eq(f"pytdx:{port} list {name} codes", [g["code"] for g in got], [w["code"][2:] for w in want])
             eq(f"pytdx:{port} list {name} names", [g["name"] for g in got], [w["name"] for w in want])
             eq(f"pytdx:{port} list {name} decimals", [g["decimal_point"] for g in got], [w["decimal"] for w in want])
+        # (label, call, (code, period, start, count)): the expected bars are
+        # what the truth holds for the same page, asked with the same count.
         cases = [
-            ("stock daily", lambda: api.get_security_bars(9, 0, "000001", 0, 800), ("sz000001", "1d", 0)),
-            ("stock daily page 2", lambda: api.get_security_bars(9, 1, "600000", 800, 800), ("sh600000", "1d", 800)),
-            ("stock 1-minute", lambda: api.get_security_bars(8, 0, "000001", 0, 800), ("sz000001", "1m", 0)),
-            ("etf daily", lambda: api.get_security_bars(9, 1, "510300", 0, 100), ("sh510300", "1d", 0)),
-            ("index daily", lambda: api.get_index_bars(9, 1, "000001", 0, 300), ("sh000001", "1d", 0)),
+            ("stock daily", lambda: api.get_security_bars(9, 0, "000001", 0, 800), ("sz000001", "1d", 0, 800)),
+            ("stock daily page 2", lambda: api.get_security_bars(9, 1, "600000", 800, 800), ("sh600000", "1d", 800, 800)),
+            ("stock 1-minute", lambda: api.get_security_bars(8, 0, "000001", 0, 800), ("sz000001", "1m", 0, 800)),
+            ("etf daily", lambda: api.get_security_bars(9, 1, "510300", 0, 100), ("sh510300", "1d", 0, 100)),
+            ("index daily", lambda: api.get_index_bars(9, 1, "000001", 0, 300), ("sh000001", "1d", 0, 300)),
         ]
-        for label, call, (code, period, start) in cases:
+        for label, call, (code, period, start, count) in cases:
             got = call()
-            want = truth("bars", code, "--period", period, "--start", start, "--count", len(got) or 800)["bars"]
+            want = truth("bars", code, "--period", period, "--start", start, "--count", count)["bars"]
             eq(f"pytdx:{port} {label} count", len(got), len(want))
             check(f"pytdx:{port} {label} nonempty", len(got) > 0)
             for g, w in zip(got, want):

@@ -37,9 +37,16 @@ impl RankingStore {
     /// or `<platform data dir>/tdx-engine/ranking.json`; `None` when neither
     /// exists.
     pub fn default_location() -> Option<Self> {
-        let dir = match std::env::var_os(DATA_DIR_ENV) {
+        Self::location_in(std::env::var_os(DATA_DIR_ENV), dirs::data_dir())
+    }
+
+    /// Where the file goes given the override variable's value and the
+    /// platform data dir: the override when set and not empty, else
+    /// `tdx-engine/` in the data dir.
+    fn location_in(override_dir: Option<std::ffi::OsString>, data_dir: Option<PathBuf>) -> Option<Self> {
+        let dir = match override_dir {
             Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-            _ => dirs::data_dir()?.join("tdx-engine"),
+            _ => data_dir?.join("tdx-engine"),
         };
         Some(Self::at(dir.join(FILE_NAME)))
     }
@@ -184,14 +191,18 @@ mod tests {
         let _ = fs::remove_dir_all(dir);
     }
 
+    /// The variable itself is process-global (tests setting it would race),
+    /// so the rule is checked through the function `default_location` uses.
     #[test]
     fn default_location_honours_the_override() {
-        // Only reads the variable when set; tests that set it would race, so
-        // check the shape of the default instead.
-        if std::env::var_os(DATA_DIR_ENV).is_none() {
-            if let Some(store) = RankingStore::default_location() {
-                assert!(store.path().ends_with("tdx-engine/ranking.json"));
-            }
-        }
+        let data = Some(PathBuf::from("/data"));
+        let at = |o: Option<&str>, d: Option<PathBuf>| {
+            RankingStore::location_in(o.map(Into::into), d).map(|s| s.path().to_path_buf())
+        };
+        assert_eq!(at(Some("/custom/dir"), data.clone()), Some(PathBuf::from("/custom/dir/ranking.json")));
+        assert_eq!(at(Some("/custom/dir"), None), Some(PathBuf::from("/custom/dir/ranking.json")));
+        assert_eq!(at(Some(""), data.clone()), Some(PathBuf::from("/data/tdx-engine/ranking.json")), "empty is unset");
+        assert_eq!(at(None, data), Some(PathBuf::from("/data/tdx-engine/ranking.json")));
+        assert_eq!(at(None, None), None, "no data dir and no override: nowhere to keep it");
     }
 }
