@@ -151,7 +151,14 @@ impl Drop for Owned {
             let _ = thread.join();
         }
         if let Some(runtime) = self.workers.take() {
-            runtime.shutdown_background();
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // Dropped inside async code, which may not block: the
+                // workers stop on their own, shortly after.
+                runtime.shutdown_background();
+            } else {
+                // Join the worker threads, so none outlives the engine.
+                runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+            }
         }
     }
 }
