@@ -135,6 +135,20 @@ impl ReferenceServer {
 
     /// Accepts connections forever, one task each.
     pub async fn run<L: Listener>(self, listener: L) -> io::Result<()> {
+        self.accept_loop(listener, false).await
+    }
+
+    /// [`run`](Self::run) inside a `LocalSet` (a turmoil host): each
+    /// connection is a task of the set, so when the host crashes (its
+    /// runtime and set dropped) the connections end in the order they were
+    /// accepted. Tasks of the runtime itself end in an order sharded by
+    /// tokio's process-wide task ids, which would make a crash replay
+    /// differently after other simulations ran in the same process.
+    pub async fn run_local<L: Listener>(self, listener: L) -> io::Result<()> {
+        self.accept_loop(listener, true).await
+    }
+
+    async fn accept_loop<L: Listener>(self, listener: L, local: bool) -> io::Result<()> {
         loop {
             let (stream, peer) = listener.accept().await?;
             let n = self.stats.connections.fetch_add(1, Ordering::Relaxed);
@@ -144,13 +158,18 @@ impl ReferenceServer {
                 continue;
             }
             let server = self.clone();
-            tokio::spawn(async move {
+            let connection = async move {
                 let seed = server.market.seed() ^ (server.index as u64) << 32 ^ n;
                 match server.serve(stream, Rng::derive(seed, 7)).await {
                     Ok(()) => debug!(server = server.index, %peer, "connection closed"),
                     Err(e) => info!(server = server.index, %peer, error = %e, "connection ended"),
                 }
-            });
+            };
+            if local {
+                tokio::task::spawn_local(connection);
+            } else {
+                tokio::spawn(connection);
+            }
         }
     }
 

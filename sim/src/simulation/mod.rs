@@ -191,7 +191,7 @@ fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
         sim.host(host(i), move || {
             let server = ReferenceServer::with_handles(market.clone(), i, faults.clone(), stats.clone());
             async move {
-                server.run(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
+                server.run_local(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
                 Ok(())
             }
         });
