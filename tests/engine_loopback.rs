@@ -195,6 +195,46 @@ async fn cancellations_and_timeouts_lose_nothing_else() {
     client.close().await;
 }
 
+/// Why: the control lane is bounded, yet a cancel is never lost: each
+/// admitted call reserved room for its cancel when it was admitted, so
+/// dropping every call at once (from `Drop`, which cannot wait) cancels
+/// every one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_every_call_at_once_cancels_each_one() {
+    let s = servers(1, |_| Faults { latency: Duration::from_millis(300), ..Default::default() });
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(2)
+        .max_pending_requests(100)
+        .build()
+        .unwrap();
+    diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.slots.iter().all(|s| s.state == "ready")).await;
+    // Capacity 102: two in flight, a hundred queued.
+    let calls: Vec<_> = (0..102)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.count(Exchange::Sz).await })
+        })
+        .collect();
+    let d =
+        diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.waiting + d.supervisor.active == 102).await;
+    assert_eq!((d.supervisor.active, d.supervisor.waiting), (2, 100), "all admitted before the storm");
+    for call in &calls {
+        call.abort();
+    }
+    for call in calls {
+        assert!(call.await.unwrap_err().is_cancelled());
+    }
+    let d = diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.counters.cancels == 102).await;
+    assert_eq!(d.supervisor.counters.cancels, 102, "every dropped call was cancelled: {:?}", d.supervisor.counters);
+    assert_eq!((d.supervisor.active, d.supervisor.waiting), (0, 0));
+    assert_eq!(d.slot_command_overflows, 0);
+    // The engine serves on afterwards.
+    assert!(client.count(Exchange::Sz).await.is_ok());
+    client.close().await;
+}
+
 /// Why: a server that turns bad costs only the requests on its own
 /// connection, and each of those is retried once on a healthy one: no
 /// caller sees the failure. (Server 0 has one connection; once it breaks

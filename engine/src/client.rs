@@ -389,7 +389,9 @@ impl Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         if let Some(engine) = self.engine.take() {
-            let _ = engine.control.send(Control::Close);
+            // Best effort: the control lane closing with this last handle
+            // closes the engine anyway.
+            let _ = engine.control.try_send(Control::Close);
             // Dropping the engine's owned runtimes joins its threads.
             drop(engine);
         }
@@ -417,18 +419,29 @@ const _: () = {
     assert_send_sync::<Pinned>();
 };
 
-/// Cancels its request when dropped before completion.
-struct CancelOnDrop<'a> {
-    control: &'a mpsc::UnboundedSender<Control>,
+/// Room reserved on the control lane for one message sent from `Drop`,
+/// which can neither wait nor fail (see `Control`).
+type ControlPermit = mpsc::OwnedPermit<Control>;
+
+/// Cancels its request when dropped before completion (disarmed by
+/// dropping the permit).
+struct CancelOnDrop {
+    permit: Option<ControlPermit>,
     id: RequestId,
-    armed: bool,
 }
 
-impl Drop for CancelOnDrop<'_> {
+impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if self.armed {
-            let _ = self.control.send(Control::Cancel(self.id));
+        if let Some(permit) = self.permit.take() {
+            permit.send(Control::Cancel(self.id));
         }
+    }
+}
+
+fn refused(e: mpsc::error::TrySendError<impl Sized>) -> Error {
+    match e {
+        mpsc::error::TrySendError::Full(_) => Error::Request(RequestError::PoolBusy),
+        mpsc::error::TrySendError::Closed(_) => Error::Request(RequestError::Closed),
     }
 }
 
@@ -442,17 +455,23 @@ impl Client {
         ClientBuilder::default()
     }
 
-    fn admit(&self, request: Request, pin: Option<PinId>, waiter: Waiter) -> Result<RequestId, Error> {
+    /// Room for the one control message (a cancel or an unpin) the
+    /// caller's handle may send when dropped; none left is `PoolBusy`.
+    fn control_permit(&self) -> Result<ControlPermit, Error> {
+        self.inner.engine().control.clone().try_reserve_owned().map_err(refused)
+    }
+
+    /// Admits a request; returns its id and a guard that cancels it if
+    /// dropped before completion.
+    fn admit(&self, request: Request, pin: Option<PinId>, waiter: Waiter) -> Result<CancelOnDrop, Error> {
         let mut body = Vec::new();
         request.encode_body(&mut body).map_err(|e| Error::InvalidRequest(e.to_string()))?;
+        let permit = self.control_permit()?;
         let id = RequestId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let deadline = self.inner.deadline();
         let admission = Admission::Submit { id, request: Arc::new(request), deadline, pin, waiter };
-        self.inner.engine().admit.try_send(admission).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => Error::Request(RequestError::PoolBusy),
-            mpsc::error::TrySendError::Closed(_) => Error::Request(RequestError::Closed),
-        })?;
-        Ok(id)
+        self.inner.engine().admit.try_send(admission).map_err(refused)?;
+        Ok(CancelOnDrop { permit: Some(permit), id })
     }
 
     /// Sends any request and awaits its reply.
@@ -471,10 +490,9 @@ impl Client {
         let span = tracing::debug_span!("request", command = request.name());
         async move {
             let (tx, rx) = oneshot::channel::<Outcome>();
-            let id = self.admit(request, pin, Waiter::Async(tx))?;
-            let mut guard = CancelOnDrop { control: &self.inner.engine().control, id, armed: true };
+            let mut guard = self.admit(request, pin, Waiter::Async(tx))?;
             let outcome = rx.await.map_err(|_| Error::Request(RequestError::Closed))?;
-            guard.armed = false;
+            guard.permit = None;
             outcome.map(|reply| *reply).map_err(Error::Request)
         }
         .instrument(span)
@@ -559,17 +577,16 @@ impl Client {
     /// requests. Calls on the pin run in order on that connection; dropping
     /// it returns the connection.
     pub async fn pin(&self) -> Result<Pinned, Error> {
+        let permit = self.control_permit()?;
         let id = PinId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         let deadline = self.inner.deadline();
-        self.inner.engine().admit.try_send(Admission::Pin { id, deadline, granted: tx }).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => Error::Request(RequestError::PoolBusy),
-            mpsc::error::TrySendError::Closed(_) => Error::Request(RequestError::Closed),
-        })?;
-        let mut guard = UnpinOnDrop { control: self.inner.engine().control.clone(), id, armed: true };
+        self.inner.engine().admit.try_send(Admission::Pin { id, deadline, granted: tx }).map_err(refused)?;
+        // Unpins when dropped: while waiting (the wait is abandoned) or, held
+        // by the `Pinned`, when the pin is let go.
+        let release = UnpinOnDrop { permit: Some(permit), id };
         let slot = rx.await.map_err(|_| Error::Request(RequestError::Closed))?.map_err(Error::Request)?;
-        guard.armed = false;
-        Ok(Pinned { client: self.clone(), id, slot })
+        Ok(Pinned { client: self.clone(), id, slot, _release: release })
     }
 
     /// Waits for up to `max` pushes (at least one, unless the engine closes);
@@ -604,7 +621,7 @@ impl Client {
 
     async fn read_pushes(&self, max: usize) -> PushBatch {
         let (tx, rx) = oneshot::channel();
-        if self.inner.engine().control.send(Control::ReadPushes { max, reply: tx }).is_err() {
+        if self.inner.engine().control.send(Control::ReadPushes { max, reply: tx }).await.is_err() {
             return PushBatch::default();
         }
         rx.await.unwrap_or_default()
@@ -628,7 +645,7 @@ impl Client {
         if let (Err(e), Some(store)) = (&round.saved, store) {
             tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
         }
-        let _ = self.inner.engine().control.send(Control::Ranking(round.ranking.servers.clone()));
+        let _ = self.inner.engine().control.send(Control::Ranking(round.ranking.servers.clone())).await;
         round.ranking
     }
 
@@ -648,14 +665,14 @@ impl Client {
     /// confirming it closed.
     pub async fn close(&self) -> CloseState {
         let engine = self.inner.engine();
-        let _ = engine.control.send(Control::Close);
+        let _ = engine.control.send(Control::Close).await;
         let mut watch = engine.close.clone();
         loop {
             let state = *watch.borrow_and_update();
             match state {
                 CloseState::Closed | CloseState::FailedClosed => return state,
                 CloseState::FailedClosing => {
-                    let _ = engine.control.send(Control::Close);
+                    let _ = engine.control.send(Control::Close).await;
                 }
                 _ => {}
             }
@@ -717,15 +734,14 @@ pub struct Pushes {
 }
 
 struct UnpinOnDrop {
-    control: mpsc::UnboundedSender<Control>,
+    permit: Option<ControlPermit>,
     id: PinId,
-    armed: bool,
 }
 
 impl Drop for UnpinOnDrop {
     fn drop(&mut self) {
-        if self.armed {
-            let _ = self.control.send(Control::Unpin(self.id));
+        if let Some(permit) = self.permit.take() {
+            permit.send(Control::Unpin(self.id));
         }
     }
 }
@@ -735,6 +751,8 @@ pub struct Pinned {
     client: Client,
     id: PinId,
     slot: SlotId,
+    /// Sends the unpin when the `Pinned` is dropped.
+    _release: UnpinOnDrop,
 }
 
 impl std::fmt::Debug for Pinned {
@@ -752,12 +770,6 @@ impl Pinned {
     /// Sends a request on the pinned connection; calls run in order.
     pub async fn call(&self, request: Request) -> Result<Reply, Error> {
         self.client.call_on(request, Some(self.id)).await
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        let _ = self.client.inner.engine().control.send(Control::Unpin(self.id));
     }
 }
 
@@ -789,13 +801,14 @@ impl BlockingClient {
     /// Sends any request and waits for its reply.
     pub fn call(&self, request: Request) -> Result<Reply, Error> {
         let cell = Arc::new(BlockingCell::default());
-        let id = self.client.admit(request, None, Waiter::Blocking(cell.clone()))?;
+        // Dropped armed (the cancel flag, or a panic), it cancels the request.
+        let mut guard = self.client.admit(request, None, Waiter::Blocking(cell.clone()))?;
         loop {
             if let Some(outcome) = cell.wait(BLOCKING_WAKE) {
+                guard.permit = None;
                 return outcome.map(|r| *r).map_err(Error::Request);
             }
             if self.cancel.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
-                let _ = self.client.inner.engine().control.send(Control::Cancel(id));
                 return Err(Error::Request(RequestError::Cancelled));
             }
         }

@@ -73,7 +73,14 @@ pub(crate) struct PushBatch {
     pub(crate) frames: Vec<PushFrame>,
 }
 
-/// Messages on the control lane.
+/// Messages on the control lane, which the driver reads before anything
+/// else. The lane is bounded (`pool_size + max_pending_requests` plus
+/// [`CONTROL_LANE_SPARE`]) and nothing that must arrive can be lost:
+/// `Cancel` and `Unpin` are sent from `Drop`, which can neither wait nor
+/// fail, so every admitted call and every pin reserves its one message's
+/// room when it is admitted (an `OwnedPermit`), and a full lane answers
+/// that admission `PoolBusy` at once; `ReadPushes`, `Close` and `Ranking`
+/// come from async callers that wait for room.
 #[derive(Debug)]
 pub(crate) enum Control {
     Cancel(RequestId),
@@ -122,6 +129,9 @@ pub struct EngineDiagnostics {
     pub slot_workers: Vec<Option<usize>>,
     /// Slot tasks that panicked (each retired its slot only).
     pub slot_panics: usize,
+    /// Commands to a slot task that found its bounded channel full: always
+    /// 0, since a connection has at most one send and one retire pending.
+    pub slot_command_overflows: u64,
     /// Bytes read from the servers since start.
     pub bytes_read: u64,
     /// The server ranking after the last `refresh_ranking`, best first.
@@ -146,13 +156,21 @@ pub fn check_invariants_always(on: bool) {
     CHECK_INVARIANTS.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Control-lane room beyond one message per admitted call and connection:
+/// push reads, closes and ranking updates waiting for the driver.
+pub(crate) const CONTROL_LANE_SPARE: usize = 64;
+/// Commands a slot task may have queued: one `Send` (a connection carries
+/// one exchange at a time, and the next is sent only after the reply the
+/// task read), one `Retire`, and `Migrate` only while two places are free.
+pub(crate) const SLOT_COMMANDS_MAX: usize = 4;
+
 /// Diagnostics are rebuilt at most this often.
 pub const DIAGNOSTICS_REFRESH: Duration = Duration::from_millis(25);
 /// Slot events taken per turn before the other lanes get a look.
 const EVENTS_PER_TURN: usize = 64;
 
 struct SlotHandle {
-    commands: Option<mpsc::UnboundedSender<SlotCommand>>,
+    commands: Option<mpsc::Sender<SlotCommand>>,
     queue: Arc<SlotQueue>,
 }
 
@@ -163,7 +181,7 @@ pub(crate) struct Driver<C: Connector> {
     pub(crate) runtime_workers: usize,
     pub(crate) events_tx: mpsc::Sender<SlotEvent>,
     pub(crate) events_rx: mpsc::Receiver<SlotEvent>,
-    pub(crate) control_rx: mpsc::UnboundedReceiver<Control>,
+    pub(crate) control_rx: mpsc::Receiver<Control>,
     pub(crate) admit_rx: mpsc::Receiver<Admission>,
     pub(crate) budgets: EngineShared,
     pub(crate) diagnostics: Arc<DiagnosticsCell>,
@@ -181,8 +199,12 @@ pub(crate) struct Driver<C: Connector> {
     ranking: Option<Vec<crate::ranking::ServerRecord>>,
     /// Where probe results are saved for the next start.
     ranking_store: Option<RankingStore>,
-    probe_tx: mpsc::UnboundedSender<ProbeOutcome>,
-    probe_rx: mpsc::UnboundedReceiver<ProbeOutcome>,
+    /// Start-probe results: at most one probe runs per engine epoch.
+    probe_tx: mpsc::Sender<ProbeOutcome>,
+    probe_rx: mpsc::Receiver<ProbeOutcome>,
+    /// Slot commands that found their channel full: always 0 (see
+    /// [`SLOT_COMMANDS_MAX`]); diagnostics and the simulation check it.
+    slot_command_overflows: u64,
 }
 
 /// A finished start probe.
@@ -207,7 +229,7 @@ impl<C: Connector> Driver<C> {
         workers: Workers,
         runtime_workers: usize,
         channels: (mpsc::Sender<SlotEvent>, mpsc::Receiver<SlotEvent>),
-        control_rx: mpsc::UnboundedReceiver<Control>,
+        control_rx: mpsc::Receiver<Control>,
         admit_rx: mpsc::Receiver<Admission>,
         budgets: EngineShared,
         diagnostics: Arc<DiagnosticsCell>,
@@ -215,7 +237,7 @@ impl<C: Connector> Driver<C> {
         close_tx: watch::Sender<CloseState>,
         ranking_store: Option<RankingStore>,
     ) -> Self {
-        let (probe_tx, probe_rx) = mpsc::unbounded_channel();
+        let (probe_tx, probe_rx) = mpsc::channel(2);
         let endpoints = Arc::new(sup.config().endpoints.clone());
         let slots =
             (0..sup.config().pool_size()).map(|_| SlotHandle { commands: None, queue: Arc::default() }).collect();
@@ -243,6 +265,7 @@ impl<C: Connector> Driver<C> {
             ranking_store,
             probe_tx,
             probe_rx,
+            slot_command_overflows: 0,
         }
     }
 
@@ -260,6 +283,7 @@ impl<C: Connector> Driver<C> {
             workers: self.workers.diagnostics(),
             slot_workers: self.workers.slot_workers(),
             slot_panics: self.budgets.slot_panics.load(std::sync::atomic::Ordering::Relaxed),
+            slot_command_overflows: self.slot_command_overflows,
             bytes_read: self.budgets.bytes_read.load(std::sync::atomic::Ordering::Relaxed),
             ranking: self.ranking.clone(),
             runtime_workers: self.runtime_workers,
@@ -324,9 +348,10 @@ impl<C: Connector> Driver<C> {
                     _ = refresh.tick() => {
                         self.workers.tick(DIAGNOSTICS_REFRESH.as_secs_f64());
                         if let Some((slot, to)) = self.workers.plan_migration() {
-                            if let Some(tx) = &self.slots[slot.index()].commands {
+                            // Advisory: only while Send and Retire keep their room.
+                            if let Some(tx) = self.slots[slot.index()].commands.as_ref().filter(|tx| tx.capacity() > 2) {
                                 debug!(slot = slot.0, "moving a hot slot to a cooler worker");
-                                let _ = tx.send(SlotCommand::Migrate { to });
+                                let _ = tx.try_send(SlotCommand::Migrate { to });
                             }
                         }
                         if std::mem::take(&mut self.dirty) {
@@ -416,7 +441,7 @@ impl<C: Connector> Driver<C> {
                 tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
             }
             let latencies = round.results.iter().map(|r| r.latency).collect();
-            let _ = done.send(ProbeOutcome { epoch, latencies, ranking: round.ranking.servers });
+            let _ = done.send(ProbeOutcome { epoch, latencies, ranking: round.ranking.servers }).await;
         };
         tokio::spawn(task.instrument(tracing::debug_span!("probe", endpoints = self.endpoints.len())));
     }
@@ -438,7 +463,7 @@ impl<C: Connector> Driver<C> {
             match action {
                 Action::Probe { epoch, timeout, concurrency } => self.probe(epoch, timeout, concurrency),
                 Action::Connect { slot, epoch, generation, endpoint, deadline } => {
-                    let (commands, rx) = mpsc::unbounded_channel();
+                    let (commands, rx) = mpsc::channel(SLOT_COMMANDS_MAX);
                     let handle = &mut self.slots[slot.index()];
                     handle.commands = Some(commands);
                     let task = SlotTask {
@@ -456,13 +481,14 @@ impl<C: Connector> Driver<C> {
                 }
                 Action::Send { slot, msg_id, request, .. } => {
                     if let Some(tx) = &self.slots[slot.index()].commands {
-                        // A failed send means the task ended; its own report follows.
-                        let _ = tx.send(SlotCommand::Send { msg_id, request });
+                        let sent = tx.try_send(SlotCommand::Send { msg_id, request });
+                        self.slot_command_overflows += overflowed(slot, sent);
                     }
                 }
                 Action::Retire { slot, .. } => {
                     if let Some(tx) = self.slots[slot.index()].commands.take() {
-                        let _ = tx.send(SlotCommand::Retire);
+                        let sent = tx.try_send(SlotCommand::Retire);
+                        self.slot_command_overflows += overflowed(slot, sent);
                     }
                 }
                 Action::Complete { id, outcome } => {
@@ -497,5 +523,18 @@ impl<C: Connector> Driver<C> {
                 }
             }
         }
+    }
+}
+
+/// Counts a slot command that found its channel full (a broken bound, never
+/// expected); a closed channel means the task ended and reports it itself.
+fn overflowed(slot: SlotId, sent: Result<(), mpsc::error::TrySendError<SlotCommand>>) -> u64 {
+    match sent {
+        Err(mpsc::error::TrySendError::Full(command)) => {
+            debug_assert!(false, "slot {} command channel full: {command:?}", slot.0);
+            tracing::error!(slot = slot.0, ?command, "slot command channel full");
+            1
+        }
+        Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => 0,
     }
 }

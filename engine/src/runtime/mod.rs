@@ -91,7 +91,8 @@ pub(crate) struct RuntimeConfig {
 /// The running engine's handles, held by the client.
 pub(crate) struct Engine {
     pub(crate) admit: mpsc::Sender<Admission>,
-    pub(crate) control: mpsc::UnboundedSender<Control>,
+    /// The control lane (bounded; see [`driver::Control`] for what bounds it).
+    pub(crate) control: mpsc::Sender<Control>,
     pub(crate) diagnostics: Arc<DiagnosticsCell>,
     /// Woken when a push is buffered or the engine closes.
     pub(crate) pushed: Arc<tokio::sync::Notify>,
@@ -255,7 +256,7 @@ pub(crate) fn start<C: Connector>(
         bytes_read: Arc::default(),
     };
     let (admit_tx, admit_rx) = mpsc::channel(capacity);
-    let (control_tx, control_rx) = mpsc::unbounded_channel();
+    let (control_tx, control_rx) = mpsc::channel(capacity + pool_size + driver::CONTROL_LANE_SPARE);
     let events = mpsc::channel(pool_size * 8 + 64);
     let (close_tx, close_rx) = watch::channel(CloseState::Running);
 
@@ -265,6 +266,7 @@ pub(crate) fn start<C: Connector>(
         workers: Vec::new(),
         slot_workers: Vec::new(),
         slot_panics: 0,
+        slot_command_overflows: 0,
         bytes_read: 0,
         ranking: None,
         runtime_workers,

@@ -159,12 +159,12 @@ enum End {
 struct Exchanging {
     /// The request in flight and its msg_id: the frame that answers it is parsed.
     awaiting: Option<(u32, Arc<Request>)>,
-    commands: mpsc::UnboundedReceiver<SlotCommand>,
+    commands: mpsc::Receiver<SlotCommand>,
 }
 
 impl<C: Connector> SlotTask<C> {
     /// Runs the task to its end; panics inside are caught and reported.
-    pub(crate) async fn run(self, commands: mpsc::UnboundedReceiver<SlotCommand>) {
+    pub(crate) async fn run(self, commands: mpsc::Receiver<SlotCommand>) {
         let span = self.span();
         let ids = self.ids();
         let (events, budgets) = (self.events.clone(), self.budgets.clone());
@@ -233,7 +233,7 @@ impl<C: Connector> SlotTask<C> {
         self.events.send(event).await.map_err(|_| End::DriverGone)
     }
 
-    async fn serve(self, mut commands: mpsc::UnboundedReceiver<SlotCommand>) -> End {
+    async fn serve(self, mut commands: mpsc::Receiver<SlotCommand>) -> End {
         let connect = self.connector.connect(&self.endpoint, self.connect_timeout);
         let stream = match before_ready(&mut commands, connect).await {
             Ok(Ok(stream)) => stream,
@@ -360,10 +360,7 @@ impl<C: Connector> SlotTask<C> {
 /// the slot first. A migration request is ignored: a slot that is not ready
 /// stays where it is. `work` is polled from one pinned future, so a command
 /// arriving midway never restarts it (a restarted handshake would be sent twice).
-async fn before_ready<T>(
-    commands: &mut mpsc::UnboundedReceiver<SlotCommand>,
-    work: impl Future<Output = T>,
-) -> Result<T, End> {
+async fn before_ready<T>(commands: &mut mpsc::Receiver<SlotCommand>, work: impl Future<Output = T>) -> Result<T, End> {
     tokio::pin!(work);
     loop {
         tokio::select! {
@@ -626,7 +623,7 @@ mod tests {
         let main = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         main.block_on(async {
             let (events_tx, mut events) = mpsc::channel(64);
-            let (commands, rx) = mpsc::unbounded_channel();
+            let (commands, rx) = mpsc::channel(4);
             let task = SlotTask {
                 slot: SlotId(0),
                 epoch: Epoch(0),
@@ -650,11 +647,11 @@ mod tests {
             for (round, msg_id) in [(0, 7u32), (1, 8)] {
                 if round == 1 {
                     // Move to runtime b, then stop runtime a altogether.
-                    commands.send(SlotCommand::Migrate { to: b.clone() }).unwrap();
+                    commands.send(SlotCommand::Migrate { to: b.clone() }).await.unwrap();
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     a_stop.take_and_stop();
                 }
-                commands.send(SlotCommand::Send { msg_id, request: request.clone() }).unwrap();
+                commands.send(SlotCommand::Send { msg_id, request: request.clone() }).await.unwrap();
                 assert!(matches!(next(&mut events).await, Input::SendCompleted { msg_id: m, .. } if m == msg_id));
                 match next(&mut events).await {
                     Input::Frame { header, body: FrameBody::Reply(reply), .. } => {
@@ -664,7 +661,7 @@ mod tests {
                     other => panic!("expected the reply, got {other:?}"),
                 }
             }
-            commands.send(SlotCommand::Retire).unwrap();
+            commands.send(SlotCommand::Retire).await.unwrap();
             assert!(matches!(next(&mut events).await, Input::SlotClosed { .. }));
         });
         a_thread.join().unwrap();

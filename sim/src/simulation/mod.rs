@@ -411,6 +411,9 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
     if d.slot_panics > 0 {
         return Err(format!("{} slot tasks panicked", d.slot_panics));
     }
+    if d.slot_command_overflows > 0 {
+        return Err(format!("{} slot commands found their bounded channel full", d.slot_command_overflows));
+    }
 
     // Close: linearizable, and nothing left behind.
     let state = client.close().await;
@@ -431,7 +434,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
     }
     let counters = &d.supervisor.counters;
     shared.trace(format!(
-        "counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} pushes={} ignored={}",
+        "counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} pushes={} bad_replies={} ignored={}",
         counters.admitted,
         counters.replies,
         counters.errors,
@@ -441,6 +444,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         counters.stale_frames,
         counters.late_frames,
         counters.pushes,
+        counters.bad_replies,
         counters.ignored_inputs
     ));
     drop(client);
