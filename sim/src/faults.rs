@@ -40,6 +40,9 @@ pub struct Faults {
     pub oversize_per_mille: u32,
     /// Odds of a reply with a corrupt zlib body.
     pub corrupt_zlib_per_mille: u32,
+    /// Odds of a well-framed reply whose payload is cut to half: it decodes
+    /// as a frame, but its records do not parse.
+    pub truncated_body_per_mille: u32,
     /// Write replies one byte at a time with this pause between bytes.
     pub drip: Option<Duration>,
     /// Push flood after a refresh.

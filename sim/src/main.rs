@@ -68,7 +68,7 @@ enum Command {
         #[arg(long, default_value_t = 200)]
         model_seeds: u64,
         /// Simulation seeds per mutant, from seed 0, after the model seeds.
-        #[arg(long, default_value_t = 60)]
+        #[arg(long, default_value_t = 100)]
         sim_seeds: u64,
     },
 }
@@ -117,6 +117,9 @@ struct Serve {
     /// Odds of a corrupt zlib body.
     #[arg(long, default_value_t = 0)]
     corrupt_zlib_per_mille: u32,
+    /// Odds of a well-framed reply whose payload is cut to half.
+    #[arg(long, default_value_t = 0)]
+    truncated_body_per_mille: u32,
     /// Write replies one byte at a time, this many milliseconds apart.
     #[arg(long)]
     drip_ms: Option<u64>,
@@ -280,6 +283,7 @@ fn run_serve(serve: Serve) -> Result<(), String> {
         wrong_type_per_mille: serve.wrong_type_per_mille,
         oversize_per_mille: serve.oversize_per_mille,
         corrupt_zlib_per_mille: serve.corrupt_zlib_per_mille,
+        truncated_body_per_mille: serve.truncated_body_per_mille,
         drip: serve.drip_ms.map(Duration::from_millis),
         push_flood: serve.push_flood,
         refuse_connections: serve.refuse_connections,

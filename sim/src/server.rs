@@ -301,6 +301,7 @@ impl ReferenceServer {
         let msg_id = if rng.chance(faults.wrong_id_per_mille) { msg_id.wrapping_add(1).max(1) } else { msg_id };
         let msg_type = if rng.chance(faults.wrong_type_per_mille) { msg_type ^ 0x0100 } else { msg_type };
         let corrupt_zlib = rng.chance(faults.corrupt_zlib_per_mille);
+        let payload = if rng.chance(faults.truncated_body_per_mille) { &payload[..payload.len() / 2] } else { payload };
         let compression = if corrupt_zlib { Compression::IfSmaller(1) } else { COMPRESSION };
         let mut out = Vec::new();
         encode_response(&mut out, msg_id, msg_type, payload, compression).map_err(invalid)?;

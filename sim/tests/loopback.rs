@@ -218,6 +218,10 @@ async fn faults_break_the_stream_as_named() {
     // Bad magic: the decoder resyncs past the broken frame and finds nothing.
     let e = one_reply(Faults { bad_magic_per_mille: all, ..Default::default() }).await.unwrap_err();
     assert!(matches!(e, ClientError::TimedOut), "{e:?}");
+    // A cut body: a whole frame on the wire whose records do not parse.
+    let frame = one_reply(Faults { truncated_body_per_mille: all, ..Default::default() }).await.unwrap();
+    let bars: Request = Bars::new(code("sz000001"), Period::Day, 0, 800).into();
+    assert!(bars.parse_reply(&frame.payload).is_err(), "a truncated body must not parse");
     // Garbage before a good frame is skipped by the resync.
     let frame = one_reply(Faults { garbage_per_mille: all, ..Default::default() }).await.unwrap();
     assert_eq!(frame.header.msg_id, 1);

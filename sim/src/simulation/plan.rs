@@ -205,6 +205,9 @@ fn corruption(rng: &mut Rng) -> Faults {
         wrong_type_per_mille: odds(),
         oversize_per_mille: odds(),
         corrupt_zlib_per_mille: odds(),
+        // Always on in a corruption episode: the only fault whose frames
+        // decode but do not parse, the path of bad replies and their retries.
+        truncated_body_per_mille: 20 + rng.below(300) as u32,
         ..Faults::default()
     }
 }
