@@ -16,18 +16,29 @@ from eltdx import TdxClient
 from pytdx.hq import TdxHq_API
 
 
+class WorkerFailed(RuntimeError):
+    """A worker raised: its measurement is void, never a lower count."""
+
+
 def closed_loop(threads, seconds, make_worker):
-    """Runs `threads` workers for `seconds` after a short warm-up; returns requests/s."""
+    """Runs `threads` workers for `seconds` after a short warm-up; returns
+    requests/s. Raises WorkerFailed if any worker raised (a worker that died
+    would otherwise just count fewer requests)."""
     stop = threading.Event()
     measuring = threading.Event()
     counts = [0] * threads
+    errors = []
 
     def run(i):
-        call = make_worker(i)
-        while not stop.is_set():
-            call()
-            if measuring.is_set():
-                counts[i] += 1
+        try:
+            call = make_worker(i)
+            while not stop.is_set():
+                call()
+                if measuring.is_set():
+                    counts[i] += 1
+        except BaseException as e:  # noqa: BLE001 - reported below, with the worker
+            errors.append((i, repr(e)))
+            stop.set()
 
     pool = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(threads)]
     for t in pool:
@@ -41,6 +52,9 @@ def closed_loop(threads, seconds, make_worker):
     stop.set()
     for t in pool:
         t.join(timeout=10)
+    stuck = [i for i, t in enumerate(pool) if t.is_alive()]
+    if errors or stuck:
+        raise WorkerFailed(f"workers raised {errors}; workers still running after 10 s: {stuck}")
     return sum(counts) / elapsed
 
 

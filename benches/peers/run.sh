@@ -3,7 +3,8 @@
 # one run: light (security count) and medium (800 daily bars) through pytdx
 # 1.72 (one connection per thread, 8 threads), eltdx 3.3.0 (its 2x4 pool, 8
 # caller threads, and 1) and the engine (2x4 pool, 8 callers), all against
-# the same `tdx-sim serve` servers on 127.0.0.1. Prints engine/peer ratios.
+# the same `tdx-sim serve` servers on 127.0.0.1, inside a network namespace
+# where only loopback is up. Prints engine/peer ratios.
 #
 #   SECONDS_PER=N   seconds per measurement (default 3)
 set -euo pipefail
@@ -13,8 +14,13 @@ source tests/interop/lib.sh
 
 SECONDS_PER="${SECONDS_PER:-3}"
 
-cargo build --quiet --release -p tdx-sim
-cargo bench --quiet --bench loopback --no-run 2>/dev/null
+if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
+    cargo build --quiet --release -p tdx-sim
+    cargo bench --quiet --bench loopback --no-run 2>/dev/null
+fi
+# The clients and the servers run in a network namespace with only loopback.
+loopback_only "$0" "$@"
+make_scratch
 
 start_sim target/release/tdx-sim 2 7
 
@@ -24,7 +30,7 @@ codes="$(target/release/tdx-sim truth --seed 7 codes sz --start 0 --limit 8 \
 mkdir -p "$scratch/home" "$scratch/eltdx"
 HOME="$scratch/home" XDG_DATA_HOME="$scratch/home" ELTDX_DATA_DIR="$scratch/eltdx" \
     "$VENV/bin/python" benches/peers/peers.py --hosts "$hosts" --codes "$codes" --seconds "$SECONDS_PER" >"$scratch/peers.jsonl"
-cargo bench --quiet --bench loopback -- --peers "$hosts" --seconds "$SECONDS_PER" >"$scratch/engine.jsonl"
+cargo bench --quiet --offline --bench loopback -- --peers "$hosts" --seconds "$SECONDS_PER" >"$scratch/engine.jsonl"
 
 mkdir -p target/bench
 cat "$scratch/peers.jsonl" "$scratch/engine.jsonl" >target/bench/peers.jsonl

@@ -1,6 +1,9 @@
 # Sourced by the interop tests and the peer benchmarks (from the repository
 # root): a venv under target/ with the pinned third-party clients (sets
-# VENV), a scratch dir removed on exit (sets scratch), and `start_sim`.
+# VENV), then `loopback_only`, which re-runs the calling script inside a
+# fresh network namespace with only loopback up (the network rule: third-
+# party clients can reach nothing but 127.0.0.1), a scratch dir removed on
+# exit (sets scratch), and `start_sim`.
 
 VENV="target/interop-venv"
 if [ ! -x "$VENV/bin/python" ]; then
@@ -10,13 +13,30 @@ if ! "$VENV/bin/python" -c 'import importlib.metadata as m; assert m.version("py
     "$VENV/bin/pip" install --quiet --disable-pip-version-check pytdx==1.72 eltdx==3.3.0
 fi
 
-scratch="$(mktemp -d)"
-server_pid=""
-cleanup() {
+# loopback_only SCRIPT ARGS...: unless already inside, re-executes SCRIPT in
+# a new network namespace where only `lo` is up. Everything that needs the
+# package registries (the venv above, cargo builds) must happen before.
+loopback_only() {
+    if [ "${TDX_LOOPBACK_NETNS:-}" = 1 ]; then
+        return 0
+    fi
+    if ! command -v ip >/dev/null 2>&1; then
+        apt-get install -y -qq iproute2 >/dev/null || { apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null; }
+    fi
+    exec unshare --net env TDX_LOOPBACK_NETNS=1 bash -c 'ip link set lo up && exec bash "$@"' bash "$@"
+}
+
+# make_scratch: a scratch dir removed on exit, and the server's cleanup.
+make_scratch() {
+    scratch="$(mktemp -d)"
+    server_pid=""
+    trap 'cleanup_scratch' EXIT
+}
+
+cleanup_scratch() {
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
     rm -rf "$scratch"
 }
-trap cleanup EXIT
 
 # start_sim BINARY SERVERS SEED: runs `tdx-sim serve` on ephemeral 127.0.0.1
 # ports until exit and sets hosts (IP:PORT,...) once all of them listen.

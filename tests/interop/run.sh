@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Interop tests: pytdx 1.72 and eltdx 3.3.0, unchanged, against `tdx-sim serve`
-# on loopback. Creates a venv under target/ and installs the pinned clients.
-# Both clients get explicit 127.0.0.1 hosts only; eltdx probing is off and its
-# data directory (and HOME) point into a temp dir.
+# on loopback. Creates a venv under target/ and installs the pinned clients,
+# builds tdx-sim, then runs the servers and the clients inside a fresh
+# network namespace with only loopback up. Both clients get explicit
+# 127.0.0.1 hosts only; eltdx probing is off and its data directory (and
+# HOME) point into a temp dir.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=tests/interop/lib.sh
@@ -11,7 +13,9 @@ source tests/interop/lib.sh
 SEED="${INTEROP_SEED:-7}"
 SERVERS=3
 
-cargo build --quiet -p tdx-sim
+[ "${TDX_LOOPBACK_NETNS:-}" = 1 ] || cargo build --quiet -p tdx-sim
+loopback_only "$0" "$@"
+make_scratch
 SIM="$(pwd)/target/debug/tdx-sim"
 
 start_sim "$SIM" "$SERVERS" "$SEED"
