@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod adjust;
 pub mod budget;
 #[cfg(not(loom))]
 mod client;
