@@ -738,7 +738,7 @@ impl CorporateActions {
         let mut reference = None;
         if plan.dividend || plan.bonus || plan.rights {
             let cents_per_10 =
-                if plan.dividend { (close * self.rng.range(4, 30) / 1000 / 10).max(1) as f32 / 100.0 * 10.0 } else { 0.0 };
+                if plan.dividend { ((close * self.rng.range(4, 30) / 1000 / 10).max(1) * 10) as f32 / 100.0 } else { 0.0 };
             let bonus = if plan.bonus { [2.0, 3.0, 5.0, 10.0][self.rng.below(4) as usize] } else { 0.0 };
             let (rights, price) = if plan.rights {
                 let price = (close * self.rng.range(60, 90) / 100 / 10) as f32 / 100.0;
@@ -943,6 +943,60 @@ mod tests {
             let pages: Vec<usize> = (0..6).map(|p| m.bars_page(l, Period::Day, p * 800, 800).len()).collect();
             assert_eq!(pages, vec![800, 800, 800, 800, 800, 0]);
         }
+    }
+
+    /// Raw bars gap on ex-dates by the events' amount; adjusted bars keep
+    /// only the market's own move (open against the ex-rights reference).
+    #[test]
+    fn ex_date_gaps_disappear_in_adjusted_bars() {
+        let m = Market::new(1);
+        let mut checked = 0;
+        for l in m.listings(Exchange::Sz).iter().filter(|l| l.category == Category::AShare).take(40) {
+            let changes = m.capital_changes(l);
+            let bars = m.bars(l, Period::Day);
+            let factors = AdjustmentFactors::new(l.code, &changes, None, None);
+            let qfq = adjust::adjust_locally(&bars, &factors, Adjust::Forward);
+            let hfq = adjust::adjust_locally(&bars, &factors, Adjust::Backward);
+            assert_eq!(m.adjusted_bars_page(l, Period::Day, 0, 800, Adjust::Forward, 0), qfq[qfq.len() - 800..]);
+            for row in &factors.rows {
+                let i = bars.iter().position(|b| b.time.date == row.date).expect("ex-dates are trading days");
+                let day_events: Vec<_> =
+                    changes.iter().filter(|c| c.date() == Some(row.date)).filter_map(Event::from_change).collect();
+                let forward = day_events.iter().fold(adjust::Affine::IDENTITY, |q, e| e.forward().after(q));
+                let previous = bars[i - 1].close.milli();
+                let reference = round_tick((forward.apply(previous as f64 / 1000.0) * 1000.0).round() as i64, l.tick);
+                let own_move = bars[i].open.milli() - reference;
+                // Raw: the gap is the event's amount plus the market's move.
+                assert_eq!(bars[i].open.milli() - previous, reference - previous + own_move);
+                assert!(reference < previous, "{} {}: dividends and bonuses lower the reference", l.code, row.date);
+                for (adjusted, backward) in [(&qfq, false), (&hfq, true)] {
+                    let scale = factors.map_for(row.date, backward).scale;
+                    let gap = adjusted[i].open.milli() - adjusted[i - 1].close.milli();
+                    let tolerance = 10.0 + 5.0 * scale + 1.0;
+                    assert!(
+                        (gap as f64 - scale * own_move as f64).abs() <= tolerance,
+                        "{} {} backward={backward}: adjusted gap {gap} vs move {own_move} x {scale}",
+                        l.code,
+                        row.date
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 100, "only {checked} ex-dates");
+    }
+
+    #[test]
+    fn corporate_actions_are_seeded_and_sorted() {
+        let (a, b) = (Market::new(5), Market::new(5));
+        let l = a.listing("sz000001".parse().unwrap()).unwrap();
+        assert_eq!(a.capital_changes(l), b.capital_changes(b.listing(l.code).unwrap()));
+        assert_eq!(a.finance(l), b.finance(b.listing(l.code).unwrap()));
+        let changes = a.capital_changes(l);
+        assert!(changes.iter().any(|c| c.category == 1) && changes.iter().any(|c| c.category != 1));
+        assert!(changes.windows(2).all(|w| w[0].date_raw <= w[1].date_raw));
+        let index = a.listing("sh000001".parse().unwrap()).unwrap();
+        assert!(a.capital_changes(index).is_empty());
     }
 
     #[test]
