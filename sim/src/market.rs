@@ -737,8 +737,11 @@ impl CorporateActions {
         let plan = self.plan.remove(&i)?;
         let mut reference = None;
         if plan.dividend || plan.bonus || plan.rights {
-            let cents_per_10 =
-                if plan.dividend { ((close * self.rng.range(4, 30) / 1000 / 10).max(1) * 10) as f32 / 100.0 } else { 0.0 };
+            let cents_per_10 = if plan.dividend {
+                ((close * self.rng.range(4, 30) / 1000 / 10).max(1) * 10) as f32 / 100.0
+            } else {
+                0.0
+            };
             let bonus = if plan.bonus { [2.0, 3.0, 5.0, 10.0][self.rng.below(4) as usize] } else { 0.0 };
             let (rights, price) = if plan.rights {
                 let price = (close * self.rng.range(60, 90) / 100 / 10) as f32 / 100.0;

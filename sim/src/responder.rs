@@ -2,8 +2,8 @@
 //! computed from the synthetic market.
 
 use tdx_engine::proto::commands::{
-    CapitalChangeBlock, HandshakeReply, CAPITAL_CHANGE_RECORD_BYTES, HeartbeatReply, LegacySecurity, Quote, QuoteHead, QuotesReply, RefreshRecord, RefreshReply,
-    ServerClock, Snapshot, SnapshotsReply,
+    CapitalChangeBlock, HandshakeReply, HeartbeatReply, LegacySecurity, Quote, QuoteHead, QuotesReply, RefreshRecord,
+    RefreshReply, ServerClock, Snapshot, SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES,
 };
 use tdx_engine::proto::limits::{BARS_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX};
 use tdx_engine::proto::{Price, Reply, Request, SecurityCode};

@@ -18,12 +18,7 @@ const CAPITAL_CHANGE_BLOCK_BYTES_MIN: usize = CODE_BYTES + 2;
 /// One finance record: code and the 136-byte body.
 pub const FINANCE_RECORD_BYTES: usize = CODE_BYTES + 136;
 
-fn encode_codes(
-    what: &'static str,
-    codes: &[SecurityCode],
-    max: usize,
-    out: &mut Vec<u8>,
-) -> Result<(), ProtoError> {
+fn encode_codes(what: &'static str, codes: &[SecurityCode], max: usize, out: &mut Vec<u8>) -> Result<(), ProtoError> {
     if !(1..=max).contains(&codes.len()) {
         return Err(ProtoError::CountOutOfRange { what, count: codes.len(), max });
     }
