@@ -95,26 +95,25 @@ pub struct AdjustmentFactors {
     pub code: SecurityCode,
     /// Events before this date were left out.
     pub start_date: Option<Date>,
-    /// Events after this date were left out.
+    /// Forward maps leave out events after this date.
     pub anchor_date: Option<Date>,
     /// The rows.
     pub rows: Vec<FactorRow>,
 }
 
-/// The category-1 events of `changes` within `[start, anchor]`, sorted by
+/// The category-1 events of `changes` dated `start` or later, sorted by
 /// date, same-date events in server order.
-pub fn events(changes: &[CapitalChange], start: Option<Date>, anchor: Option<Date>) -> Vec<Event> {
-    let mut out: Vec<Event> = changes
-        .iter()
-        .filter_map(Event::from_change)
-        .filter(|e| start.is_none_or(|s| e.date >= s) && anchor.is_none_or(|a| e.date <= a))
-        .collect();
+pub fn events(changes: &[CapitalChange], start: Option<Date>) -> Vec<Event> {
+    let mut out: Vec<Event> =
+        changes.iter().filter_map(Event::from_change).filter(|e| start.is_none_or(|s| e.date >= s)).collect();
     out.sort_by_key(|e| e.date); // stable: same-date events keep their order
     out
 }
 
-/// Factor rows for `events` (sorted as [`events`] returns them).
-pub fn factor_rows(events: &[Event]) -> Vec<FactorRow> {
+/// Factor rows for `events` (sorted as [`events`] returns them): one per
+/// date. Forward maps compose only events dated `anchor` or earlier (rows
+/// after the anchor keep the identity); backward maps compose every event.
+pub fn factor_rows(events: &[Event], anchor: Option<Date>) -> Vec<FactorRow> {
     let mut rows: Vec<FactorRow> = Vec::new();
     let mut hfq = Affine::IDENTITY;
     for e in events {
@@ -126,7 +125,7 @@ pub fn factor_rows(events: &[Event]) -> Vec<FactorRow> {
     }
     let mut qfq = Affine::IDENTITY;
     let mut next = rows.len();
-    for e in events.iter().rev() {
+    for e in events.iter().rev().filter(|e| anchor.is_none_or(|a| e.date <= a)) {
         qfq = qfq.after(e.forward());
         while next > 0 && rows[next - 1].date >= e.date {
             next -= 1;
@@ -137,15 +136,15 @@ pub fn factor_rows(events: &[Event]) -> Vec<FactorRow> {
 }
 
 impl AdjustmentFactors {
-    /// The factors of `code` from its capital changes, keeping events
-    /// within `[start_date, anchor_date]`.
+    /// The factors of `code` from its capital changes (eltdx's rule): events
+    /// before `start_date` are left out; forward maps stop at `anchor_date`.
     pub fn new(
         code: SecurityCode,
         changes: &[CapitalChange],
         start_date: Option<Date>,
         anchor_date: Option<Date>,
     ) -> Self {
-        let rows = factor_rows(&events(changes, start_date, anchor_date));
+        let rows = factor_rows(&events(changes, start_date), anchor_date);
         Self { code, start_date, anchor_date, rows }
     }
 
@@ -243,7 +242,7 @@ mod tests {
     fn eltdx_rights_sample() {
         // 000858 on 2001-02-19: 0, 25, 0, 2 -> m = 1.2, c = -5.
         let d = Date::new(2001, 2, 19).unwrap();
-        let rows = factor_rows(&events(&[change(d, 0.0, 25.0, 0.0, 2.0)], None, None));
+        let rows = factor_rows(&events(&[change(d, 0.0, 25.0, 0.0, 2.0)], None), None);
         assert_eq!(rows.len(), 1);
         assert!((rows[0].qfq.scale - 1.0 / 1.2).abs() < 1e-12 && (rows[0].qfq.offset - 5.0 / 1.2).abs() < 1e-12);
         assert!((rows[0].hfq.scale - 1.2).abs() < 1e-12 && (rows[0].hfq.offset + 5.0).abs() < 1e-12);
@@ -309,7 +308,7 @@ mod tests {
             let d = date(10_100);
             let e1 = change(d, f32::from(a.0) / 10.0, 8.0, f32::from(a.1), f32::from(a.2));
             let e2 = change(d, f32::from(b.0) / 10.0, 9.0, f32::from(b.1), f32::from(b.2));
-            let both = factor_rows(&events(&[e1, e2], None, None));
+            let both = factor_rows(&events(&[e1, e2], None), None);
             prop_assert_eq!(both.len(), 1);
             let one = |c: &CapitalChange| Event::from_change(c).unwrap();
             let x = p as f64 / 1000.0;
