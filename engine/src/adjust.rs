@@ -163,7 +163,8 @@ impl AdjustmentFactors {
 pub fn round_to_unit(yuan: f64, scale: PriceScale) -> Price {
     let units = 10f64.powi(i32::from(scale.decimals()));
     let milli_per_unit = 1000 / 10i64.pow(u32::from(scale.decimals()));
-    Price((yuan * units).round() as i64 * milli_per_unit)
+    // `as` saturates (NaN becomes 0): hostile factors cannot overflow.
+    Price(((yuan * units).round() as i64).saturating_mul(milli_per_unit))
 }
 
 /// `bars` adjusted by `factors`: each bar by its date's map, open, high,
@@ -248,6 +249,8 @@ mod tests {
         assert!((rows[0].hfq.scale - 1.2).abs() < 1e-12 && (rows[0].hfq.offset + 5.0).abs() < 1e-12);
         assert_eq!(round_to_unit(10.005, PriceScale::HUNDREDTHS), Price(10_010));
         assert_eq!(round_to_unit(-0.015, PriceScale::HUNDREDTHS), Price(-20));
+        assert_eq!(round_to_unit(f64::INFINITY, PriceScale::HUNDREDTHS), Price(i64::MAX));
+        assert_eq!(round_to_unit(f64::NAN, PriceScale::THOUSANDTHS), Price(0));
     }
 
     fn scenario() -> impl Strategy<Value = (Vec<CapitalChange>, Vec<Bar>)> {
@@ -301,6 +304,20 @@ mod tests {
             let none = AdjustmentFactors::new(code, &[], None, None);
             prop_assert_eq!(adjust_locally(&bars, &none, Adjust::Forward), bars.clone());
             prop_assert_eq!(adjust_locally(&bars, &none, Adjust::Backward), bars.clone());
+        }
+
+        /// Any words a server sends make factors and adjusted bars, never a panic.
+        #[test]
+        fn hostile_words_never_panic(words in prop::collection::vec((any::<[u32; 4]>(), 0i64..30), 0..8)) {
+            let changes: Vec<CapitalChange> = words
+                .into_iter()
+                .map(|(w, day)| CapitalChange { words: w, ..change(date(10_000 + day), 0.0, 0.0, 0.0, 0.0) })
+                .collect();
+            let bars: Vec<Bar> = (0..40).map(|i| bar(date(10_000 + i), 10_000)).collect();
+            let factors = AdjustmentFactors::new("sz000001".parse().unwrap(), &changes, None, None);
+            for mode in [Adjust::Forward, Adjust::Backward] {
+                prop_assert_eq!(adjust_locally(&bars, &factors, mode).len(), bars.len());
+            }
         }
 
         #[test]
