@@ -77,6 +77,9 @@ pub struct Day {
     pub lots: i64,
     /// Amount in yuan.
     pub amount: f64,
+    /// The previous close as the exchange quotes it: the previous day's
+    /// close, or on an ex-date the ex-rights reference price.
+    pub previous_close: i64,
 }
 
 /// One minute of a security, like [`Day`].
@@ -309,6 +312,7 @@ impl Market {
                 let minutes = self.minute_path(l, i, open, next_close, lots);
                 Day {
                     date,
+                    previous_close: close,
                     open,
                     high: minutes.iter().map(|m| m.high).max().expect("240 minutes"),
                     low: minutes.iter().map(|m| m.low).min().expect("240 minutes"),
@@ -321,7 +325,8 @@ impl Market {
                 let high = round_tick(open.max(next_close) + spread * rng.range(0, 100) / 100, l.tick);
                 let low = round_tick((open.min(next_close) - spread * rng.range(0, 100) / 100).max(l.tick), l.tick);
                 let average = (open + high + low + next_close) as f64 / 4000.0;
-                Day { date, open, high, low, close: next_close, lots, amount: lots as f64 * 100.0 * average }
+                let amount = lots as f64 * 100.0 * average;
+                Day { date, previous_close: close, open, high, low, close: next_close, lots, amount }
             };
             close = next_close;
             days.push(day);
@@ -570,7 +575,7 @@ impl Market {
             return today;
         }
         let days = self.daily(l);
-        let today = (days[days.len() - 1], days[days.len() - 2].close);
+        let today = (days[days.len() - 1], days[days.len() - 1].previous_close);
         self.cache().today.insert(l.code, today);
         today
     }
@@ -968,6 +973,7 @@ mod tests {
                 let forward = day_events.iter().fold(adjust::Affine::IDENTITY, |q, e| e.forward().after(q));
                 let previous = bars[i - 1].close.milli();
                 let reference = round_tick((forward.apply(previous as f64 / 1000.0) * 1000.0).round() as i64, l.tick);
+                assert_eq!(m.daily(l)[i].previous_close, reference, "the ex-date's previous close is the reference");
                 let own_move = bars[i].open.milli() - reference;
                 // Raw: the gap is the event's amount plus the market's move.
                 assert_eq!(bars[i].open.milli() - previous, reference - previous + own_move);
