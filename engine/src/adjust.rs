@@ -132,6 +132,7 @@ pub fn factor_rows(events: &[Event], anchor: Option<Date>) -> Vec<FactorRow> {
         }
         rows[next].qfq = qfq;
     }
+    debug_assert!(rows.windows(2).all(|w| w[0].date < w[1].date), "one row per date, oldest first");
     rows
 }
 

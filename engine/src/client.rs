@@ -423,6 +423,8 @@ fn next_capital_changes<'a>(
         ))));
     }
     // The parser checked that the blocks answer a prefix of `asked`.
+    debug_assert!(blocks.len() <= asked.len());
+    debug_assert!(blocks.iter().zip(asked).all(|(b, c)| b.code == *c));
     Ok(&asked[blocks.len().min(asked.len())..])
 }
 

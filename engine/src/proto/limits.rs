@@ -76,3 +76,5 @@ const _: () = assert!(RESYNC_DISCARD_BYTES_MAX < RAW_STAGING_BYTES_MAX);
 const _: () = assert!(2 + SECURITIES_PER_PAGE_MAX as usize * 37 <= PAYLOAD_BYTES_MAX);
 const _: () = assert!(2 + LEGACY_SECURITIES_PER_PAGE as usize * 29 <= PAYLOAD_BYTES_MAX);
 const _: () = assert!(2 + FINANCE_CODES_MAX * 143 <= PAYLOAD_BYTES_MAX);
+const _: () = assert!(2 + CAPITAL_CHANGE_CODES_MAX * 7 <= REQUEST_BODY_BYTES_MAX);
+const _: () = assert!(2 + FINANCE_CODES_MAX * 7 <= REQUEST_BODY_BYTES_MAX);

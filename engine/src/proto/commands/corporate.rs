@@ -18,6 +18,11 @@ const CAPITAL_CHANGE_BLOCK_BYTES_MIN: usize = CODE_BYTES + 2;
 /// One finance record: code and the 136-byte body.
 pub const FINANCE_RECORD_BYTES: usize = CODE_BYTES + 136;
 
+const _: () = assert!(CAPITAL_CHANGE_RECORD_BYTES == 29, "eltdx's record size");
+const _: () = assert!(FINANCE_RECORD_BYTES == 143, "eltdx's record size");
+// The body after the fixed fields holds exactly the 30 named floats.
+const _: () = assert!(4 + 2 + 2 + 4 + 4 + 30 * 4 == FINANCE_RECORD_BYTES - CODE_BYTES);
+
 fn encode_codes(what: &'static str, codes: &[SecurityCode], max: usize, out: &mut Vec<u8>) -> Result<(), ProtoError> {
     if !(1..=max).contains(&codes.len()) {
         return Err(ProtoError::CountOutOfRange { what, count: codes.len(), max });
@@ -198,9 +203,11 @@ impl Command for CapitalChanges {
                     ],
                 });
             }
+            debug_assert_eq!(records.len(), count);
             out.push(CapitalChangeBlock { code, records });
         }
         r.finish("capital changes payload")?;
+        debug_assert!(out.len() <= self.codes.len(), "at most one block per requested code");
         Ok(out)
     }
 
