@@ -2,7 +2,9 @@
 
 use std::io::Write;
 
-use tdx_engine::proto::commands::{MinuteLine, Period, Quote, Refresh, RefreshRecord, RefreshTarget, TradeSide};
+use tdx_engine::proto::commands::{
+    Adjust, Bars, MinuteLine, Period, Quote, Refresh, RefreshRecord, RefreshTarget, TradeSide, FINANCE_FIELDS,
+};
 use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay};
 use tdx_engine::ranking::{probe_and_save, RankingStore, Round};
 use tdx_engine::runtime::connector::TcpConnector;
@@ -81,14 +83,22 @@ pub async fn quote(ctx: &Context, codes: &[SecurityCode]) -> Result<(), CliError
     write(ctx, &table)
 }
 
-pub async fn bars(ctx: &Context, code: SecurityCode, period: Period, start: u32, count: u32) -> Result<(), CliError> {
+pub async fn bars(
+    ctx: &Context,
+    code: SecurityCode,
+    period: Period,
+    (adjust, anchor_date): (Adjust, u32),
+    start: u32,
+    count: u32,
+) -> Result<(), CliError> {
     // Pages of 800 back from `start`, newest page first.
     let mut pages = Vec::new();
     let mut got = 0u32;
     while got < count {
         let at = u16::try_from(start + got).map_err(|_| CliError::new("--start plus --count must stay below 65536"))?;
         let want = (count - got).min(BARS_PAGE) as u16;
-        let page = ctx.client.bars(code, period, at, want).await?;
+        let request = Bars { adjust, anchor_date, ..Bars::new(code, period, at, want) };
+        let page = ctx.client.run(request).await?;
         let n = page.len() as u32;
         pages.push(page);
         got += n;
@@ -110,6 +120,45 @@ pub async fn bars(ctx: &Context, code: SecurityCode, period: Period, start: u32,
             Cell::Fixed(f64::from(bar.volume), 0),
             Cell::Fixed(f64::from(bar.amount), 0),
         ]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn xdxr(ctx: &Context, codes: &[SecurityCode]) -> Result<(), CliError> {
+    let blocks = ctx.client.capital_changes(codes).await?;
+    let mut table = Table::new(&["code", "date", "category", "name", "c1", "c2", "c3", "c4"]);
+    for c in blocks.iter().flat_map(|b| &b.records) {
+        let [c1, c2, c3, c4] = c.values();
+        table.push(vec![
+            c.code.to_string().into(),
+            c.date().map_or_else(|| c.date_raw.to_string(), |d| d.to_string()).into(),
+            i64::from(c.category).into(),
+            c.category_name().into(),
+            Cell::Float(c1),
+            Cell::Float(c2),
+            Cell::Float(c3),
+            Cell::Float(c4),
+        ]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn finance(ctx: &Context, codes: &[SecurityCode]) -> Result<(), CliError> {
+    let records = ctx.client.finance(codes).await?;
+    let mut columns = vec!["code", "float_shares", "province", "industry", "updated_date", "ipo_date"];
+    columns.extend(FINANCE_FIELDS.iter().map(|(name, _, _)| *name));
+    let mut table = Table::new(&columns);
+    for f in &records {
+        let mut row = vec![
+            f.code.to_string().into(),
+            Cell::Float(f64::from(f.float_shares)),
+            i64::from(f.province).into(),
+            i64::from(f.industry).into(),
+            i64::from(f.updated_date_raw).into(),
+            i64::from(f.ipo_date_raw).into(),
+        ];
+        row.extend(f.fields.iter().map(|v| Cell::Float(f64::from(*v))));
+        table.push(row);
     }
     write(ctx, &table)
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use tdx_engine::proto::commands::{Bar, Period};
+use tdx_engine::proto::commands::{Adjust, Bar, Period};
 use tdx_engine::proto::{Market, SecurityCode};
 use tdx_engine::Client;
 use tdx_sim::Market as SimMarket;
@@ -201,7 +201,7 @@ async fn fetch_and_check(client: &Client, market: &SimMarket, code: SecurityCode
     let mut start: u16 = 0;
     loop {
         let sent = Instant::now();
-        let page = client.bars(code, Period::Day, start, PAGE).await;
+        let page = client.bars(code, Period::Day, Adjust::None, start, PAGE).await;
         let us = u32::try_from(sent.elapsed().as_micros()).unwrap_or(u32::MAX);
         tally.requests.fetch_add(1, Ordering::Relaxed);
         tally.latencies_us.lock().unwrap_or_else(|e| e.into_inner()).push(us);

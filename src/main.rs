@@ -112,6 +112,22 @@ enum Command {
         /// Bars to skip back from the newest.
         #[arg(long, default_value_t = 0)]
         start: u32,
+        /// Price adjustment by the server: none, qfq (forward) or hfq (backward).
+        #[arg(long, default_value = "none")]
+        adjust: String,
+        /// YYYYMMDD or YYYY-MM-DD: anchors qfq (events up to it) or hfq (events from it on).
+        #[arg(long, value_parser = parse_date)]
+        anchor: Option<u32>,
+    },
+    /// Capital changes (股本变迁 / xdxr, 0x000f): every record of each code.
+    Xdxr {
+        #[arg(required = true, value_parser = parse_code)]
+        codes: Vec<SecurityCode>,
+    },
+    /// Finance records (财务信息, 0x0010).
+    Finance {
+        #[arg(required = true, value_parser = parse_code)]
+        codes: Vec<SecurityCode>,
     },
     /// Today's minute line.
     Minutes {
@@ -204,6 +220,12 @@ fn parse_market(s: &str) -> Result<Market, String> {
         "bj" => Ok(Market::Bj),
         _ => Err(format!("unknown market {s:?}: use sz, sh or bj")),
     }
+}
+
+fn parse_date(s: &str) -> Result<u32, String> {
+    let raw: u32 = s.replace('-', "").parse().map_err(|_| format!("{s:?} is not a date: use YYYYMMDD"))?;
+    tdx_engine::proto::Date::from_yyyymmdd(raw).ok_or_else(|| format!("{s:?} is not a date"))?;
+    Ok(raw)
 }
 
 fn parse_code(s: &str) -> Result<SecurityCode, String> {
@@ -301,7 +323,12 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Count { market } => commands::count(&ctx, market).await,
                 Command::Codes { market, all } => commands::codes(&ctx, market, all).await,
                 Command::Quote { codes } => commands::quote(&ctx, &codes).await,
-                Command::Bars { code, period, count, start } => commands::bars(&ctx, code, period, start, count).await,
+                Command::Bars { code, period, count, start, adjust, anchor } => {
+                    let adjust = tdx_sim::truth::parse_adjust(&adjust, anchor).map_err(CliError::new)?;
+                    commands::bars(&ctx, code, period, adjust, start, count).await
+                }
+                Command::Xdxr { codes } => commands::xdxr(&ctx, &codes).await,
+                Command::Finance { codes } => commands::finance(&ctx, &codes).await,
                 Command::Minutes { code } => commands::minutes(&ctx, code).await,
                 Command::Trades { code, count, start } => commands::trades(&ctx, code, start, count).await,
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,

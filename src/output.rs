@@ -30,6 +30,8 @@ pub enum Cell {
     Int(i64),
     /// A number printed with a fixed count of decimals.
     Fixed(f64, usize),
+    /// A number printed in full (shortest round-trip form).
+    Float(f64),
     Missing,
 }
 
@@ -39,6 +41,7 @@ impl Cell {
             Cell::Text(s) => s.clone(),
             Cell::Int(n) => n.to_string(),
             Cell::Fixed(x, d) => format!("{x:.d$}"),
+            Cell::Float(x) => x.to_string(),
             Cell::Missing => String::new(),
         }
     }
@@ -52,12 +55,13 @@ impl Cell {
                 let scale = 10f64.powi(*d as i32);
                 serde_json::Number::from_f64((x * scale).round() / scale).map_or(Value::Null, Value::Number)
             }
+            Cell::Float(x) => serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number),
             Cell::Missing => Value::Null,
         }
     }
 
     fn is_numeric(&self) -> bool {
-        matches!(self, Cell::Int(_) | Cell::Fixed(..))
+        matches!(self, Cell::Int(_) | Cell::Fixed(..) | Cell::Float(_))
     }
 }
 

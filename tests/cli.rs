@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use tdx_engine::proto::commands::Period;
+use tdx_engine::proto::commands::{Adjust, Period};
 use tdx_engine::proto::Market as Exchange;
 use tdx_sim::Market;
 
@@ -197,4 +197,52 @@ fn bad_input_gives_one_clear_line() {
     let line = fails(&["--hosts", &closed, "--timeout", "0.5", "count"], 1);
     assert!(line.contains("no connection to any server came up"), "{line}");
     assert!(fails(&["--local", "--server-count", "0", "count"], 1).contains("server_count"));
+}
+
+/// `tdx xdxr`, `tdx finance` and `tdx bars --adjust` print what `tdx-sim
+/// truth --seed 1` prints for the same query.
+#[test]
+fn corporate_data_and_adjusted_bars_match_truth() {
+    let m = market();
+    let codes: Vec<_> = ["sz000001", "sh600000"].iter().map(|c| c.parse().unwrap()).collect();
+    let v = json(&["xdxr", "sz000001", "sh600000"]);
+    // What `tdx-sim truth` prints, read back by the same JSON parser.
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let truth = printed(tdx_sim::truth::xdxr(&m, &codes));
+    assert!(v.as_array().unwrap().len() > 10);
+    assert_eq!(v, truth["records"]);
+
+    let v = json(&["finance", "sz000001", "sh600000"]);
+    assert_eq!(v, printed(tdx_sim::truth::finance(&m, &codes))["records"]);
+
+    for (adjust, anchor, mode) in [
+        ("qfq", None, Adjust::Forward),
+        ("hfq", None, Adjust::Backward),
+        ("qfq", Some("20200101"), Adjust::FixedForward),
+        ("hfq", Some("2020-01-01"), Adjust::FixedBackward),
+    ] {
+        let mut args = vec!["bars", "sz000001", "--adjust", adjust, "--count", "300"];
+        if let Some(anchor) = anchor {
+            args.extend(["--anchor", anchor]);
+        }
+        let v = json(&args);
+        let anchor = anchor.map_or(0, |a| a.replace('-', "").parse().unwrap());
+        let truth = printed(tdx_sim::truth::adjusted_bars(&m, codes[0], Period::Day, 0, 300, mode, anchor));
+        let (ours, truth) = (v.as_array().unwrap(), truth["bars"].as_array().unwrap());
+        assert_eq!(ours.len(), 300);
+        assert_eq!(ours.len(), truth.len());
+        for (a, b) in ours.iter().zip(truth) {
+            assert_eq!(a["time"].as_str().unwrap().replace('T', " ")[..16], *b["time"].as_str().unwrap());
+            for key in ["open", "high", "low", "close"] {
+                assert_eq!(a[key], b[key], "{adjust} {anchor} {key} {}", a["time"]);
+            }
+        }
+    }
+    let raw = json(&["bars", "sz000001", "--count", "4000"]);
+    let qfq = json(&["bars", "sz000001", "--adjust", "qfq", "--count", "4000"]);
+    assert_ne!(raw[0]["close"], qfq[0]["close"], "sz000001 has ex-dates: early bars differ");
+    assert_eq!(raw[3999]["close"], qfq[3999]["close"], "qfq leaves the last bar raw");
+    let e = fails(&["bars", "sz000001", "--adjust", "xfq", "--local"], 1);
+    assert!(e.contains("adjust"), "{e}");
+    fails(&["bars", "sz000001", "--adjust", "qfq", "--anchor", "2020-13-01", "--local"], 2);
 }

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tdx_engine::proto::commands::*;
-use tdx_engine::proto::{Market as Exchange, Reply, Request, SecurityCode};
+use tdx_engine::proto::{Category, Market as Exchange, Reply, Request, SecurityCode};
 use tdx_engine::runtime::Placement;
 use tdx_engine::supervisor::{CloseState, RequestError};
-use tdx_engine::{Client, Error, RuntimeFlavor};
+use tdx_engine::{Client, Error, RuntimeFlavor, CAPITAL_CHANGES_BATCH};
 use tdx_sim::responder::respond;
 use tdx_sim::{Faults, Market, PushFlood, ReferenceServer};
 
@@ -70,6 +70,12 @@ fn workload() -> Vec<Request> {
             requests.push(Bars::new(code(c), period, start, 800).into());
         }
     }
+    for adjust in [Adjust::Forward, Adjust::Backward] {
+        requests.push(Bars { adjust, ..Bars::new(code("sz000001"), Period::Day, 0, 800) }.into());
+    }
+    let codes = vec![code("sz000001"), code("sh600000"), code("sh000001"), code("sz999999")];
+    requests.push(CapitalChanges { codes: codes.clone() }.into());
+    requests.push(FinanceInfo { codes }.into());
     requests
 }
 
@@ -317,6 +323,44 @@ async fn close_while_busy_ends_every_call() {
         }
     }
     assert!(matches!(client.count(Exchange::Sz).await, Err(Error::Request(RequestError::Closed))));
+}
+
+/// 0x000f over many codes: batches of 75 spread over the pool, each
+/// completed after the server answers a prefix; the blocks equal the
+/// market's, in request order. Prints the requests it took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capital_changes_complete_prefix_replies() {
+    let s = servers(2, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(2).connections_per_server(2).build().unwrap();
+    let stocks: Vec<SecurityCode> = [Exchange::Sz, Exchange::Sh]
+        .iter()
+        .flat_map(|m| s.market.listings(*m).iter().filter(|l| l.category == Category::AShare).take(150))
+        .map(|l| l.code)
+        .collect();
+    assert_eq!(stocks.len(), 300);
+    let before: u64 = s.handles.iter().map(ReferenceServer::requests).sum();
+    let blocks = client.capital_changes(&stocks).await.unwrap();
+    let after: u64 = s.handles.iter().map(ReferenceServer::requests).sum();
+    assert_eq!(blocks.iter().map(|b| b.code).collect::<Vec<_>>(), stocks, "one block per code, in order");
+    for b in &blocks {
+        assert_eq!(b.records, *s.market.capital_changes(s.market.listing(b.code).unwrap()));
+    }
+    let batches = stocks.len().div_ceil(CAPITAL_CHANGES_BATCH) as u64;
+    let requests = after - before;
+    println!("capital changes: {} codes, {batches} batches, {requests} requests", stocks.len());
+    assert!(requests > batches, "the server answered prefixes ({requests} requests for {batches} batches)");
+    // Finance and factors on the same pool, and the blocking facade.
+    let finance = client.finance(&stocks).await.unwrap();
+    assert_eq!(finance.len(), stocks.len());
+    assert_eq!(finance[7], s.market.finance(s.market.listing(stocks[7]).unwrap()));
+    let factors = client.adjustment_factors(stocks[0], None, None).await.unwrap();
+    let raw = client.all_bars(stocks[0], Period::Day, Adjust::None, 10).await.unwrap();
+    let qfq = client.all_bars(stocks[0], Period::Day, Adjust::Forward, 10).await.unwrap();
+    assert_eq!(tdx_engine::adjust::adjust_locally(&raw, &factors, Adjust::Forward), qfq, "local equals server");
+    let blocking = client.blocking();
+    let blocks_again = tokio::task::spawn_blocking(move || blocking.capital_changes(&stocks)).await.unwrap().unwrap();
+    assert_eq!(blocks_again, blocks);
+    assert_eq!(client.close().await, CloseState::Closed);
 }
 
 #[test]

@@ -3,9 +3,9 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), tdx_engine::Error> {
-//! use tdx_engine::proto::commands::Period;
+//! use tdx_engine::proto::commands::{Adjust, Period};
 //! let client = tdx_engine::Client::builder().hosts(["127.0.0.1:7709"]).build()?;
-//! let bars = client.bars("sz000001".parse().unwrap(), Period::Day, 0, 800).await?;
+//! let bars = client.bars("sz000001".parse().unwrap(), Period::Day, Adjust::None, 0, 800).await?;
 //! println!("{} bars, last close {}", bars.len(), bars.last().map_or(0.0, |b| b.close.yuan()));
 //! client.close().await;
 //! # Ok(()) }
@@ -24,9 +24,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
+use crate::adjust::AdjustmentFactors;
 use crate::error::Error;
 use crate::proto::commands::*;
-use crate::proto::{Market, Reply, Request, SecurityCode};
+use crate::proto::{Date, Market, Reply, Request, SecurityCode};
 use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::{Connector, TcpConnector};
 use crate::runtime::driver::{Admission, BlockingCell, Control, Outcome, PushBatch, Waiter};
@@ -445,6 +446,51 @@ fn refused(e: mpsc::error::TrySendError<impl Sized>) -> Error {
     }
 }
 
+/// Codes per 0x000f and 0x0010 request (eltdx's default).
+pub const CAPITAL_CHANGES_BATCH: usize = 75;
+
+/// The codes still to ask for after `blocks` answered a prefix of `asked`.
+/// A reply with no block for a non-empty request makes no progress: an error.
+fn next_capital_changes<'a>(
+    asked: &'a [SecurityCode],
+    blocks: &[CapitalChangeBlock],
+) -> Result<&'a [SecurityCode], Error> {
+    if blocks.is_empty() {
+        return Err(Error::Request(RequestError::BadReply(format!(
+            "capital changes: no block for {} requested codes",
+            asked.len()
+        ))));
+    }
+    // The parser checked that the blocks answer a prefix of `asked`.
+    debug_assert!(blocks.len() <= asked.len());
+    debug_assert!(blocks.iter().zip(asked).all(|(b, c)| b.code == *c));
+    Ok(&asked[blocks.len().min(asked.len())..])
+}
+
+/// Polls every future until all are done; outputs in input order.
+async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    std::task::Poll::Ready(value) => *output = Some(value),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().map(|o| o.expect("every future finished")).collect()
+}
+
 fn unexpected(command: &str) -> Error {
     Error::InvalidRequest(format!("{command} got a reply of another command"))
 }
@@ -522,21 +568,43 @@ impl Client {
         Ok(all)
     }
 
-    /// One page of bars (0x052d): `start` back from the newest, oldest first.
-    pub async fn bars(&self, code: SecurityCode, period: Period, start: u16, count: u16) -> Result<Vec<Bar>, Error> {
-        self.run(Bars::new(code, period, start, count)).await
+    /// One page of bars (0x052d): `start` back from the newest, oldest
+    /// first, adjusted by the server as `adjust` asks (for the anchored
+    /// modes, [`run`](Self::run) a [`Bars`] with its `anchor_date`).
+    pub async fn bars(
+        &self,
+        code: SecurityCode,
+        period: Period,
+        adjust: Adjust,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<Bar>, Error> {
+        self.run(Bars { adjust, ..Bars::new(code, period, start, count) }).await
     }
 
-    /// Every bar of `period`, paging back until an empty page or `max_pages`
-    /// pages of 800; oldest first.
-    pub async fn all_bars(&self, code: SecurityCode, period: Period, max_pages: usize) -> Result<Vec<Bar>, Error> {
+    /// Every bar of `period`, adjusted as `adjust` asks, paging back until
+    /// an empty page or `max_pages` pages of 800; oldest first.
+    pub async fn all_bars(
+        &self,
+        code: SecurityCode,
+        period: Period,
+        adjust: Adjust,
+        max_pages: usize,
+    ) -> Result<Vec<Bar>, Error> {
+        self.all_bars_like(Bars { adjust, ..Bars::new(code, period, 0, 800) }, max_pages).await
+    }
+
+    /// Every bar `request` describes (its code, period, adjustment and
+    /// anchor), paging back from the newest; `start` and `count` are set
+    /// per page.
+    pub async fn all_bars_like(&self, request: Bars, max_pages: usize) -> Result<Vec<Bar>, Error> {
         let mut pages: Vec<Vec<Bar>> = Vec::new();
         let mut start = 0u32;
         for _ in 0..max_pages {
             let Ok(start16) = u16::try_from(start) else {
                 break;
             };
-            let page = self.bars(code, period, start16, 800).await?;
+            let page = self.run(Bars { start: start16, count: 800, ..request }).await?;
             if page.is_empty() {
                 break;
             }
@@ -571,6 +639,56 @@ impl Client {
     /// One page of today's ticks (0x0fc5): `start` back from the newest.
     pub async fn trades(&self, code: SecurityCode, start: u16, count: u16) -> Result<Vec<Trade>, Error> {
         self.run(Trades { code, start, count }).await
+    }
+
+    /// Capital changes (0x000f) of `codes`, one block per listed code in
+    /// request order. Codes go in batches of [`CAPITAL_CHANGES_BATCH`],
+    /// all batches at once so they spread over the pool; a server that
+    /// answers a prefix of a batch is asked again for the rest.
+    pub async fn capital_changes(&self, codes: &[SecurityCode]) -> Result<Vec<CapitalChangeBlock>, Error> {
+        let batches = codes.chunks(CAPITAL_CHANGES_BATCH).map(|batch| self.capital_changes_batch(batch));
+        let mut out = Vec::with_capacity(codes.len());
+        for batch in join_all(batches.collect()).await {
+            out.extend(batch?);
+        }
+        Ok(out)
+    }
+
+    async fn capital_changes_batch(&self, codes: &[SecurityCode]) -> Result<Vec<CapitalChangeBlock>, Error> {
+        let mut out = Vec::with_capacity(codes.len());
+        let mut rest = codes;
+        while !rest.is_empty() {
+            let blocks = self.run(CapitalChanges { codes: rest.to_vec() }).await?;
+            rest = next_capital_changes(rest, &blocks)?;
+            out.extend(blocks);
+        }
+        Ok(out)
+    }
+
+    /// Finance records (0x0010) of `codes`, in batches of
+    /// [`CAPITAL_CHANGES_BATCH`] sent at once; codes the server does not
+    /// know have no record.
+    pub async fn finance(&self, codes: &[SecurityCode]) -> Result<Vec<Finance>, Error> {
+        let batches = codes.chunks(CAPITAL_CHANGES_BATCH).map(|batch| self.run(FinanceInfo { codes: batch.to_vec() }));
+        let mut out = Vec::with_capacity(codes.len());
+        for batch in join_all(batches.collect()).await {
+            out.extend(batch?);
+        }
+        Ok(out)
+    }
+
+    /// Forward and backward adjustment factors of `code` from its capital
+    /// changes, keeping events within `[start, anchor]` (apply them to
+    /// stored raw bars with [`adjust_locally`](crate::adjust::adjust_locally)).
+    pub async fn adjustment_factors(
+        &self,
+        code: SecurityCode,
+        start: Option<Date>,
+        anchor: Option<Date>,
+    ) -> Result<AdjustmentFactors, Error> {
+        let blocks = self.capital_changes(&[code]).await?;
+        let changes: Vec<CapitalChange> = blocks.into_iter().flat_map(|b| b.records).collect();
+        Ok(AdjustmentFactors::new(code, &changes, start, anchor))
     }
 
     /// Takes one connection for exclusive use, through the same FIFO as
@@ -819,9 +937,51 @@ impl BlockingClient {
         self.run(SecurityCount { market, client_date: SecurityCount::PYTDX_CLIENT_DATE })
     }
 
-    /// One page of bars.
-    pub fn bars(&self, code: SecurityCode, period: Period, start: u16, count: u16) -> Result<Vec<Bar>, Error> {
-        self.run(Bars::new(code, period, start, count))
+    /// One page of bars, adjusted by the server as `adjust` asks.
+    pub fn bars(
+        &self,
+        code: SecurityCode,
+        period: Period,
+        adjust: Adjust,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<Bar>, Error> {
+        self.run(Bars { adjust, ..Bars::new(code, period, start, count) })
+    }
+
+    /// Capital changes of `codes`, like [`Client::capital_changes`] but
+    /// one batch after another.
+    pub fn capital_changes(&self, codes: &[SecurityCode]) -> Result<Vec<CapitalChangeBlock>, Error> {
+        let mut out = Vec::with_capacity(codes.len());
+        for batch in codes.chunks(CAPITAL_CHANGES_BATCH) {
+            let mut rest = batch;
+            while !rest.is_empty() {
+                let blocks = self.run(CapitalChanges { codes: rest.to_vec() })?;
+                rest = next_capital_changes(rest, &blocks)?;
+                out.extend(blocks);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Finance records of `codes`, like [`Client::finance`] but one batch after another.
+    pub fn finance(&self, codes: &[SecurityCode]) -> Result<Vec<Finance>, Error> {
+        let mut out = Vec::with_capacity(codes.len());
+        for batch in codes.chunks(CAPITAL_CHANGES_BATCH) {
+            out.extend(self.run(FinanceInfo { codes: batch.to_vec() })?);
+        }
+        Ok(out)
+    }
+
+    /// Adjustment factors of `code`; see [`Client::adjustment_factors`].
+    pub fn adjustment_factors(
+        &self,
+        code: SecurityCode,
+        start: Option<Date>,
+        anchor: Option<Date>,
+    ) -> Result<AdjustmentFactors, Error> {
+        let changes: Vec<CapitalChange> = self.capital_changes(&[code])?.into_iter().flat_map(|b| b.records).collect();
+        Ok(AdjustmentFactors::new(code, &changes, start, anchor))
     }
 
     /// Five-level quotes.

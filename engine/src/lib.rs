@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod adjust;
 pub mod budget;
 #[cfg(not(loom))]
 mod client;
@@ -27,7 +28,9 @@ pub mod supervisor;
 mod sync;
 
 #[cfg(not(loom))]
-pub use client::{BlockingClient, Client, ClientBuilder, Pinned, PushStream, Pushes, BLOCKING_WAKE};
+pub use client::{
+    BlockingClient, Client, ClientBuilder, Pinned, PushStream, Pushes, BLOCKING_WAKE, CAPITAL_CHANGES_BATCH,
+};
 pub use error::Error;
 #[cfg(not(loom))]
 pub use runtime::{DriverPlacement, EngineDiagnostics, RuntimeFlavor};

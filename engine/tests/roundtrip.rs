@@ -334,6 +334,40 @@ fn arb_handshake() -> impl Strategy<Value = (Handshake, HandshakeReply)> {
 }
 
 /// Every command as a (request, reply) pair.
+/// A request for 1..=12 codes and a reply answering a prefix of them.
+fn arb_capital_changes() -> impl Strategy<Value = (CapitalChanges, Vec<CapitalChangeBlock>)> {
+    vec(arb_code(), 1..12).prop_flat_map(|codes| {
+        let n = codes.len();
+        let record = (arb_code(), any::<u8>(), any::<u32>(), 1u8..=15, any::<[u32; 4]>()).prop_map(
+            |(code, reserved, date_raw, category, words)| CapitalChange { code, reserved, date_raw, category, words },
+        );
+        (Just(codes), 0..=n, vec(vec(record, 0..20), n)).prop_map(|(codes, answered, records)| {
+            let blocks =
+                codes.iter().zip(records).take(answered).map(|(&code, records)| CapitalChangeBlock { code, records });
+            let blocks = blocks.collect();
+            (CapitalChanges { codes }, blocks)
+        })
+    })
+}
+
+fn arb_finance() -> impl Strategy<Value = (FinanceInfo, Vec<Finance>)> {
+    vec(arb_code(), 1..8).prop_flat_map(|codes| {
+        let n = codes.len();
+        let record = (arb_code(), arb_f32(), any::<(u16, u16, u32, u32)>(), vec(arb_f32(), 30)).prop_map(
+            |(code, float_shares, (province, industry, updated_date_raw, ipo_date_raw), fields)| Finance {
+                code,
+                float_shares,
+                province,
+                industry,
+                updated_date_raw,
+                ipo_date_raw,
+                fields: fields.try_into().unwrap(),
+            },
+        );
+        (Just(codes), vec(record, 0..=n)).prop_map(|(codes, records)| (FinanceInfo { codes }, records))
+    })
+}
+
 fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
     prop_oneof![
         arb_handshake().prop_map(|(q, r)| (q.into(), Reply::Handshake(r))),
@@ -355,6 +389,8 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_refresh().prop_map(|(q, r)| (q.into(), Reply::Refresh(r))),
         arb_minutes().prop_map(|(q, r)| (q.into(), Reply::Minutes(r))),
         arb_trades().prop_map(|(q, r)| (q.into(), Reply::Trades(r))),
+        arb_capital_changes().prop_map(|(q, r)| (q.into(), Reply::CapitalChanges(r))),
+        arb_finance().prop_map(|(q, r)| (q.into(), Reply::FinanceInfo(r))),
     ]
 }
 

@@ -26,7 +26,7 @@ use tdx_engine::proto::*;
 /// Commands the vectors cover that this codec does not implement (SPEC
 /// appendix A). Their request frames are still checked at the frame level,
 /// and their reply payloads are counted as out of scope.
-const OUT_OF_SCOPE: &[&str] = &["0x000f", "0x051d", "0x056a", "0x0fb4", "0x0fb5"];
+const OUT_OF_SCOPE: &[&str] = &["0x051d", "0x056a", "0x0fb4", "0x0fb5"];
 
 fn hex(s: &str) -> Vec<u8> {
     assert!(s.len().is_multiple_of(2), "odd hex length");
@@ -150,8 +150,47 @@ fn request_from_params(msg_type: u16, p: &Value) -> Option<Request> {
             count: p["count"].as_u64().unwrap_or(1800) as u16,
         }
         .into(),
+        0x000f => {
+            let mut codes = codes_from_params(p);
+            if codes.is_empty() {
+                codes.push(code_from_params(p)?);
+            }
+            CapitalChanges { codes }.into()
+        }
         _ => return None,
     })
+}
+
+/// `items[i].key` of a 0x000f vector: `i` may be negative (from the end).
+fn check_capital_changes(blocks: &[CapitalChangeBlock], e: &Value) {
+    let items: Vec<&CapitalChange> = blocks.iter().flat_map(|b| &b.records).collect();
+    for (key, want) in e.as_object().unwrap() {
+        if key == "count" {
+            assert_eq!(items.len() as i64, want.as_i64().unwrap());
+            continue;
+        }
+        if key == "xdxr_items" {
+            assert_eq!(items.iter().filter(|c| c.category == 1).count() as i64, want.as_i64().unwrap());
+            continue;
+        }
+        let (index, field) = key.strip_prefix("items[").and_then(|k| k.split_once("].")).expect("items[i].field");
+        let index: i64 = index.parse().unwrap();
+        let item = items[if index < 0 { (items.len() as i64 + index) as usize } else { index as usize }];
+        let value = |i: usize| item.values()[i];
+        match field {
+            "code" => assert_eq!(item.code.to_string(), want.as_str().unwrap()),
+            "time" => assert_eq!(format!("{}T15:00:00+08:00", item.date().unwrap()), want.as_str().unwrap()),
+            "category" => assert_eq!(item.category as i64, want.as_i64().unwrap()),
+            "c1" | "c2" | "c3" | "c4" => {
+                assert_eq!(value(field[1..].parse::<usize>().unwrap() - 1), want.as_f64().unwrap(), "{key}")
+            }
+            "c1_rounded" | "c2_rounded" | "c3_rounded" | "c4_rounded" => {
+                let v = value(field[1..2].parse::<usize>().unwrap() - 1);
+                assert_eq!((v * 100.0).round() / 100.0, want.as_f64().unwrap(), "{key}")
+            }
+            other => panic!("unchecked 0x000f expectation {other}"),
+        }
+    }
 }
 
 fn check_request_frame(v: &Value) {
@@ -338,6 +377,11 @@ fn check_reply(v: &Value, payload: &[u8]) {
                 assert_eq!(to_hex(&reply.tail_control_raw), str_of(e, "tail_control_raw"));
             }
         }
+        Reply::CapitalChanges(blocks) => {
+            assert!(blocks.iter().all(|b| b.records.iter().all(|c| c.code == b.code && c.reserved == 0)));
+            check_capital_changes(&blocks, ex);
+        }
+        Reply::FinanceInfo(_) => panic!("no 0x0010 vectors are captured"),
         Reply::LegacySetup(reply) => {
             assert_eq!(reply.len() as i64, int_of(ec, "length"));
             assert_eq!(reply[0] as i64, int_of(ec, "byte0"));

@@ -29,7 +29,7 @@ fn request(input: &Input) -> Request {
     let main = code(input.market, input.code);
     let mut codes = vec![main];
     codes.extend(input.extra_codes.iter().take(100).map(|(m, c)| code(*m, *c)));
-    match input.command % 12 {
+    match input.command % 14 {
         0 => Handshake::default().into(),
         1 => LegacySetup::default().into(),
         2 => Heartbeat.into(),
@@ -44,7 +44,9 @@ fn request(input: &Input) -> Request {
         8 => Snapshots { targets: codes.into_iter().map(Into::into).collect() }.into(),
         9 => Refresh { targets: codes.into_iter().map(Into::into).collect() }.into(),
         10 => Minutes::from(QuoteTarget::from(main)).into(),
-        _ => Trades { code: main, start: 0, count: 1800 }.into(),
+        11 => Trades { code: main, start: 0, count: 1800 }.into(),
+        12 => CapitalChanges { codes }.into(),
+        _ => FinanceInfo { codes }.into(),
     }
 }
 

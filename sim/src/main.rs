@@ -6,7 +6,11 @@
 //! tdx-sim truth --seed S count MARKET
 //! tdx-sim truth --seed S codes MARKET --start N --limit N
 //! tdx-sim truth --seed S bars CODE --period P --start N --count N
+//! tdx-sim truth --seed S bars CODE --adjust none|qfq|hfq [--anchor YYYYMMDD]
 //! tdx-sim truth --seed S quotes CODE...
+//! tdx-sim truth --seed S xdxr CODE...
+//! tdx-sim truth --seed S finance CODE...
+//! tdx-sim truth --seed S factors CODE [--start YYYYMMDD] [--anchor YYYYMMDD]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)
@@ -18,7 +22,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use tdx_engine::proto::{Market as Exchange, SecurityCode};
+use tdx_engine::proto::commands::Adjust;
+use tdx_engine::proto::{Date, Market as Exchange, SecurityCode};
 use tdx_sim::{simulation, truth, Faults, Market, PushFlood, ReferenceServer};
 
 #[derive(Parser)]
@@ -156,11 +161,37 @@ enum Query {
         start: u16,
         #[arg(long, default_value_t = 800)]
         count: u16,
+        /// none, qfq (forward) or hfq (backward).
+        #[arg(long, default_value = "none")]
+        adjust: String,
+        /// YYYYMMDD: qfq keeps events up to it, hfq those from it on (modes 3, 4).
+        #[arg(long)]
+        anchor: Option<u32>,
     },
     /// Today's five-level quotes.
     Quotes {
         #[arg(required = true)]
         codes: Vec<String>,
+    },
+    /// Capital changes (0x000f), every code's records in order.
+    Xdxr {
+        #[arg(required = true)]
+        codes: Vec<String>,
+    },
+    /// Finance records (0x0010).
+    Finance {
+        #[arg(required = true)]
+        codes: Vec<String>,
+    },
+    /// Local adjustment factors from the capital changes.
+    Factors {
+        code: String,
+        /// YYYYMMDD: leave out events before it.
+        #[arg(long)]
+        start: Option<u32>,
+        /// YYYYMMDD: leave out events after it.
+        #[arg(long)]
+        anchor: Option<u32>,
     },
 }
 
@@ -174,6 +205,10 @@ fn parse_flood(s: &str) -> Result<PushFlood, String> {
 
 fn parse_market(s: &str) -> Result<Exchange, String> {
     s.parse().map_err(|_| format!("unknown market {s:?}: use sz, sh or bj"))
+}
+
+fn parse_codes(codes: &[String]) -> Result<Vec<SecurityCode>, String> {
+    codes.iter().map(|c| parse_code(c)).collect()
 }
 
 fn parse_code(s: &str) -> Result<SecurityCode, String> {
@@ -254,12 +289,23 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
     let value = match query {
         Query::Count { market: m } => truth::count(&market, parse_market(&m)?),
         Query::Codes { market: m, start, limit } => truth::codes(&market, parse_market(&m)?, start, limit),
-        Query::Bars { code, period, start, count } => {
-            truth::bars(&market, parse_code(&code)?, truth::parse_period(&period)?, start, count)
+        Query::Bars { code, period, start, count, adjust, anchor } => {
+            let (adjust, anchor) = truth::parse_adjust(&adjust, anchor)?;
+            let (code, period) = (parse_code(&code)?, truth::parse_period(&period)?);
+            if adjust == Adjust::None {
+                truth::bars(&market, code, period, start, count)
+            } else {
+                truth::adjusted_bars(&market, code, period, start, count, adjust, anchor)
+            }
         }
-        Query::Quotes { codes } => {
-            let codes = codes.iter().map(|c| parse_code(c)).collect::<Result<Vec<_>, _>>()?;
-            truth::quotes(&market, &codes)
+        Query::Quotes { codes } => truth::quotes(&market, &parse_codes(&codes)?),
+        Query::Xdxr { codes } => truth::xdxr(&market, &parse_codes(&codes)?),
+        Query::Finance { codes } => truth::finance(&market, &parse_codes(&codes)?),
+        Query::Factors { code, start, anchor } => {
+            let date = |d: Option<u32>| {
+                d.map(|d| Date::from_yyyymmdd(d).ok_or_else(|| format!("{d} is not a YYYYMMDD date"))).transpose()
+            };
+            truth::factors(&market, parse_code(&code)?, date(start)?, date(anchor)?)
         }
     };
     println!("{value}");

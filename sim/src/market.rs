@@ -12,7 +12,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use tdx_engine::proto::commands::{Bar, Breadth, Level, MinuteLine, MinutePoint, Period, Security, Trade};
+use tdx_engine::adjust::{self, AdjustmentFactors, Event};
+use tdx_engine::proto::commands::{
+    Adjust, Bar, Breadth, CapitalChange, Finance, Level, MinuteLine, MinutePoint, Period, Security, Trade,
+};
 use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay};
 
 use crate::rng::Rng;
@@ -74,6 +77,9 @@ pub struct Day {
     pub lots: i64,
     /// Amount in yuan.
     pub amount: f64,
+    /// The previous close as the exchange quotes it: the previous day's
+    /// close, or on an ex-date the ex-rights reference price.
+    pub previous_close: i64,
 }
 
 /// One minute of a security, like [`Day`].
@@ -112,6 +118,8 @@ pub struct Market {
 #[derive(Debug, Default)]
 struct SeriesCache {
     daily: Bounded<Vec<Day>>,
+    /// Capital changes, computed with the daily series (same bound).
+    changes: Bounded<Vec<CapitalChange>>,
     minutes: Bounded<Vec<Minute>>,
     /// Today and the previous close, per listing: small, so every listing
     /// may stay (code tables and quotes touch thousands at once).
@@ -258,20 +266,44 @@ impl Market {
 
     /// The daily series, oldest first, ending today.
     pub fn daily(&self, l: &Listing) -> Arc<Vec<Day>> {
-        if let Some(days) = self.cache().daily.get(l.code) {
-            return days;
-        }
-        let days = Arc::new(self.compute_daily(l));
-        self.cache().daily.insert(l.code, days.clone(), DAILY_CACHED);
-        days
+        self.history(l).0
     }
 
-    fn compute_daily(&self, l: &Listing) -> Vec<Day> {
+    /// The capital changes (0x000f records), oldest first; same-date
+    /// records in the order they apply. Only stocks have any.
+    pub fn capital_changes(&self, l: &Listing) -> Arc<Vec<CapitalChange>> {
+        self.history(l).1
+    }
+
+    fn history(&self, l: &Listing) -> (Arc<Vec<Day>>, Arc<Vec<CapitalChange>>) {
+        {
+            let cache = self.cache();
+            if let (Some(days), Some(changes)) = (cache.daily.get(l.code), cache.changes.get(l.code)) {
+                return (days, changes);
+            }
+        }
+        let (days, changes) = self.compute_daily(l);
+        let (days, changes) = (Arc::new(days), Arc::new(changes));
+        let mut cache = self.cache();
+        cache.daily.insert(l.code, days.clone(), DAILY_CACHED);
+        cache.changes.insert(l.code, changes.clone(), DAILY_CACHED);
+        (days, changes)
+    }
+
+    /// The daily walk, and the corporate actions that shape it: on an
+    /// ex-date the walk restarts from the ex-rights reference price (the
+    /// previous close adjusted by the day's category-1 events, on the tick),
+    /// so raw bars gap by exactly the events' amount.
+    fn compute_daily(&self, l: &Listing) -> (Vec<Day>, Vec<CapitalChange>) {
         let mut rng = Rng::derive(l.seed, 2);
+        let mut actions = CorporateActions::plan(l, &self.days);
         let mut days = Vec::with_capacity(self.days.len());
         let mut close = l.base_price;
         let minute_from = self.days.len() - MINUTE_HISTORY_DAYS;
         for (i, &date) in self.days.iter().enumerate() {
+            if let Some(reference) = actions.on_day(l, i, date, close) {
+                close = reference;
+            }
             let open = round_tick((close + close * rng.range(-40, 40) / 10_000).max(l.tick), l.tick);
             let change = close * gaussian_bp(&mut rng, l.volatility_bp) / 10_000;
             let next_close = round_tick((close + change).clamp(l.tick, l.base_price * 20), l.tick);
@@ -280,6 +312,7 @@ impl Market {
                 let minutes = self.minute_path(l, i, open, next_close, lots);
                 Day {
                     date,
+                    previous_close: close,
                     open,
                     high: minutes.iter().map(|m| m.high).max().expect("240 minutes"),
                     low: minutes.iter().map(|m| m.low).min().expect("240 minutes"),
@@ -292,12 +325,90 @@ impl Market {
                 let high = round_tick(open.max(next_close) + spread * rng.range(0, 100) / 100, l.tick);
                 let low = round_tick((open.min(next_close) - spread * rng.range(0, 100) / 100).max(l.tick), l.tick);
                 let average = (open + high + low + next_close) as f64 / 4000.0;
-                Day { date, open, high, low, close: next_close, lots, amount: lots as f64 * 100.0 * average }
+                let amount = lots as f64 * 100.0 * average;
+                Day { date, previous_close: close, open, high, low, close: next_close, lots, amount }
             };
             close = next_close;
             days.push(day);
         }
-        days
+        (days, actions.records)
+    }
+
+    /// The listing's finance record (0x0010): share counts from its
+    /// capital changes, the rest seeded. Indexes and funds get zeros.
+    pub fn finance(&self, l: &Listing) -> Finance {
+        let mut f = Finance {
+            code: l.code,
+            float_shares: 0.0,
+            province: 0,
+            industry: 0,
+            updated_date_raw: 0,
+            ipo_date_raw: 0,
+            fields: [0.0; 30],
+        };
+        if l.category != Category::AShare {
+            return f;
+        }
+        let mut rng = Rng::derive(l.seed, 7);
+        let (float, total) = CorporateActions::initial_shares(l);
+        let (float, total) = self
+            .capital_changes(l)
+            .iter()
+            .rev()
+            .find(|c| matches!(c.category, 2 | 3 | 5 | 7 | 8))
+            .map_or((float, total), |c| (c.float(2), c.float(3)));
+        let (today, _) = self.today_day(l);
+        f.float_shares = float;
+        f.province = rng.range(1, 31) as u16;
+        f.industry = rng.range(1, 60) as u16;
+        f.updated_date_raw = 20_260_930;
+        f.ipo_date_raw = self.days[0].yyyymmdd();
+        let price = today.close as f32 / 1000.0;
+        let eps = (price * rng.range(1, 12) as f32 / 100.0 * 100.0).round() / 100.0;
+        let assets = total * price * rng.range(15, 60) as f32; // thousand yuan
+        let revenue = assets * rng.range(10, 80) as f32 / 100.0;
+        let net_profit = eps * total * 10.0;
+        let v = [
+            total,
+            total * rng.range(0, 30) as f32 / 100.0,
+            total * rng.range(0, 20) as f32 / 100.0,
+            total * rng.range(0, 10) as f32 / 100.0,
+            0.0,
+            0.0,
+            eps,
+            assets,
+            assets * 0.6,
+            assets * 0.25,
+            assets * 0.03,
+            rng.range(5_000, 900_000) as f32,
+            assets * 0.35,
+            assets * 0.15,
+            assets * 0.1,
+            assets * 0.4,
+            revenue,
+            revenue * 0.3,
+            revenue * 0.12,
+            net_profit * 1.3,
+            net_profit * 0.05,
+            net_profit * 1.1,
+            net_profit * 0.4,
+            assets * 0.08,
+            net_profit * 1.35,
+            net_profit * 1.02,
+            net_profit,
+            assets * 0.12,
+            (assets * 0.4 / total / 10.0 * 100.0).round() / 100.0,
+            0.0,
+        ];
+        f.fields = v;
+        f
+    }
+
+    /// Forward/backward factors of `l` for a server-side `mode` (see
+    /// [`adjust::server_window`]).
+    pub fn factors(&self, l: &Listing, mode: Adjust, anchor_date: u32) -> AdjustmentFactors {
+        let (start, anchor) = adjust::server_window(mode, anchor_date);
+        AdjustmentFactors::new(l.code, &self.capital_changes(l), start, anchor)
     }
 
     /// One-minute bars of day `day_index` (an index into the history),
@@ -440,13 +551,31 @@ impl Market {
         page_from_newest(bars, usize::from(start), usize::from(count))
     }
 
+    /// One page of bars adjusted by `mode` (anchored at `anchor_date` for
+    /// the fixed modes): every bar of the period adjusted by its date.
+    pub fn adjusted_bars_page(
+        &self,
+        l: &Listing,
+        period: Period,
+        start: u16,
+        count: u16,
+        mode: Adjust,
+        anchor_date: u32,
+    ) -> Vec<Bar> {
+        if mode == Adjust::None {
+            return self.bars_page(l, period, start, count);
+        }
+        let raw = page_from_newest(self.bars(l, period), usize::from(start), usize::from(count));
+        adjust::adjust_locally(&raw, &self.factors(l, mode, anchor_date), mode)
+    }
+
     /// Today's quote inputs: the day, and the previous close.
     pub fn today_day(&self, l: &Listing) -> (Day, i64) {
         if let Some(&today) = self.cache().today.get(&l.code) {
             return today;
         }
         let days = self.daily(l);
-        let today = (days[days.len() - 1], days[days.len() - 2].close);
+        let today = (days[days.len() - 1], days[days.len() - 1].previous_close);
         self.cache().today.insert(l.code, today);
         today
     }
@@ -522,6 +651,140 @@ impl Market {
     /// One page of ticks: `start` back from the newest, at most `count`, oldest first.
     pub fn trades_page(&self, l: &Listing, start: u16, count: u16) -> Vec<Trade> {
         page_from_newest(self.trades(l), usize::from(start), usize::from(count))
+    }
+}
+
+/// Corporate actions of one listing while its daily walk runs.
+struct CorporateActions {
+    rng: Rng,
+    /// Day index -> what happens that day.
+    plan: HashMap<usize, Plan>,
+    /// Float and total shares, in 10,000 shares.
+    float: f32,
+    total: f32,
+    records: Vec<CapitalChange>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Plan {
+    dividend: bool,
+    bonus: bool,
+    rights: bool,
+    /// 3 (non-tradable shares listed), 5 (share change), 6 (new issue), 7 (buyback).
+    capital: Option<u8>,
+}
+
+impl CorporateActions {
+    /// Starting float and total shares of a stock, in 10,000 shares.
+    fn initial_shares(l: &Listing) -> (f32, f32) {
+        let mut rng = Rng::derive(l.seed, 8);
+        let total = rng.range(5_000, 500_000) as f32;
+        (total * rng.range(50, 100) as f32 / 100.0, total)
+    }
+
+    /// Which days carry events: most years a cash dividend in early summer,
+    /// some years bonus shares, rarely a rights issue; now and then a share
+    /// capital change of another category. Never on the first or last day.
+    fn plan(l: &Listing, days: &[Date]) -> Self {
+        let mut rng = Rng::derive(l.seed, 6);
+        let (float, total) = Self::initial_shares(l);
+        let mut plan = HashMap::new();
+        if l.category == Category::AShare {
+            let mut first_of_year = 0;
+            for i in 1..=days.len() {
+                if i < days.len() && days[i].year() == days[first_of_year].year() {
+                    continue;
+                }
+                let year = first_of_year..i;
+                let pick = |rng: &mut Rng, lo: i64, hi: i64| first_of_year + rng.range(lo, hi) as usize;
+                let dividend = rng.chance(800);
+                let bonus = rng.chance(150);
+                let rights = rng.chance(30);
+                let day = pick(&mut rng, 95, 150);
+                if (dividend || bonus || rights) && year.contains(&day) && day > 0 && day + 1 < days.len() {
+                    plan.insert(day, Plan { dividend, bonus, rights, capital: None });
+                }
+                if rng.chance(250) {
+                    let category = [3, 5, 6, 7][rng.below(4) as usize];
+                    let day = pick(&mut rng, 10, 240);
+                    if year.contains(&day) && day > 0 && day + 1 < days.len() {
+                        plan.entry(day).or_insert_with(Plan::default).capital = Some(category);
+                    }
+                }
+                first_of_year = i;
+            }
+        }
+        Self { rng, plan, float, total, records: Vec::new() }
+    }
+
+    fn record(&mut self, l: &Listing, date: Date, category: u8, values: [f32; 4]) {
+        self.records.push(CapitalChange {
+            code: l.code,
+            reserved: 0,
+            date_raw: date.yyyymmdd(),
+            category,
+            words: values.map(f32::to_bits),
+        });
+    }
+
+    /// A share-count record (float before, total before, float after, total
+    /// after) moving the counts to `float`, `total`.
+    fn shares(&mut self, l: &Listing, date: Date, category: u8, float: f32, total: f32) {
+        let before = [self.float, self.total];
+        self.float = float;
+        self.total = total;
+        self.record(l, date, category, [before[0], before[1], float, total]);
+    }
+
+    /// Records day `i`'s events; returns the ex-rights reference price when
+    /// the day has a category-1 event.
+    fn on_day(&mut self, l: &Listing, i: usize, date: Date, close: i64) -> Option<i64> {
+        let plan = self.plan.remove(&i)?;
+        let mut reference = None;
+        if plan.dividend || plan.bonus || plan.rights {
+            let cents_per_10 = if plan.dividend {
+                ((close * self.rng.range(4, 30) / 1000 / 10).max(1) * 10) as f32 / 100.0
+            } else {
+                0.0
+            };
+            let bonus = if plan.bonus { [2.0, 3.0, 5.0, 10.0][self.rng.below(4) as usize] } else { 0.0 };
+            let (rights, price) = if plan.rights {
+                let price = (close * self.rng.range(60, 90) / 100 / 10) as f32 / 100.0;
+                ([1.0, 2.0, 3.0][self.rng.below(3) as usize], price)
+            } else {
+                (0.0, 0.0)
+            };
+            self.record(l, date, 1, [cents_per_10, price, bonus, rights]);
+            let event = self.records.last().and_then(Event::from_change).expect("a category-1 record");
+            let yuan = event.forward().apply(close as f64 / 1000.0);
+            reference = Some(round_tick(((yuan * 1000.0).round() as i64).max(l.tick), l.tick));
+            if bonus + rights > 0.0 {
+                let k = (10.0 + bonus + rights) / 10.0;
+                self.shares(l, date, 2, self.float * k, self.total * k);
+            }
+        }
+        match plan.capital {
+            Some(3) => {
+                let float = (self.float + (self.total - self.float) / 2.0).min(self.total);
+                self.shares(l, date, 3, float, self.total);
+            }
+            Some(5) => {
+                let k = 1.0 + self.rng.range(1, 10) as f32 / 100.0;
+                self.shares(l, date, 5, self.float * k, self.total * k);
+            }
+            Some(6) => {
+                let issued = (self.total * self.rng.range(5, 20) as f32 / 100.0).round();
+                let price = (close * self.rng.range(80, 100) / 100 / 10) as f32 / 100.0;
+                self.record(l, date, 6, [0.0, price, issued, 0.0]);
+                self.shares(l, date, 8, self.float + issued, self.total + issued);
+            }
+            Some(_) => {
+                let k = 1.0 - self.rng.range(1, 3) as f32 / 100.0;
+                self.shares(l, date, 7, self.float * k, self.total * k);
+            }
+            None => {}
+        }
+        reference
     }
 }
 
@@ -688,6 +951,61 @@ mod tests {
             let pages: Vec<usize> = (0..6).map(|p| m.bars_page(l, Period::Day, p * 800, 800).len()).collect();
             assert_eq!(pages, vec![800, 800, 800, 800, 800, 0]);
         }
+    }
+
+    /// Raw bars gap on ex-dates by the events' amount; adjusted bars keep
+    /// only the market's own move (open against the ex-rights reference).
+    #[test]
+    fn ex_date_gaps_disappear_in_adjusted_bars() {
+        let m = Market::new(1);
+        let mut checked = 0;
+        for l in m.listings(Exchange::Sz).iter().filter(|l| l.category == Category::AShare).take(40) {
+            let changes = m.capital_changes(l);
+            let bars = m.bars(l, Period::Day);
+            let factors = AdjustmentFactors::new(l.code, &changes, None, None);
+            let qfq = adjust::adjust_locally(&bars, &factors, Adjust::Forward);
+            let hfq = adjust::adjust_locally(&bars, &factors, Adjust::Backward);
+            assert_eq!(m.adjusted_bars_page(l, Period::Day, 0, 800, Adjust::Forward, 0), qfq[qfq.len() - 800..]);
+            for row in &factors.rows {
+                let i = bars.iter().position(|b| b.time.date == row.date).expect("ex-dates are trading days");
+                let day_events: Vec<_> =
+                    changes.iter().filter(|c| c.date() == Some(row.date)).filter_map(Event::from_change).collect();
+                let forward = day_events.iter().fold(adjust::Affine::IDENTITY, |q, e| e.forward().after(q));
+                let previous = bars[i - 1].close.milli();
+                let reference = round_tick((forward.apply(previous as f64 / 1000.0) * 1000.0).round() as i64, l.tick);
+                assert_eq!(m.daily(l)[i].previous_close, reference, "the ex-date's previous close is the reference");
+                let own_move = bars[i].open.milli() - reference;
+                // Raw: the gap is the event's amount plus the market's move.
+                assert_eq!(bars[i].open.milli() - previous, reference - previous + own_move);
+                assert!(reference < previous, "{} {}: dividends and bonuses lower the reference", l.code, row.date);
+                for (adjusted, backward) in [(&qfq, false), (&hfq, true)] {
+                    let scale = factors.map_for(row.date, backward).scale;
+                    let gap = adjusted[i].open.milli() - adjusted[i - 1].close.milli();
+                    let tolerance = 10.0 + 5.0 * scale + 1.0;
+                    assert!(
+                        (gap as f64 - scale * own_move as f64).abs() <= tolerance,
+                        "{} {} backward={backward}: adjusted gap {gap} vs move {own_move} x {scale}",
+                        l.code,
+                        row.date
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 100, "only {checked} ex-dates");
+    }
+
+    #[test]
+    fn corporate_actions_are_seeded_and_sorted() {
+        let (a, b) = (Market::new(5), Market::new(5));
+        let l = a.listing("sz000001".parse().unwrap()).unwrap();
+        assert_eq!(a.capital_changes(l), b.capital_changes(b.listing(l.code).unwrap()));
+        assert_eq!(a.finance(l), b.finance(b.listing(l.code).unwrap()));
+        let changes = a.capital_changes(l);
+        assert!(changes.iter().any(|c| c.category == 1) && changes.iter().any(|c| c.category != 1));
+        assert!(changes.windows(2).all(|w| w[0].date_raw <= w[1].date_raw));
+        let index = a.listing("sh000001".parse().unwrap()).unwrap();
+        assert!(a.capital_changes(index).is_empty());
     }
 
     #[test]

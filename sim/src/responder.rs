@@ -2,11 +2,11 @@
 //! computed from the synthetic market.
 
 use tdx_engine::proto::commands::{
-    HandshakeReply, HeartbeatReply, LegacySecurity, Quote, QuoteHead, QuotesReply, RefreshRecord, RefreshReply,
-    ServerClock, Snapshot, SnapshotsReply,
+    CapitalChangeBlock, HandshakeReply, HeartbeatReply, LegacySecurity, Quote, QuoteHead, QuotesReply, RefreshRecord,
+    RefreshReply, ServerClock, Snapshot, SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES,
 };
 use tdx_engine::proto::limits::{BARS_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX};
-use tdx_engine::proto::{Price, Reply, Request};
+use tdx_engine::proto::{Price, Reply, Request, SecurityCode};
 
 use crate::market::{Listing, Market};
 
@@ -48,9 +48,15 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
             Reply::SecurityList(page.iter().map(|l| market.security(l)).collect())
         }
         Request::Bars(b) => Reply::Bars(match market.listing(b.code) {
-            Some(l) => market.bars_page(l, b.period, b.start, b.count.min(BARS_PER_PAGE_MAX)),
+            Some(l) => {
+                market.adjusted_bars_page(l, b.period, b.start, b.count.min(BARS_PER_PAGE_MAX), b.adjust, b.anchor_date)
+            }
             None => Vec::new(),
         }),
+        Request::CapitalChanges(c) => Reply::CapitalChanges(capital_changes(market, &c.codes)),
+        Request::FinanceInfo(f) => {
+            Reply::FinanceInfo(f.codes.iter().filter_map(|c| market.listing(*c)).map(|l| market.finance(l)).collect())
+        }
         Request::Quotes(q) => Reply::Quotes(QuotesReply {
             unknown_head: 0x0136,
             quotes: q.targets.iter().filter_map(|t| market.listing(t.code)).map(|l| quote(market, l)).collect(),
@@ -76,6 +82,26 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
             None => Vec::new(),
         }),
     }
+}
+
+/// Bytes of 0x000f blocks one reply carries before the server stops and
+/// answers only that prefix of the codes (at least one block always goes).
+pub const CAPITAL_CHANGES_REPLY_BYTES: usize = 16 * 1024;
+
+/// The 0x000f reply: one block per code in order (empty for unknown codes),
+/// cut after the block that reaches [`CAPITAL_CHANGES_REPLY_BYTES`].
+pub fn capital_changes(market: &Market, codes: &[SecurityCode]) -> Vec<CapitalChangeBlock> {
+    let mut bytes = 2;
+    let mut out = Vec::new();
+    for &code in codes {
+        if bytes >= CAPITAL_CHANGES_REPLY_BYTES {
+            break;
+        }
+        let records = market.listing(code).map(|l| market.capital_changes(l).to_vec()).unwrap_or_default();
+        bytes += 9 + records.len() * CAPITAL_CHANGE_RECORD_BYTES;
+        out.push(CapitalChangeBlock { code, records });
+    }
+    out
 }
 
 fn page(listings: &[Listing], start: usize, limit: usize) -> &[Listing] {

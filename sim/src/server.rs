@@ -109,6 +109,8 @@ pub struct ServerStats {
     /// connection was answered: a client with more than one request in
     /// flight on a socket (the engine must never do this).
     pub pipelined: AtomicU64,
+    /// Requests decoded (every command).
+    pub requests: AtomicU64,
 }
 
 impl ReferenceServer {
@@ -131,6 +133,11 @@ impl ReferenceServer {
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
         self.stats.connections.load(Ordering::Relaxed)
+    }
+
+    /// Requests decoded so far.
+    pub fn requests(&self) -> u64 {
+        self.stats.requests.load(Ordering::Relaxed)
     }
 
     /// Accepts connections forever, one task each.
@@ -224,6 +231,7 @@ impl ReferenceServer {
                             self.stats.pipelined.fetch_add(1, Ordering::Relaxed);
                         }
                         answered += 1;
+                        self.stats.requests.fetch_add(1, Ordering::Relaxed);
                         if let Request::Refresh(r) = &request {
                             subscription = Some(r.clone());
                         }

@@ -3,8 +3,9 @@
 //! is computed by the same code the server answers with.
 
 use serde_json::{json, Value};
-use tdx_engine::proto::commands::{Bar, Level, Period};
-use tdx_engine::proto::{DateTime, Market as Exchange, SecurityCode};
+use tdx_engine::adjust::{AdjustmentFactors, FactorRow};
+use tdx_engine::proto::commands::{Adjust, Bar, CapitalChange, Finance, Level, Period, FINANCE_FIELDS};
+use tdx_engine::proto::{Date, DateTime, Market as Exchange, SecurityCode};
 
 use crate::market::Market;
 use crate::responder::quote;
@@ -49,7 +50,8 @@ pub fn codes(market: &Market, exchange: Exchange, start: usize, limit: usize) ->
     json!({ "market": exchange.prefix(), "start": start, "items": items })
 }
 
-fn bar(b: &Bar) -> Value {
+/// One bar as `truth bars` prints it.
+pub fn bar(b: &Bar) -> Value {
     let mut v = json!({
         "time": time(b.time),
         "open": yuan(b.open.milli()),
@@ -116,4 +118,116 @@ pub fn quotes(market: &Market, codes: &[SecurityCode]) -> Value {
         })
         .collect();
     json!({ "quotes": items })
+}
+
+/// One capital-change record as `truth xdxr` and `tdx xdxr` print it:
+/// `c1..c4` decoded by category (share counts in shares), each the exact
+/// value of the wire's binary32 word.
+pub fn capital_change(c: &CapitalChange) -> Value {
+    let [c1, c2, c3, c4] = c.values();
+    json!({
+        "code": c.code.to_string(),
+        "date": c.date().map_or_else(|| c.date_raw.to_string(), |d| d.to_string()),
+        "category": c.category,
+        "name": c.category_name(),
+        "c1": c1,
+        "c2": c2,
+        "c3": c3,
+        "c4": c4,
+    })
+}
+
+/// `xdxr CODE...`: every code's capital changes, in code order.
+pub fn xdxr(market: &Market, codes: &[SecurityCode]) -> Value {
+    let records: Vec<Value> = codes
+        .iter()
+        .filter_map(|c| market.listing(*c))
+        .flat_map(|l| market.capital_changes(l).iter().map(capital_change).collect::<Vec<_>>())
+        .collect();
+    json!({ "records": records })
+}
+
+/// One finance record as `truth finance` and `tdx finance` print it: the
+/// wire's values (binary32 widened exactly), named as in [`FINANCE_FIELDS`].
+pub fn finance_record(f: &Finance) -> Value {
+    let mut v = json!({
+        "code": f.code.to_string(),
+        "float_shares": f64::from(f.float_shares),
+        "province": f.province,
+        "industry": f.industry,
+        "updated_date": f.updated_date_raw,
+        "ipo_date": f.ipo_date_raw,
+    });
+    for ((name, _, _), value) in FINANCE_FIELDS.iter().zip(f.fields) {
+        v[*name] = f64::from(value).into();
+    }
+    v
+}
+
+/// `finance CODE...`: the finance records of the listed codes.
+pub fn finance(market: &Market, codes: &[SecurityCode]) -> Value {
+    let records: Vec<Value> =
+        codes.iter().filter_map(|c| market.listing(*c)).map(|l| finance_record(&market.finance(l))).collect();
+    json!({ "records": records })
+}
+
+/// One factor row as `truth factors` prints it.
+pub fn factor_row(r: &FactorRow) -> Value {
+    json!({
+        "date": r.date.to_string(),
+        "qfq_scale": r.qfq.scale,
+        "qfq_offset": r.qfq.offset,
+        "hfq_scale": r.hfq.scale,
+        "hfq_offset": r.hfq.offset,
+    })
+}
+
+/// `factors CODE [--start D] [--anchor D]`: local adjustment factors.
+pub fn factors(market: &Market, code: SecurityCode, start: Option<Date>, anchor: Option<Date>) -> Value {
+    let rows: Vec<Value> = market
+        .listing(code)
+        .map(|l| AdjustmentFactors::new(code, &market.capital_changes(l), start, anchor).rows)
+        .unwrap_or_default()
+        .iter()
+        .map(factor_row)
+        .collect();
+    json!({ "code": code.to_string(), "rows": rows })
+}
+
+/// The wire mode for `--adjust none|qfq|hfq` and an optional `--anchor
+/// YYYYMMDD`: an anchor makes qfq and hfq the fixed modes 3 and 4.
+pub fn parse_adjust(name: &str, anchor: Option<u32>) -> Result<(Adjust, u32), String> {
+    let mode = match (name, anchor.is_some()) {
+        ("none", false) => Adjust::None,
+        ("none", true) => return Err("--anchor needs --adjust qfq or hfq".to_owned()),
+        ("qfq", false) => Adjust::Forward,
+        ("hfq", false) => Adjust::Backward,
+        ("qfq", true) => Adjust::FixedForward,
+        ("hfq", true) => Adjust::FixedBackward,
+        (other, _) => return Err(format!("unknown adjust mode {other:?}: use none, qfq or hfq")),
+    };
+    if let Some(a) = anchor {
+        Date::from_yyyymmdd(a).ok_or_else(|| format!("--anchor {a} is not a YYYYMMDD date"))?;
+    }
+    Ok((mode, anchor.unwrap_or(0)))
+}
+
+/// `bars CODE ... --adjust MODE [--anchor D]`: one page of adjusted bars.
+pub fn adjusted_bars(
+    market: &Market,
+    code: SecurityCode,
+    period: Period,
+    start: u16,
+    count: u16,
+    adjust: Adjust,
+    anchor: u32,
+) -> Value {
+    let bars: Vec<Value> = market
+        .listing(code)
+        .map(|l| market.adjusted_bars_page(l, period, start, count.min(800), adjust, anchor))
+        .unwrap_or_default()
+        .iter()
+        .map(bar)
+        .collect();
+    json!({ "code": code.to_string(), "start": start, "count": count, "bars": bars })
 }

@@ -1,4 +1,4 @@
-"""Interop: pytdx 1.72 and eltdx 3.3.0 against `tdx-sim serve`.
+"""Interop: pytdx 1.72, eltdx 3.3.0 and tdxrs 0.6.7 against `tdx-sim serve`.
 
 Every answer a client gets must equal what `tdx-sim truth` says the server
 with that seed holds. Both clients get explicit loopback hosts only; eltdx
@@ -9,13 +9,16 @@ Usage: check.py --sim PATH_TO_TDX_SIM --seed S --ports P1,P2,...
 
 import argparse
 import json
+import struct
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from eltdx import TdxClient
+from pytdx.helper import get_volume
 from pytdx.hq import TdxHq_API
+import tdxrs
 
 CHECKS = {"passed": 0, "failed": 0}
 
@@ -47,6 +50,134 @@ MARKETS = {"sz": 0, "sh": 1, "bj": 2}
 
 def milli(x):
     return round(x * 1000)
+
+
+def f32(x):
+    """`x` rounded to binary32, as the wire holds it."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+# Stocks with corporate actions in every seed's market, an ETF and an index (none).
+CORPORATE_CODES = ["sz000001", "sh600000", "bj430047", "sh510300", "sh000001"]
+SHARE_CATEGORIES = {2, 3, 5, 7, 8, 9, 10}
+# Finance fields after the dates, in wire order: ours, pytdx's (and tdxrs's) name.
+FINANCE_NAMES = [
+    ("total_shares", "zongguben"), ("state_shares", "guojiagu"), ("promoter_shares", "faqirenfarengu"),
+    ("legal_person_shares", "farengu"), ("b_shares", "bgu"), ("h_shares", "hgu"), ("eps", "zhigonggu"),
+    ("total_assets", "zongzichan"), ("current_assets", "liudongzichan"), ("fixed_assets", "gudingzichan"),
+    ("intangible_assets", "wuxingzichan"), ("shareholders", "gudongrenshu"), ("current_liabilities", "liudongfuzhai"),
+    ("long_term_liabilities", "changqifuzhai"), ("capital_reserve", "zibengongjijin"), ("net_assets", "jingzichan"),
+    ("main_revenue", "zhuyingshouru"), ("main_profit", "zhuyinglirun"), ("receivables", "yingshouzhangkuan"),
+    ("operating_profit", "yingyelirun"), ("investment_income", "touzishouyu"),
+    ("operating_cash_flow", "jingyingxianjinliu"), ("total_cash_flow", "zongxianjinliu"), ("inventory", "cunhuo"),
+    ("total_profit", "lirunzonghe"), ("after_tax_profit", "shuihoulirun"), ("net_profit", "jinglirun"),
+    ("undistributed_profit", "weifenpeilirun"), ("net_assets_per_share", "meigujingzichan"), ("reserved_2", "baoliu2"),
+]
+# eltdx's names for the same fields.
+ELTDX_FINANCE = ["zong_gu_ben", "guo_jia_gu", "fa_qi_ren_fa_ren_gu", "fa_ren_gu", "b_gu", "h_gu", "eps",
+                 "zong_zi_chan", "liu_dong_zi_chan", "gu_ding_zi_chan", "wu_xing_zi_chan", "gu_dong_ren_shu",
+                 "liu_dong_fu_zhai", "chang_qi_fu_zhai", "zi_ben_gong_ji_jin", "jing_zi_chan", "zhu_ying_shou_ru",
+                 "zhu_ying_li_run", "ying_shou_zhang_kuan", "ying_ye_li_run", "tou_zi_shou_yu",
+                 "jing_ying_xian_jin_liu", "zong_xian_jin_liu", "cun_huo", "li_run_zong_he", "shui_hou_li_run",
+                 "jing_li_run", "wei_fen_li_run", "mei_gu_jing_zi_chan", "bao_liu_2"]
+
+
+def pytdx_xdxr_row(w, decode_volume=None):
+    """What pytdx's and tdxrs's get_xdxr_info decode from the record truth describes
+    (they keep share counts in 10,000 shares, as the wire does)."""
+    y, m, d = (int(p) for p in w["date"].split("-"))
+    c = [w["c1"], w["c2"], w["c3"], w["c4"]]
+    row = {"year": y, "month": m, "day": d, "category": w["category"]}
+    if w["category"] == 1:
+        row.update(fenhong=c[0], peigujia=c[1], songzhuangu=c[2], peigu=c[3])
+    elif w["category"] in (11, 12):
+        row.update(suogu=c[2])
+    elif w["category"] in (13, 14):
+        row.update(xingquanjia=c[0], fenshu=c[2])
+    else:
+        raw = [f32(v / 1e4) if (w["category"] in SHARE_CATEGORIES or (w["category"] == 6 and i == 2)) else v
+               for i, v in enumerate(c)]
+        if decode_volume is not None:
+            # pytdx reads these words with its volume routine, not as binary32.
+            raw = [decode_volume(struct.unpack("<I", struct.pack("<f", v))[0]) if v else 0 for v in raw]
+        row.update(panqianliutong=raw[0], qianzongguben=raw[1], panhouliutong=raw[2], houzongguben=raw[3])
+    return row
+
+
+def check_xdxr_rows(name, got, want, decode_volume=None):
+    eq(f"{name} count", len(got), len(want))
+    want = [pytdx_xdxr_row(w, decode_volume) for w in want]
+    bad = [(g, w) for g, w in zip(got, want) if any(g.get(k) != v for k, v in w.items())]
+    check(name, not bad, f"first mismatch {bad[:1]}")
+
+
+def check_pytdx_finance(name, got, w, scaled):
+    """pytdx multiplies every amount and share count by 10,000 (except the
+    shareholder count and the last two fields); tdxrs returns them raw."""
+    keep = {"gudongrenshu", "meigujingzichan", "baoliu2"}
+    k = (lambda key: 1 if key in keep else 10000) if scaled else (lambda key: 1)
+    want = {"liutongguben": w["float_shares"] * k("liutongguben"), "province": w["province"],
+            "industry": w["industry"], "updated_date": w["updated_date"], "ipo_date": w["ipo_date"]}
+    want.update({theirs: w[ours] * k(theirs) for ours, theirs in FINANCE_NAMES if theirs in got})
+    eq(f"{name} code", got["code"], w["code"][2:])
+    eq(name, {key: got[key] for key in want}, want)
+
+
+def ratio_adjusted(raw, events, mode):
+    """tdxrs's client-side rule (等比复权): each event's factor is the raw
+    close before the ex-date over the ex-rights reference
+    (10·close − D + R·P) / (10 + S + R); qfq multiplies a bar by ref/close of
+    every later event, hfq by close/ref of every event up to it over the
+    whole history; rounded to 3 decimals."""
+    dates = [b["time"][:10] for b in raw]
+    factors = []
+    for e in events:
+        if e["date"] in dates and dates.index(e["date"]) > 0:
+            close = raw[dates.index(e["date"]) - 1]["close"]
+            ref = (close * 10 - e["c1"] + e["c4"] * e["c2"]) / (10 + e["c3"] + e["c4"])
+            factors.append((e["date"], close / ref))
+    out = []
+    for d, b in zip(dates, raw):
+        k = 1.0
+        for date, f in factors:
+            if mode == "qfq" and d < date:
+                k /= f
+            if mode == "hfq" and d >= date:
+                k *= f
+        out.append(tuple(round(b[key] * k, 3) for key in ("open", "close", "high", "low")))
+    return out
+
+
+def all_daily(truth, code):
+    bars = []
+    for page in range(4, -1, -1):
+        bars += truth("bars", code, "--start", page * 800, "--count", 800)["bars"]
+    return bars
+
+
+def check_tdxrs(truth, port):
+    client = tdxrs.TdxHqClient()
+    client.connect("127.0.0.1", port, timeout=10)
+    try:
+        for code in CORPORATE_CODES:
+            m, c = MARKETS[code[:2]], code[2:]
+            check_xdxr_rows(f"tdxrs:{port} xdxr {code}", client.get_xdxr_info(m, c), truth("xdxr", code)["records"])
+            check_pytdx_finance(f"tdxrs:{port} finance {code}", client.get_finance_info(m, c),
+                                truth("finance", code)["records"][0], scaled=False)
+        for code in ["sz000001", "sh600000"]:
+            m, c = MARKETS[code[:2]], code[2:]
+            history = all_daily(truth, code)
+            events = [r for r in truth("xdxr", code)["records"] if r["category"] == 1]
+            raw = client.get_security_bars(4, m, c, 0, 800, fq=0)
+            eq(f"tdxrs:{port} bars {code} none", [(b["open"], b["close"], b["high"], b["low"]) for b in raw],
+               [(w["open"], w["close"], w["high"], w["low"]) for w in history[-800:]])
+            for fq, mode in [(1, "qfq"), (2, "hfq")]:
+                got = client.get_security_bars(4, m, c, 0, 800, fq=fq)
+                want = ratio_adjusted(history, events, mode)[-800:]
+                eq(f"tdxrs:{port} bars {code} {mode} (tdxrs's ratio rule)",
+                   [(b["open"], b["close"], b["high"], b["low"]) for b in got], want)
+    finally:
+        client.disconnect()
 
 
 def check_pytdx(truth, port):
@@ -101,6 +232,12 @@ def check_pytdx(truth, port):
             for i in range(5):
                 eq(f"{name} bid{i + 1}", (milli(g[f"bid{i + 1}"]), g[f"bid_vol{i + 1}"]), (milli(w["bids"][i][0]), w["bids"][i][1]))
                 eq(f"{name} ask{i + 1}", (milli(g[f"ask{i + 1}"]), g[f"ask_vol{i + 1}"]), (milli(w["asks"][i][0]), w["asks"][i][1]))
+        for code in CORPORATE_CODES:
+            m, c = MARKETS[code[:2]], code[2:]
+            check_xdxr_rows(f"pytdx:{port} xdxr {code}", api.get_xdxr_info(m, c), truth("xdxr", code)["records"],
+                            decode_volume=get_volume)
+            check_pytdx_finance(f"pytdx:{port} finance {code}", api.get_finance_info(m, c),
+                                truth("finance", code)["records"][0], scaled=True)
 
 
 def check_eltdx(truth, ports):
@@ -136,6 +273,7 @@ def check_eltdx(truth, ports):
                (milli(w["price"]), milli(w["last_close"]), milli(w["open"]), milli(w["high"]), milli(w["low"]),
                 w["total_volume"], w["current_volume"], w["amount"], milli(w["bids"][0][0]), w["bids"][0][1],
                 milli(w["asks"][0][0]), w["asks"][0][1]))
+        check_eltdx_corporate(client, truth)
         page = client.quotes.refresh(["sz000001", "sh600000"])
         eq("eltdx refresh records", sorted(f"{r.exchange}{r.code}" for r in page.records), ["sh600000", "sz000001"])
         pushed = set()
@@ -155,6 +293,49 @@ def check_eltdx(truth, ports):
         client.close()
 
 
+def check_eltdx_corporate(client, truth):
+    # Capital changes: one batch over many codes (the server answers prefixes).
+    codes = [w["code"] for w in truth("codes", "sz", "--start", 0, "--limit", 200)["items"]] + CORPORATE_CODES
+    batch = client.corporate.capital_changes(codes)
+    eq("eltdx capital_changes blocks", [b.full_code for b in batch.blocks], codes)
+    want = truth("xdxr", *codes)["records"]
+    got = [{"code": r.full_code, "date": str(r.date), "category": r.category_raw, "c1": r.c1_value, "c2": r.c2_value,
+            "c3": r.c3_value, "c4": r.c4_value} for r in batch.records]
+    eq("eltdx capital_changes records", got, [{k: w[k] for k in got[0]} for w in want] if got else want)
+    # Finance, batched.
+    records = client.corporate.finance_batch(CORPORATE_CODES).records
+    want = truth("finance", *CORPORATE_CODES)["records"]
+    got = [{"code": r.full_code, "float_shares": r.liu_tong_gu_ben_raw_float, "province": r.province_raw,
+            "industry": r.industry_raw, "updated_date": r.updated_date_raw, "ipo_date": r.ipo_date_raw,
+            **{ours: getattr(r, "eps_raw" if theirs == "eps" else f"{theirs}_raw_float")
+               for (ours, _), theirs in zip(FINANCE_NAMES, ELTDX_FINANCE)}} for r in records]
+    eq("eltdx finance_batch", got, want)
+    # Server-side adjusted bars, plain and anchored.
+    for code in ["sz000001", "sh600000"]:
+        for adjust, anchor, args in [("qfq", None, ["--adjust", "qfq"]), ("hfq", None, ["--adjust", "hfq"]),
+                                     ("fixed_qfq", "2020-01-02", ["--adjust", "qfq", "--anchor", 20200102]),
+                                     ("fixed_hfq", "2020-01-02", ["--adjust", "hfq", "--anchor", 20200102])]:
+            kwargs = {"anchor_date": anchor} if anchor else {}
+            series = client.bars.get(code, period="day", adjust=adjust, count=800, **kwargs)
+            want = truth("bars", code, "--count", 800, *args)["bars"]
+            eq(f"eltdx bars {code} {adjust}",
+               [(b.time.strftime("%Y-%m-%d %H:%M"), b.open_price_milli, b.close_price_milli, b.high_price_milli,
+                 b.low_price_milli) for b in series.bars],
+               [(w["time"], w["open_milli"], w["close_milli"], w["high_milli"], w["low_milli"]) for w in want])
+        # Local factors: unrounded f64 compositions whose operation order
+        # differs from ours, so compared to 1e-12 relative (docs/PROTOCOL.md).
+        for start, anchor in [(None, None), ("2015-01-05", "2024-12-31")]:
+            factors = client.corporate.adjustment_factors(code, anchor_date=anchor, start_date=start)
+            args = (["--start", start.replace("-", "")] if start else []) + (["--anchor", anchor.replace("-", "")] if anchor else [])
+            want = truth("factors", code, *args)["rows"]
+            got = [(str(f.date), f.qfq_scale, f.qfq_offset, f.hfq_scale, f.hfq_offset) for f in factors.items]
+            exp = [(w["date"], w["qfq_scale"], w["qfq_offset"], w["hfq_scale"], w["hfq_offset"]) for w in want]
+            close = len(got) == len(exp) and all(
+                g[0] == e[0] and all(abs(a - b) <= 1e-12 * max(1.0, abs(b)) for a, b in zip(g[1:], e[1:]))
+                for g, e in zip(got, exp))
+            check(f"eltdx adjustment_factors {code} {start} {anchor}", close, f"got {got[:2]}, want {exp[:2]}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sim", required=True)
@@ -165,6 +346,7 @@ def main():
     truth = Truth(args.sim, args.seed)
     for port in ports:
         check_pytdx(truth, port)
+    check_tdxrs(truth, ports[0])
     check_eltdx(truth, ports)
     print(f"interop: {CHECKS['passed']} passed, {CHECKS['failed']} failed", flush=True)
     return 1 if CHECKS["failed"] else 0

@@ -9,8 +9,8 @@ VENV="target/interop-venv"
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c 'import importlib.metadata as m; assert m.version("pytdx") == "1.72" and m.version("eltdx") == "3.3.0"' 2>/dev/null; then
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check pytdx==1.72 eltdx==3.3.0
+if ! "$VENV/bin/python" -c 'import importlib.metadata as m; assert m.version("pytdx") == "1.72" and m.version("eltdx") == "3.3.0" and m.version("tdxrs") == "0.6.7"' 2>/dev/null; then
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check pytdx==1.72 eltdx==3.3.0 tdxrs==0.6.7
 fi
 
 # loopback_only SCRIPT ARGS...: unless already inside, re-executes SCRIPT in

@@ -167,6 +167,15 @@ pub enum ProtoError {
         /// Records requested.
         requested: usize,
     },
+    /// A multi-code reply's block answers a code other than the one
+    /// requested at its position (blocks answer a prefix of the codes).
+    #[error("{what} block {index} does not answer the code requested at that position")]
+    UnrequestedBlock {
+        /// The command.
+        what: &'static str,
+        /// The block's index.
+        index: usize,
+    },
     /// A 0x0547 record could not be delimited: the next requested code's marker is missing (§5.7).
     #[error("refresh record {index}: no marker of a requested code follows")]
     RefreshMarkerMissing {

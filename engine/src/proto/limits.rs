@@ -60,6 +60,13 @@ pub const REFRESH_CODES_MAX: usize = 100;
 /// this one keeps the reply (at most ~110 bytes a quote) inside one payload.
 pub const QUOTE_CODES_MAX: usize = 512;
 
+/// Most codes one 0x000f request may name (eltdx's batch bound). A server
+/// may still answer only a prefix of them.
+pub const CAPITAL_CHANGE_CODES_MAX: usize = 200;
+
+/// Most codes one 0x0010 request may name: 400 records of 143 bytes fit one payload.
+pub const FINANCE_CODES_MAX: usize = 400;
+
 /// Size of a handshake reply payload (§4.1).
 pub const HANDSHAKE_REPLY_BYTES: usize = 189;
 
@@ -68,3 +75,6 @@ const _: () = assert!(ROUND_DECODED_BYTES_MAX >= ROUND_FRAMES_MAX * PAYLOAD_BYTE
 const _: () = assert!(RESYNC_DISCARD_BYTES_MAX < RAW_STAGING_BYTES_MAX);
 const _: () = assert!(2 + SECURITIES_PER_PAGE_MAX as usize * 37 <= PAYLOAD_BYTES_MAX);
 const _: () = assert!(2 + LEGACY_SECURITIES_PER_PAGE as usize * 29 <= PAYLOAD_BYTES_MAX);
+const _: () = assert!(2 + FINANCE_CODES_MAX * 143 <= PAYLOAD_BYTES_MAX);
+const _: () = assert!(2 + CAPITAL_CHANGE_CODES_MAX * 7 <= REQUEST_BODY_BYTES_MAX);
+const _: () = assert!(2 + FINANCE_CODES_MAX * 7 <= REQUEST_BODY_BYTES_MAX);

@@ -34,7 +34,9 @@ use std::time::Duration;
 pub use counting::{Counted, Counting};
 pub use plan::{FaultEvent, Mix, Plan, Scheduled};
 
-use tdx_engine::proto::commands::{Bars, Period, Quotes, SecurityCount, SecurityList};
+use tdx_engine::proto::commands::{
+    Adjust, Bars, CapitalChanges, FinanceInfo, Period, Quotes, SecurityCount, SecurityList,
+};
 use tdx_engine::proto::{Market as Exchange, Request, SecurityCode};
 use tdx_engine::runtime::connector::TurmoilConnector;
 use tdx_engine::supervisor::{CloseState, RequestError};
@@ -281,13 +283,21 @@ fn request(rng: &mut Rng, plan: &Plan, market: &Market) -> (Request, &'static st
         };
         return (request, "light");
     }
+    // The corporate commands and the adjust mode come from values already
+    // drawn, so every seed keeps the plan and draws it had before them.
     if rng.below(3) == 0 {
-        let targets = (0..1 + rng.below(40)).map(|_| code(rng).into()).collect();
-        return (Quotes { targets }.into(), "quotes");
+        let codes: Vec<SecurityCode> = (0..1 + rng.below(40)).map(|_| code(rng)).collect();
+        return match codes.len() % 8 {
+            0 => (CapitalChanges { codes }.into(), "capital changes"),
+            1 => (FinanceInfo { codes }.into(), "finance"),
+            _ => (Quotes { targets: codes.into_iter().map(Into::into).collect() }.into(), "quotes"),
+        };
     }
     let period = [Period::Day, Period::Min1, Period::Min5, Period::Week][rng.below(4) as usize];
     let start = rng.below(3) as u16 * 800;
-    (Bars::new(code(rng), period, start, 1 + rng.below(800) as u16).into(), "bars")
+    let bars = Bars::new(code(rng), period, start, 1 + rng.below(800) as u16);
+    let adjust = [Adjust::None, Adjust::None, Adjust::Forward, Adjust::Backward][usize::from(bars.count % 4)];
+    (Bars { adjust, ..bars }.into(), "bars")
 }
 
 /// What one call ended with, for the trace.

@@ -13,6 +13,7 @@ use super::ProtoError;
 
 mod bars;
 mod codes;
+mod corporate;
 mod count;
 mod minutes;
 mod quotes;
@@ -22,6 +23,10 @@ mod trades;
 
 pub use bars::{Adjust, Bar, Bars, BarsLayout, Breadth, ParsePeriodError, Period, StampForm};
 pub use codes::{LegacySecurity, LegacySecurityList, Security, SecurityList};
+pub use corporate::{
+    capital_change_category_name, CapitalChange, CapitalChangeBlock, CapitalChanges, ExRights, Finance, FinanceInfo,
+    FinanceUnit, CAPITAL_CHANGE_RECORD_BYTES, FINANCE_FIELDS, FINANCE_RECORD_BYTES,
+};
 pub use count::SecurityCount;
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
 pub use quotes::{Level, Quote, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot, Snapshots, SnapshotsReply};
@@ -161,6 +166,8 @@ command_set! {
     Refresh(Refresh),
     Minutes(Minutes),
     Trades(Trades),
+    CapitalChanges(CapitalChanges),
+    FinanceInfo(FinanceInfo),
 }
 
 impl Request {
