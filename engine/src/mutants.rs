@@ -2,7 +2,7 @@
 //! simulator is only trusted once it has been seen to fail).
 //!
 //! Each [`Mutant`] is one small change at a place where a real bug would
-//! be. With the `mutants` cargo feature, [`select`] switches one on for the
+//! be. With the `mutants` cargo feature, `select` switches one on for the
 //! whole process and [`on`] reports it at that place; without the feature
 //! [`on`] is a constant `false` and every mutation compiles away, so default
 //! builds carry none of them. `tdx-sim mutants` runs the Supervisor model
