@@ -7,6 +7,10 @@
 #
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 20; 0 skips the smoke)
 #   SIM_SEEDS=N      simulation seeds in the sweep (default 400; 0 skips it)
+#
+# Also runs the mutant check (every deliberate bug caught), loom models of
+# every shared primitive, and the interop tests in a network namespace
+# with only loopback up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +49,8 @@ cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The deliberate bugs compile only with the mutants feature: lint them too.
+cargo clippy -p tdx-sim --features mutants --all-targets --locked -- -D warnings
 
 step "supervisor purity"
 # The Supervisor is a pure state machine: no runtime, clock, sockets,
@@ -63,7 +69,7 @@ fi
 step "docs (rustdoc, warnings are errors)"
 RUSTDOCFLAGS="-Dwarnings" cargo doc --workspace --no-deps --locked --quiet
 
-step "loom (engine budgets, all interleavings)"
+step "loom (budgets and every primitive shared between threads, all interleavings)"
 # A separate target dir: --cfg loom rebuilds every crate.
 RUSTFLAGS="--cfg loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
     cargo test -p tdx-engine --lib --release --locked loom
@@ -77,6 +83,10 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
     if ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
         cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
     fi
+    step "fuzz crate clippy"
+    cargo clippy --manifest-path fuzz/Cargo.toml --all-targets --locked -- -D warnings
+    step "fuzz seed corpus (vectors and server encoders into fuzz/corpus/TARGET/)"
+    cargo run --quiet --locked --manifest-path fuzz/Cargo.toml --example corpus
     mkdir -p target/fuzz-logs
     for target in $(cargo +nightly fuzz list); do
         step "fuzz $target"
@@ -98,7 +108,12 @@ if [ "$SIM_SEEDS" -gt 0 ]; then
     cargo run --release --locked -p tdx-sim -- run --seeds "$SIM_SEEDS" --start 1000 | tail -n 20
 fi
 
-step "interop (pytdx 1.72, eltdx 3.3.0 against tdx-sim)"
+step "mutants (every deliberate bug must be caught)"
+# Each mutant against the Supervisor model's seeds, then simulation seeds;
+# one line per mutant; fails if any survives.
+cargo run --release --locked -p tdx-sim --features mutants -- mutants
+
+step "interop (pytdx 1.72, eltdx 3.3.0 against tdx-sim, loopback-only network namespace)"
 bash tests/interop/run.sh
 
 step "tests"

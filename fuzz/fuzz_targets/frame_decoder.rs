@@ -1,38 +1,28 @@
-//! The response stream decoder under arbitrary bytes and arbitrary chunking.
+//! The response stream decoder under arbitrary bytes, chunking and round
+//! limits, read from the input as a [`tdx_fuzz::FrameCase`]
+//! (`frames_max: u8, decoded_bytes_max: u32, count: u8, cuts: [u16; count],
+//! stream..`).
 //! Invariants: no panic; staging never passes its bound; a round never
 //! emits more frames than allowed; every emitted payload has the header's
 //! length; after an error the stream is abandoned, as a slot would.
 #![no_main]
 
-use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use tdx_engine::proto::limits::{PAYLOAD_BYTES_MAX, RAW_STAGING_BYTES_MAX};
 use tdx_engine::proto::{FrameDecoder, RoundLimits};
+use tdx_fuzz::FrameCase;
 
-#[derive(Debug, Arbitrary)]
-struct Input {
-    cuts: Vec<u16>,
-    frames_max: u8,
-    decoded_bytes_max: u32,
-    stream: Vec<u8>,
-}
-
-fuzz_target!(|input: Input| {
+fuzz_target!(|data: &[u8]| {
+    let case = FrameCase::read(data);
     let limits = RoundLimits {
-        frames_max: usize::from(input.frames_max).max(1),
-        decoded_bytes_max: input.decoded_bytes_max as usize,
+        frames_max: usize::from(case.frames_max).max(1),
+        decoded_bytes_max: case.decoded_bytes_max as usize,
     };
     let mut decoder = FrameDecoder::new();
-    let mut rest = &input.stream[..];
-    let mut i = 0;
-    while !rest.is_empty() {
-        let cut = input.cuts.get(i % input.cuts.len().max(1)).copied().unwrap_or(u16::MAX);
-        let n = usize::from(cut).clamp(1, rest.len());
-        i += 1;
-        if decoder.feed(&rest[..n]).is_err() {
+    for chunk in case.chunking.split(&case.stream) {
+        if decoder.feed(chunk).is_err() {
             return;
         }
-        rest = &rest[n..];
         assert!(decoder.staged() <= RAW_STAGING_BYTES_MAX);
         let result = decoder.decode_round(limits, |frame| {
             assert_eq!(frame.payload.len(), usize::from(frame.header.length));

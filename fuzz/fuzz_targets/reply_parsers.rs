@@ -1,58 +1,22 @@
-//! Every reply parser, against requests built from arbitrary parameters.
+//! Every reply parser, against the request a body on the wire describes,
+//! read from the input as a [`tdx_fuzz::ReplyCase`]
+//! (`msg_type: u16, body_len: u16, body, payload..`); inputs whose body is
+//! not a valid request end at once.
 //! Invariants: no panic; errors are typed; a parsed reply that the server
 //! side can encode again parses back to itself (modulo NaN floats, which
 //! compare unequal and are skipped).
 #![no_main]
 
-use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use tdx_engine::proto::commands::*;
-use tdx_engine::proto::{Market, Request, SecurityCode};
+use tdx_engine::proto::Request;
+use tdx_fuzz::ReplyCase;
 
-#[derive(Debug, Arbitrary)]
-struct Input {
-    command: u8,
-    market: u8,
-    code: [u8; 6],
-    period: (u16, u16),
-    extra_codes: Vec<(u8, [u8; 6])>,
-    payload: Vec<u8>,
-}
-
-fn code(market: u8, digits: [u8; 6]) -> SecurityCode {
-    let market = Market::ALL[usize::from(market) % 3];
-    let digits = digits.map(|d| b'0' + d % 10);
-    SecurityCode::new(market, digits).expect("digits are valid")
-}
-
-fn request(input: &Input) -> Request {
-    let main = code(input.market, input.code);
-    let mut codes = vec![main];
-    codes.extend(input.extra_codes.iter().take(100).map(|(m, c)| code(*m, *c)));
-    match input.command % 14 {
-        0 => Handshake::default().into(),
-        1 => LegacySetup::default().into(),
-        2 => Heartbeat.into(),
-        3 => SecurityCount { market: main.market(), client_date: 0 }.into(),
-        4 => LegacySecurityList { market: main.market(), start: 0 }.into(),
-        5 => SecurityList { market: main.market(), start: 0, limit: 1600 }.into(),
-        6 => {
-            let period = Period::from_wire(input.period.0 % 14, input.period.1).unwrap_or(Period::Day);
-            Bars::new(main, period, 0, 800).into()
-        }
-        7 => Quotes { targets: codes.into_iter().map(Into::into).collect() }.into(),
-        8 => Snapshots { targets: codes.into_iter().map(Into::into).collect() }.into(),
-        9 => Refresh { targets: codes.into_iter().map(Into::into).collect() }.into(),
-        10 => Minutes::from(QuoteTarget::from(main)).into(),
-        11 => Trades { code: main, start: 0, count: 1800 }.into(),
-        12 => CapitalChanges { codes }.into(),
-        _ => FinanceInfo { codes }.into(),
-    }
-}
-
-fuzz_target!(|input: Input| {
-    let request = request(&input);
-    let Ok(reply) = request.parse_reply(&input.payload) else {
+fuzz_target!(|data: &[u8]| {
+    let case = ReplyCase::read(data);
+    let Ok(request) = Request::decode(case.msg_type, &case.body) else {
+        return;
+    };
+    let Ok(reply) = request.parse_reply(&case.payload) else {
         return;
     };
     let mut encoded = Vec::new();

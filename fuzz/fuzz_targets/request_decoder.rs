@@ -1,14 +1,18 @@
-//! The server's request stream decoder and every request body decoder.
+//! The server's request stream decoder and every request body decoder, fed
+//! in chunks read from the input as a [`tdx_fuzz::RequestCase`]
+//! (`count: u8, cuts: [u16; count], stream..`).
 //! Invariants: no panic; a decoded request re-encodes to a body that decodes
 //! to the same request.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use tdx_engine::proto::{Request, RequestDecoder};
+use tdx_fuzz::RequestCase;
 
 fuzz_target!(|data: &[u8]| {
+    let case = RequestCase::read(data);
     let mut decoder = RequestDecoder::new();
-    for chunk in data.chunks(97) {
+    for chunk in case.chunking.split(&case.stream) {
         if decoder.feed(chunk).is_err() {
             return;
         }
@@ -27,4 +31,5 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
+    let _ = decoder.finish();
 });

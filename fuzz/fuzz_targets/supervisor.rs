@@ -1,5 +1,7 @@
-//! Arbitrary input sequences against the Supervisor, including nonsense
-//! (unknown slots, future generations, repeated ids, time going backwards).
+//! Input sequences against the Supervisor, including nonsense (unknown
+//! slots, future generations, repeated ids, time going backwards), read from
+//! the input as a [`tdx_fuzz::SupervisorCase`]: a 12-byte configuration
+//! header, then operations of an opcode byte and fixed fields ([`Op::read`]).
 //! Invariants: no panic; `check_invariants` holds after every input; no
 //! request completes twice; after close nothing is admitted.
 #![no_main]
@@ -8,45 +10,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arbitrary::Arbitrary;
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use tdx_engine::proto::commands::SecurityCount;
 use tdx_engine::proto::{Market, Reply, Request, ResponseHeader};
 use tdx_engine::supervisor::*;
-
-#[derive(Debug, Arbitrary)]
-enum Op {
-    Submit { repeat: bool, timeout_ms: u16, pin: Option<u8>, retry_safe: bool },
-    Cancel { back: u8 },
-    Pin { id: u8, timeout_ms: u16 },
-    Unpin { id: u8 },
-    Connected { pick: u8, skew: i8 },
-    Ready { pick: u8, skew: i8 },
-    Failed { pick: u8, skew: i8 },
-    Closed { pick: u8, skew: i8 },
-    SendCompleted { pick: u8, skew: i8 },
-    Reply { pick: u8, skew: i8, wrong_type: bool, zero_id: bool, invalid: bool },
-    Push { slot: u8, msg_id: u32, len: u8 },
-    ReadPushes { max: u8 },
-    Advance { ms: u16 },
-    Rewind { ms: u8 },
-    Close,
-    Fatal,
-    NewEpoch { endpoints: u8 },
-    ProbeDone { old_epoch: bool, latencies: Vec<Option<u16>> },
-}
-
-#[derive(Debug, Arbitrary)]
-struct Case {
-    servers: u8,
-    per_server: u8,
-    pending: u8,
-    /// Establishment knobs: canary, connect bounds, start probe.
-    establish: u8,
-    seed: u64,
-    ops: Vec<Op>,
-}
+use tdx_fuzz::{Op, SupervisorCase};
 
 fn drain(
     sup: &mut Supervisor,
@@ -73,7 +42,8 @@ fn header(msg_id: u32, msg_type: u16) -> ResponseHeader {
     ResponseHeader { control: 0x0c, msg_id, reserved: 0, msg_type, zip_length: 0, length: 0 }
 }
 
-fuzz_target!(|input: Case| {
+fuzz_target!(|data: &[u8]| {
+    let input = SupervisorCase::read(data);
     let servers = 1 + usize::from(input.servers % 3);
     let config = SupervisorConfig {
         endpoints: (0..servers + 1).map(|i| Endpoint::new("fuzz", 7709 + i as u16)).collect(),
@@ -104,7 +74,7 @@ fuzz_target!(|input: Case| {
     let skewed = |g: Generation, skew: i8| Generation(g.0.saturating_add_signed(i64::from(skew % 3)));
     for op in input.ops.into_iter().take(512) {
         let event = match op {
-            Op::Submit { repeat, timeout_ms, pin, retry_safe } => {
+            Op::Submit { repeat, retry_safe, timeout_ms, pin } => {
                 // Fresh ids, or the last one again while it is still open (ignored as a repeat).
                 if !(repeat && next_id > 0 && !completed.contains(&next_id)) {
                     next_id += 1;

@@ -1,0 +1,520 @@
+//! Writes the seed corpus of every fuzz target, in the layouts of
+//! `tdx_fuzz` (src/lib.rs), into `fuzz/corpus/TARGET/`:
+//!
+//! ```sh
+//! cargo run --manifest-path fuzz/Cargo.toml --example corpus [-- OUT_DIR]
+//! ```
+//!
+//! Seeds come from the captured protocol vectors (`engine/tests/vectors/`)
+//! and from the server-side encoders: every vector reply is parsed, encoded
+//! again with `Request::encode_reply` and framed with `encode_response`,
+//! raw and zlib; every vector request is framed again with
+//! `Request::encode_frame`, alongside requests built for every bar period.
+//! Streams are also cut into chunks in several ways. The supervisor's seeds
+//! are scripted scenarios (connect, handshake, requests, replies, failures,
+//! pins, pushes, probes, epochs, close).
+//!
+//! Files are named by a hash of their content, so running this again adds
+//! nothing new and leaves what fuzzing has added to the corpus alone. Each
+//! seed is checked to read back, in its target's layout, to what was written.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tdx_engine::proto::commands::*;
+use tdx_engine::proto::frame::encode_response;
+use tdx_engine::proto::text::encode_gbk;
+use tdx_engine::proto::wire::put_varint;
+use tdx_engine::proto::{Compression, Market, Reply, Request, RequestDecoder, SecurityCode};
+use tdx_fuzz::{Chunking, FrameCase, Op, ReplyCase, RequestCase, SupervisorCase};
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex")).collect()
+}
+
+/// FNV-1a, for stable content-derived file names.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+struct Corpus {
+    root: PathBuf,
+    written: BTreeMap<&'static str, (usize, usize)>,
+}
+
+impl Corpus {
+    fn add(&mut self, target: &'static str, bytes: &[u8]) {
+        let dir = self.root.join(target);
+        std::fs::create_dir_all(&dir).expect("create the corpus directory");
+        let path = dir.join(format!("seed-{:016x}", fnv(bytes)));
+        let entry = self.written.entry(target).or_default();
+        if !path.exists() {
+            std::fs::write(&path, bytes).expect("write a seed");
+            entry.0 += 1;
+        }
+        entry.1 += 1;
+    }
+
+    fn frame(&mut self, case: FrameCase) {
+        let bytes = case.write();
+        assert_eq!(FrameCase::read(&bytes), case);
+        self.add("frame_decoder", &bytes);
+    }
+
+    fn request(&mut self, case: RequestCase) {
+        let bytes = case.write();
+        assert_eq!(RequestCase::read(&bytes), case);
+        self.add("request_decoder", &bytes);
+    }
+
+    fn reply(&mut self, request: &Request, payload: &[u8]) {
+        let mut body = Vec::new();
+        if request.encode_body(&mut body).is_err() {
+            return;
+        }
+        let case = ReplyCase { msg_type: request.msg_type(), body, payload: payload.to_vec() };
+        let bytes = case.write();
+        assert_eq!(ReplyCase::read(&bytes), case);
+        self.add("reply_parsers", &bytes);
+    }
+
+    fn supervisor(&mut self, case: SupervisorCase) {
+        let bytes = case.write();
+        assert_eq!(SupervisorCase::read(&bytes), case);
+        self.add("supervisor", &bytes);
+    }
+}
+
+// ---- Requests from vector parameters (as in engine/tests/vectors.rs) ----
+
+fn market_of(p: &Value) -> Market {
+    match &p["market"] {
+        Value::String(m) => m.parse().unwrap_or(Market::Sz),
+        Value::Number(n) => n.as_u64().and_then(|n| Market::from_id(n as u16).ok()).unwrap_or(Market::Sz),
+        _ => Market::Sz,
+    }
+}
+
+fn code_of(p: &Value) -> Option<SecurityCode> {
+    let code = p["code"].as_str()?;
+    if code.len() == 8 {
+        return code.parse().ok();
+    }
+    SecurityCode::new(market_of(p), code.as_bytes().try_into().ok()?).ok()
+}
+
+fn codes_of(p: &Value) -> Vec<SecurityCode> {
+    p["codes"].as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|c| c.as_str()?.parse().ok()).collect())
+}
+
+fn period_of(p: &Value) -> Option<Period> {
+    if let Some(category) = p["category"].as_u64().or(p["period_raw"].as_u64()) {
+        return Period::from_wire(category as u16, 1).ok();
+    }
+    p["period"].as_str().unwrap_or("day").parse().ok()
+}
+
+fn request_from_params(msg_type: u16, p: &Value) -> Option<Request> {
+    let u = |key: &str, default: u64| p[key].as_u64().unwrap_or(default);
+    Some(match msg_type {
+        0x000d => Handshake { step: p["body_hex"].as_str().map_or(1, |b| hex(b).first().copied().unwrap_or(1)) }.into(),
+        0x0004 => Heartbeat.into(),
+        0x0fdb => LegacySetup { body: p["body_hex"].as_str().map_or(LegacySetup::PYTDX_BODY.to_vec(), hex) }.into(),
+        0x044e => SecurityCount { market: market_of(p), client_date: u("client_date", 20_170_613) as u32 }.into(),
+        0x044d => {
+            SecurityList { market: market_of(p), start: u("start", 0) as u32, limit: u("limit", 1600) as u32 }.into()
+        }
+        0x0450 => LegacySecurityList { market: market_of(p), start: u("start", 0) as u16 }.into(),
+        0x052d => {
+            let mut bars = Bars::new(code_of(p)?, period_of(p)?, u("start", 0) as u16, u("count", 800) as u16);
+            bars.adjust = match p["adjust"].as_str() {
+                Some("qfq") => Adjust::Forward,
+                Some("hfq") => Adjust::Backward,
+                Some("fixed_qfq") => Adjust::FixedForward,
+                Some("fixed_hfq") => Adjust::FixedBackward,
+                _ => Adjust::None,
+            };
+            if let Some(anchor) = p["anchor_date"].as_str() {
+                bars.anchor_date = anchor.replace('-', "").parse().ok()?;
+            }
+            bars.into()
+        }
+        0x053e => Quotes { targets: codes_of(p).into_iter().map(Into::into).collect() }.into(),
+        0x054c => Snapshots { targets: codes_of(p).into_iter().map(Into::into).collect() }.into(),
+        0x0547 => {
+            let cursors = &p["cursors"];
+            let targets = codes_of(p)
+                .into_iter()
+                .map(|code| RefreshTarget {
+                    target: code.into(),
+                    cursor: cursors[code.to_string()].as_u64().unwrap_or(0) as u32,
+                })
+                .collect();
+            Refresh { targets }.into()
+        }
+        0x0537 => Minutes::from(QuoteTarget::from(code_of(p)?)).into(),
+        0x0fc5 => Trades { code: code_of(p)?, start: u("start", 0) as u16, count: u("count", 1800) as u16 }.into(),
+        _ => return None,
+    })
+}
+
+/// What the vectors hold, by kind.
+#[derive(Default)]
+struct Vectors {
+    /// Whole request frames.
+    request_frames: Vec<Vec<u8>>,
+    /// Whole response frames and other server byte streams (resync cases,
+    /// bare headers).
+    response_streams: Vec<Vec<u8>>,
+    /// Reply payloads with the requests that asked for them.
+    replies: Vec<(Request, Vec<u8>)>,
+    /// Unit payloads (varints, floats, stamps, GBK text).
+    units: Vec<Vec<u8>>,
+}
+
+fn msg_type_of(v: &Value) -> Option<u16> {
+    u16::from_str_radix(v["command"].as_str()?.trim_start_matches("0x"), 16).ok()
+}
+
+fn load_vectors(dir: &Path) -> Vectors {
+    let mut out = Vectors::default();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    for file in files {
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).expect("read a vector file")).expect("vector JSON");
+        let vectors = json["vectors"].as_array().cloned().unwrap_or_default();
+        // Requests of this file, to pair with its reply payloads too.
+        let mut file_requests: Vec<Request> = Vec::new();
+        let mut file_payloads: Vec<Vec<u8>> = Vec::new();
+        for v in &vectors {
+            let kind = v["kind"].as_str().unwrap_or("");
+            for key in ["frame_hex", "stream_hex", "header_hex", "request_frame_hex"] {
+                let Some(bytes) = v[key].as_str().map(hex) else { continue };
+                if kind == "request_frame" || key == "request_frame_hex" {
+                    let mut decoder = RequestDecoder::new();
+                    if decoder.feed(&bytes).is_ok() {
+                        if let Ok(Some(frame)) = decoder.next_frame() {
+                            if let Ok(request) = Request::decode(frame.header.msg_type, &frame.body) {
+                                file_requests.push(request);
+                            }
+                        }
+                    }
+                    out.request_frames.push(bytes);
+                } else if kind.starts_with("response") || kind.starts_with("resync") {
+                    out.response_streams.push(bytes);
+                }
+            }
+            if let Some(payload) = v["payload_hex"].as_str().map(hex) {
+                if json["command"] == "unit" {
+                    out.units.push(payload.clone());
+                } else {
+                    file_payloads.push(payload.clone());
+                    let request = msg_type_of(v).and_then(|t| request_from_params(t, &v["request_params"]));
+                    if let Some(request) = request {
+                        file_requests.push(request.clone());
+                        out.replies.push((request, payload));
+                    }
+                }
+            }
+            if let Some(value) = v["value"].as_i64() {
+                out.units.push((value as u32).to_le_bytes().to_vec());
+            }
+        }
+        // Every payload of a command against every request of the same
+        // command: other counts, codes and periods than its own.
+        for payload in &file_payloads {
+            for request in &file_requests {
+                if !out.replies.iter().any(|(r, p)| r == request && p == payload) {
+                    out.replies.push((request.clone(), payload.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Requests built with the client-side constructors, for commands and
+/// parameters the vectors do not show.
+fn built_requests() -> Vec<Request> {
+    let sz: SecurityCode = "sz000001".parse().expect("code");
+    let sh_index: SecurityCode = "sh000001".parse().expect("code");
+    let bj: SecurityCode = "bj920000".parse().unwrap_or(sz);
+    let mut out: Vec<Request> = vec![
+        Handshake::default().into(),
+        LegacySetup::default().into(),
+        Heartbeat.into(),
+        SecurityCount { market: Market::Bj, client_date: 0 }.into(),
+        LegacySecurityList { market: Market::Sh, start: 1000 }.into(),
+        SecurityList { market: Market::Bj, start: 0, limit: 1600 }.into(),
+        Quotes { targets: vec![sz.into(), sh_index.into(), bj.into()] }.into(),
+        Snapshots { targets: vec![sh_index.into()] }.into(),
+        Refresh { targets: vec![RefreshTarget { target: sz.into(), cursor: 7 }] }.into(),
+        Minutes::from(QuoteTarget::from(sh_index)).into(),
+        Trades { code: bj, start: 100, count: 1800 }.into(),
+    ];
+    for code in 0..=13u16 {
+        for param in [1, 5] {
+            if let Ok(period) = Period::from_wire(code, param) {
+                out.push(Bars::new(sz, period, 0, 800).into());
+                out.push(Bars::new(sh_index, period, 10, 3).into());
+            }
+        }
+    }
+    out
+}
+
+fn chunkings(len: usize) -> Vec<Chunking> {
+    let half = u16::try_from(len / 2).unwrap_or(u16::MAX);
+    [vec![], vec![1], vec![12], vec![16], vec![5, 97], vec![half.max(1)], vec![3, 1, 400, 0]]
+        .into_iter()
+        .map(|cuts| Chunking { cuts })
+        .collect()
+}
+
+fn frame_seeds(corpus: &mut Corpus, streams: &[Vec<u8>]) {
+    let whole = |stream: &[u8]| FrameCase {
+        frames_max: 16,
+        decoded_bytes_max: 1 << 20,
+        chunking: Chunking::default(),
+        stream: stream.to_vec(),
+    };
+    for stream in streams {
+        corpus.frame(whole(stream));
+        // Cut at the header, and byte by byte when short.
+        corpus.frame(FrameCase { chunking: Chunking { cuts: vec![16, u16::MAX] }, ..whole(stream) });
+        if stream.len() <= 256 {
+            corpus.frame(FrameCase { chunking: Chunking { cuts: vec![1] }, ..whole(stream) });
+        }
+        // Garbage before a frame (resynchronisation) and a frame cut short.
+        let mut garbage = b"\x00\xb1\xcb\x74garbage\xb1\xcb".to_vec();
+        garbage.extend_from_slice(stream);
+        corpus.frame(whole(&garbage));
+        corpus.frame(whole(&stream[..stream.len() * 2 / 3]));
+    }
+    // One session's worth of frames, in one stream, cut every way and
+    // decoded under tight and loose round limits.
+    let mut session = Vec::new();
+    for stream in streams.iter().filter(|s| s.len() < 4096).take(24) {
+        session.extend_from_slice(stream);
+    }
+    for chunking in chunkings(session.len()) {
+        for (frames_max, decoded_bytes_max) in [(255, u32::MAX), (1, 1 << 16), (3, 100), (0, 0)] {
+            corpus.frame(FrameCase {
+                frames_max,
+                decoded_bytes_max,
+                chunking: chunking.clone(),
+                stream: session.clone(),
+            });
+        }
+    }
+}
+
+fn request_seeds(corpus: &mut Corpus, frames: &[Vec<u8>]) {
+    for frame in frames {
+        corpus.request(RequestCase { chunking: Chunking::default(), stream: frame.clone() });
+        corpus.request(RequestCase { chunking: Chunking { cuts: vec![1] }, stream: frame.clone() });
+        corpus.request(RequestCase { chunking: Chunking::default(), stream: frame[..frame.len() - 1].to_vec() });
+    }
+    let session: Vec<u8> = frames.iter().take(40).flatten().copied().collect();
+    for chunking in chunkings(session.len()) {
+        corpus.request(RequestCase { chunking, stream: session.clone() });
+    }
+}
+
+fn reply_and_frame_seeds(corpus: &mut Corpus, vectors: &Vectors, requests: &[Request]) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    let mut encoded_replies: Vec<(Request, Reply)> = Vec::new();
+    for (i, (request, payload)) in vectors.replies.iter().enumerate() {
+        corpus.reply(request, payload);
+        let Ok(reply) = request.parse_reply(payload) else { continue };
+        let mut again = Vec::new();
+        if request.encode_reply(&reply, &mut again).is_err() {
+            continue;
+        }
+        corpus.reply(request, &again);
+        // The server's framing of the same payload, raw and zlib.
+        for compression in [Compression::Never, Compression::IfSmaller(6)] {
+            let mut frame = Vec::new();
+            if encode_response(&mut frame, i as u32 + 1, request.msg_type(), &again, compression).is_ok() {
+                frames.push(frame);
+            }
+        }
+        encoded_replies.push((request.clone(), reply));
+    }
+    // Every reply against every built request of the same command: other
+    // periods, codes and counts.
+    for (vector_request, reply) in &encoded_replies {
+        for request in requests.iter().filter(|r| r.msg_type() == vector_request.msg_type()) {
+            let mut payload = Vec::new();
+            if request.encode_reply(reply, &mut payload).is_ok() {
+                corpus.reply(request, &payload);
+            }
+        }
+    }
+    frames
+}
+
+fn value_seeds(corpus: &mut Corpus, vectors: &Vectors) {
+    for unit in &vectors.units {
+        corpus.add("values", unit);
+    }
+    for value in [0i64, 1, -1, 63, 64, -64, 8191, -8192, 1 << 20, i32::MAX.into(), i64::MIN, i64::MAX] {
+        let mut out = Vec::new();
+        put_varint(&mut out, value);
+        corpus.add("values", &out);
+    }
+    // Dates, stamps and packed minutes as 4-byte words.
+    for word in [20_170_613u32, 20_251_128, 19_700_101, 0x0000_07e9, 0x6a1b_2c3d] {
+        corpus.add("values", &word.to_le_bytes());
+    }
+    // GBK names from the security lists.
+    for (request, payload) in &vectors.replies {
+        let names: Vec<String> = match request.parse_reply(payload) {
+            Ok(Reply::SecurityList(items)) => items.into_iter().map(|i| i.name).take(8).collect(),
+            Ok(Reply::LegacySecurityList(items)) => items.into_iter().map(|i| i.name).take(8).collect(),
+            _ => continue,
+        };
+        for name in names {
+            let mut out = Vec::new();
+            if encode_gbk(&mut out, &name, 16, "name").is_ok() {
+                corpus.add("values", &out);
+            }
+        }
+    }
+}
+
+fn supervisor_seeds(corpus: &mut Corpus) {
+    use Op::*;
+    let submit = |timeout_ms: u16| Submit { repeat: false, retry_safe: true, timeout_ms, pin: None };
+    let up = |picks: u8| (0..picks).flat_map(|pick| [Connected { pick, skew: 0 }, Ready { pick, skew: 0 }]);
+    let round_trip = |pick: u8| {
+        [SendCompleted { pick, skew: 0 }, Reply { pick, skew: 0, wrong_type: false, zero_id: false, invalid: false }]
+    };
+    let scenarios: Vec<Vec<Op>> = vec![
+        // The happy path: connect, handshake, requests answered in order, close.
+        up(3)
+            .chain([submit(5000)])
+            .chain(round_trip(0))
+            .chain([submit(5000), submit(5000)])
+            .chain(round_trip(1))
+            .chain(round_trip(2))
+            .chain([Close, Advance { ms: 100 }, Closed { pick: 0, skew: 0 }, Closed { pick: 1, skew: 0 }])
+            .collect(),
+        // Deadlines: a request times out, its reply arrives late.
+        up(1)
+            .chain([submit(100), SendCompleted { pick: 0, skew: 0 }, Advance { ms: 200 }])
+            .chain(round_trip(0))
+            .chain([submit(0), Advance { ms: 60000 }])
+            .collect(),
+        // A connection fails mid-request; the retry-safe request goes out again.
+        up(1)
+            .chain([submit(5000), SendCompleted { pick: 0, skew: 0 }, Failed { pick: 0, skew: 0 }])
+            .chain([Advance { ms: 1000 }, Connected { pick: 1, skew: 0 }, Ready { pick: 1, skew: 0 }])
+            .chain(round_trip(1))
+            .collect(),
+        // Connects that fail, back off and come back.
+        [Failed { pick: 0, skew: 0 }, Advance { ms: 500 }, Failed { pick: 1, skew: 0 }, Advance { ms: 5000 }]
+            .into_iter()
+            .chain(up(3))
+            .chain([submit(3000)])
+            .chain(round_trip(0))
+            .collect(),
+        // Pins: waiting, granted, used, released.
+        [Pin { id: 0, timeout_ms: 2000 }, Pin { id: 1, timeout_ms: 10 }]
+            .into_iter()
+            .chain(up(2))
+            .chain([Submit { repeat: false, retry_safe: false, timeout_ms: 3000, pin: Some(0) }])
+            .chain(round_trip(0))
+            .chain([Advance { ms: 50 }, Unpin { id: 0 }, Unpin { id: 1 }, submit(1000)])
+            .collect(),
+        // Pushes buffered, read, and overflowing their bounds.
+        up(1)
+            .chain((0..6).map(|i| Push { slot: 0, msg_id: 0, len: 40 * i }))
+            .chain([ReadPushes { max: 2 }, Push { slot: 7, msg_id: 9, len: 1 }, ReadPushes { max: 7 }])
+            .collect(),
+        // Probing the endpoints before connecting, then a new epoch.
+        [ProbeDone { old_epoch: false, latencies: vec![Some(30), None, Some(5), Some(900)] }]
+            .into_iter()
+            .chain(up(2))
+            .chain([submit(5000), SendCompleted { pick: 0, skew: 0 }, NewEpoch { endpoints: 4 }])
+            .chain([Closed { pick: 0, skew: 0 }, Closed { pick: 1, skew: 0 }])
+            .chain([ProbeDone { old_epoch: true, latencies: vec![Some(1)] }])
+            .chain((2..4).flat_map(|pick| [Connected { pick, skew: 0 }, Ready { pick, skew: 0 }]))
+            .chain(round_trip(1))
+            .collect(),
+        // Stale and wrong events: old generations, wrong replies, time going back.
+        up(1)
+            .chain([submit(5000), SendCompleted { pick: 0, skew: 1 }, SendCompleted { pick: 0, skew: 0 }])
+            .chain([
+                Reply { pick: 0, skew: 0, wrong_type: true, zero_id: false, invalid: false },
+                Reply { pick: 0, skew: 0, wrong_type: false, zero_id: true, invalid: false },
+                Reply { pick: 0, skew: -1, wrong_type: false, zero_id: false, invalid: false },
+                Rewind { ms: 200 },
+                Reply { pick: 0, skew: 0, wrong_type: false, zero_id: false, invalid: true },
+                Ready { pick: 0, skew: 2 },
+            ])
+            .collect(),
+        // Load beyond the pending bound, cancels, repeats, then close and fatal.
+        (0..10)
+            .map(|_| submit(2000))
+            .chain([Submit { repeat: true, retry_safe: true, timeout_ms: 1, pin: None }, Cancel { back: 2 }])
+            .chain(up(2))
+            .chain(round_trip(0))
+            .chain([Cancel { back: 0 }, Close, submit(100), Fatal, Advance { ms: 9000 }])
+            .collect(),
+    ];
+    // Establishment knobs: canary, connect concurrency - 1, connects per
+    // host - 1, start probe (0 off, 1 wait, 2 background).
+    let establish =
+        |canary: u8, concurrency: u8, per_host: u8, probe: u8| canary | concurrency << 1 | per_host << 3 | probe << 4;
+    // Header: servers, per_server, pending, establish.
+    let headers: [[u8; 4]; 4] = [
+        [0, 0, 4, 0],
+        [1, 1, 7, establish(1, 1, 1, 1)],
+        [2, 2, 2, establish(0, 3, 0, 2)],
+        [0, 1, 0, establish(0, 0, 0, 1)],
+    ];
+    for (i, ops) in scenarios.into_iter().enumerate() {
+        for (j, [servers, per_server, pending, establish]) in headers.into_iter().enumerate() {
+            let seed = (i * 4 + j) as u64;
+            corpus.supervisor(SupervisorCase { servers, per_server, pending, establish, seed, ops: ops.clone() });
+        }
+    }
+}
+
+fn main() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = std::env::args().nth(1).map_or_else(|| manifest.join("corpus"), PathBuf::from);
+    let vectors = load_vectors(&manifest.join("../engine/tests/vectors"));
+    let mut corpus = Corpus { root, written: BTreeMap::new() };
+
+    let mut requests: Vec<Request> = vectors.replies.iter().map(|(r, _)| r.clone()).collect();
+    requests.extend(built_requests());
+    let encoded_frames = reply_and_frame_seeds(&mut corpus, &vectors, &requests);
+
+    let mut request_frames = vectors.request_frames.clone();
+    for (i, request) in requests.iter().enumerate() {
+        let mut frame = Vec::new();
+        if request.encode_frame(i as u32, &mut frame).is_ok() && !request_frames.contains(&frame) {
+            request_frames.push(frame);
+        }
+    }
+    request_seeds(&mut corpus, &request_frames);
+
+    let mut response_streams = vectors.response_streams.clone();
+    response_streams.extend(encoded_frames);
+    frame_seeds(&mut corpus, &response_streams);
+
+    value_seeds(&mut corpus, &vectors);
+    supervisor_seeds(&mut corpus);
+
+    for (target, (new, total)) in &corpus.written {
+        println!("{target}: {total} seeds ({new} new) in {}", corpus.root.join(target).display());
+    }
+}
