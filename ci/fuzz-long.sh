@@ -12,6 +12,11 @@
 # exec/s, coverage (cov, ft) and corpus size at the end; the whole libFuzzer
 # log is in target/fuzz-logs/long-TARGET.log. Exits non-zero on a crash,
 # whose input is then under fuzz/artifacts/TARGET/.
+#
+#   FUZZ_SANITIZER=none   build without AddressSanitizer (cargo fuzz's default
+#                         is address): several times the executions per
+#                         second; the engine forbids unsafe code, so the
+#                         sanitizer finds little a panic would not
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,17 +45,18 @@ echo "==> seed corpus"
 cargo run --quiet --manifest-path fuzz/Cargo.toml --example corpus
 
 echo "==> build $target"
-cargo +nightly fuzz build "$target"
+sanitizer="${FUZZ_SANITIZER:-address}"
+cargo +nightly fuzz build -s "$sanitizer" "$target"
 
 mkdir -p target/fuzz-logs
 log="target/fuzz-logs/long-$target.log"
 echo "==> fuzz $target for $minutes min (log: $log)"
 started="$(date -u +%Y-%m-%dT%H:%MZ)"
 status=0
-cargo +nightly fuzz run "$target" -- -max_total_time="$((minutes * 60))" -rss_limit_mb=2048 \
+cargo +nightly fuzz run -s "$sanitizer" "$target" -- -max_total_time="$((minutes * 60))" -rss_limit_mb=2048 \
     -print_final_stats=1 "$@" >"$log" 2>&1 || status=$?
 
-echo "==> $target, started $started, $(nproc) cores"
+echo "==> $target, started $started, $(nproc) cores, sanitizer $sanitizer"
 # libFuzzer's last status line: "#RUNS DONE cov: N ft: N corp: N/SIZE ... exec/s: N rss: N".
 grep -E '^#[0-9]+\s+(DONE|INITED)' "$log" | tail -n 2 || true
 grep -E '^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added|stat::peak_rss_mb)' "$log" || true

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interop tests: pytdx 1.72 and eltdx 3.3.0, unchanged, against `tdx-sim serve`
+# Interop tests: pytdx 1.72, eltdx 3.3.0 and tdxrs 0.6.7, unchanged, against `tdx-sim serve`
 # on loopback. Creates a venv under target/ and installs the pinned clients,
 # builds tdx-sim, then runs the servers and the clients inside a fresh
 # network namespace with only loopback up. Both clients get explicit
