@@ -36,8 +36,11 @@ fi
 if ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
     cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
 fi
-if ! cargo +nightly fuzz list | grep -qx "$target"; then
-    echo "no fuzz target $target; targets: $(cargo +nightly fuzz list | tr '\n' ' ')" >&2
+# The list is read whole first: `grep -q` closing the pipe early makes
+# cargo-fuzz panic on a broken pipe, which pipefail turns into a miss.
+targets="$(cargo +nightly fuzz list)"
+if ! grep -qx "$target" <<<"$targets"; then
+    echo "no fuzz target $target; targets: $(tr '\n' ' ' <<<"$targets")" >&2
     exit 2
 fi
 
