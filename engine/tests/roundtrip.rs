@@ -263,6 +263,37 @@ fn arb_trades() -> impl Strategy<Value = (Trades, Vec<Trade>)> {
     (request, vec(trade, 0..100))
 }
 
+/// A nonzero f32: an empty reply whose word is 0 parses like its 2-byte form.
+fn arb_nonzero_f32() -> impl Strategy<Value = f32> {
+    (1u32..0x7f80_0000).prop_map(f32::from_bits)
+}
+
+fn arb_trade_date() -> impl Strategy<Value = TradeDate> {
+    arb_date(1990..=2099).prop_map(TradeDate::new)
+}
+
+fn arb_history_minutes() -> impl Strategy<Value = (HistoryMinutes, HistoryMinuteLine)> {
+    let point = (price_at(PriceScale::HUNDREDTHS), arb_var(), arb_var())
+        .prop_map(|(price, reserved_raw, volume)| HistoryMinutePoint { price, reserved_raw, volume });
+    (arb_trade_date(), arb_code(), arb_nonzero_f32(), vec(point, 0..240)).prop_map(
+        |(date, code, previous_close, points)| {
+            (HistoryMinutes { date, code }, HistoryMinuteLine { previous_close, points })
+        },
+    )
+}
+
+fn arb_history_trades() -> impl Strategy<Value = (HistoryTrades, HistoryTradePage)> {
+    let trade = (0u16..1440, price_at(PriceScale::HUNDREDTHS), vec(arb_var(), 3)).prop_map(|(minutes, price, v)| {
+        HistoryTrade { minutes, price, volume: v[0], status_raw: v[1], reserved_raw: v[2] }
+    });
+    (arb_trade_date(), arb_code(), any::<u16>(), vec(trade, 0..100), 0u16..=1900, arb_nonzero_f32()).prop_map(
+        |(date, code, start, trades, extra, price_base_raw)| {
+            let count = trades.len() as u16 + 1 + extra.min(1899 - trades.len() as u16);
+            (HistoryTrades { date, code, start, count }, HistoryTradePage { price_base_raw, trades })
+        },
+    )
+}
+
 fn arb_securities() -> impl Strategy<Value = (SecurityList, Vec<Security>)> {
     (arb_market(), any::<u32>(), 1u32..=1600).prop_flat_map(|(market, start, limit)| {
         let record =
@@ -391,6 +422,8 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_trades().prop_map(|(q, r)| (q.into(), Reply::Trades(r))),
         arb_capital_changes().prop_map(|(q, r)| (q.into(), Reply::CapitalChanges(r))),
         arb_finance().prop_map(|(q, r)| (q.into(), Reply::FinanceInfo(r))),
+        arb_history_minutes().prop_map(|(q, r)| (q.into(), Reply::HistoryMinutes(r))),
+        arb_history_trades().prop_map(|(q, r)| (q.into(), Reply::HistoryTrades(r))),
     ]
 }
 

@@ -7,7 +7,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use tdx_engine::proto::commands::*;
-use tdx_engine::proto::{Market, Request, SecurityCode};
+use tdx_engine::proto::{Market, Request, SecurityCode, TradeDate};
 
 #[derive(Debug, Arbitrary)]
 struct Input {
@@ -29,7 +29,8 @@ fn request(input: &Input) -> Request {
     let main = code(input.market, input.code);
     let mut codes = vec![main];
     codes.extend(input.extra_codes.iter().take(100).map(|(m, c)| code(*m, *c)));
-    match input.command % 14 {
+    let date = TradeDate::from_yyyymmdd(20260305).expect("a date");
+    match input.command % 16 {
         0 => Handshake::default().into(),
         1 => LegacySetup::default().into(),
         2 => Heartbeat.into(),
@@ -46,6 +47,8 @@ fn request(input: &Input) -> Request {
         10 => Minutes::from(QuoteTarget::from(main)).into(),
         11 => Trades { code: main, start: 0, count: 1800 }.into(),
         12 => CapitalChanges { codes }.into(),
+        13 => HistoryMinutes { date, code: main }.into(),
+        14 => HistoryTrades { date, code: main, start: 0, count: input.period.0 % 2000 + 1 }.into(),
         _ => FinanceInfo { codes }.into(),
     }
 }

@@ -11,6 +11,9 @@
 //! tdx-sim truth --seed S xdxr CODE...
 //! tdx-sim truth --seed S finance CODE...
 //! tdx-sim truth --seed S factors CODE [--start YYYYMMDD] [--anchor YYYYMMDD]
+//! tdx-sim truth --seed S dates
+//! tdx-sim truth --seed S minutes CODE --date D
+//! tdx-sim truth --seed S trades CODE --date D [--start N --count N | --all]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
 //! ```
@@ -22,7 +25,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use tdx_engine::proto::commands::Adjust;
-use tdx_engine::proto::{Date, Market as Exchange, SecurityCode};
+use tdx_engine::proto::{Date, Market as Exchange, SecurityCode, TradeDate};
 use tdx_sim::{simulation, truth, Faults, Market, PushFlood, ReferenceServer};
 
 #[derive(Parser)]
@@ -175,6 +178,29 @@ enum Query {
         #[arg(long)]
         anchor: Option<u32>,
     },
+    /// The trading days the history commands serve (today included).
+    Dates,
+    /// A past day's minute line (0x0fb4).
+    Minutes {
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: TradeDate,
+    },
+    /// A past day's ticks (0x0fb5): one page, `start` back from the newest.
+    Trades {
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: TradeDate,
+        #[arg(long, default_value_t = 0)]
+        start: u16,
+        #[arg(long, default_value_t = 2000)]
+        count: u16,
+        /// Every tick of the day instead of one page.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 fn parse_flood(s: &str) -> Result<PushFlood, String> {
@@ -283,6 +309,11 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
                 d.map(|d| Date::from_yyyymmdd(d).ok_or_else(|| format!("{d} is not a YYYYMMDD date"))).transpose()
             };
             truth::factors(&market, parse_code(&code)?, date(start)?, date(anchor)?)
+        }
+        Query::Dates => truth::dates(&market),
+        Query::Minutes { code, date } => truth::history_minutes(&market, parse_code(&code)?, date),
+        Query::Trades { code, date, start, count, all } => {
+            truth::history_trades(&market, parse_code(&code)?, date, start, count, all)
         }
     };
     println!("{value}");

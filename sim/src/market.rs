@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use tdx_engine::adjust::{self, AdjustmentFactors, Event};
 use tdx_engine::proto::commands::{
-    Adjust, Bar, Breadth, CapitalChange, Finance, Level, MinuteLine, MinutePoint, Period, Security, Trade,
+    Adjust, Bar, Breadth, CapitalChange, Finance, HistoryMinuteLine, HistoryMinutePoint, HistoryTrade, Level,
+    MinuteLine, MinutePoint, Period, Security, Trade,
 };
 use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay};
 
@@ -651,6 +652,90 @@ impl Market {
     /// One page of ticks: `start` back from the newest, at most `count`, oldest first.
     pub fn trades_page(&self, l: &Listing, start: u16, count: u16) -> Vec<Trade> {
         page_from_newest(self.trades(l), usize::from(start), usize::from(count))
+    }
+}
+
+impl Market {
+    /// The index of `date` among the last [`MINUTE_HISTORY_DAYS`] trading
+    /// days (today included): the window the history commands serve.
+    pub fn history_day(&self, date: Date) -> Option<usize> {
+        let i = self.days.binary_search(&date).ok()?;
+        (i + MINUTE_HISTORY_DAYS >= self.days.len()).then_some(i)
+    }
+
+    /// The trading days the history commands serve, oldest first.
+    pub fn history_dates(&self) -> &[Date] {
+        &self.days[self.days.len() - MINUTE_HISTORY_DAYS..]
+    }
+
+    /// The one-minute bars of window day `day` (from the cached series).
+    fn day_minutes(&self, l: &Listing, day: usize) -> Vec<Minute> {
+        let first = self.days.len() - MINUTE_HISTORY_DAYS;
+        let minutes = self.minutes(l);
+        minutes[(day - first) * MINUTES_PER_DAY..(day - first + 1) * MINUTES_PER_DAY].to_vec()
+    }
+
+    /// The 0x0fb4 minute line of `date`: each minute's close (on the cent,
+    /// as the wire carries it) and volume, after the day's previous close.
+    /// The last point is the day's close; volumes sum to the day's volume.
+    /// `None` outside the window.
+    pub fn history_minute_line(&self, l: &Listing, date: Date) -> Option<HistoryMinuteLine> {
+        let day = self.history_day(date)?;
+        let daily = self.daily(l);
+        let points = self
+            .day_minutes(l, day)
+            .iter()
+            .map(|m| HistoryMinutePoint { price: Price(round_tick(m.close, 10)), reserved_raw: 0, volume: m.lots })
+            .collect();
+        Some(HistoryMinuteLine { previous_close: daily[day].previous_close as f32 / 1000.0, points })
+    }
+
+    /// Every tick of `date`, oldest first; `None` outside the window.
+    /// Today's are today's 0x0fc5 ticks. A past day's split every minute's
+    /// volume into one to twelve ticks inside the minute's range, so they
+    /// sum to the day's volume; the last one is the closing auction at the close.
+    pub fn history_trades(&self, l: &Listing, date: Date) -> Option<Vec<HistoryTrade>> {
+        let day = self.history_day(date)?;
+        if day + 1 == self.days.len() {
+            let today = self.trades(l).into_iter().map(|t| HistoryTrade {
+                minutes: t.minutes,
+                price: t.price,
+                volume: t.volume,
+                status_raw: t.status_raw,
+                reserved_raw: t.tail_raw,
+            });
+            return Some(today.collect());
+        }
+        let mut rng = Rng::derive(l.seed, (1 << 40) + day as u64);
+        let mut out = Vec::new();
+        let minutes = self.day_minutes(l, day);
+        for (i, m) in minutes.iter().enumerate() {
+            let ticks = rng.range(1, 12);
+            let mut left = m.lots;
+            for t in 0..ticks {
+                if left == 0 {
+                    break;
+                }
+                let lots = if t + 1 == ticks { left } else { rng.range(1, left) };
+                left -= lots;
+                let last = i + 1 == minutes.len() && left == 0;
+                let price = if last { m.close } else { rng.range(m.low, m.high) };
+                out.push(HistoryTrade {
+                    minutes: TimeOfDay::from_minute_index(i as u16).expect("index").minutes(),
+                    price: Price(round_tick(price, 10).max(10)),
+                    volume: lots,
+                    status_raw: if last { 2 } else { rng.range(0, 1) },
+                    reserved_raw: 0,
+                });
+            }
+        }
+        Some(out)
+    }
+
+    /// One 0x0fb5 page: `start` back from the newest, at most `count`, oldest first.
+    pub fn history_trades_page(&self, l: &Listing, date: Date, start: u16, count: u16) -> Vec<HistoryTrade> {
+        let all = self.history_trades(l, date).unwrap_or_default();
+        page_from_newest(all, usize::from(start), usize::from(count))
     }
 }
 

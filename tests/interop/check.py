@@ -176,6 +176,8 @@ def check_tdxrs(truth, port):
                 want = ratio_adjusted(history, events, mode)[-800:]
                 eq(f"tdxrs:{port} bars {code} {mode} (tdxrs's ratio rule)",
                    [(b["open"], b["close"], b["high"], b["low"]) for b in got], want)
+        check_history(f"tdxrs:{port}", truth, truth.seed, client.get_history_minute_time_data,
+                      lambda m, c, start, count, date: client.get_history_transaction_data(m, c, start, count, date))
     finally:
         client.disconnect()
 
@@ -236,6 +238,61 @@ def check_pytdx(truth, port):
                             decode_volume=get_volume)
             check_pytdx_finance(f"pytdx:{port} finance {code}", api.get_finance_info(m, c),
                                 truth("finance", code)["records"][0], scaled=True)
+        check_history(f"pytdx:{port}", truth, truth.seed, api.get_history_minute_time_data,
+                      api.get_history_transaction_data)
+
+
+def history_days(truth, seed):
+    """Two past trading days picked by the seed (never today)."""
+    dates = truth("dates")["dates"][:-1]
+    return [dates[seed % len(dates)], dates[(seed * 7 + 3) % len(dates)]]
+
+
+HISTORY_CODES = ["sz000001", "sh600000", "sh510300"]
+
+
+def minute_rows(points):
+    return [(milli(p["price"]), p["vol"]) for p in points]
+
+
+def tick_rows(ticks):
+    return [(t["time"][:5], milli(t["price"]), t["vol"], t["buyorsell"]) for t in ticks]
+
+
+def truth_minutes(truth, code, date):
+    return [(milli(p["price"]), p["volume"]) for p in truth("minutes", code, "--date", date)["points"]]
+
+
+def truth_ticks(truth, code, date, start, count):
+    page = truth("trades", code, "--date", date, "--start", start, "--count", count)["trades"]
+    return [(t["time"][:5], milli(t["price"]), t["volume"], t["status"]) for t in page]
+
+
+def check_history(name, truth, seed, minutes, ticks):
+    """0x0fb4 and 0x0fb5 through a pytdx-shaped client: `minutes(m, c, date)`
+    and `ticks(m, c, start, count, date)` with a YYYYMMDD integer date."""
+    for date in history_days(truth, seed):
+        ymd = int(date.replace("-", ""))
+        for code in HISTORY_CODES:
+            m, c = MARKETS[code[:2]], code[2:]
+            want = truth_minutes(truth, code, date)
+            got = minute_rows(minutes(m, c, ymd))
+            check(f"{name} history minutes {code} {date} nonempty", len(want) == 240, f"{len(want)} points")
+            eq(f"{name} history minutes {code} {date}", got, want)
+            # Pages of 500 from the newest back to an empty page.
+            start, pages = 0, 0
+            while True:
+                want = truth_ticks(truth, code, date, start, 500)
+                got = tick_rows(ticks(m, c, start, 500, ymd))
+                eq(f"{name} history ticks {code} {date} start {start}", got, want)
+                pages += 1
+                if not want or pages > 20:
+                    break
+                start += len(want)
+            check(f"{name} history ticks {code} {date} paged", pages > 2, f"{pages} pages")
+    # A day the server does not hold: empty, not an error.
+    eq(f"{name} history minutes outside the window", minutes(0, "000001", 20000104), [])
+    eq(f"{name} history ticks outside the window", ticks(0, "000001", 0, 10, 20000104), [])
 
 
 def check_eltdx(truth, ports):

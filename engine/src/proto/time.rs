@@ -83,6 +83,64 @@ impl fmt::Display for Date {
     }
 }
 
+/// A trading date as the history commands carry it (`u32 YYYYMMDD`): a
+/// validated [`Date`], so no bare integer reaches the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TradeDate(Date);
+
+impl TradeDate {
+    /// The trading date on `date`.
+    pub fn new(date: Date) -> Self {
+        Self(date)
+    }
+
+    /// Parses the `YYYYMMDD` u32 form.
+    pub fn from_yyyymmdd(raw: u32) -> Option<Self> {
+        Date::from_yyyymmdd(raw).map(Self)
+    }
+
+    /// The `YYYYMMDD` u32 form.
+    pub fn yyyymmdd(self) -> u32 {
+        self.0.yyyymmdd()
+    }
+
+    /// The calendar date.
+    pub fn date(self) -> Date {
+        self.0
+    }
+
+    /// Reads a `u32 YYYYMMDD` field, rejecting impossible dates.
+    pub(crate) fn from_wire(raw: u32, what: &'static str) -> Result<Self, ProtoError> {
+        Self::from_yyyymmdd(raw).ok_or(ProtoError::InvalidDate { what, raw })
+    }
+}
+
+impl From<Date> for TradeDate {
+    fn from(date: Date) -> Self {
+        Self(date)
+    }
+}
+
+impl fmt::Display for TradeDate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// `YYYYMMDD` or `YYYY-MM-DD`.
+impl std::str::FromStr for TradeDate {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let digits: String = s.chars().filter(|c| *c != '-').collect();
+        let valid_shape = digits.len() == 8 && digits.bytes().all(|b| b.is_ascii_digit());
+        valid_shape
+            .then(|| digits.parse().ok().and_then(Self::from_yyyymmdd))
+            .flatten()
+            .ok_or_else(|| format!("{s:?} is not a YYYYMMDD or YYYY-MM-DD date"))
+    }
+}
+
 fn days_in_month(year: u16, month: u8) -> u8 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,

@@ -15,6 +15,7 @@ mod bars;
 mod codes;
 mod corporate;
 mod count;
+mod history;
 mod minutes;
 mod quotes;
 mod refresh;
@@ -28,6 +29,9 @@ pub use corporate::{
     FinanceUnit, CAPITAL_CHANGE_RECORD_BYTES, FINANCE_FIELDS, FINANCE_RECORD_BYTES,
 };
 pub use count::SecurityCount;
+pub use history::{
+    HistoryMinuteLine, HistoryMinutePoint, HistoryMinutes, HistoryTrade, HistoryTradePage, HistoryTrades,
+};
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
 pub use quotes::{Level, Quote, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot, Snapshots, SnapshotsReply};
 pub use refresh::{Refresh, RefreshRecord, RefreshReply, RefreshTarget, REFRESH_XOR};
@@ -168,6 +172,8 @@ command_set! {
     Trades(Trades),
     CapitalChanges(CapitalChanges),
     FinanceInfo(FinanceInfo),
+    HistoryMinutes(HistoryMinutes),
+    HistoryTrades(HistoryTrades),
 }
 
 impl Request {
