@@ -176,8 +176,13 @@ def check_tdxrs(truth, port):
                 want = ratio_adjusted(history, events, mode)[-800:]
                 eq(f"tdxrs:{port} bars {code} {mode} (tdxrs's ratio rule)",
                    [(b["open"], b["close"], b["high"], b["low"]) for b in got], want)
-        check_history(f"tdxrs:{port}", truth, truth.seed, client.get_history_minute_time_data,
-                      lambda m, c, start, count, date: client.get_history_transaction_data(m, c, start, count, date))
+        # tdxrs 0.6.7 lists a past day's minutes newest first and scales ETF
+        # prices by the code's decimals (pytdx divides by 100 for every code,
+        # which the server follows), and decodes 0x0fb5 without the 4-byte
+        # word the live capture and pytdx have: only stock minute lines are
+        # compared (docs/PROTOCOL.md, 0x0fb4/0x0fb5 open questions).
+        check_history(f"tdxrs:{port}", truth, truth.seed, client.get_history_minute_time_data, None,
+                      codes=["sz000001", "sh600000"], newest_first=True)
     finally:
         client.disconnect()
 
@@ -268,17 +273,22 @@ def truth_ticks(truth, code, date, start, count):
     return [(t["time"][:5], milli(t["price"]), t["volume"], t["status"]) for t in page]
 
 
-def check_history(name, truth, seed, minutes, ticks):
+def check_history(name, truth, seed, minutes, ticks, codes=HISTORY_CODES, newest_first=False):
     """0x0fb4 and 0x0fb5 through a pytdx-shaped client: `minutes(m, c, date)`
-    and `ticks(m, c, start, count, date)` with a YYYYMMDD integer date."""
+    and `ticks(m, c, start, count, date)` (None: not checked) with a
+    YYYYMMDD integer date."""
     for date in history_days(truth, seed):
         ymd = int(date.replace("-", ""))
-        for code in HISTORY_CODES:
+        for code in codes:
             m, c = MARKETS[code[:2]], code[2:]
             want = truth_minutes(truth, code, date)
             got = minute_rows(minutes(m, c, ymd))
+            if newest_first:
+                got.reverse()
             check(f"{name} history minutes {code} {date} nonempty", len(want) == 240, f"{len(want)} points")
             eq(f"{name} history minutes {code} {date}", got, want)
+            if ticks is None:
+                continue
             # Pages of 500 from the newest back to an empty page.
             start, pages = 0, 0
             while True:
@@ -291,8 +301,9 @@ def check_history(name, truth, seed, minutes, ticks):
                 start += len(want)
             check(f"{name} history ticks {code} {date} paged", pages > 2, f"{pages} pages")
     # A day the server does not hold: empty, not an error.
-    eq(f"{name} history minutes outside the window", minutes(0, "000001", 20000104), [])
-    eq(f"{name} history ticks outside the window", ticks(0, "000001", 0, 10, 20000104), [])
+    eq(f"{name} history minutes outside the window", list(minutes(0, "000001", 20000104)), [])
+    if ticks is not None:
+        eq(f"{name} history ticks outside the window", ticks(0, "000001", 0, 10, 20000104), [])
 
 
 def check_eltdx(truth, ports):
