@@ -607,6 +607,12 @@ impl Client {
         self.run(HistoryMinutes { date, code }).await
     }
 
+    /// Today's minute line in pytdx's form (0x051d): prices to the cent,
+    /// volumes in lots, no averages.
+    pub async fn legacy_minutes(&self, code: SecurityCode) -> Result<LegacyMinuteLine, Error> {
+        self.run(LegacyMinutes::from(code)).await
+    }
+
     /// One page of a past day's ticks (0x0fb5): `start` back from the
     /// newest, at most `count` (1..=2000), oldest first.
     pub async fn history_trades(
@@ -1014,6 +1020,11 @@ impl BlockingClient {
     /// A past day's minute line; see [`Client::history_minutes`].
     pub fn history_minutes(&self, code: SecurityCode, date: TradeDate) -> Result<HistoryMinuteLine, Error> {
         self.run(HistoryMinutes { date, code })
+    }
+
+    /// Today's minute line in pytdx's form; see [`Client::legacy_minutes`].
+    pub fn legacy_minutes(&self, code: SecurityCode) -> Result<LegacyMinuteLine, Error> {
+        self.run(LegacyMinutes::from(code))
     }
 
     /// One page of a past day's ticks; see [`Client::history_trades`].

@@ -282,6 +282,13 @@ fn arb_history_minutes() -> impl Strategy<Value = (HistoryMinutes, HistoryMinute
     )
 }
 
+fn arb_legacy_minutes() -> impl Strategy<Value = (LegacyMinutes, LegacyMinuteLine)> {
+    (arb_history_minutes(), any::<u32>(), any::<u16>()).prop_map(|((request, line), reserved_tail, reserved)| {
+        let request = LegacyMinutes { code: request.code, reserved_tail };
+        (request, LegacyMinuteLine { reserved, form: LegacyMinutesForm::Plain, points: line.points })
+    })
+}
+
 fn arb_history_trades() -> impl Strategy<Value = (HistoryTrades, HistoryTradePage)> {
     let trade = (0u16..1440, price_at(PriceScale::HUNDREDTHS), vec(arb_var(), 3)).prop_map(|(minutes, price, v)| {
         HistoryTrade { minutes, price, volume: v[0], status_raw: v[1], reserved_raw: v[2] }
@@ -424,6 +431,7 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_finance().prop_map(|(q, r)| (q.into(), Reply::FinanceInfo(r))),
         arb_history_minutes().prop_map(|(q, r)| (q.into(), Reply::HistoryMinutes(r))),
         arb_history_trades().prop_map(|(q, r)| (q.into(), Reply::HistoryTrades(r))),
+        arb_legacy_minutes().prop_map(|(q, r)| (q.into(), Reply::LegacyMinutes(r))),
     ]
 }
 

@@ -26,7 +26,7 @@ use tdx_engine::proto::*;
 /// Commands the vectors cover that this codec does not implement (SPEC
 /// appendix A). Their request frames are still checked at the frame level,
 /// and their reply payloads are counted as out of scope.
-const OUT_OF_SCOPE: &[&str] = &["0x051d", "0x056a"];
+const OUT_OF_SCOPE: &[&str] = &["0x056a"];
 
 fn hex(s: &str) -> Vec<u8> {
     assert!(s.len().is_multiple_of(2), "odd hex length");
@@ -150,6 +150,7 @@ fn request_from_params(msg_type: u16, p: &Value) -> Option<Request> {
             count: p["count"].as_u64().unwrap_or(1800) as u16,
         }
         .into(),
+        0x051d => LegacyMinutes::from(code_from_params(p)?).into(),
         // The empty-page captures carry no parameters: any request parses them.
         0x0fb4 => HistoryMinutes {
             date: trade_date_of(&p["trading_date"]).unwrap_or(TradeDate::from_yyyymmdd(20260306).unwrap()),
@@ -586,6 +587,27 @@ fn check_reply(v: &Value, payload: &[u8]) {
                 assert_eq!(points[i].volume, int_of(&pytdx[key], "vol"));
             }
         }
+        Reply::LegacyMinutes(line) => {
+            let points = &line.points;
+            assert!(matches!(line.form, LegacyMinutesForm::Extended { .. }), "the captures are the 2026 form");
+            for (key, want) in ex.as_object().unwrap() {
+                if key == "count" {
+                    assert_eq!(points.len() as i64, want.as_i64().unwrap());
+                    continue;
+                }
+                let (index, field) = key.strip_prefix("items[").and_then(|k| k.split_once("].")).unwrap();
+                let i: i64 = index.parse().unwrap();
+                let i = if i < 0 { (points.len() as i64 + i) as usize } else { i as usize };
+                match field {
+                    "time" => {
+                        assert_eq!(hhmm(HistoryMinuteLine::time_of(i).unwrap().minutes()), want.as_str().unwrap())
+                    }
+                    "price_milli" => assert_eq!(points[i].price.milli(), want.as_i64().unwrap(), "{key}"),
+                    "volume" => assert_eq!(points[i].volume, want.as_i64().unwrap(), "{key}"),
+                    other => panic!("unchecked 0x051d expectation {other}"),
+                }
+            }
+        }
         Reply::HistoryTrades(page) => {
             let trades = &page.trades;
             for (key, want) in ex.as_object().unwrap() {
@@ -766,12 +788,32 @@ fn check_unit_vector(v: &Value) {
     }
 }
 
+/// pytdx's docstring capture of 0x051d in the old form, cut short: the
+/// header names 0x051d and the first points decode (from offset 4 of the
+/// payload) to the values the docstring's `get_price` calls show.
+fn check_response_prefix(v: &Value) {
+    assert_eq!(str_of(v, "command"), "0x051d", "only 0x051d has a prefix vector");
+    let bytes = hex(str_of(v, "frame_prefix_hex"));
+    assert_eq!(u16::from_le_bytes([bytes[10], bytes[11]]), 0x051d);
+    let payload = &bytes[16..];
+    let mut r = tdx_engine::proto::wire::Reader::new(payload);
+    assert_eq!((r.u16("count").unwrap(), r.u16("reserved").unwrap()), (240, 0));
+    let mut price = 0;
+    let mut first = Vec::new();
+    for _ in 0..3 {
+        price += r.varint().unwrap();
+        first.push((price, r.varint().unwrap(), r.varint().unwrap()));
+    }
+    assert_eq!(first, [(546, -206, 2829), (548, 131, 3031), (547, 36, 1713)]);
+}
+
 fn check_command_vector(v: &Value) -> bool {
     let command = str_of(v, "command");
     match str_of(v, "kind") {
         "request_frame" => check_request_frame(v),
         _ if OUT_OF_SCOPE.contains(&command) => return false,
         "response_payload" => check_reply(v, &hex(str_of(v, "payload_hex"))),
+        "response_prefix" => check_response_prefix(v),
         "response_frame" => {
             let frame = decode_response_frame(v);
             assert_eq!(frame.header.msg_type, msg_type_of(v));

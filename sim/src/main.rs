@@ -12,7 +12,7 @@
 //! tdx-sim truth --seed S finance CODE...
 //! tdx-sim truth --seed S factors CODE [--start YYYYMMDD] [--anchor YYYYMMDD]
 //! tdx-sim truth --seed S dates
-//! tdx-sim truth --seed S minutes CODE --date D
+//! tdx-sim truth --seed S minutes CODE [--date D]
 //! tdx-sim truth --seed S trades CODE --date D [--start N --count N | --all]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
@@ -180,12 +180,12 @@ enum Query {
     },
     /// The trading days the history commands serve (today included).
     Dates,
-    /// A past day's minute line (0x0fb4).
+    /// A past day's minute line (0x0fb4); without --date today's, as 0x051d carries it.
     Minutes {
         code: String,
         /// YYYYMMDD or YYYY-MM-DD.
         #[arg(long)]
-        date: TradeDate,
+        date: Option<TradeDate>,
     },
     /// A past day's ticks (0x0fb5): one page, `start` back from the newest.
     Trades {
@@ -311,7 +311,10 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
             truth::factors(&market, parse_code(&code)?, date(start)?, date(anchor)?)
         }
         Query::Dates => truth::dates(&market),
-        Query::Minutes { code, date } => truth::history_minutes(&market, parse_code(&code)?, date),
+        Query::Minutes { code, date } => {
+            let date = date.unwrap_or_else(|| TradeDate::new(market.today()));
+            truth::history_minutes(&market, parse_code(&code)?, date)
+        }
         Query::Trades { code, date, start, count, all } => {
             truth::history_trades(&market, parse_code(&code)?, date, start, count, all)
         }

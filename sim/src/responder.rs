@@ -3,8 +3,8 @@
 
 use tdx_engine::proto::commands::{
     CapitalChangeBlock, HandshakeReply, HeartbeatReply, HistoryMinuteLine, HistoryTradePage, HistoryTrades,
-    LegacySecurity, Quote, QuoteHead, QuotesReply, RefreshRecord, RefreshReply, ServerClock, Snapshot, SnapshotsReply,
-    CAPITAL_CHANGE_RECORD_BYTES,
+    LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, Quote, QuoteHead, QuotesReply, RefreshRecord, RefreshReply,
+    ServerClock, Snapshot, SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES,
 };
 use tdx_engine::proto::limits::{
     BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX,
@@ -91,6 +91,15 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
                 .unwrap_or(HistoryMinuteLine { previous_close: 0.0, points: Vec::new() }),
         ),
         Request::HistoryTrades(t) => Reply::HistoryTrades(history_trade_page(market, t)),
+        Request::LegacyMinutes(m) => Reply::LegacyMinutes(LegacyMinuteLine {
+            reserved: 0,
+            form: LegacyMinutesForm::Plain,
+            points: market
+                .listing(m.code)
+                .and_then(|l| market.history_minute_line(l, market.today()))
+                .map(|line| line.points)
+                .unwrap_or_default(),
+        }),
     }
 }
 

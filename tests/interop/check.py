@@ -245,6 +245,11 @@ def check_pytdx(truth, port):
                                 truth("finance", code)["records"][0], scaled=True)
         check_history(f"pytdx:{port}", truth, truth.seed, api.get_history_minute_time_data,
                       api.get_history_transaction_data)
+        for code in HISTORY_CODES:
+            # 0x051d: today's minute line in the form pytdx decodes.
+            want = [(milli(p["price"]), p["volume"]) for p in truth("minutes", code)["points"]]
+            eq(f"pytdx:{port} minutes today {code}", minute_rows(api.get_minute_time_data(MARKETS[code[:2]], code[2:])), want)
+            check(f"pytdx:{port} minutes today {code} nonempty", len(want) == 240, f"{len(want)} points")
 
 
 def history_days(truth, seed):

@@ -1,6 +1,7 @@
 //! Past sessions: 0x0fb4 (a past day's minute line) and 0x0fb5 (a past
-//! day's ticks, paged), both in the form pytdx 1.72 sends and decodes
-//! (SPEC appendix A; docs/PROTOCOL.md).
+//! day's ticks, paged), both in the form pytdx 1.72 sends and decodes, and
+//! 0x051d (today's minute line in pytdx's form) (SPEC appendix A;
+//! docs/PROTOCOL.md).
 
 use super::trades::TradeSide;
 use super::{expect_len, put_code_u16, put_code_u8, read_code_u16, read_code_u8, Command};
@@ -246,6 +247,133 @@ impl Command for HistoryTrades {
             previous = raw;
         }
         Ok(())
+    }
+}
+
+/// 0x051d: today's minute line in pytdx's form (SPEC appendix A).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LegacyMinutes {
+    /// The security.
+    pub code: SecurityCode,
+    /// The request's last 4 bytes; pytdx sends 0.
+    pub reserved_tail: u32,
+}
+
+impl From<SecurityCode> for LegacyMinutes {
+    fn from(code: SecurityCode) -> Self {
+        Self { code, reserved_tail: 0 }
+    }
+}
+
+/// The two reply forms of 0x051d.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LegacyMinutesForm {
+    /// `u16 count, u16 reserved`, then the points: what pytdx decodes and
+    /// what the reference server sends.
+    Plain,
+    /// The 2026 form: after the `u16 reserved`, the code's 7-byte marker and
+    /// an undocumented quote-like block (kept raw), then the points. Nothing
+    /// marks where the points start; the parser takes the first offset from
+    /// which exactly `count` points with positive prices end the payload.
+    Extended {
+        /// The bytes between the marker and the first point.
+        block_raw: Vec<u8>,
+    },
+}
+
+/// A 0x051d reply: prices in 0.01 yuan as running deltas, like 0x0fb4.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacyMinuteLine {
+    /// The u16 after the count (0 in every capture).
+    pub reserved: u16,
+    /// Which form the reply had.
+    pub form: LegacyMinutesForm,
+    /// Points in minute-index order.
+    pub points: Vec<HistoryMinutePoint>,
+}
+
+/// Longest 2026-form block searched for the first point.
+const EXTENDED_BLOCK_MAX: usize = 128;
+
+/// `count` points from the start of `r`, which must end exactly with them.
+fn read_points(r: &mut Reader<'_>, count: usize, what: &'static str) -> Result<Vec<HistoryMinutePoint>, ProtoError> {
+    if count * MINUTE_POINT_BYTES_MIN > r.remaining() {
+        return Err(ProtoError::Truncated { what, needed: count * MINUTE_POINT_BYTES_MIN, remaining: r.remaining() });
+    }
+    let mut points = Vec::with_capacity(count);
+    let mut price_raw = 0i64;
+    for _ in 0..count {
+        price_raw = running("minute price", price_raw, r.varint()?)?;
+        points.push(HistoryMinutePoint {
+            price: HISTORY_SCALE.to_price(price_raw)?,
+            reserved_raw: r.varint()?,
+            volume: r.varint()?,
+        });
+    }
+    r.finish(what)?;
+    Ok(points)
+}
+
+fn put_points(out: &mut Vec<u8>, points: &[HistoryMinutePoint]) -> Result<(), ProtoError> {
+    let mut previous = 0i64;
+    for point in points {
+        let raw = HISTORY_SCALE.to_raw(point.price)?;
+        put_varint(out, step("minute price", raw, previous)?);
+        put_varint(out, point.reserved_raw);
+        put_varint(out, point.volume);
+        previous = raw;
+    }
+    Ok(())
+}
+
+impl Command for LegacyMinutes {
+    const MSG_TYPE: u16 = 0x051d;
+    const NAME: &'static str = "legacy minutes";
+    type Reply = LegacyMinuteLine;
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        put_code_u16(out, self.code);
+        out.put_u32_le(self.reserved_tail);
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        expect_len(Self::MSG_TYPE, body, 12)?;
+        let mut r = Reader::new(body);
+        Ok(Self { code: read_code_u16(&mut r)?, reserved_tail: r.u32("reserved tail")? })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<LegacyMinuteLine, ProtoError> {
+        let mut r = Reader::new(payload);
+        let count = usize::from(r.u16("count")?);
+        let reserved = r.u16("minutes reserved")?;
+        let rest = r.rest();
+        if count > 0 && rest.len() > 7 && rest[..7] == self.code.marker() {
+            // The 2026 form: the first offset whose points end the payload exactly.
+            let body = &rest[7..];
+            for start in 0..=body.len().min(EXTENDED_BLOCK_MAX) {
+                let mut points_reader = Reader::new(&body[start..]);
+                match read_points(&mut points_reader, count, "legacy minutes payload") {
+                    Ok(points) if points.iter().all(|p| p.price.milli() > 0) => {
+                        let form = LegacyMinutesForm::Extended { block_raw: body[..start].to_vec() };
+                        return Ok(LegacyMinuteLine { reserved, form, points });
+                    }
+                    _ => continue,
+                }
+            }
+        }
+        let points = read_points(&mut r, count, "legacy minutes payload")?;
+        Ok(LegacyMinuteLine { reserved, form: LegacyMinutesForm::Plain, points })
+    }
+
+    fn encode_reply(&self, reply: &LegacyMinuteLine, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.put_u16_le(count_u16("legacy minutes", reply.points.len())?);
+        out.put_u16_le(reply.reserved);
+        if let LegacyMinutesForm::Extended { block_raw } = &reply.form {
+            put_code_u8(out, self.code);
+            out.extend_from_slice(block_raw);
+        }
+        put_points(out, &reply.points)
     }
 }
 

@@ -31,6 +31,7 @@ pub use corporate::{
 pub use count::SecurityCount;
 pub use history::{
     HistoryMinuteLine, HistoryMinutePoint, HistoryMinutes, HistoryTrade, HistoryTradePage, HistoryTrades,
+    LegacyMinuteLine, LegacyMinutes, LegacyMinutesForm,
 };
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
 pub use quotes::{Level, Quote, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot, Snapshots, SnapshotsReply};
@@ -174,6 +175,7 @@ command_set! {
     FinanceInfo(FinanceInfo),
     HistoryMinutes(HistoryMinutes),
     HistoryTrades(HistoryTrades),
+    LegacyMinutes(LegacyMinutes),
 }
 
 impl Request {
