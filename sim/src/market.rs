@@ -1104,4 +1104,33 @@ mod tests {
             }
         }
     }
+
+    /// Past days agree with the daily bars: the minute line ends at the
+    /// close and its volumes sum to the day's; a past day's ticks sum to the
+    /// day's volume and end at the close; the window is 20 days, today last.
+    #[test]
+    fn past_days_agree_with_the_daily_bars() {
+        let m = Market::new(3);
+        assert_eq!(m.history_dates().len(), MINUTE_HISTORY_DAYS);
+        assert_eq!(*m.history_dates().last().unwrap(), m.today());
+        assert_eq!(m.history_day(m.days[m.days.len() - MINUTE_HISTORY_DAYS - 1]), None);
+        for code in ["sz000001", "sh600000", "bj430047", "sz399001"] {
+            let l = m.listing(code.parse().unwrap()).unwrap();
+            let daily = m.daily(l);
+            for &date in m.history_dates() {
+                let day = daily.iter().find(|d| d.date == date).unwrap();
+                let line = m.history_minute_line(l, date).unwrap();
+                assert_eq!(line.points.len(), MINUTES_PER_DAY);
+                assert_eq!(line.points.last().unwrap().price.milli(), day.close, "{code} {date}");
+                assert_eq!(line.points.iter().map(|p| p.volume).sum::<i64>(), day.lots, "{code} {date}");
+                if date == m.today() {
+                    continue;
+                }
+                let ticks = m.history_trades(l, date).unwrap();
+                assert_eq!(ticks.iter().map(|t| t.volume).sum::<i64>(), day.lots, "{code} {date}");
+                assert_eq!(ticks.last().unwrap().price.milli(), day.close, "{code} {date}");
+                assert_eq!(ticks, Market::new(3).history_trades(l, date).unwrap(), "deterministic");
+            }
+        }
+    }
 }
