@@ -607,6 +607,11 @@ impl Client {
         self.run(HistoryMinutes { date, code }).await
     }
 
+    /// The call-auction series (0x056a) of today (`None`) or a past day.
+    pub async fn auction(&self, code: SecurityCode, date: Option<TradeDate>) -> Result<Vec<AuctionPoint>, Error> {
+        self.run(Auction::new(code, date)).await
+    }
+
     /// Today's minute line in pytdx's form (0x051d): prices to the cent,
     /// volumes in lots, no averages.
     pub async fn legacy_minutes(&self, code: SecurityCode) -> Result<LegacyMinuteLine, Error> {
@@ -1020,6 +1025,11 @@ impl BlockingClient {
     /// A past day's minute line; see [`Client::history_minutes`].
     pub fn history_minutes(&self, code: SecurityCode, date: TradeDate) -> Result<HistoryMinuteLine, Error> {
         self.run(HistoryMinutes { date, code })
+    }
+
+    /// The call-auction series; see [`Client::auction`].
+    pub fn auction(&self, code: SecurityCode, date: Option<TradeDate>) -> Result<Vec<AuctionPoint>, Error> {
+        self.run(Auction::new(code, date))
     }
 
     /// Today's minute line in pytdx's form; see [`Client::legacy_minutes`].

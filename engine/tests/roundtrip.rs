@@ -289,6 +289,22 @@ fn arb_legacy_minutes() -> impl Strategy<Value = (LegacyMinutes, LegacyMinuteLin
     })
 }
 
+fn arb_auction() -> impl Strategy<Value = (Auction, Vec<AuctionPoint>)> {
+    let point = (0u16..1440, 0u8..60, arb_f32(), any::<u32>(), any::<i32>(), any::<u8>()).prop_map(
+        |(minutes, second, price, matched, unmatched_signed, reserved)| AuctionPoint {
+            minutes,
+            second,
+            price,
+            matched,
+            unmatched_signed,
+            reserved,
+        },
+    );
+    let request = (arb_code(), prop::option::of(arb_trade_date()), any::<[u32; 4]>())
+        .prop_map(|(code, date, v)| Auction { code, date, selector: v[0], reserved: v[1], start: v[2], count: v[3] });
+    (request, vec(point, 0..60))
+}
+
 fn arb_history_trades() -> impl Strategy<Value = (HistoryTrades, HistoryTradePage)> {
     let trade = (0u16..1440, price_at(PriceScale::HUNDREDTHS), vec(arb_var(), 3)).prop_map(|(minutes, price, v)| {
         HistoryTrade { minutes, price, volume: v[0], status_raw: v[1], reserved_raw: v[2] }
@@ -432,6 +448,7 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_history_minutes().prop_map(|(q, r)| (q.into(), Reply::HistoryMinutes(r))),
         arb_history_trades().prop_map(|(q, r)| (q.into(), Reply::HistoryTrades(r))),
         arb_legacy_minutes().prop_map(|(q, r)| (q.into(), Reply::LegacyMinutes(r))),
+        arb_auction().prop_map(|(q, r)| (q.into(), Reply::Auction(r))),
     ]
 }
 

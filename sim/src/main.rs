@@ -12,6 +12,7 @@
 //! tdx-sim truth --seed S finance CODE...
 //! tdx-sim truth --seed S factors CODE [--start YYYYMMDD] [--anchor YYYYMMDD]
 //! tdx-sim truth --seed S dates
+//! tdx-sim truth --seed S auction CODE [--date D]
 //! tdx-sim truth --seed S minutes CODE [--date D]
 //! tdx-sim truth --seed S trades CODE --date D [--start N --count N | --all]
 //! tdx-sim run --seeds N [--start S]
@@ -187,6 +188,13 @@ enum Query {
         #[arg(long)]
         date: Option<TradeDate>,
     },
+    /// The call-auction series (0x056a) of today or a past day.
+    Auction {
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD; today without it.
+        #[arg(long)]
+        date: Option<TradeDate>,
+    },
     /// A past day's ticks (0x0fb5): one page, `start` back from the newest.
     Trades {
         code: String,
@@ -311,6 +319,7 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
             truth::factors(&market, parse_code(&code)?, date(start)?, date(anchor)?)
         }
         Query::Dates => truth::dates(&market),
+        Query::Auction { code, date } => truth::auction(&market, parse_code(&code)?, date),
         Query::Minutes { code, date } => {
             let date = date.unwrap_or_else(|| TradeDate::new(market.today()));
             truth::history_minutes(&market, parse_code(&code)?, date)

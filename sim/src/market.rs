@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use tdx_engine::adjust::{self, AdjustmentFactors, Event};
 use tdx_engine::proto::commands::{
-    Adjust, Bar, Breadth, CapitalChange, Finance, HistoryMinuteLine, HistoryMinutePoint, HistoryTrade, Level,
-    MinuteLine, MinutePoint, Period, Security, Trade,
+    Adjust, AuctionPoint, Bar, Breadth, CapitalChange, Finance, HistoryMinuteLine, HistoryMinutePoint, HistoryTrade,
+    Level, MinuteLine, MinutePoint, Period, Security, Trade,
 };
 use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay};
 
@@ -728,6 +728,39 @@ impl Market {
                     reserved_raw: 0,
                 });
             }
+        }
+        Some(out)
+    }
+
+    /// The 0x056a call-auction series of `date` (today when `None`): a
+    /// snapshot every 30 seconds from 09:15:00 to 09:24:30, the indicative
+    /// price walking from the previous close towards the open, then 09:25:00
+    /// at the opening price. `None` outside the window.
+    pub fn auction(&self, l: &Listing, date: Option<Date>) -> Option<Vec<AuctionPoint>> {
+        let day_index = self.history_day(date.unwrap_or_else(|| self.today()))?;
+        let day = self.daily(l)[day_index];
+        let mut rng = Rng::derive(l.seed, (2 << 40) + day_index as u64);
+        let steps = 20i64;
+        let mut matched = 0u32;
+        let mut out = Vec::with_capacity(21);
+        for k in 0..=steps {
+            let seconds = 9 * 3600 + 15 * 60 + 30 * k;
+            let price = if k == steps {
+                day.open
+            } else {
+                let base = day.previous_close + (day.open - day.previous_close) * k / steps;
+                round_tick((base + l.tick * rng.range(-3, 3)).max(l.tick), l.tick)
+            };
+            matched += rng.range(0, (day.lots / 2000).max(1)) as u32;
+            let unmatched = rng.range(-(day.lots / 500).max(1), (day.lots / 500).max(1)) as i32;
+            out.push(AuctionPoint {
+                minutes: (seconds / 60) as u16,
+                second: (seconds % 60) as u8,
+                price: (price as f64 / 1000.0) as f32,
+                matched,
+                unmatched_signed: unmatched,
+                reserved: 0,
+            });
         }
         Some(out)
     }

@@ -91,6 +91,13 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
                 .unwrap_or(HistoryMinuteLine { previous_close: 0.0, points: Vec::new() }),
         ),
         Request::HistoryTrades(t) => Reply::HistoryTrades(history_trade_page(market, t)),
+        Request::Auction(a) => Reply::Auction(
+            market
+                .listing(a.code)
+                .and_then(|l| market.auction(l, a.date.map(|d| d.date())))
+                .map(|points| points.into_iter().skip(a.start as usize).take(a.count as usize).collect())
+                .unwrap_or_default(),
+        ),
         Request::LegacyMinutes(m) => Reply::LegacyMinutes(LegacyMinuteLine {
             reserved: 0,
             form: LegacyMinutesForm::Plain,

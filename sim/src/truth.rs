@@ -305,3 +305,24 @@ pub fn history_trades(
     let items: Vec<Value> = trades.iter().map(history_trade).collect();
     json!({ "code": code.to_string(), "date": date.to_string(), "start": start, "trades": items })
 }
+
+/// `auction CODE [--date D]`: the 0x056a series (today without a date).
+pub fn auction(market: &Market, code: SecurityCode, date: Option<TradeDate>) -> Value {
+    let points: Vec<Value> = market
+        .listing(code)
+        .and_then(|l| market.auction(l, date.map(|d| d.date())))
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            json!({
+                "time": p.time_label(),
+                "price": f64::from(p.price),
+                "price_milli": p.price_milli(),
+                "matched": p.matched,
+                "unmatched": p.unmatched_signed,
+            })
+        })
+        .collect();
+    let date = date.map_or_else(|| market.today().to_string(), |d| d.to_string());
+    json!({ "code": code.to_string(), "date": date, "points": points })
+}

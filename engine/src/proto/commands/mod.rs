@@ -11,6 +11,7 @@ use super::security::{Market, SecurityCode};
 use super::wire::{PutLe, Reader};
 use super::ProtoError;
 
+mod auction;
 mod bars;
 mod codes;
 mod corporate;
@@ -22,6 +23,7 @@ mod refresh;
 mod session;
 mod trades;
 
+pub use auction::{Auction, AuctionPoint, AUCTION_RECORD_BYTES};
 pub use bars::{Adjust, Bar, Bars, BarsLayout, Breadth, ParsePeriodError, Period, StampForm};
 pub use codes::{LegacySecurity, LegacySecurityList, Security, SecurityList};
 pub use corporate::{
@@ -176,6 +178,7 @@ command_set! {
     HistoryMinutes(HistoryMinutes),
     HistoryTrades(HistoryTrades),
     LegacyMinutes(LegacyMinutes),
+    Auction(Auction),
 }
 
 impl Request {
