@@ -239,6 +239,27 @@ pub async fn history_trades(
     write(ctx, &table)
 }
 
+pub async fn auction(ctx: &Context, code: SecurityCode, date: Option<TradeDate>) -> Result<(), CliError> {
+    let points = ctx.client.auction(code, date).await?;
+    if points.is_empty() {
+        let day = date.map_or_else(|| "today".to_owned(), |d| d.to_string());
+        return Err(CliError::new(format!(
+            "no auction for {code} {day}: unknown code, or a day the server does not hold"
+        )));
+    }
+    let mut table = Table::new(&["time", "price", "price_milli", "matched", "unmatched"]);
+    for p in &points {
+        table.push(vec![
+            p.time_label().into(),
+            Cell::Float(f64::from(p.price)),
+            p.price_milli().into(),
+            i64::from(p.matched).into(),
+            i64::from(p.unmatched_signed).into(),
+        ]);
+    }
+    write(ctx, &table)
+}
+
 fn refresh_row(r: &RefreshRecord) -> Vec<Cell> {
     let t = r.update_time_raw;
     vec![

@@ -153,6 +153,14 @@ enum Command {
         #[arg(long, requires = "date")]
         all: bool,
     },
+    /// The call-auction series (集合竞价, 0x056a) of today or a past day.
+    Auction {
+        #[arg(value_parser = parse_code)]
+        code: SecurityCode,
+        /// A past trading day, YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: Option<TradeDate>,
+    },
     /// Refresh quotes, then print every push until Ctrl+C.
     Watch {
         #[arg(required = true, value_parser = parse_code)]
@@ -346,6 +354,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Trades { code, count, start, date: Some(date), all } => {
                     commands::history_trades(&ctx, code, date, (start, count), all).await
                 }
+                Command::Auction { code, date } => commands::auction(&ctx, code, date).await,
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,
                 Command::Diag => commands::diag(&ctx).await,
                 Command::Demo(_) | Command::Rank => unreachable!("handled above"),

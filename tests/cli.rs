@@ -270,6 +270,13 @@ fn past_days_match_truth() {
         assert_eq!(v.as_array().unwrap().len(), 240);
         assert_eq!(v, truth["points"], "{d}");
     }
+    let date = tdx_engine::proto::TradeDate::new(dates[3]);
+    let v = json(&["auction", "sz000001", "--date", &dates[3].to_string()]);
+    assert_eq!(v, printed(tdx_sim::truth::auction(&m, code, Some(date)))["points"]);
+    let v = json(&["auction", "sz000001"]);
+    assert_eq!(v, printed(tdx_sim::truth::auction(&m, code, None))["points"]);
+    let open = m.daily(m.listing(code).unwrap()).last().unwrap().open;
+    assert_eq!(v.as_array().unwrap().last().unwrap()["price_milli"], open, "the auction ends at the open");
     let e = fails(&["trades", "sz000001", "--date", "2000-01-04", "--all", "--local"], 1);
     assert!(e.contains("2000-01-04"), "{e}");
     fails(&["trades", "sz000001", "--date", "2026-02-30", "--local"], 2);

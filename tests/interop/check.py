@@ -345,6 +345,7 @@ def check_eltdx(truth, ports):
                 w["total_volume"], w["current_volume"], w["amount"], milli(w["bids"][0][0]), w["bids"][0][1],
                 milli(w["asks"][0][0]), w["asks"][0][1]))
         check_eltdx_corporate(client, truth)
+        check_eltdx_auction(client, truth, hosts)
         page = client.quotes.refresh(["sz000001", "sh600000"])
         eq("eltdx refresh records", sorted(f"{r.exchange}{r.code}" for r in page.records), ["sh600000", "sz000001"])
         pushed = set()
@@ -362,6 +363,20 @@ def check_eltdx(truth, ports):
         eq("eltdx 64 concurrent requests", counts, [want_count] * 64)
     finally:
         client.close()
+
+
+def check_eltdx_auction(client, truth, hosts):
+    # eltdx sends 0x056a over a dedicated pool built from its money-flow
+    # host list: point it at the same loopback servers before first use.
+    client._dedicated_hosts = tuple(hosts)
+    dates = truth("dates")["dates"]
+    for code, date in [("sz000001", None), ("sh600000", dates[3]), ("sh510300", dates[-2])]:
+        series = client.auctions.series(code, date)
+        want = truth("auction", code, *(["--date", date] if date else []))["points"]
+        got = [{"time": p.time_label, "price": p.price, "price_milli": p.price_milli, "matched": p.matched_volume,
+                "unmatched": p.unmatched_signed_raw} for p in series.points]
+        check(f"eltdx auction {code} {date} nonempty", len(want) > 0)
+        eq(f"eltdx auction {code} {date}", got, want)
 
 
 def check_eltdx_corporate(client, truth):
