@@ -607,6 +607,11 @@ impl Client {
         self.run(HistoryMinutes { date, code }).await
     }
 
+    /// A recent day's minute line with averages, previous close and open (0x0feb).
+    pub async fn recent_minutes(&self, code: SecurityCode, date: TradeDate) -> Result<RecentMinuteLine, Error> {
+        self.run(RecentMinutes { date, code }).await
+    }
+
     /// The call-auction series (0x056a) of today (`None`) or a past day.
     pub async fn auction(&self, code: SecurityCode, date: Option<TradeDate>) -> Result<Vec<AuctionPoint>, Error> {
         self.run(Auction::new(code, date)).await
@@ -1025,6 +1030,11 @@ impl BlockingClient {
     /// A past day's minute line; see [`Client::history_minutes`].
     pub fn history_minutes(&self, code: SecurityCode, date: TradeDate) -> Result<HistoryMinuteLine, Error> {
         self.run(HistoryMinutes { date, code })
+    }
+
+    /// A recent day's minute line; see [`Client::recent_minutes`].
+    pub fn recent_minutes(&self, code: SecurityCode, date: TradeDate) -> Result<RecentMinuteLine, Error> {
+        self.run(RecentMinutes { date, code })
     }
 
     /// The call-auction series; see [`Client::auction`].

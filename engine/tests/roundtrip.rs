@@ -289,6 +289,16 @@ fn arb_legacy_minutes() -> impl Strategy<Value = (LegacyMinutes, LegacyMinuteLin
     })
 }
 
+fn arb_recent_minutes() -> impl Strategy<Value = (RecentMinutes, RecentMinuteLine)> {
+    let point = (price_at(PriceScale::HUNDREDTHS), -100_000_000i64..100_000_000, arb_var())
+        .prop_map(|(price, average_raw, volume)| MinutePoint { price, average_raw, volume });
+    (arb_trade_date(), arb_code(), arb_f32(), arb_f32(), vec(point, 0..240)).prop_map(
+        |(date, code, previous_close, open, points)| {
+            (RecentMinutes { date, code }, RecentMinuteLine { previous_close, open, points })
+        },
+    )
+}
+
 fn arb_auction() -> impl Strategy<Value = (Auction, Vec<AuctionPoint>)> {
     let point = (0u16..1440, 0u8..60, arb_f32(), any::<u32>(), any::<i32>(), any::<u8>()).prop_map(
         |(minutes, second, price, matched, unmatched_signed, reserved)| AuctionPoint {
@@ -449,6 +459,7 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_history_trades().prop_map(|(q, r)| (q.into(), Reply::HistoryTrades(r))),
         arb_legacy_minutes().prop_map(|(q, r)| (q.into(), Reply::LegacyMinutes(r))),
         arb_auction().prop_map(|(q, r)| (q.into(), Reply::Auction(r))),
+        arb_recent_minutes().prop_map(|(q, r)| (q.into(), Reply::RecentMinutes(r))),
     ]
 }
 

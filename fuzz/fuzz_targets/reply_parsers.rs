@@ -30,7 +30,7 @@ fn request(input: &Input) -> Request {
     let mut codes = vec![main];
     codes.extend(input.extra_codes.iter().take(100).map(|(m, c)| code(*m, *c)));
     let date = TradeDate::from_yyyymmdd(20260305).expect("a date");
-    match input.command % 18 {
+    match input.command % 19 {
         0 => Handshake::default().into(),
         1 => LegacySetup::default().into(),
         2 => Heartbeat.into(),
@@ -50,6 +50,7 @@ fn request(input: &Input) -> Request {
         13 => HistoryMinutes { date, code: main }.into(),
         15 => LegacyMinutes::from(main).into(),
         16 => Auction::new(main, Some(date)).into(),
+        17 => RecentMinutes { date, code: main }.into(),
         14 => HistoryTrades { date, code: main, start: 0, count: input.period.0 % 2000 + 1 }.into(),
         _ => FinanceInfo { codes }.into(),
     }

@@ -12,6 +12,7 @@
 //! tdx-sim truth --seed S finance CODE...
 //! tdx-sim truth --seed S factors CODE [--start YYYYMMDD] [--anchor YYYYMMDD]
 //! tdx-sim truth --seed S dates
+//! tdx-sim truth --seed S recent CODE --date D
 //! tdx-sim truth --seed S auction CODE [--date D]
 //! tdx-sim truth --seed S minutes CODE [--date D]
 //! tdx-sim truth --seed S trades CODE --date D [--start N --count N | --all]
@@ -188,6 +189,13 @@ enum Query {
         #[arg(long)]
         date: Option<TradeDate>,
     },
+    /// A recent day's minute line with averages (0x0feb).
+    Recent {
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: TradeDate,
+    },
     /// The call-auction series (0x056a) of today or a past day.
     Auction {
         code: String,
@@ -319,6 +327,7 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
             truth::factors(&market, parse_code(&code)?, date(start)?, date(anchor)?)
         }
         Query::Dates => truth::dates(&market),
+        Query::Recent { code, date } => truth::recent_minutes(&market, parse_code(&code)?, date),
         Query::Auction { code, date } => truth::auction(&market, parse_code(&code)?, date),
         Query::Minutes { code, date } => {
             let date = date.unwrap_or_else(|| TradeDate::new(market.today()));

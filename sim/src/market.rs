@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use tdx_engine::adjust::{self, AdjustmentFactors, Event};
 use tdx_engine::proto::commands::{
     Adjust, AuctionPoint, Bar, Breadth, CapitalChange, Finance, HistoryMinuteLine, HistoryMinutePoint, HistoryTrade,
-    Level, MinuteLine, MinutePoint, Period, Security, Trade,
+    Level, MinuteLine, MinutePoint, Period, RecentMinuteLine, Security, Trade,
 };
 use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay};
 
@@ -688,6 +688,25 @@ impl Market {
             .map(|m| HistoryMinutePoint { price: Price(round_tick(m.close, 10)), reserved_raw: 0, volume: m.lots })
             .collect();
         Some(HistoryMinuteLine { previous_close: daily[day].previous_close as f32 / 1000.0, points })
+    }
+
+    /// The 0x0feb minute line of `date`: 0x0fb4's prices and volumes, the
+    /// running average in 0.0001 yuan, after the previous close and the open.
+    pub fn recent_minute_line(&self, l: &Listing, date: Date) -> Option<RecentMinuteLine> {
+        let line = self.history_minute_line(l, date)?;
+        let day = self.daily(l)[self.history_day(date)?];
+        let (mut lots, mut amount) = (0i64, 0i128);
+        let points = line
+            .points
+            .iter()
+            .map(|p| {
+                lots += p.volume;
+                amount += i128::from(p.price.milli()) * i128::from(p.volume);
+                let average_milli = if lots == 0 { i128::from(p.price.milli()) } else { amount / i128::from(lots) };
+                MinutePoint { price: p.price, average_raw: (average_milli * 10) as i64, volume: p.volume }
+            })
+            .collect();
+        Some(RecentMinuteLine { previous_close: line.previous_close, open: day.open as f32 / 1000.0, points })
     }
 
     /// Every tick of `date`, oldest first; `None` outside the window.

@@ -3,8 +3,8 @@
 
 use tdx_engine::proto::commands::{
     CapitalChangeBlock, HandshakeReply, HeartbeatReply, HistoryMinuteLine, HistoryTradePage, HistoryTrades,
-    LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, Quote, QuoteHead, QuotesReply, RefreshRecord, RefreshReply,
-    ServerClock, Snapshot, SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES,
+    LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, Quote, QuoteHead, QuotesReply, RecentMinuteLine,
+    RefreshRecord, RefreshReply, ServerClock, Snapshot, SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES,
 };
 use tdx_engine::proto::limits::{
     BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX,
@@ -91,6 +91,12 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
                 .unwrap_or(HistoryMinuteLine { previous_close: 0.0, points: Vec::new() }),
         ),
         Request::HistoryTrades(t) => Reply::HistoryTrades(history_trade_page(market, t)),
+        Request::RecentMinutes(m) => Reply::RecentMinutes(
+            market
+                .listing(m.code)
+                .and_then(|l| market.recent_minute_line(l, m.date.date()))
+                .unwrap_or(RecentMinuteLine { previous_close: 0.0, open: 0.0, points: Vec::new() }),
+        ),
         Request::Auction(a) => Reply::Auction(
             market
                 .listing(a.code)

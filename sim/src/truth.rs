@@ -326,3 +326,25 @@ pub fn auction(market: &Market, code: SecurityCode, date: Option<TradeDate>) -> 
     let date = date.map_or_else(|| market.today().to_string(), |d| d.to_string());
     json!({ "code": code.to_string(), "date": date, "points": points })
 }
+
+/// `recent CODE --date D`: the 0x0feb minute line with averages.
+pub fn recent_minutes(market: &Market, code: SecurityCode, date: TradeDate) -> Value {
+    let line = market.listing(code).and_then(|l| market.recent_minute_line(l, date.date()));
+    let (previous_close, open, points) = line.map_or((0.0, 0.0, Vec::new()), |l| {
+        let points = l
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                json!({
+                    "time": HistoryMinuteLine::time_of(i).map(|t| t.to_string()),
+                    "price": yuan(p.price.milli()),
+                    "average": p.average_raw as f64 / 10_000.0,
+                    "volume": p.volume,
+                })
+            })
+            .collect();
+        (f64::from(l.previous_close), f64::from(l.open), points)
+    });
+    json!({ "code": code.to_string(), "date": date.to_string(), "previous_close": previous_close, "open": open, "points": points })
+}

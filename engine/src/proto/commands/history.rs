@@ -3,6 +3,7 @@
 //! 0x051d (today's minute line in pytdx's form) (SPEC appendix A;
 //! docs/PROTOCOL.md).
 
+use super::minutes::MinutePoint;
 use super::trades::TradeSide;
 use super::{expect_len, put_code_u16, put_code_u8, read_code_u16, read_code_u8, Command};
 use crate::proto::limits::HISTORY_TRADES_PER_PAGE_MAX;
@@ -377,6 +378,119 @@ impl Command for LegacyMinutes {
     }
 }
 
+/// 0x0feb: the minute line of a recent day with its previous close and
+/// open (eltdx `minutes.recent`). The day travels as a selector:
+/// `0xfed62304 − ordinal`, where the ordinal counts days from 0001-01-01 as 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecentMinutes {
+    /// The trading day.
+    pub date: TradeDate,
+    /// The security.
+    pub code: SecurityCode,
+}
+
+/// The selector base eltdx subtracts the date's ordinal from.
+pub const RECENT_DATE_SELECTOR_BASE: u32 = 0xfed6_2304;
+/// Ordinal of 1970-01-01 (0001-01-01 is 1).
+const EPOCH_ORDINAL: i64 = 719_163;
+
+impl RecentMinutes {
+    /// The wire selector for `date`.
+    pub fn selector(date: TradeDate) -> u32 {
+        let ordinal = date.date().days_since_epoch() + EPOCH_ORDINAL;
+        RECENT_DATE_SELECTOR_BASE.wrapping_sub(ordinal as u32)
+    }
+
+    /// The date a selector names, if any.
+    pub fn date_of(selector: u32) -> Option<TradeDate> {
+        let ordinal = i64::from(RECENT_DATE_SELECTOR_BASE.checked_sub(selector)?);
+        crate::proto::time::Date::from_days_since_epoch(ordinal - EPOCH_ORDINAL).map(TradeDate::new)
+    }
+}
+
+/// A 0x0feb reply: prices in 0.01 yuan, averages in 0.0001 yuan; point 0
+/// absolute, later prices and averages offsets from point 0 (as 0x0537).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecentMinuteLine {
+    /// Previous close, yuan.
+    pub previous_close: f32,
+    /// Open, yuan.
+    pub open: f32,
+    /// Points in minute-index order.
+    pub points: Vec<MinutePoint>,
+}
+
+impl Command for RecentMinutes {
+    const MSG_TYPE: u16 = 0x0feb;
+    const NAME: &'static str = "recent minutes";
+    type Reply = RecentMinuteLine;
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.put_u32_le(Self::selector(self.date));
+        put_code_u8(out, self.code);
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        expect_len(Self::MSG_TYPE, body, 11)?;
+        let mut r = Reader::new(body);
+        let raw = r.u32("date selector")?;
+        let date = Self::date_of(raw).ok_or(ProtoError::InvalidDate { what: "recent minutes selector", raw })?;
+        Ok(Self { date, code: read_code_u8(&mut r)? })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<RecentMinuteLine, ProtoError> {
+        let mut r = Reader::new(payload);
+        let count = usize::from(r.u16("count")?);
+        let previous_close = r.f32("previous close")?;
+        let open = r.f32("open")?;
+        if count * MINUTE_POINT_BYTES_MIN > r.remaining() {
+            return Err(ProtoError::Truncated {
+                what: "recent minutes",
+                needed: count * MINUTE_POINT_BYTES_MIN,
+                remaining: r.remaining(),
+            });
+        }
+        let mut points = Vec::with_capacity(count);
+        let (mut base_price, mut base_average) = (0i64, 0i64);
+        for i in 0..count {
+            let (p, a, volume) = (r.varint()?, r.varint()?, r.varint()?);
+            let (price_raw, average_raw) = if i == 0 {
+                (base_price, base_average) = (p, a);
+                (p, a)
+            } else {
+                (running("minute price", base_price, p)?, running("minute average", base_average, a)?)
+            };
+            points.push(MinutePoint { price: HISTORY_SCALE.to_price(price_raw)?, average_raw, volume });
+        }
+        r.finish("recent minutes payload")?;
+        Ok(RecentMinuteLine { previous_close, open, points })
+    }
+
+    fn encode_reply(&self, reply: &RecentMinuteLine, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.put_u16_le(count_u16("recent minutes", reply.points.len())?);
+        out.put_f32_le(reply.previous_close);
+        out.put_f32_le(reply.open);
+        let mut base: Option<(i64, i64)> = None;
+        for point in &reply.points {
+            let price_raw = HISTORY_SCALE.to_raw(point.price)?;
+            match base {
+                None => {
+                    base = Some((price_raw, point.average_raw));
+                    put_varint(out, price_raw);
+                    put_varint(out, point.average_raw);
+                }
+                Some((base_price, base_average)) => {
+                    put_varint(out, step("minute price", price_raw, base_price)?);
+                    put_varint(out, step("minute average", point.average_raw, base_average)?);
+                }
+            }
+            put_varint(out, point.volume);
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,6 +515,18 @@ mod tests {
         let mut body = Vec::new();
         t.encode_body(&mut body).unwrap();
         assert_eq!(HistoryTrades::decode_body(&body).unwrap(), t);
+    }
+
+    #[test]
+    fn recent_selector_matches_eltdx() {
+        let r = RecentMinutes { date: TradeDate::from_yyyymmdd(20260511).unwrap(), code: code("sz300308") };
+        let mut body = Vec::new();
+        r.encode_body(&mut body).unwrap();
+        assert_eq!(body, [0x61, 0xd9, 0xca, 0xfe, 0, b'3', b'0', b'0', b'3', b'0', b'8']);
+        assert_eq!(RecentMinutes::decode_body(&body).unwrap(), r);
+        let mut hostile = body.clone();
+        hostile[..4].copy_from_slice(&[0xff; 4]);
+        assert!(matches!(RecentMinutes::decode_body(&hostile), Err(ProtoError::InvalidDate { .. })));
     }
 
     #[test]

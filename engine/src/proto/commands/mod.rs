@@ -33,7 +33,7 @@ pub use corporate::{
 pub use count::SecurityCount;
 pub use history::{
     HistoryMinuteLine, HistoryMinutePoint, HistoryMinutes, HistoryTrade, HistoryTradePage, HistoryTrades,
-    LegacyMinuteLine, LegacyMinutes, LegacyMinutesForm,
+    LegacyMinuteLine, LegacyMinutes, LegacyMinutesForm, RecentMinuteLine, RecentMinutes, RECENT_DATE_SELECTOR_BASE,
 };
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
 pub use quotes::{Level, Quote, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot, Snapshots, SnapshotsReply};
@@ -179,6 +179,7 @@ command_set! {
     HistoryTrades(HistoryTrades),
     LegacyMinutes(LegacyMinutes),
     Auction(Auction),
+    RecentMinutes(RecentMinutes),
 }
 
 impl Request {
