@@ -346,6 +346,7 @@ def check_eltdx(truth, ports):
                 milli(w["asks"][0][0]), w["asks"][0][1]))
         check_eltdx_corporate(client, truth)
         check_eltdx_auction(client, truth, hosts)
+        check_eltdx_minutes(client, truth)
         page = client.quotes.refresh(["sz000001", "sh600000"])
         eq("eltdx refresh records", sorted(f"{r.exchange}{r.code}" for r in page.records), ["sh600000", "sz000001"])
         pushed = set()
@@ -363,6 +364,23 @@ def check_eltdx(truth, ports):
         eq("eltdx 64 concurrent requests", counts, [want_count] * 64)
     finally:
         client.close()
+
+
+def check_eltdx_minutes(client, truth):
+    """minutes.history (0x0fb4) and minutes.recent (0x0feb) on stock codes."""
+    dates = truth("dates")["dates"]
+    for code, date in [("sz000001", dates[2]), ("sh600000", dates[-3])]:
+        want = truth("minutes", code, "--date", date)
+        series = client.minutes.history(code, date)
+        eq(f"eltdx minutes.history {code} {date}", [(p.price_milli, p.volume) for p in series.points],
+           [(milli(p["price"]), p["volume"]) for p in want["points"]])
+        eq(f"eltdx minutes.history {code} {date} prev close", series.prev_close, want["previous_close"])
+        want = truth("recent", code, "--date", date)
+        series = client.minutes.recent(code, date)
+        eq(f"eltdx minutes.recent {code} {date}", [(p.price_milli, p.volume, p.avg_price) for p in series.points],
+           [(milli(p["price"]), p["volume"], p["average"]) for p in want["points"]])
+        eq(f"eltdx minutes.recent {code} {date} prev close, open", (series.prev_close, series.open_price),
+           (want["previous_close"], want["open"]))
 
 
 def check_eltdx_auction(client, truth, hosts):
