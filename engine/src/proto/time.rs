@@ -132,7 +132,9 @@ impl std::str::FromStr for TradeDate {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        let digits: String = s.chars().filter(|c| *c != '-').collect();
+        let b = s.as_bytes();
+        let dashed = b.len() == 10 && b[4] == b'-' && b[7] == b'-';
+        let digits: String = if dashed { s.chars().filter(|c| *c != '-').collect() } else { s.to_owned() };
         let valid_shape = digits.len() == 8 && digits.bytes().all(|b| b.is_ascii_digit());
         valid_shape
             .then(|| digits.parse().ok().and_then(Self::from_yyyymmdd))
@@ -345,6 +347,21 @@ mod tests {
         #[test]
         fn packed_decoder_never_panics(d in any::<u16>(), t in any::<u16>()) {
             let _ = decode_packed_minute(d, t);
+        }
+    }
+}
+
+#[cfg(test)]
+mod trade_date_tests {
+    use super::TradeDate;
+
+    #[test]
+    fn parses_both_forms_only() {
+        let d: TradeDate = "2026-11-05".parse().unwrap();
+        assert_eq!(d.yyyymmdd(), 20261105);
+        assert_eq!("20261105".parse::<TradeDate>().unwrap(), d);
+        for bad in ["2026-1-105", "2026110", "2026-02-30", "20261305", "", "２０２６1105"] {
+            assert!(bad.parse::<TradeDate>().is_err(), "{bad}");
         }
     }
 }
