@@ -3,9 +3,10 @@
 use std::io::Write;
 
 use tdx_engine::proto::commands::{
-    Adjust, Bars, MinuteLine, Period, Quote, Refresh, RefreshRecord, RefreshTarget, TradeSide, FINANCE_FIELDS,
+    Adjust, Bars, HistoryMinuteLine, MinuteLine, Period, Quote, Refresh, RefreshRecord, RefreshTarget, TradeSide,
+    FINANCE_FIELDS,
 };
-use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay};
+use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay, TradeDate};
 use tdx_engine::ranking::{probe_and_save, RankingStore, Round};
 use tdx_engine::runtime::connector::TcpConnector;
 
@@ -193,6 +194,68 @@ pub async fn trades(ctx: &Context, code: SecurityCode, start: u16, count: u16) -
         };
         let time = t.time().map_or(Cell::Missing, |t| t.to_string().into());
         table.push(vec![time, price(t.price), t.volume.into(), t.order_count.into(), side.into()]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn history_minutes(ctx: &Context, code: SecurityCode, date: TradeDate) -> Result<(), CliError> {
+    let line = ctx.client.history_minutes(code, date).await?;
+    if line.points.is_empty() {
+        return Err(CliError::new(format!(
+            "no minute line for {code} on {date}: unknown code, or a day the server does not hold"
+        )));
+    }
+    let mut table = Table::new(&["time", "price", "volume"]);
+    for (i, p) in line.points.iter().enumerate() {
+        let time = HistoryMinuteLine::time_of(i).map_or(Cell::Missing, |t| t.to_string().into());
+        table.push(vec![time, Cell::Float(p.price.yuan()), p.volume.into()]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn history_trades(
+    ctx: &Context,
+    code: SecurityCode,
+    date: TradeDate,
+    (start, count): (u16, u16),
+    all: bool,
+) -> Result<(), CliError> {
+    let trades = if all {
+        ctx.client.all_history_trades(code, date).await?
+    } else {
+        ctx.client.history_trades(code, date, start, count).await?
+    };
+    if trades.is_empty() {
+        return Err(CliError::new(format!(
+            "no trades for {code} on {date}: unknown code, or a day the server does not hold"
+        )));
+    }
+    let mut table = Table::new(&["time", "price", "volume", "status", "side"]);
+    for t in &trades {
+        let time = t.time().map_or(Cell::Missing, |t| t.to_string().into());
+        let side = tdx_sim::truth::side_name(t.side());
+        table.push(vec![time, Cell::Float(t.price.yuan()), t.volume.into(), t.status_raw.into(), side.into()]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn auction(ctx: &Context, code: SecurityCode, date: Option<TradeDate>) -> Result<(), CliError> {
+    let points = ctx.client.auction(code, date).await?;
+    if points.is_empty() {
+        let day = date.map_or_else(|| "today".to_owned(), |d| d.to_string());
+        return Err(CliError::new(format!(
+            "no auction for {code} {day}: unknown code, or a day the server does not hold"
+        )));
+    }
+    let mut table = Table::new(&["time", "price", "price_milli", "matched", "unmatched"]);
+    for p in &points {
+        table.push(vec![
+            p.time_label().into(),
+            Cell::Float(f64::from(p.price)),
+            p.price_milli().into(),
+            i64::from(p.matched).into(),
+            i64::from(p.unmatched_signed).into(),
+        ]);
     }
     write(ctx, &table)
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tdx_engine::proto::commands::Period;
-use tdx_engine::proto::{Market, SecurityCode};
+use tdx_engine::proto::{Market, SecurityCode, TradeDate};
 use tdx_engine::runtime::Placement;
 use tdx_engine::{Client, RuntimeFlavor};
 
@@ -129,12 +129,15 @@ enum Command {
         #[arg(required = true, value_parser = parse_code)]
         codes: Vec<SecurityCode>,
     },
-    /// Today's minute line.
+    /// Today's minute line, or a past day's with --date (0x0537 / 0x0fb4).
     Minutes {
         #[arg(value_parser = parse_code)]
         code: SecurityCode,
+        /// A past trading day, YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: Option<TradeDate>,
     },
-    /// The latest trades (ticks), oldest first.
+    /// The latest trades (ticks), oldest first; a past day's with --date (0x0fc5 / 0x0fb5).
     Trades {
         #[arg(value_parser = parse_code)]
         code: SecurityCode,
@@ -143,6 +146,20 @@ enum Command {
         /// Trades to skip back from the newest.
         #[arg(long, default_value_t = 0)]
         start: u16,
+        /// A past trading day, YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: Option<TradeDate>,
+        /// Every tick of the day (needs --date), paged until the end.
+        #[arg(long, requires = "date")]
+        all: bool,
+    },
+    /// The call-auction series (集合竞价, 0x056a) of today or a past day.
+    Auction {
+        #[arg(value_parser = parse_code)]
+        code: SecurityCode,
+        /// A past trading day, YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: Option<TradeDate>,
     },
     /// Refresh quotes, then print every push until Ctrl+C.
     Watch {
@@ -329,8 +346,15 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 }
                 Command::Xdxr { codes } => commands::xdxr(&ctx, &codes).await,
                 Command::Finance { codes } => commands::finance(&ctx, &codes).await,
-                Command::Minutes { code } => commands::minutes(&ctx, code).await,
-                Command::Trades { code, count, start } => commands::trades(&ctx, code, start, count).await,
+                Command::Minutes { code, date: None } => commands::minutes(&ctx, code).await,
+                Command::Minutes { code, date: Some(date) } => commands::history_minutes(&ctx, code, date).await,
+                Command::Trades { code, count, start, date: None, .. } => {
+                    commands::trades(&ctx, code, start, count).await
+                }
+                Command::Trades { code, count, start, date: Some(date), all } => {
+                    commands::history_trades(&ctx, code, date, (start, count), all).await
+                }
+                Command::Auction { code, date } => commands::auction(&ctx, code, date).await,
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,
                 Command::Diag => commands::diag(&ctx).await,
                 Command::Demo(_) | Command::Rank => unreachable!("handled above"),

@@ -246,3 +246,39 @@ fn corporate_data_and_adjusted_bars_match_truth() {
     assert!(e.contains("adjust"), "{e}");
     fails(&["bars", "sz000001", "--adjust", "qfq", "--anchor", "2020-13-01", "--local"], 2);
 }
+
+/// `tdx trades --date D --all` prints every tick of a past day, as `tdx-sim
+/// truth --seed 1 trades ... --all` does; `tdx minutes --date D` the day's
+/// minute line; a day outside the window is one clear error line.
+#[test]
+fn past_days_match_truth() {
+    let m = market();
+    let code = "sz000001".parse().unwrap();
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let dates = m.history_dates().to_vec();
+    for date in [dates[0], dates[dates.len() - 2], dates[dates.len() - 1]] {
+        let d = date.to_string();
+        let trade_date = tdx_engine::proto::TradeDate::new(date);
+        let truth = printed(tdx_sim::truth::history_trades(&m, code, trade_date, 0, 2000, true));
+        let v = json(&["trades", "sz000001", "--date", &d, "--all"]);
+        assert!(v.as_array().unwrap().len() > 500, "{d}: more than one page of 500");
+        assert_eq!(v, truth["trades"], "{d}");
+        let v = json(&["trades", "sz000001", "--date", &d.replace('-', ""), "--start", "7", "--count", "30"]);
+        assert_eq!(v, printed(tdx_sim::truth::history_trades(&m, code, trade_date, 7, 30, false))["trades"]);
+        let v = json(&["minutes", "sz000001", "--date", &d]);
+        let truth = printed(tdx_sim::truth::history_minutes(&m, code, trade_date));
+        assert_eq!(v.as_array().unwrap().len(), 240);
+        assert_eq!(v, truth["points"], "{d}");
+    }
+    let date = tdx_engine::proto::TradeDate::new(dates[3]);
+    let v = json(&["auction", "sz000001", "--date", &dates[3].to_string()]);
+    assert_eq!(v, printed(tdx_sim::truth::auction(&m, code, Some(date)))["points"]);
+    let v = json(&["auction", "sz000001"]);
+    assert_eq!(v, printed(tdx_sim::truth::auction(&m, code, None))["points"]);
+    let open = m.daily(m.listing(code).unwrap()).last().unwrap().open;
+    assert_eq!(v.as_array().unwrap().last().unwrap()["price_milli"], open, "the auction ends at the open");
+    let e = fails(&["trades", "sz000001", "--date", "2000-01-04", "--all", "--local"], 1);
+    assert!(e.contains("2000-01-04"), "{e}");
+    fails(&["trades", "sz000001", "--date", "2026-02-30", "--local"], 2);
+    fails(&["trades", "sz000001", "--all", "--local"], 2);
+}

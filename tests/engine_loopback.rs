@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tdx_engine::proto::commands::*;
-use tdx_engine::proto::{Category, Market as Exchange, Reply, Request, SecurityCode};
+use tdx_engine::proto::{Category, Market as Exchange, Reply, Request, SecurityCode, TradeDate};
 use tdx_engine::runtime::Placement;
 use tdx_engine::supervisor::{CloseState, RequestError};
 use tdx_engine::{Client, Error, RuntimeFlavor, CAPITAL_CHANGES_BATCH};
@@ -747,4 +747,36 @@ async fn refresh_ranking_probes_saves_and_reports() {
     assert_eq!(d.ranking.as_ref(), Some(&ranking.servers));
     client.close().await;
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `history_trades_many`: a whole past day's ticks for 100 codes, each
+/// paged (0x0fb5) until its empty page, spread over the pool; every day
+/// equals the market's, and the pages sent are one per page plus one empty
+/// page per day. Prints requests and seconds (the closing measurement).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_ticks_for_100_codes_page_to_the_end() {
+    let s = servers(3, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(3).connections_per_server(2).build().unwrap();
+    let date = TradeDate::new(s.market.history_dates()[10]);
+    let days: Vec<(SecurityCode, TradeDate)> =
+        s.market.listings(Exchange::Sz).iter().take(100).map(|l| (l.code, date)).collect();
+    let started = std::time::Instant::now();
+    let got = client.history_trades_many(&days).await.unwrap();
+    let took = started.elapsed();
+    let mut pages = 0;
+    let mut ticks = 0;
+    for ((code, date), got) in days.iter().zip(&got) {
+        let want = s.market.history_trades(s.market.listing(*code).unwrap(), date.date()).unwrap();
+        assert_eq!(*got, want, "{code} {date}");
+        pages += want.len().div_ceil(2000) + 1;
+        ticks += want.len();
+    }
+    let replies =
+        diagnostics_when(&client, Duration::from_secs(2), |d| d.supervisor.counters.replies as usize >= pages).await;
+    println!(
+        "100 codes, {date}: {ticks} ticks in {pages} requests, {:.3} s on loopback ({} replies counted)",
+        took.as_secs_f64(),
+        replies.supervisor.counters.replies
+    );
+    client.close().await;
 }

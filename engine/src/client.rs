@@ -27,7 +27,8 @@ use tracing::Instrument;
 use crate::adjust::AdjustmentFactors;
 use crate::error::Error;
 use crate::proto::commands::*;
-use crate::proto::{Date, Market, Reply, Request, SecurityCode};
+use crate::proto::limits::HISTORY_TRADES_PER_PAGE_MAX;
+use crate::proto::{Date, Market, Reply, Request, SecurityCode, TradeDate};
 use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::{Connector, TcpConnector};
 use crate::runtime::driver::{Admission, BlockingCell, Control, Outcome, PushBatch, Waiter};
@@ -468,6 +469,9 @@ fn next_capital_changes<'a>(
 }
 
 /// Polls every future until all are done; outputs in input order.
+/// Days [`Client::history_trades_many`] pages at once.
+pub const HISTORY_TRADES_LANES: usize = 16;
+
 async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
     let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
     let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
@@ -639,6 +643,83 @@ impl Client {
     /// One page of today's ticks (0x0fc5): `start` back from the newest.
     pub async fn trades(&self, code: SecurityCode, start: u16, count: u16) -> Result<Vec<Trade>, Error> {
         self.run(Trades { code, start, count }).await
+    }
+
+    /// The minute line of a past trading day (0x0fb4); empty for a day the
+    /// server does not hold.
+    pub async fn history_minutes(&self, code: SecurityCode, date: TradeDate) -> Result<HistoryMinuteLine, Error> {
+        self.run(HistoryMinutes { date, code }).await
+    }
+
+    /// A recent day's minute line with averages, previous close and open (0x0feb).
+    pub async fn recent_minutes(&self, code: SecurityCode, date: TradeDate) -> Result<RecentMinuteLine, Error> {
+        self.run(RecentMinutes { date, code }).await
+    }
+
+    /// The call-auction series (0x056a) of today (`None`) or a past day.
+    pub async fn auction(&self, code: SecurityCode, date: Option<TradeDate>) -> Result<Vec<AuctionPoint>, Error> {
+        self.run(Auction::new(code, date)).await
+    }
+
+    /// Today's minute line in pytdx's form (0x051d): prices to the cent,
+    /// volumes in lots, no averages.
+    pub async fn legacy_minutes(&self, code: SecurityCode) -> Result<LegacyMinuteLine, Error> {
+        self.run(LegacyMinutes::from(code)).await
+    }
+
+    /// One page of a past day's ticks (0x0fb5): `start` back from the
+    /// newest, at most `count` (1..=2000), oldest first.
+    pub async fn history_trades(
+        &self,
+        code: SecurityCode,
+        date: TradeDate,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<HistoryTrade>, Error> {
+        self.run(HistoryTrades { date, code, start, count }).await.map(|page| page.trades)
+    }
+
+    /// Every tick of a past day, oldest first: pages of 2000 back from the
+    /// newest until an empty page (or the u16 `start` runs out).
+    pub async fn all_history_trades(&self, code: SecurityCode, date: TradeDate) -> Result<Vec<HistoryTrade>, Error> {
+        let mut pages = Vec::new();
+        let mut start = 0u32;
+        while let Ok(start16) = u16::try_from(start) {
+            let page = self.history_trades(code, date, start16, HISTORY_TRADES_PER_PAGE_MAX).await?;
+            if page.is_empty() {
+                break;
+            }
+            start += page.len() as u32;
+            pages.push(page);
+        }
+        Ok(pages.into_iter().rev().flatten().collect())
+    }
+
+    /// Every tick of each `(code, date)`, in the order asked: up to
+    /// [`HISTORY_TRADES_LANES`] days page at once, so they spread over the pool.
+    pub async fn history_trades_many(
+        &self,
+        days: &[(SecurityCode, TradeDate)],
+    ) -> Result<Vec<Vec<HistoryTrade>>, Error> {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let lane = || async {
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(code, date)) = days.get(i) else {
+                    return Ok::<_, Error>(done);
+                };
+                done.push((i, self.all_history_trades(code, date).await?));
+            }
+        };
+        let lanes = (0..HISTORY_TRADES_LANES.min(days.len())).map(|_| lane()).collect();
+        let mut out: Vec<Vec<HistoryTrade>> = vec![Vec::new(); days.len()];
+        for lane in join_all(lanes).await {
+            for (i, trades) in lane? {
+                out[i] = trades;
+            }
+        }
+        Ok(out)
     }
 
     /// Capital changes (0x000f) of `codes`, one block per listed code in
@@ -982,6 +1063,52 @@ impl BlockingClient {
     ) -> Result<AdjustmentFactors, Error> {
         let changes: Vec<CapitalChange> = self.capital_changes(&[code])?.into_iter().flat_map(|b| b.records).collect();
         Ok(AdjustmentFactors::new(code, &changes, start, anchor))
+    }
+
+    /// A past day's minute line; see [`Client::history_minutes`].
+    pub fn history_minutes(&self, code: SecurityCode, date: TradeDate) -> Result<HistoryMinuteLine, Error> {
+        self.run(HistoryMinutes { date, code })
+    }
+
+    /// A recent day's minute line; see [`Client::recent_minutes`].
+    pub fn recent_minutes(&self, code: SecurityCode, date: TradeDate) -> Result<RecentMinuteLine, Error> {
+        self.run(RecentMinutes { date, code })
+    }
+
+    /// The call-auction series; see [`Client::auction`].
+    pub fn auction(&self, code: SecurityCode, date: Option<TradeDate>) -> Result<Vec<AuctionPoint>, Error> {
+        self.run(Auction::new(code, date))
+    }
+
+    /// Today's minute line in pytdx's form; see [`Client::legacy_minutes`].
+    pub fn legacy_minutes(&self, code: SecurityCode) -> Result<LegacyMinuteLine, Error> {
+        self.run(LegacyMinutes::from(code))
+    }
+
+    /// One page of a past day's ticks; see [`Client::history_trades`].
+    pub fn history_trades(
+        &self,
+        code: SecurityCode,
+        date: TradeDate,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<HistoryTrade>, Error> {
+        self.run(HistoryTrades { date, code, start, count }).map(|page| page.trades)
+    }
+
+    /// Every tick of a past day, oldest first; see [`Client::all_history_trades`].
+    pub fn all_history_trades(&self, code: SecurityCode, date: TradeDate) -> Result<Vec<HistoryTrade>, Error> {
+        let mut pages = Vec::new();
+        let mut start = 0u32;
+        while let Ok(start16) = u16::try_from(start) {
+            let page = self.history_trades(code, date, start16, HISTORY_TRADES_PER_PAGE_MAX)?;
+            if page.is_empty() {
+                break;
+            }
+            start += page.len() as u32;
+            pages.push(page);
+        }
+        Ok(pages.into_iter().rev().flatten().collect())
     }
 
     /// Five-level quotes.

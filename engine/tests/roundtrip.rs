@@ -263,6 +263,70 @@ fn arb_trades() -> impl Strategy<Value = (Trades, Vec<Trade>)> {
     (request, vec(trade, 0..100))
 }
 
+/// A nonzero f32: an empty reply whose word is 0 parses like its 2-byte form.
+fn arb_nonzero_f32() -> impl Strategy<Value = f32> {
+    (1u32..0x7f80_0000).prop_map(f32::from_bits)
+}
+
+fn arb_trade_date() -> impl Strategy<Value = TradeDate> {
+    arb_date(1990..=2099).prop_map(TradeDate::new)
+}
+
+fn arb_history_minutes() -> impl Strategy<Value = (HistoryMinutes, HistoryMinuteLine)> {
+    let point = (price_at(PriceScale::HUNDREDTHS), arb_var(), arb_var())
+        .prop_map(|(price, reserved_raw, volume)| HistoryMinutePoint { price, reserved_raw, volume });
+    (arb_trade_date(), arb_code(), arb_nonzero_f32(), vec(point, 0..240)).prop_map(
+        |(date, code, previous_close, points)| {
+            (HistoryMinutes { date, code }, HistoryMinuteLine { previous_close, points })
+        },
+    )
+}
+
+fn arb_legacy_minutes() -> impl Strategy<Value = (LegacyMinutes, LegacyMinuteLine)> {
+    (arb_history_minutes(), any::<u32>(), any::<u16>()).prop_map(|((request, line), reserved_tail, reserved)| {
+        let request = LegacyMinutes { code: request.code, reserved_tail };
+        (request, LegacyMinuteLine { reserved, form: LegacyMinutesForm::Plain, points: line.points })
+    })
+}
+
+fn arb_recent_minutes() -> impl Strategy<Value = (RecentMinutes, RecentMinuteLine)> {
+    let point = (price_at(PriceScale::HUNDREDTHS), -100_000_000i64..100_000_000, arb_var())
+        .prop_map(|(price, average_raw, volume)| MinutePoint { price, average_raw, volume });
+    (arb_trade_date(), arb_code(), arb_f32(), arb_f32(), vec(point, 0..240)).prop_map(
+        |(date, code, previous_close, open, points)| {
+            (RecentMinutes { date, code }, RecentMinuteLine { previous_close, open, points })
+        },
+    )
+}
+
+fn arb_auction() -> impl Strategy<Value = (Auction, Vec<AuctionPoint>)> {
+    let point = (0u16..1440, 0u8..60, arb_f32(), any::<u32>(), any::<i32>(), any::<u8>()).prop_map(
+        |(minutes, second, price, matched, unmatched_signed, reserved)| AuctionPoint {
+            minutes,
+            second,
+            price,
+            matched,
+            unmatched_signed,
+            reserved,
+        },
+    );
+    let request = (arb_code(), prop::option::of(arb_trade_date()), any::<[u32; 4]>())
+        .prop_map(|(code, date, v)| Auction { code, date, selector: v[0], reserved: v[1], start: v[2], count: v[3] });
+    (request, vec(point, 0..60))
+}
+
+fn arb_history_trades() -> impl Strategy<Value = (HistoryTrades, HistoryTradePage)> {
+    let trade = (0u16..1440, price_at(PriceScale::HUNDREDTHS), vec(arb_var(), 3)).prop_map(|(minutes, price, v)| {
+        HistoryTrade { minutes, price, volume: v[0], status_raw: v[1], reserved_raw: v[2] }
+    });
+    (arb_trade_date(), arb_code(), any::<u16>(), vec(trade, 0..100), 0u16..=1900, arb_nonzero_f32()).prop_map(
+        |(date, code, start, trades, extra, price_base_raw)| {
+            let count = trades.len() as u16 + 1 + extra.min(1899 - trades.len() as u16);
+            (HistoryTrades { date, code, start, count }, HistoryTradePage { price_base_raw, trades })
+        },
+    )
+}
+
 fn arb_securities() -> impl Strategy<Value = (SecurityList, Vec<Security>)> {
     (arb_market(), any::<u32>(), 1u32..=1600).prop_flat_map(|(market, start, limit)| {
         let record =
@@ -391,6 +455,11 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_trades().prop_map(|(q, r)| (q.into(), Reply::Trades(r))),
         arb_capital_changes().prop_map(|(q, r)| (q.into(), Reply::CapitalChanges(r))),
         arb_finance().prop_map(|(q, r)| (q.into(), Reply::FinanceInfo(r))),
+        arb_history_minutes().prop_map(|(q, r)| (q.into(), Reply::HistoryMinutes(r))),
+        arb_history_trades().prop_map(|(q, r)| (q.into(), Reply::HistoryTrades(r))),
+        arb_legacy_minutes().prop_map(|(q, r)| (q.into(), Reply::LegacyMinutes(r))),
+        arb_auction().prop_map(|(q, r)| (q.into(), Reply::Auction(r))),
+        arb_recent_minutes().prop_map(|(q, r)| (q.into(), Reply::RecentMinutes(r))),
     ]
 }
 

@@ -26,7 +26,11 @@ use tdx_engine::proto::*;
 /// Commands the vectors cover that this codec does not implement (SPEC
 /// appendix A). Their request frames are still checked at the frame level,
 /// and their reply payloads are counted as out of scope.
-const OUT_OF_SCOPE: &[&str] = &["0x051d", "0x056a", "0x0fb4", "0x0fb5"];
+const OUT_OF_SCOPE: &[&str] = &[];
+
+fn code(s: &str) -> SecurityCode {
+    s.parse().unwrap()
+}
 
 fn hex(s: &str) -> Vec<u8> {
     assert!(s.len().is_multiple_of(2), "odd hex length");
@@ -150,6 +154,21 @@ fn request_from_params(msg_type: u16, p: &Value) -> Option<Request> {
             count: p["count"].as_u64().unwrap_or(1800) as u16,
         }
         .into(),
+        0x051d => LegacyMinutes::from(code_from_params(p)?).into(),
+        0x056a => Auction::new(code_from_params(p)?, trade_date_of(&p["trading_date"])).into(),
+        // The empty-page captures carry no parameters: any request parses them.
+        0x0fb4 => HistoryMinutes {
+            date: trade_date_of(&p["trading_date"]).unwrap_or(TradeDate::from_yyyymmdd(20260306).unwrap()),
+            code: code_from_params(p).unwrap_or("sz000001".parse().unwrap()),
+        }
+        .into(),
+        0x0fb5 => HistoryTrades {
+            date: trade_date_of(&p["date"]).unwrap_or(TradeDate::from_yyyymmdd(20260305).unwrap()),
+            code: code_from_params(p).unwrap_or("sz000001".parse().unwrap()),
+            start: p["start"].as_u64().unwrap_or(0) as u16,
+            count: p["count"].as_u64().unwrap_or(2000) as u16,
+        }
+        .into(),
         0x000f => {
             let mut codes = codes_from_params(p);
             if codes.is_empty() {
@@ -159,6 +178,26 @@ fn request_from_params(msg_type: u16, p: &Value) -> Option<Request> {
         }
         _ => return None,
     })
+}
+
+/// A `YYYYMMDD` number or `YYYY-MM-DD` string.
+fn trade_date_of(v: &Value) -> Option<TradeDate> {
+    match v {
+        Value::Number(n) => TradeDate::from_yyyymmdd(n.as_u64()? as u32),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// Element `index` of `items`, from the end when negative.
+fn at<'a, T>(items: &'a [T], index: &str) -> &'a T {
+    let i: i64 = index.parse().unwrap();
+    &items[if i < 0 { (items.len() as i64 + i) as usize } else { i as usize }]
+}
+
+/// `HH:MM` of minutes of day.
+fn hhmm(minutes: u16) -> String {
+    format!("{:02}:{:02}", minutes / 60, minutes % 60)
 }
 
 /// `items[i].key` of a 0x000f vector: `i` may be negative (from the end).
@@ -519,6 +558,114 @@ fn check_reply(v: &Value, payload: &[u8]) {
                 assert_eq!(MinuteLine::time_of(i).unwrap().to_string(), str_of(e, "time_label"));
             }
         }
+        Reply::HistoryMinutes(line) => {
+            let points = &line.points;
+            for (key, want) in ex.as_object().unwrap() {
+                if key == "count" {
+                    assert_eq!(points.len() as i64, want.as_i64().unwrap());
+                    continue;
+                }
+                let (index, field) = key.strip_prefix("items[").and_then(|k| k.split_once("].")).unwrap();
+                let i: i64 = index.parse().unwrap();
+                let i = if i < 0 { (points.len() as i64 + i) as usize } else { i as usize };
+                match field {
+                    "time" => {
+                        assert_eq!(hhmm(HistoryMinuteLine::time_of(i).unwrap().minutes()), want.as_str().unwrap())
+                    }
+                    "price_milli" => assert_eq!(points[i].price.milli(), want.as_i64().unwrap(), "{key}"),
+                    "volume" => assert_eq!(points[i].volume, want.as_i64().unwrap(), "{key}"),
+                    other => panic!("unchecked 0x0fb4 expectation {other}"),
+                }
+            }
+            let eltdx = &ec["eltdx_3_3_0"];
+            assert_eq!(f64::from(line.previous_close), float_of(eltdx, "prev_close"));
+            for (key, i) in [("points[0]", 0), ("points[-1]", points.len() - 1)] {
+                let e = &eltdx[key];
+                assert_eq!(HistoryMinuteLine::time_of(i).unwrap().to_string()[..5], *str_of(e, "time_label"));
+                assert_eq!(points[i].price.milli(), int_of(e, "price_milli"));
+                assert_eq!(points[i].volume, int_of(e, "volume"));
+            }
+            let pytdx = &ec["pytdx"];
+            assert_eq!(points.len() as i64, int_of(pytdx, "count"));
+            for (key, i) in [("[0]", 0), ("[-1]", points.len() - 1)] {
+                assert_eq!(points[i].price.yuan(), float_of(&pytdx[key], "price"));
+                assert_eq!(points[i].volume, int_of(&pytdx[key], "vol"));
+            }
+        }
+        Reply::RecentMinutes(_) => panic!("no 0x0feb vector exists yet; add its checks with one"),
+        Reply::Auction(points) => {
+            for (key, want) in ex.as_object().unwrap() {
+                if key == "count" {
+                    assert_eq!(points.len() as i64, want.as_i64().unwrap());
+                    continue;
+                }
+                let (index, field) = key.strip_prefix("items[").and_then(|k| k.split_once("].")).unwrap();
+                let p = at(&points, index);
+                match field {
+                    "time" => assert_eq!(p.time_label(), want.as_str().unwrap()),
+                    "price_milli" => assert_eq!(p.price_milli(), want.as_i64().unwrap()),
+                    "match" => assert_eq!(i64::from(p.matched), want.as_i64().unwrap()),
+                    "unmatched" => assert_eq!(i64::from(p.unmatched_signed.unsigned_abs()), want.as_i64().unwrap()),
+                    "flag" => assert_eq!(if p.unmatched_signed >= 0 { 1 } else { -1 }, want.as_i64().unwrap()),
+                    "raw_hex" => {
+                        let mut one = Vec::new();
+                        Auction::new(code("sz000001"), None).encode_reply(&vec![*p], &mut one).unwrap();
+                        assert_eq!(to_hex(&one[2..]), want.as_str().unwrap());
+                    }
+                    other => panic!("unchecked 0x056a expectation {other}"),
+                }
+            }
+        }
+        Reply::LegacyMinutes(line) => {
+            let points = &line.points;
+            assert!(matches!(line.form, LegacyMinutesForm::Extended { .. }), "the captures are the 2026 form");
+            for (key, want) in ex.as_object().unwrap() {
+                if key == "count" {
+                    assert_eq!(points.len() as i64, want.as_i64().unwrap());
+                    continue;
+                }
+                let (index, field) = key.strip_prefix("items[").and_then(|k| k.split_once("].")).unwrap();
+                let i: i64 = index.parse().unwrap();
+                let i = if i < 0 { (points.len() as i64 + i) as usize } else { i as usize };
+                match field {
+                    "time" => {
+                        assert_eq!(hhmm(HistoryMinuteLine::time_of(i).unwrap().minutes()), want.as_str().unwrap())
+                    }
+                    "price_milli" => assert_eq!(points[i].price.milli(), want.as_i64().unwrap(), "{key}"),
+                    "volume" => assert_eq!(points[i].volume, want.as_i64().unwrap(), "{key}"),
+                    other => panic!("unchecked 0x051d expectation {other}"),
+                }
+            }
+        }
+        Reply::HistoryTrades(page) => {
+            let trades = &page.trades;
+            for (key, want) in ex.as_object().unwrap() {
+                if key == "count" {
+                    assert_eq!(trades.len() as i64, want.as_i64().unwrap());
+                    continue;
+                }
+                let (index, field) = key.strip_prefix("items[").and_then(|k| k.split_once("].")).unwrap();
+                let t = at(trades, index);
+                match field {
+                    "time" => assert_eq!(hhmm(t.minutes), want.as_str().unwrap()),
+                    "price_milli" => assert_eq!(t.price.milli(), want.as_i64().unwrap(), "{key}"),
+                    "volume" => assert_eq!(t.volume, want.as_i64().unwrap(), "{key}"),
+                    "status" => assert_eq!(t.status_raw, want.as_i64().unwrap(), "{key}"),
+                    other => panic!("unchecked 0x0fb5 expectation {other}"),
+                }
+            }
+            if ec.is_object() {
+                let pytdx = ec["pytdx"].as_array().unwrap();
+                assert_eq!(trades.len(), pytdx.len());
+                for (t, e) in trades.iter().zip(pytdx) {
+                    assert_eq!(hhmm(t.minutes), str_of(e, "time"));
+                    assert_eq!(t.price.yuan(), float_of(e, "price"));
+                    assert_eq!(t.volume, int_of(e, "vol"));
+                    assert_eq!(t.status_raw, int_of(e, "buyorsell"));
+                }
+                assert_eq!(f64::from(page.price_base_raw), float_of(ec, "price_base_f32"));
+            }
+        }
         Reply::Trades(trades) => {
             assert_eq!(trades.len() as i64, int_of(ex, "count"));
             for (t, e) in trades.iter().zip(ec["eltdx_3_3_0"].as_array().unwrap()) {
@@ -670,12 +817,32 @@ fn check_unit_vector(v: &Value) {
     }
 }
 
+/// pytdx's docstring capture of 0x051d in the old form, cut short: the
+/// header names 0x051d and the first points decode (from offset 4 of the
+/// payload) to the values the docstring's `get_price` calls show.
+fn check_response_prefix(v: &Value) {
+    assert_eq!(str_of(v, "command"), "0x051d", "only 0x051d has a prefix vector");
+    let bytes = hex(str_of(v, "frame_prefix_hex"));
+    assert_eq!(u16::from_le_bytes([bytes[10], bytes[11]]), 0x051d);
+    let payload = &bytes[16..];
+    let mut r = tdx_engine::proto::wire::Reader::new(payload);
+    assert_eq!((r.u16("count").unwrap(), r.u16("reserved").unwrap()), (240, 0));
+    let mut price = 0;
+    let mut first = Vec::new();
+    for _ in 0..3 {
+        price += r.varint().unwrap();
+        first.push((price, r.varint().unwrap(), r.varint().unwrap()));
+    }
+    assert_eq!(first, [(546, -206, 2829), (548, 131, 3031), (547, 36, 1713)]);
+}
+
 fn check_command_vector(v: &Value) -> bool {
     let command = str_of(v, "command");
     match str_of(v, "kind") {
         "request_frame" => check_request_frame(v),
         _ if OUT_OF_SCOPE.contains(&command) => return false,
         "response_payload" => check_reply(v, &hex(str_of(v, "payload_hex"))),
+        "response_prefix" => check_response_prefix(v),
         "response_frame" => {
             let frame = decode_response_frame(v);
             assert_eq!(frame.header.msg_type, msg_type_of(v));

@@ -11,6 +11,11 @@
 //! tdx-sim truth --seed S xdxr CODE...
 //! tdx-sim truth --seed S finance CODE...
 //! tdx-sim truth --seed S factors CODE [--start YYYYMMDD] [--anchor YYYYMMDD]
+//! tdx-sim truth --seed S dates
+//! tdx-sim truth --seed S recent CODE --date D
+//! tdx-sim truth --seed S auction CODE [--date D]
+//! tdx-sim truth --seed S minutes CODE [--date D]
+//! tdx-sim truth --seed S trades CODE --date D [--start N --count N | --all]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)
@@ -23,7 +28,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use tdx_engine::proto::commands::Adjust;
-use tdx_engine::proto::{Date, Market as Exchange, SecurityCode};
+use tdx_engine::proto::{Date, Market as Exchange, SecurityCode, TradeDate};
 use tdx_sim::{simulation, truth, Faults, Market, PushFlood, ReferenceServer};
 
 #[derive(Parser)]
@@ -193,6 +198,43 @@ enum Query {
         #[arg(long)]
         anchor: Option<u32>,
     },
+    /// The trading days the history commands serve (today included).
+    Dates,
+    /// A past day's minute line (0x0fb4); without --date today's, as 0x051d carries it.
+    Minutes {
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: Option<TradeDate>,
+    },
+    /// A recent day's minute line with averages (0x0feb).
+    Recent {
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: TradeDate,
+    },
+    /// The call-auction series (0x056a) of today or a past day.
+    Auction {
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD; today without it.
+        #[arg(long)]
+        date: Option<TradeDate>,
+    },
+    /// A past day's ticks (0x0fb5): one page, `start` back from the newest.
+    Trades {
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: TradeDate,
+        #[arg(long, default_value_t = 0)]
+        start: u16,
+        #[arg(long, default_value_t = 2000)]
+        count: u16,
+        /// Every tick of the day instead of one page.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 fn parse_flood(s: &str) -> Result<PushFlood, String> {
@@ -306,6 +348,16 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
                 d.map(|d| Date::from_yyyymmdd(d).ok_or_else(|| format!("{d} is not a YYYYMMDD date"))).transpose()
             };
             truth::factors(&market, parse_code(&code)?, date(start)?, date(anchor)?)
+        }
+        Query::Dates => truth::dates(&market),
+        Query::Recent { code, date } => truth::recent_minutes(&market, parse_code(&code)?, date),
+        Query::Auction { code, date } => truth::auction(&market, parse_code(&code)?, date),
+        Query::Minutes { code, date } => {
+            let date = date.unwrap_or_else(|| TradeDate::new(market.today()));
+            truth::history_minutes(&market, parse_code(&code)?, date)
+        }
+        Query::Trades { code, date, start, count, all } => {
+            truth::history_trades(&market, parse_code(&code)?, date, start, count, all)
         }
     };
     println!("{value}");

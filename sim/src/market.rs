@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use tdx_engine::adjust::{self, AdjustmentFactors, Event};
 use tdx_engine::proto::commands::{
-    Adjust, Bar, Breadth, CapitalChange, Finance, Level, MinuteLine, MinutePoint, Period, Security, Trade,
+    Adjust, AuctionPoint, Bar, Breadth, CapitalChange, Finance, HistoryMinuteLine, HistoryMinutePoint, HistoryTrade,
+    Level, MinuteLine, MinutePoint, Period, RecentMinuteLine, Security, Trade,
 };
 use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay};
 
@@ -654,6 +655,142 @@ impl Market {
     }
 }
 
+impl Market {
+    /// The index of `date` among the last [`MINUTE_HISTORY_DAYS`] trading
+    /// days (today included): the window the history commands serve.
+    pub fn history_day(&self, date: Date) -> Option<usize> {
+        let i = self.days.binary_search(&date).ok()?;
+        (i + MINUTE_HISTORY_DAYS >= self.days.len()).then_some(i)
+    }
+
+    /// The trading days the history commands serve, oldest first.
+    pub fn history_dates(&self) -> &[Date] {
+        &self.days[self.days.len() - MINUTE_HISTORY_DAYS..]
+    }
+
+    /// The one-minute bars of window day `day` (from the cached series).
+    fn day_minutes(&self, l: &Listing, day: usize) -> Vec<Minute> {
+        let first = self.days.len() - MINUTE_HISTORY_DAYS;
+        let minutes = self.minutes(l);
+        minutes[(day - first) * MINUTES_PER_DAY..(day - first + 1) * MINUTES_PER_DAY].to_vec()
+    }
+
+    /// The 0x0fb4 minute line of `date`: each minute's close (on the cent,
+    /// as the wire carries it) and volume, after the day's previous close.
+    /// The last point is the day's close; volumes sum to the day's volume.
+    /// `None` outside the window.
+    pub fn history_minute_line(&self, l: &Listing, date: Date) -> Option<HistoryMinuteLine> {
+        let day = self.history_day(date)?;
+        let daily = self.daily(l);
+        let points = self
+            .day_minutes(l, day)
+            .iter()
+            .map(|m| HistoryMinutePoint { price: Price(round_tick(m.close, 10)), reserved_raw: 0, volume: m.lots })
+            .collect();
+        Some(HistoryMinuteLine { previous_close: daily[day].previous_close as f32 / 1000.0, points })
+    }
+
+    /// The 0x0feb minute line of `date`: 0x0fb4's prices and volumes, the
+    /// running average in 0.0001 yuan, after the previous close and the open.
+    pub fn recent_minute_line(&self, l: &Listing, date: Date) -> Option<RecentMinuteLine> {
+        let line = self.history_minute_line(l, date)?;
+        let day = self.daily(l)[self.history_day(date)?];
+        let (mut lots, mut amount) = (0i64, 0i128);
+        let points = line
+            .points
+            .iter()
+            .map(|p| {
+                lots += p.volume;
+                amount += i128::from(p.price.milli()) * i128::from(p.volume);
+                let average_milli = if lots == 0 { i128::from(p.price.milli()) } else { amount / i128::from(lots) };
+                MinutePoint { price: p.price, average_raw: (average_milli * 10) as i64, volume: p.volume }
+            })
+            .collect();
+        Some(RecentMinuteLine { previous_close: line.previous_close, open: day.open as f32 / 1000.0, points })
+    }
+
+    /// Every tick of `date`, oldest first; `None` outside the window.
+    /// Today's are today's 0x0fc5 ticks. A past day's split every minute's
+    /// volume into one to twelve ticks inside the minute's range, so they
+    /// sum to the day's volume; the last one is the closing auction at the close.
+    pub fn history_trades(&self, l: &Listing, date: Date) -> Option<Vec<HistoryTrade>> {
+        let day = self.history_day(date)?;
+        if day + 1 == self.days.len() {
+            let today = self.trades(l).into_iter().map(|t| HistoryTrade {
+                minutes: t.minutes,
+                price: t.price,
+                volume: t.volume,
+                status_raw: t.status_raw,
+                reserved_raw: t.tail_raw,
+            });
+            return Some(today.collect());
+        }
+        let mut rng = Rng::derive(l.seed, (1 << 40) + day as u64);
+        let mut out = Vec::new();
+        let minutes = self.day_minutes(l, day);
+        for (i, m) in minutes.iter().enumerate() {
+            let ticks = rng.range(1, 12);
+            let mut left = m.lots;
+            for t in 0..ticks {
+                if left == 0 {
+                    break;
+                }
+                let lots = if t + 1 == ticks { left } else { rng.range(1, left) };
+                left -= lots;
+                let last = i + 1 == minutes.len() && left == 0;
+                let price = if last { m.close } else { rng.range(m.low, m.high) };
+                out.push(HistoryTrade {
+                    minutes: TimeOfDay::from_minute_index(i as u16).expect("index").minutes(),
+                    price: Price(round_tick(price, 10).max(10)),
+                    volume: lots,
+                    status_raw: if last { 2 } else { rng.range(0, 1) },
+                    reserved_raw: 0,
+                });
+            }
+        }
+        Some(out)
+    }
+
+    /// The 0x056a call-auction series of `date` (today when `None`): a
+    /// snapshot every 30 seconds from 09:15:00 to 09:24:30, the indicative
+    /// price walking from the previous close towards the open, then 09:25:00
+    /// at the opening price. `None` outside the window.
+    pub fn auction(&self, l: &Listing, date: Option<Date>) -> Option<Vec<AuctionPoint>> {
+        let day_index = self.history_day(date.unwrap_or_else(|| self.today()))?;
+        let day = self.daily(l)[day_index];
+        let mut rng = Rng::derive(l.seed, (2 << 40) + day_index as u64);
+        let steps = 20i64;
+        let mut matched = 0u32;
+        let mut out = Vec::with_capacity(21);
+        for k in 0..=steps {
+            let seconds = 9 * 3600 + 15 * 60 + 30 * k;
+            let price = if k == steps {
+                day.open
+            } else {
+                let base = day.previous_close + (day.open - day.previous_close) * k / steps;
+                round_tick((base + l.tick * rng.range(-3, 3)).max(l.tick), l.tick)
+            };
+            matched += rng.range(0, (day.lots / 2000).max(1)) as u32;
+            let unmatched = rng.range(-(day.lots / 500).max(1), (day.lots / 500).max(1)) as i32;
+            out.push(AuctionPoint {
+                minutes: (seconds / 60) as u16,
+                second: (seconds % 60) as u8,
+                price: (price as f64 / 1000.0) as f32,
+                matched,
+                unmatched_signed: unmatched,
+                reserved: 0,
+            });
+        }
+        Some(out)
+    }
+
+    /// One 0x0fb5 page: `start` back from the newest, at most `count`, oldest first.
+    pub fn history_trades_page(&self, l: &Listing, date: Date, start: u16, count: u16) -> Vec<HistoryTrade> {
+        let all = self.history_trades(l, date).unwrap_or_default();
+        page_from_newest(all, usize::from(start), usize::from(count))
+    }
+}
+
 /// Corporate actions of one listing while its daily walk runs.
 struct CorporateActions {
     rng: Rng,
@@ -1016,6 +1153,35 @@ mod tests {
                 let (bytes, _, bad) = encoding_rs::GBK.encode(&l.name);
                 assert!(!bad && bytes.len() <= 8, "{}", l.name);
                 assert_eq!(l.scale(), l.code.default_scale(), "{}: decimals agree with the code rule", l.code);
+            }
+        }
+    }
+
+    /// Past days agree with the daily bars: the minute line ends at the
+    /// close and its volumes sum to the day's; a past day's ticks sum to the
+    /// day's volume and end at the close; the window is 20 days, today last.
+    #[test]
+    fn past_days_agree_with_the_daily_bars() {
+        let m = Market::new(3);
+        assert_eq!(m.history_dates().len(), MINUTE_HISTORY_DAYS);
+        assert_eq!(*m.history_dates().last().unwrap(), m.today());
+        assert_eq!(m.history_day(m.days[m.days.len() - MINUTE_HISTORY_DAYS - 1]), None);
+        for code in ["sz000001", "sh600000", "bj430047", "sz399001"] {
+            let l = m.listing(code.parse().unwrap()).unwrap();
+            let daily = m.daily(l);
+            for &date in m.history_dates() {
+                let day = daily.iter().find(|d| d.date == date).unwrap();
+                let line = m.history_minute_line(l, date).unwrap();
+                assert_eq!(line.points.len(), MINUTES_PER_DAY);
+                assert_eq!(line.points.last().unwrap().price.milli(), day.close, "{code} {date}");
+                assert_eq!(line.points.iter().map(|p| p.volume).sum::<i64>(), day.lots, "{code} {date}");
+                if date == m.today() {
+                    continue;
+                }
+                let ticks = m.history_trades(l, date).unwrap();
+                assert_eq!(ticks.iter().map(|t| t.volume).sum::<i64>(), day.lots, "{code} {date}");
+                assert_eq!(ticks.last().unwrap().price.milli(), day.close, "{code} {date}");
+                assert_eq!(ticks, Market::new(3).history_trades(l, date).unwrap(), "deterministic");
             }
         }
     }

@@ -2,10 +2,13 @@
 //! computed from the synthetic market.
 
 use tdx_engine::proto::commands::{
-    CapitalChangeBlock, HandshakeReply, HeartbeatReply, LegacySecurity, Quote, QuoteHead, QuotesReply, RefreshRecord,
-    RefreshReply, ServerClock, Snapshot, SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES,
+    CapitalChangeBlock, HandshakeReply, HeartbeatReply, HistoryMinuteLine, HistoryTradePage, HistoryTrades,
+    LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, Quote, QuoteHead, QuotesReply, RecentMinuteLine,
+    RefreshRecord, RefreshReply, ServerClock, Snapshot, SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES,
 };
-use tdx_engine::proto::limits::{BARS_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX};
+use tdx_engine::proto::limits::{
+    BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX,
+};
 use tdx_engine::proto::{Price, Reply, Request, SecurityCode};
 
 use crate::market::{Listing, Market};
@@ -81,7 +84,50 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
             Some(l) => market.trades_page(l, t.start, t.count.min(TRADES_PER_PAGE_SERVED)),
             None => Vec::new(),
         }),
+        Request::HistoryMinutes(m) => Reply::HistoryMinutes(
+            market
+                .listing(m.code)
+                .and_then(|l| market.history_minute_line(l, m.date.date()))
+                .unwrap_or(HistoryMinuteLine { previous_close: 0.0, points: Vec::new() }),
+        ),
+        Request::HistoryTrades(t) => Reply::HistoryTrades(history_trade_page(market, t)),
+        Request::RecentMinutes(m) => Reply::RecentMinutes(
+            market
+                .listing(m.code)
+                .and_then(|l| market.recent_minute_line(l, m.date.date()))
+                .unwrap_or(RecentMinuteLine { previous_close: 0.0, open: 0.0, points: Vec::new() }),
+        ),
+        Request::Auction(a) => Reply::Auction(
+            market
+                .listing(a.code)
+                .and_then(|l| market.auction(l, a.date.map(|d| d.date())))
+                .map(|points| points.into_iter().skip(a.start as usize).take(a.count as usize).collect())
+                .unwrap_or_default(),
+        ),
+        Request::LegacyMinutes(m) => Reply::LegacyMinutes(LegacyMinuteLine {
+            reserved: 0,
+            form: LegacyMinutesForm::Plain,
+            points: market
+                .listing(m.code)
+                .and_then(|l| market.history_minute_line(l, market.today()))
+                .map(|line| line.points)
+                .unwrap_or_default(),
+        }),
     }
+}
+
+/// The 0x0fb5 page for `t`: at most [`HISTORY_TRADES_PER_PAGE_MAX`] ticks,
+/// after the day's previous close as the price word (empty past the end).
+pub fn history_trade_page(market: &Market, t: &HistoryTrades) -> HistoryTradePage {
+    let Some(l) = market.listing(t.code) else {
+        return HistoryTradePage { price_base_raw: 0.0, trades: Vec::new() };
+    };
+    let trades = market.history_trades_page(l, t.date.date(), t.start, t.count.min(HISTORY_TRADES_PER_PAGE_MAX));
+    let price_base_raw = match (trades.is_empty(), market.history_minute_line(l, t.date.date())) {
+        (false, Some(line)) => line.previous_close,
+        _ => 0.0,
+    };
+    HistoryTradePage { price_base_raw, trades }
 }
 
 /// Bytes of 0x000f blocks one reply carries before the server stops and

@@ -4,11 +4,13 @@
 
 use serde_json::{json, Value};
 use tdx_engine::adjust::{AdjustmentFactors, FactorRow};
-use tdx_engine::proto::commands::{Adjust, Bar, CapitalChange, Finance, Level, Period, FINANCE_FIELDS};
-use tdx_engine::proto::{Date, DateTime, Market as Exchange, SecurityCode};
+use tdx_engine::proto::commands::{
+    Adjust, Bar, CapitalChange, Finance, HistoryMinuteLine, HistoryTrade, Level, Period, TradeSide, FINANCE_FIELDS,
+};
+use tdx_engine::proto::{Date, DateTime, Market as Exchange, SecurityCode, TradeDate};
 
 use crate::market::Market;
-use crate::responder::quote;
+use crate::responder::{history_trade_page, quote};
 
 /// Parses a period name; see [`Period`]'s `FromStr`.
 pub fn parse_period(s: &str) -> Result<Period, String> {
@@ -230,4 +232,119 @@ pub fn adjusted_bars(
         .map(bar)
         .collect();
     json!({ "code": code.to_string(), "start": start, "count": count, "bars": bars })
+}
+
+/// `dates`: the trading days the history commands (0x0fb4, 0x0fb5) serve, oldest first.
+pub fn dates(market: &Market) -> Value {
+    let dates: Vec<String> = market.history_dates().iter().map(ToString::to_string).collect();
+    json!({ "today": market.today().to_string(), "dates": dates })
+}
+
+/// A tick side as `truth trades` and `tdx trades` print it.
+pub fn side_name(side: TradeSide) -> &'static str {
+    match side {
+        TradeSide::Buy => "buy",
+        TradeSide::Sell => "sell",
+        TradeSide::Neutral => "neutral",
+        TradeSide::AfterHours => "after-hours",
+        TradeSide::Auction => "auction",
+        TradeSide::Unknown => "unknown",
+    }
+}
+
+/// One minute point of a past day as `truth minutes` and `tdx minutes --date` print it.
+pub fn history_minute_rows(line: &HistoryMinuteLine) -> Vec<Value> {
+    line.points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            json!({
+                "time": HistoryMinuteLine::time_of(i).map(|t| t.to_string()),
+                "price": yuan(p.price.milli()),
+                "volume": p.volume,
+            })
+        })
+        .collect()
+}
+
+/// `minutes CODE --date D`: the 0x0fb4 minute line (empty outside the window).
+pub fn history_minutes(market: &Market, code: SecurityCode, date: TradeDate) -> Value {
+    let line = market.listing(code).and_then(|l| market.history_minute_line(l, date.date()));
+    let (previous_close, points) =
+        line.map_or((0.0, Vec::new()), |l| (f64::from(l.previous_close), history_minute_rows(&l)));
+    json!({ "code": code.to_string(), "date": date.to_string(), "previous_close": previous_close, "points": points })
+}
+
+/// One past tick as `truth trades` and `tdx trades --date` print it.
+pub fn history_trade(t: &HistoryTrade) -> Value {
+    json!({
+        "time": t.time().map(|t| t.to_string()),
+        "price": yuan(t.price.milli()),
+        "volume": t.volume,
+        "status": t.status_raw,
+        "side": side_name(t.side()),
+    })
+}
+
+/// `trades CODE --date D --start N --count N`: one 0x0fb5 page as the
+/// server answers it; with `all`, every tick of the day, oldest first.
+pub fn history_trades(
+    market: &Market,
+    code: SecurityCode,
+    date: TradeDate,
+    start: u16,
+    count: u16,
+    all: bool,
+) -> Value {
+    let trades = if all {
+        market.listing(code).and_then(|l| market.history_trades(l, date.date())).unwrap_or_default()
+    } else {
+        let request = tdx_engine::proto::commands::HistoryTrades { date, code, start, count };
+        history_trade_page(market, &request).trades
+    };
+    let items: Vec<Value> = trades.iter().map(history_trade).collect();
+    json!({ "code": code.to_string(), "date": date.to_string(), "start": start, "trades": items })
+}
+
+/// `auction CODE [--date D]`: the 0x056a series (today without a date).
+pub fn auction(market: &Market, code: SecurityCode, date: Option<TradeDate>) -> Value {
+    let points: Vec<Value> = market
+        .listing(code)
+        .and_then(|l| market.auction(l, date.map(|d| d.date())))
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            json!({
+                "time": p.time_label(),
+                "price": f64::from(p.price),
+                "price_milli": p.price_milli(),
+                "matched": p.matched,
+                "unmatched": p.unmatched_signed,
+            })
+        })
+        .collect();
+    let date = date.map_or_else(|| market.today().to_string(), |d| d.to_string());
+    json!({ "code": code.to_string(), "date": date, "points": points })
+}
+
+/// `recent CODE --date D`: the 0x0feb minute line with averages.
+pub fn recent_minutes(market: &Market, code: SecurityCode, date: TradeDate) -> Value {
+    let line = market.listing(code).and_then(|l| market.recent_minute_line(l, date.date()));
+    let (previous_close, open, points) = line.map_or((0.0, 0.0, Vec::new()), |l| {
+        let points = l
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                json!({
+                    "time": HistoryMinuteLine::time_of(i).map(|t| t.to_string()),
+                    "price": yuan(p.price.milli()),
+                    "average": p.average_raw as f64 / 10_000.0,
+                    "volume": p.volume,
+                })
+            })
+            .collect();
+        (f64::from(l.previous_close), f64::from(l.open), points)
+    });
+    json!({ "code": code.to_string(), "date": date.to_string(), "previous_close": previous_close, "open": open, "points": points })
 }

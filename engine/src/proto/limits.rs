@@ -53,6 +53,9 @@ pub const LEGACY_SECURITIES_PER_PAGE: u16 = 1000;
 /// Most ticks one 0x0fc5 page may hold (§5.9).
 pub const TRADES_PER_PAGE_MAX: u16 = 1800;
 
+/// Largest 0x0fb5 page a request may ask for (pytdx documents 2000).
+pub const HISTORY_TRADES_PER_PAGE_MAX: u16 = 2000;
+
 /// Most codes one 0x0547 refresh may name (§5.7).
 pub const REFRESH_CODES_MAX: usize = 100;
 

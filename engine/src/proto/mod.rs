@@ -54,4 +54,4 @@ pub use decoder::{FrameDecoder, RequestDecoder, Round, RoundEnd, RoundLimits};
 pub use error::ProtoError;
 pub use frame::{Compression, Frame, RequestFrame, RequestHeader, ResponseHeader};
 pub use security::{Category, Market, ParseCodeError, Price, PriceScale, SecurityCode};
-pub use time::{Date, DateTime, TimeOfDay};
+pub use time::{Date, DateTime, TimeOfDay, TradeDate};

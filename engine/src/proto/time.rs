@@ -83,6 +83,66 @@ impl fmt::Display for Date {
     }
 }
 
+/// A trading date as the history commands carry it (`u32 YYYYMMDD`): a
+/// validated [`Date`], so no bare integer reaches the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TradeDate(Date);
+
+impl TradeDate {
+    /// The trading date on `date`.
+    pub fn new(date: Date) -> Self {
+        Self(date)
+    }
+
+    /// Parses the `YYYYMMDD` u32 form.
+    pub fn from_yyyymmdd(raw: u32) -> Option<Self> {
+        Date::from_yyyymmdd(raw).map(Self)
+    }
+
+    /// The `YYYYMMDD` u32 form.
+    pub fn yyyymmdd(self) -> u32 {
+        self.0.yyyymmdd()
+    }
+
+    /// The calendar date.
+    pub fn date(self) -> Date {
+        self.0
+    }
+
+    /// Reads a `u32 YYYYMMDD` field, rejecting impossible dates.
+    pub(crate) fn from_wire(raw: u32, what: &'static str) -> Result<Self, ProtoError> {
+        Self::from_yyyymmdd(raw).ok_or(ProtoError::InvalidDate { what, raw })
+    }
+}
+
+impl From<Date> for TradeDate {
+    fn from(date: Date) -> Self {
+        Self(date)
+    }
+}
+
+impl fmt::Display for TradeDate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// `YYYYMMDD` or `YYYY-MM-DD`.
+impl std::str::FromStr for TradeDate {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let b = s.as_bytes();
+        let dashed = b.len() == 10 && b[4] == b'-' && b[7] == b'-';
+        let digits: String = if dashed { s.chars().filter(|c| *c != '-').collect() } else { s.to_owned() };
+        let valid_shape = digits.len() == 8 && digits.bytes().all(|b| b.is_ascii_digit());
+        valid_shape
+            .then(|| digits.parse().ok().and_then(Self::from_yyyymmdd))
+            .flatten()
+            .ok_or_else(|| format!("{s:?} is not a YYYYMMDD or YYYY-MM-DD date"))
+    }
+}
+
 fn days_in_month(year: u16, month: u8) -> u8 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
@@ -287,6 +347,21 @@ mod tests {
         #[test]
         fn packed_decoder_never_panics(d in any::<u16>(), t in any::<u16>()) {
             let _ = decode_packed_minute(d, t);
+        }
+    }
+}
+
+#[cfg(test)]
+mod trade_date_tests {
+    use super::TradeDate;
+
+    #[test]
+    fn parses_both_forms_only() {
+        let d: TradeDate = "2026-11-05".parse().unwrap();
+        assert_eq!(d.yyyymmdd(), 20261105);
+        assert_eq!("20261105".parse::<TradeDate>().unwrap(), d);
+        for bad in ["2026-1-105", "2026110", "2026-02-30", "20261305", "", "２０２６1105"] {
+            assert!(bad.parse::<TradeDate>().is_err(), "{bad}");
         }
     }
 }

@@ -35,9 +35,10 @@ pub use counting::{Counted, Counting};
 pub use plan::{FaultEvent, Mix, Plan, Scheduled};
 
 use tdx_engine::proto::commands::{
-    Adjust, Bars, CapitalChanges, FinanceInfo, Period, Quotes, SecurityCount, SecurityList,
+    Adjust, Bars, CapitalChanges, FinanceInfo, HistoryMinutes, HistoryTrades, Period, Quotes, SecurityCount,
+    SecurityList,
 };
-use tdx_engine::proto::{Market as Exchange, Request, SecurityCode};
+use tdx_engine::proto::{Market as Exchange, Request, SecurityCode, TradeDate};
 use tdx_engine::runtime::connector::TurmoilConnector;
 use tdx_engine::supervisor::{CloseState, RequestError};
 use tdx_engine::{Client, Error, RuntimeFlavor};
@@ -296,6 +297,18 @@ fn request(rng: &mut Rng, plan: &Plan, market: &Market) -> (Request, &'static st
     let period = [Period::Day, Period::Min1, Period::Min5, Period::Week][rng.below(4) as usize];
     let start = rng.below(3) as u16 * 800;
     let bars = Bars::new(code(rng), period, start, 1 + rng.below(800) as u16);
+    // Now and then a past day's minute line or one page of its ticks instead
+    // (again from the values drawn).
+    let dates = market.history_dates();
+    let date = TradeDate::new(dates[usize::from(bars.count / 32) % dates.len()]);
+    match bars.count % 32 {
+        30 => return (HistoryMinutes { date, code: bars.code }.into(), "history minutes"),
+        31 => {
+            let page = HistoryTrades { date, code: bars.code, start: bars.start, count: bars.count };
+            return (page.into(), "history trades");
+        }
+        _ => {}
+    }
     let adjust = [Adjust::None, Adjust::None, Adjust::Forward, Adjust::Backward][usize::from(bars.count % 4)];
     (Bars { adjust, ..bars }.into(), "bars")
 }
@@ -470,6 +483,21 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
     Ok(())
 }
 
+/// Every tick of a past day through `all_history_trades` (0x0fb5 pages
+/// until an empty one): under faults a page may fail, but a whole answer
+/// must be the day's ticks exactly, no page lost or repeated.
+async fn history_paging(tag: &str, client: &Client, shared: &Shared, market: &Market, code: SecurityCode, pick: usize) {
+    let dates = market.history_dates();
+    let date = TradeDate::new(dates[pick / 4 % dates.len()]);
+    let result = client.all_history_trades(code, date).await;
+    shared.at(format_args!("{tag} history paging {}", if result.is_ok() { "ok" } else { "error" }));
+    if let (Ok(got), Some(l)) = (result, market.listing(code)) {
+        if Some(got) != market.history_trades(l, date.date()) {
+            shared.problem(format!("{tag}: paged history ticks of {code} on {date} differ from the day's ticks"));
+        }
+    }
+}
+
 async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared, market: &Market) {
     let mut rng = Rng::derive(plan.seed, 1000 + caller as u64);
     let mix = plan.mix;
@@ -483,7 +511,14 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
             settle(shared, market, &format!("{tag} {kind}"), &request, &result, started.elapsed(), plan.timeout);
         } else if roll < mix.light + mix.heavy + mix.paging {
             // Paging: up to three pages, one after another, each its own deadline.
-            let code = market.listings(Exchange::Sh)[rng.below(100) as usize].code;
+            let pick = rng.below(100) as usize;
+            let code = market.listings(Exchange::Sh)[pick].code;
+            // A quarter of the picks (from the value already drawn, so every
+            // seed keeps its plan) page a past day's ticks to the end.
+            if pick % 4 == 3 {
+                history_paging(&tag, client, shared, market, code, pick).await;
+                continue;
+            }
             for page in 0..3u16 {
                 let request: Request = Bars::new(code, Period::Day, page * 800, 800).into();
                 let started = tokio::time::Instant::now();

@@ -11,16 +11,19 @@ use super::security::{Market, SecurityCode};
 use super::wire::{PutLe, Reader};
 use super::ProtoError;
 
+mod auction;
 mod bars;
 mod codes;
 mod corporate;
 mod count;
+mod history;
 mod minutes;
 mod quotes;
 mod refresh;
 mod session;
 mod trades;
 
+pub use auction::{Auction, AuctionPoint, AUCTION_RECORD_BYTES};
 pub use bars::{Adjust, Bar, Bars, BarsLayout, Breadth, ParsePeriodError, Period, StampForm};
 pub use codes::{LegacySecurity, LegacySecurityList, Security, SecurityList};
 pub use corporate::{
@@ -28,6 +31,10 @@ pub use corporate::{
     FinanceUnit, CAPITAL_CHANGE_RECORD_BYTES, FINANCE_FIELDS, FINANCE_RECORD_BYTES,
 };
 pub use count::SecurityCount;
+pub use history::{
+    HistoryMinuteLine, HistoryMinutePoint, HistoryMinutes, HistoryTrade, HistoryTradePage, HistoryTrades,
+    LegacyMinuteLine, LegacyMinutes, LegacyMinutesForm, RecentMinuteLine, RecentMinutes, RECENT_DATE_SELECTOR_BASE,
+};
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
 pub use quotes::{Level, Quote, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot, Snapshots, SnapshotsReply};
 pub use refresh::{Refresh, RefreshRecord, RefreshReply, RefreshTarget, REFRESH_XOR};
@@ -168,6 +175,11 @@ command_set! {
     Trades(Trades),
     CapitalChanges(CapitalChanges),
     FinanceInfo(FinanceInfo),
+    HistoryMinutes(HistoryMinutes),
+    HistoryTrades(HistoryTrades),
+    LegacyMinutes(LegacyMinutes),
+    Auction(Auction),
+    RecentMinutes(RecentMinutes),
 }
 
 impl Request {

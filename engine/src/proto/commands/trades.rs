@@ -62,13 +62,20 @@ impl Trade {
 
     /// Who initiated it.
     pub fn side(&self) -> TradeSide {
-        match self.status_raw {
-            0 => TradeSide::Buy,
-            1 => TradeSide::Sell,
-            2 => TradeSide::Neutral,
-            5 => TradeSide::AfterHours,
-            8 => TradeSide::Auction,
-            _ => TradeSide::Unknown,
+        TradeSide::from_status(self.status_raw)
+    }
+}
+
+impl TradeSide {
+    /// The side a tick status means.
+    pub fn from_status(status: i64) -> Self {
+        match status {
+            0 => Self::Buy,
+            1 => Self::Sell,
+            2 => Self::Neutral,
+            5 => Self::AfterHours,
+            8 => Self::Auction,
+            _ => Self::Unknown,
         }
     }
 }

@@ -1,0 +1,554 @@
+//! Past sessions: 0x0fb4 (a past day's minute line) and 0x0fb5 (a past
+//! day's ticks, paged), both in the form pytdx 1.72 sends and decodes, and
+//! 0x051d (today's minute line in pytdx's form) (SPEC appendix A;
+//! docs/PROTOCOL.md).
+
+use super::minutes::MinutePoint;
+use super::trades::TradeSide;
+use super::{expect_len, put_code_u16, put_code_u8, read_code_u16, read_code_u8, Command};
+use crate::proto::limits::HISTORY_TRADES_PER_PAGE_MAX;
+use crate::proto::security::{Price, PriceScale, SecurityCode};
+use crate::proto::time::{TimeOfDay, TradeDate};
+use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
+use crate::proto::ProtoError;
+
+/// Both replies carry prices in 0.01 yuan with no per-code scale (pytdx
+/// divides by 100 for every code), as running deltas.
+const HISTORY_SCALE: PriceScale = PriceScale::HUNDREDTHS;
+
+/// 0x0fb4: the minute line of one past trading day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryMinutes {
+    /// The trading day.
+    pub date: TradeDate,
+    /// The security.
+    pub code: SecurityCode,
+}
+
+/// One point of a past minute line; point `i` is minute index `i` (§3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryMinutePoint {
+    /// Last price of the minute.
+    pub price: Price,
+    /// The middle varint: unknown, kept raw (pytdx skips it).
+    pub reserved_raw: i64,
+    /// Volume in lots.
+    pub volume: i64,
+}
+
+/// A 0x0fb4 reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryMinuteLine {
+    /// The f32 after the count: the day's previous close in yuan (eltdx
+    /// reads it so; the capture's value fits).
+    pub previous_close: f32,
+    /// Points in minute-index order.
+    pub points: Vec<HistoryMinutePoint>,
+}
+
+impl HistoryMinuteLine {
+    /// Wall-clock time of point `index`.
+    pub fn time_of(index: usize) -> Option<TimeOfDay> {
+        TimeOfDay::from_minute_index(u16::try_from(index).ok()?)
+    }
+}
+
+/// Smallest minute point: three one-byte varints.
+const MINUTE_POINT_BYTES_MIN: usize = 3;
+/// Smallest history tick: u16 time and four one-byte varints.
+const HISTORY_TICK_BYTES_MIN: usize = 2 + 4;
+
+fn running(what: &'static str, total: i64, delta: i64) -> Result<i64, ProtoError> {
+    total.checked_add(delta).ok_or(ProtoError::ValueOutOfRange { what, value: delta })
+}
+
+fn step(what: &'static str, value: i64, previous: i64) -> Result<i64, ProtoError> {
+    value.checked_sub(previous).ok_or(ProtoError::ValueOutOfRange { what, value })
+}
+
+/// Reads the `u16 count` and, when records follow, the f32 after it.
+/// An empty reply may end after the count or after the f32 (both seen).
+/// A lying count fails before anything is reserved.
+fn read_head(r: &mut Reader<'_>, what: &'static str, record_min: usize) -> Result<(usize, f32), ProtoError> {
+    let count = usize::from(r.u16("count")?);
+    if count == 0 && r.remaining() == 0 {
+        return Ok((0, 0.0));
+    }
+    let head = r.f32("price base")?;
+    let needed = count * record_min;
+    if needed > r.remaining() {
+        return Err(ProtoError::Truncated { what, needed, remaining: r.remaining() });
+    }
+    Ok((count, head))
+}
+
+impl Command for HistoryMinutes {
+    const MSG_TYPE: u16 = 0x0fb4;
+    const NAME: &'static str = "history minutes";
+    type Reply = HistoryMinuteLine;
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.put_u32_le(self.date.yyyymmdd());
+        put_code_u8(out, self.code);
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        expect_len(Self::MSG_TYPE, body, 11)?;
+        let mut r = Reader::new(body);
+        let date = TradeDate::from_wire(r.u32("date")?, "history minutes")?;
+        Ok(Self { date, code: read_code_u8(&mut r)? })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<HistoryMinuteLine, ProtoError> {
+        let mut r = Reader::new(payload);
+        let (count, previous_close) = read_head(&mut r, "history minutes", MINUTE_POINT_BYTES_MIN)?;
+        let mut points = Vec::with_capacity(count);
+        let mut price_raw = 0i64;
+        for _ in 0..count {
+            price_raw = running("history minute price", price_raw, r.varint()?)?;
+            points.push(HistoryMinutePoint {
+                price: HISTORY_SCALE.to_price(price_raw)?,
+                reserved_raw: r.varint()?,
+                volume: r.varint()?,
+            });
+        }
+        r.finish("history minutes payload")?;
+        Ok(HistoryMinuteLine { previous_close, points })
+    }
+
+    fn encode_reply(&self, reply: &HistoryMinuteLine, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.put_u16_le(count_u16("history minutes", reply.points.len())?);
+        out.put_f32_le(reply.previous_close);
+        let mut previous = 0i64;
+        for point in &reply.points {
+            let raw = HISTORY_SCALE.to_raw(point.price)?;
+            put_varint(out, step("history minute price", raw, previous)?);
+            put_varint(out, point.reserved_raw);
+            put_varint(out, point.volume);
+            previous = raw;
+        }
+        Ok(())
+    }
+}
+
+/// 0x0fb5: one page of a past day's ticks. `start` 0 is the newest `count`
+/// ticks, oldest first; a larger `start` goes back; an empty page ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryTrades {
+    /// The trading day.
+    pub date: TradeDate,
+    /// The security.
+    pub code: SecurityCode,
+    /// Ticks to skip back from the newest.
+    pub start: u16,
+    /// Ticks wanted, 1..=2000.
+    pub count: u16,
+}
+
+/// One past tick. Unlike 0x0fc5 it carries no order count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryTrade {
+    /// Minutes of day.
+    pub minutes: u16,
+    /// Price.
+    pub price: Price,
+    /// Volume in lots.
+    pub volume: i64,
+    /// Status, raw; see [`HistoryTrade::side`].
+    pub status_raw: i64,
+    /// Last varint: unknown (0 in the captures); kept raw.
+    pub reserved_raw: i64,
+}
+
+impl HistoryTrade {
+    /// The tick's time of day.
+    pub fn time(&self) -> Option<TimeOfDay> {
+        TimeOfDay::from_minutes(self.minutes)
+    }
+
+    /// Who initiated it (same statuses as 0x0fc5).
+    pub fn side(&self) -> TradeSide {
+        TradeSide::from_status(self.status_raw)
+    }
+}
+
+/// A 0x0fb5 reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryTradePage {
+    /// The f32 after the count: unknown price-like value (10.71 in the one
+    /// capture, whose ticks trade at 10.81–10.82); pytdx skips it. 0 when
+    /// an empty page omits it.
+    pub price_base_raw: f32,
+    /// Ticks, oldest first.
+    pub trades: Vec<HistoryTrade>,
+}
+
+impl Command for HistoryTrades {
+    const MSG_TYPE: u16 = 0x0fb5;
+    const NAME: &'static str = "history trades";
+    type Reply = HistoryTradePage;
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        if !(1..=HISTORY_TRADES_PER_PAGE_MAX).contains(&self.count) {
+            return Err(ProtoError::CountOutOfRange {
+                what: "history trades",
+                count: self.count.into(),
+                max: HISTORY_TRADES_PER_PAGE_MAX.into(),
+            });
+        }
+        out.put_u32_le(self.date.yyyymmdd());
+        put_code_u16(out, self.code);
+        out.put_u16_le(self.start);
+        out.put_u16_le(self.count);
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        expect_len(Self::MSG_TYPE, body, 16)?;
+        let mut r = Reader::new(body);
+        let date = TradeDate::from_wire(r.u32("date")?, "history trades")?;
+        Ok(Self { date, code: read_code_u16(&mut r)?, start: r.u16("start")?, count: r.u16("count")? })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<HistoryTradePage, ProtoError> {
+        let mut r = Reader::new(payload);
+        let (count, price_base_raw) = read_head(&mut r, "history trades", HISTORY_TICK_BYTES_MIN)?;
+        if count > usize::from(self.count) {
+            return Err(ProtoError::CountOverRequest { what: "history trades", count, requested: self.count.into() });
+        }
+        let mut trades = Vec::with_capacity(count);
+        let mut price_raw = 0i64;
+        for _ in 0..count {
+            let minutes = r.u16("tick time")?;
+            price_raw = running("history tick price", price_raw, r.varint()?)?;
+            trades.push(HistoryTrade {
+                minutes,
+                price: HISTORY_SCALE.to_price(price_raw)?,
+                volume: r.varint()?,
+                status_raw: r.varint()?,
+                reserved_raw: r.varint()?,
+            });
+        }
+        r.finish("history trades payload")?;
+        Ok(HistoryTradePage { price_base_raw, trades })
+    }
+
+    fn encode_reply(&self, reply: &HistoryTradePage, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.put_u16_le(count_u16("history trades", reply.trades.len())?);
+        out.put_f32_le(reply.price_base_raw);
+        let mut previous = 0i64;
+        for t in &reply.trades {
+            let raw = HISTORY_SCALE.to_raw(t.price)?;
+            out.put_u16_le(t.minutes);
+            put_varint(out, step("history tick price", raw, previous)?);
+            for v in [t.volume, t.status_raw, t.reserved_raw] {
+                put_varint(out, v);
+            }
+            previous = raw;
+        }
+        Ok(())
+    }
+}
+
+/// 0x051d: today's minute line in pytdx's form (SPEC appendix A).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LegacyMinutes {
+    /// The security.
+    pub code: SecurityCode,
+    /// The request's last 4 bytes; pytdx sends 0.
+    pub reserved_tail: u32,
+}
+
+impl From<SecurityCode> for LegacyMinutes {
+    fn from(code: SecurityCode) -> Self {
+        Self { code, reserved_tail: 0 }
+    }
+}
+
+/// The two reply forms of 0x051d.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LegacyMinutesForm {
+    /// `u16 count, u16 reserved`, then the points: what pytdx decodes and
+    /// what the reference server sends.
+    Plain,
+    /// The 2026 form: after the `u16 reserved`, the code's 7-byte marker and
+    /// an undocumented quote-like block (kept raw), then the points. Nothing
+    /// marks where the points start; the parser takes the first offset from
+    /// which exactly `count` points with positive prices end the payload.
+    Extended {
+        /// The bytes between the marker and the first point.
+        block_raw: Vec<u8>,
+    },
+}
+
+/// A 0x051d reply: prices in 0.01 yuan as running deltas, like 0x0fb4.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacyMinuteLine {
+    /// The u16 after the count (0 in every capture).
+    pub reserved: u16,
+    /// Which form the reply had.
+    pub form: LegacyMinutesForm,
+    /// Points in minute-index order.
+    pub points: Vec<HistoryMinutePoint>,
+}
+
+/// Longest 2026-form block searched for the first point.
+const EXTENDED_BLOCK_MAX: usize = 128;
+
+/// `count` points from the start of `r`, which must end exactly with them.
+fn read_points(r: &mut Reader<'_>, count: usize, what: &'static str) -> Result<Vec<HistoryMinutePoint>, ProtoError> {
+    if count * MINUTE_POINT_BYTES_MIN > r.remaining() {
+        return Err(ProtoError::Truncated { what, needed: count * MINUTE_POINT_BYTES_MIN, remaining: r.remaining() });
+    }
+    let mut points = Vec::with_capacity(count);
+    let mut price_raw = 0i64;
+    for _ in 0..count {
+        price_raw = running("minute price", price_raw, r.varint()?)?;
+        points.push(HistoryMinutePoint {
+            price: HISTORY_SCALE.to_price(price_raw)?,
+            reserved_raw: r.varint()?,
+            volume: r.varint()?,
+        });
+    }
+    r.finish(what)?;
+    Ok(points)
+}
+
+fn put_points(out: &mut Vec<u8>, points: &[HistoryMinutePoint]) -> Result<(), ProtoError> {
+    let mut previous = 0i64;
+    for point in points {
+        let raw = HISTORY_SCALE.to_raw(point.price)?;
+        put_varint(out, step("minute price", raw, previous)?);
+        put_varint(out, point.reserved_raw);
+        put_varint(out, point.volume);
+        previous = raw;
+    }
+    Ok(())
+}
+
+impl Command for LegacyMinutes {
+    const MSG_TYPE: u16 = 0x051d;
+    const NAME: &'static str = "legacy minutes";
+    type Reply = LegacyMinuteLine;
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        put_code_u16(out, self.code);
+        out.put_u32_le(self.reserved_tail);
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        expect_len(Self::MSG_TYPE, body, 12)?;
+        let mut r = Reader::new(body);
+        Ok(Self { code: read_code_u16(&mut r)?, reserved_tail: r.u32("reserved tail")? })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<LegacyMinuteLine, ProtoError> {
+        let mut r = Reader::new(payload);
+        let count = usize::from(r.u16("count")?);
+        let reserved = r.u16("minutes reserved")?;
+        let rest = r.rest();
+        if count > 0 && rest.len() > 7 && rest[..7] == self.code.marker() {
+            // The 2026 form: the first offset whose points end the payload exactly.
+            let body = &rest[7..];
+            for start in 0..=body.len().min(EXTENDED_BLOCK_MAX) {
+                let mut points_reader = Reader::new(&body[start..]);
+                match read_points(&mut points_reader, count, "legacy minutes payload") {
+                    Ok(points) if points.iter().all(|p| p.price.milli() > 0) => {
+                        let form = LegacyMinutesForm::Extended { block_raw: body[..start].to_vec() };
+                        return Ok(LegacyMinuteLine { reserved, form, points });
+                    }
+                    _ => continue,
+                }
+            }
+        }
+        let points = read_points(&mut r, count, "legacy minutes payload")?;
+        Ok(LegacyMinuteLine { reserved, form: LegacyMinutesForm::Plain, points })
+    }
+
+    fn encode_reply(&self, reply: &LegacyMinuteLine, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.put_u16_le(count_u16("legacy minutes", reply.points.len())?);
+        out.put_u16_le(reply.reserved);
+        if let LegacyMinutesForm::Extended { block_raw } = &reply.form {
+            put_code_u8(out, self.code);
+            out.extend_from_slice(block_raw);
+        }
+        put_points(out, &reply.points)
+    }
+}
+
+/// 0x0feb: the minute line of a recent day with its previous close and
+/// open (eltdx `minutes.recent`). The day travels as a selector:
+/// `0xfed62304 − ordinal`, where the ordinal counts days from 0001-01-01 as 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecentMinutes {
+    /// The trading day.
+    pub date: TradeDate,
+    /// The security.
+    pub code: SecurityCode,
+}
+
+/// The selector base eltdx subtracts the date's ordinal from.
+pub const RECENT_DATE_SELECTOR_BASE: u32 = 0xfed6_2304;
+/// Ordinal of 1970-01-01 (0001-01-01 is 1).
+const EPOCH_ORDINAL: i64 = 719_163;
+
+impl RecentMinutes {
+    /// The wire selector for `date`.
+    pub fn selector(date: TradeDate) -> u32 {
+        let ordinal = date.date().days_since_epoch() + EPOCH_ORDINAL;
+        RECENT_DATE_SELECTOR_BASE.wrapping_sub(ordinal as u32)
+    }
+
+    /// The date a selector names, if any.
+    pub fn date_of(selector: u32) -> Option<TradeDate> {
+        let ordinal = i64::from(RECENT_DATE_SELECTOR_BASE.checked_sub(selector)?);
+        crate::proto::time::Date::from_days_since_epoch(ordinal - EPOCH_ORDINAL).map(TradeDate::new)
+    }
+}
+
+/// A 0x0feb reply: prices in 0.01 yuan, averages in 0.0001 yuan; point 0
+/// absolute, later prices and averages offsets from point 0 (as 0x0537).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecentMinuteLine {
+    /// Previous close, yuan.
+    pub previous_close: f32,
+    /// Open, yuan.
+    pub open: f32,
+    /// Points in minute-index order.
+    pub points: Vec<MinutePoint>,
+}
+
+impl Command for RecentMinutes {
+    const MSG_TYPE: u16 = 0x0feb;
+    const NAME: &'static str = "recent minutes";
+    type Reply = RecentMinuteLine;
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.put_u32_le(Self::selector(self.date));
+        put_code_u8(out, self.code);
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        expect_len(Self::MSG_TYPE, body, 11)?;
+        let mut r = Reader::new(body);
+        let raw = r.u32("date selector")?;
+        let date = Self::date_of(raw).ok_or(ProtoError::InvalidDate { what: "recent minutes selector", raw })?;
+        Ok(Self { date, code: read_code_u8(&mut r)? })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<RecentMinuteLine, ProtoError> {
+        let mut r = Reader::new(payload);
+        let count = usize::from(r.u16("count")?);
+        let previous_close = r.f32("previous close")?;
+        let open = r.f32("open")?;
+        if count * MINUTE_POINT_BYTES_MIN > r.remaining() {
+            return Err(ProtoError::Truncated {
+                what: "recent minutes",
+                needed: count * MINUTE_POINT_BYTES_MIN,
+                remaining: r.remaining(),
+            });
+        }
+        let mut points = Vec::with_capacity(count);
+        let (mut base_price, mut base_average) = (0i64, 0i64);
+        for i in 0..count {
+            let (p, a, volume) = (r.varint()?, r.varint()?, r.varint()?);
+            let (price_raw, average_raw) = if i == 0 {
+                (base_price, base_average) = (p, a);
+                (p, a)
+            } else {
+                (running("minute price", base_price, p)?, running("minute average", base_average, a)?)
+            };
+            points.push(MinutePoint { price: HISTORY_SCALE.to_price(price_raw)?, average_raw, volume });
+        }
+        r.finish("recent minutes payload")?;
+        Ok(RecentMinuteLine { previous_close, open, points })
+    }
+
+    fn encode_reply(&self, reply: &RecentMinuteLine, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.put_u16_le(count_u16("recent minutes", reply.points.len())?);
+        out.put_f32_le(reply.previous_close);
+        out.put_f32_le(reply.open);
+        let mut base: Option<(i64, i64)> = None;
+        for point in &reply.points {
+            let price_raw = HISTORY_SCALE.to_raw(point.price)?;
+            match base {
+                None => {
+                    base = Some((price_raw, point.average_raw));
+                    put_varint(out, price_raw);
+                    put_varint(out, point.average_raw);
+                }
+                Some((base_price, base_average)) => {
+                    put_varint(out, step("minute price", price_raw, base_price)?);
+                    put_varint(out, step("minute average", point.average_raw, base_average)?);
+                }
+            }
+            put_varint(out, point.volume);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(s: &str) -> SecurityCode {
+        s.parse().expect("code")
+    }
+
+    #[test]
+    fn requests_match_pytdx_bytes() {
+        let m = HistoryMinutes { date: TradeDate::from_yyyymmdd(20260306).unwrap(), code: code("sz000001") };
+        let mut body = Vec::new();
+        m.encode_body(&mut body).unwrap();
+        assert_eq!(body, [0xd2, 0x25, 0x35, 0x01, 0x00, b'0', b'0', b'0', b'0', b'0', b'1']);
+        assert_eq!(HistoryMinutes::decode_body(&body).unwrap(), m);
+        let t = HistoryTrades {
+            date: TradeDate::from_yyyymmdd(20260305).unwrap(),
+            code: code("sz000001"),
+            start: 0,
+            count: 10,
+        };
+        let mut body = Vec::new();
+        t.encode_body(&mut body).unwrap();
+        assert_eq!(HistoryTrades::decode_body(&body).unwrap(), t);
+    }
+
+    #[test]
+    fn recent_selector_matches_eltdx() {
+        let r = RecentMinutes { date: TradeDate::from_yyyymmdd(20260511).unwrap(), code: code("sz300308") };
+        let mut body = Vec::new();
+        r.encode_body(&mut body).unwrap();
+        assert_eq!(body, [0x61, 0xd9, 0xca, 0xfe, 0, b'3', b'0', b'0', b'3', b'0', b'8']);
+        assert_eq!(RecentMinutes::decode_body(&body).unwrap(), r);
+        let mut hostile = body.clone();
+        hostile[..4].copy_from_slice(&[0xff; 4]);
+        assert!(matches!(RecentMinutes::decode_body(&hostile), Err(ProtoError::InvalidDate { .. })));
+    }
+
+    #[test]
+    fn hostile_input_is_a_typed_error() {
+        assert!(matches!(
+            HistoryMinutes::decode_body(&[0xff, 0xff, 0xff, 0xff, 0, b'0', b'0', b'0', b'0', b'0', b'1']),
+            Err(ProtoError::InvalidDate { .. })
+        ));
+        let t = HistoryTrades {
+            date: TradeDate::from_yyyymmdd(20260305).unwrap(),
+            code: code("sz000001"),
+            start: 0,
+            count: 10,
+        };
+        // A count of 0xffff with no records behind it fails before allocating.
+        assert!(matches!(t.parse_reply(&[0xff, 0xff, 0, 0, 0, 0]), Err(ProtoError::Truncated { .. })));
+        // More records than asked for.
+        let mut payload = vec![11, 0, 0, 0, 0, 0];
+        payload.extend(std::iter::repeat_n([0x80u8, 3, 1, 1, 0, 0], 11).flatten());
+        assert!(matches!(t.parse_reply(&payload), Err(ProtoError::CountOverRequest { .. })));
+        assert!(t.encode_body(&mut Vec::new()).is_ok());
+        let too_many = HistoryTrades { count: HISTORY_TRADES_PER_PAGE_MAX + 1, ..t };
+        assert!(too_many.encode_body(&mut Vec::new()).is_err());
+    }
+}
