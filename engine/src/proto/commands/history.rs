@@ -444,25 +444,7 @@ impl Command for RecentMinutes {
         let count = usize::from(r.u16("count")?);
         let previous_close = r.f32("previous close")?;
         let open = r.f32("open")?;
-        if count * MINUTE_POINT_BYTES_MIN > r.remaining() {
-            return Err(ProtoError::Truncated {
-                what: "recent minutes",
-                needed: count * MINUTE_POINT_BYTES_MIN,
-                remaining: r.remaining(),
-            });
-        }
-        let mut points = Vec::with_capacity(count);
-        let (mut base_price, mut base_average) = (0i64, 0i64);
-        for i in 0..count {
-            let (p, a, volume) = (r.varint()?, r.varint()?, r.varint()?);
-            let (price_raw, average_raw) = if i == 0 {
-                (base_price, base_average) = (p, a);
-                (p, a)
-            } else {
-                (running("minute price", base_price, p)?, running("minute average", base_average, a)?)
-            };
-            points.push(MinutePoint { price: HISTORY_SCALE.to_price(price_raw)?, average_raw, volume });
-        }
+        let points = super::minutes::read_points(&mut r, count, "recent minutes", HISTORY_SCALE)?;
         r.finish("recent minutes payload")?;
         Ok(RecentMinuteLine { previous_close, open, points })
     }
@@ -471,23 +453,7 @@ impl Command for RecentMinutes {
         out.put_u16_le(count_u16("recent minutes", reply.points.len())?);
         out.put_f32_le(reply.previous_close);
         out.put_f32_le(reply.open);
-        let mut base: Option<(i64, i64)> = None;
-        for point in &reply.points {
-            let price_raw = HISTORY_SCALE.to_raw(point.price)?;
-            match base {
-                None => {
-                    base = Some((price_raw, point.average_raw));
-                    put_varint(out, price_raw);
-                    put_varint(out, point.average_raw);
-                }
-                Some((base_price, base_average)) => {
-                    put_varint(out, step("minute price", price_raw, base_price)?);
-                    put_varint(out, step("minute average", point.average_raw, base_average)?);
-                }
-            }
-            put_varint(out, point.volume);
-        }
-        Ok(())
+        super::minutes::put_points(out, &reply.points, HISTORY_SCALE)
     }
 }
 

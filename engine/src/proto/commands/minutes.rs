@@ -73,6 +73,55 @@ fn delta(what: &'static str, value: i64, base: i64) -> Result<i64, ProtoError> {
     value.checked_sub(base).ok_or(ProtoError::ValueOutOfRange { what, value })
 }
 
+/// Reads `count` minute points (price, average and volume varints; the
+/// first point absolute, the rest offsets from it), checking first that
+/// the payload can hold them. Shared by today's (0x0537) and the recent
+/// (0x0feb) minute lines.
+pub(super) fn read_points(
+    r: &mut Reader<'_>,
+    count: usize,
+    what: &'static str,
+    scale: PriceScale,
+) -> Result<Vec<MinutePoint>, ProtoError> {
+    if count * POINT_BYTES_MIN > r.remaining() {
+        return Err(ProtoError::Truncated { what, needed: count * POINT_BYTES_MIN, remaining: r.remaining() });
+    }
+    let mut points = Vec::with_capacity(count);
+    let (mut base_price, mut base_average) = (0i64, 0i64);
+    for i in 0..count {
+        let (p, a, volume) = (r.varint()?, r.varint()?, r.varint()?);
+        let (price_raw, average_raw) = if i == 0 {
+            (base_price, base_average) = (p, a);
+            (p, a)
+        } else {
+            (offset("minute price", base_price, p)?, offset("minute average", base_average, a)?)
+        };
+        points.push(MinutePoint { price: scale.to_price(price_raw)?, average_raw, volume });
+    }
+    Ok(points)
+}
+
+/// Writes minute points as [`read_points`] reads them.
+pub(super) fn put_points(out: &mut Vec<u8>, points: &[MinutePoint], scale: PriceScale) -> Result<(), ProtoError> {
+    let mut base: Option<(i64, i64)> = None;
+    for point in points {
+        let price_raw = scale.to_raw(point.price)?;
+        match base {
+            None => {
+                base = Some((price_raw, point.average_raw));
+                put_varint(out, price_raw);
+                put_varint(out, point.average_raw);
+            }
+            Some((base_price, base_average)) => {
+                put_varint(out, delta("minute price", price_raw, base_price)?);
+                put_varint(out, delta("minute average", point.average_raw, base_average)?);
+            }
+        }
+        put_varint(out, point.volume);
+    }
+    Ok(())
+}
+
 impl Command for Minutes {
     const MSG_TYPE: u16 = 0x0537;
     const NAME: &'static str = "minutes";
@@ -97,25 +146,7 @@ impl Command for Minutes {
         let mut r = Reader::new(payload);
         let count = read_count(&mut r, "minutes", 0)?;
         let reserved = r.u16("minutes reserved")?;
-        if count * POINT_BYTES_MIN > r.remaining() {
-            return Err(ProtoError::Truncated {
-                what: "minutes",
-                needed: count * POINT_BYTES_MIN,
-                remaining: r.remaining(),
-            });
-        }
-        let mut points = Vec::with_capacity(count);
-        let (mut base_price, mut base_average) = (0i64, 0i64);
-        for i in 0..count {
-            let (p, a, volume) = (r.varint()?, r.varint()?, r.varint()?);
-            let (price_raw, average_raw) = if i == 0 {
-                (base_price, base_average) = (p, a);
-                (p, a)
-            } else {
-                (offset("minute price", base_price, p)?, offset("minute average", base_average, a)?)
-            };
-            points.push(MinutePoint { price: scale.to_price(price_raw)?, average_raw, volume });
-        }
+        let points = read_points(&mut r, count, "minutes", scale)?;
         r.finish("minutes payload")?;
         Ok(MinuteLine { reserved, scale, points })
     }
@@ -124,22 +155,6 @@ impl Command for Minutes {
         let scale = self.target.scale;
         out.put_u16_le(count_u16("minutes", reply.points.len())?);
         out.put_u16_le(reply.reserved);
-        let mut base: Option<(i64, i64)> = None;
-        for point in &reply.points {
-            let price_raw = scale.to_raw(point.price)?;
-            match base {
-                None => {
-                    base = Some((price_raw, point.average_raw));
-                    put_varint(out, price_raw);
-                    put_varint(out, point.average_raw);
-                }
-                Some((base_price, base_average)) => {
-                    put_varint(out, delta("minute price", price_raw, base_price)?);
-                    put_varint(out, delta("minute average", point.average_raw, base_average)?);
-                }
-            }
-            put_varint(out, point.volume);
-        }
-        Ok(())
+        put_points(out, &reply.points, scale)
     }
 }
