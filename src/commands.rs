@@ -3,8 +3,7 @@
 use std::io::Write;
 
 use tdx_engine::proto::commands::{
-    Adjust, Bars, HistoryMinuteLine, MinuteLine, Period, Quote, Refresh, RefreshRecord, RefreshTarget, TradeSide,
-    FINANCE_FIELDS,
+    Adjust, Bars, HistoryMinuteLine, MinuteLine, Period, Quote, Refresh, RefreshRecord, RefreshTarget, FINANCE_FIELDS,
 };
 use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay, TradeDate};
 use tdx_engine::ranking::{probe_and_save, RankingStore, Round};
@@ -184,14 +183,7 @@ pub async fn trades(ctx: &Context, code: SecurityCode, start: u16, count: u16) -
     }
     let mut table = Table::new(&["time", "price", "volume", "orders", "side"]);
     for t in &trades {
-        let side = match t.side() {
-            TradeSide::Buy => "buy",
-            TradeSide::Sell => "sell",
-            TradeSide::Neutral => "neutral",
-            TradeSide::AfterHours => "after-hours",
-            TradeSide::Auction => "auction",
-            TradeSide::Unknown => "unknown",
-        };
+        let side = tdx_sim::truth::side_name(t.side());
         let time = t.time().map_or(Cell::Missing, |t| t.to_string().into());
         table.push(vec![time, price(t.price), t.volume.into(), t.order_count.into(), side.into()]);
     }
