@@ -58,6 +58,118 @@ impl Faults {
     pub fn is_healthy(&self) -> bool {
         *self == Self::default()
     }
+
+    /// Switches one kind on (or, with zero odds, off), leaving the others.
+    pub fn set_kind(&mut self, kind: FaultKind) {
+        match kind {
+            FaultKind::Latency { base, jitter } => (self.latency, self.jitter) = (base, jitter),
+            FaultKind::Stall { per_mille, duration } => (self.stall_per_mille, self.stall) = (per_mille, duration),
+            FaultKind::CloseMidFrame { per_mille } => self.close_mid_frame_per_mille = per_mille,
+            FaultKind::Garbage { per_mille } => self.garbage_per_mille = per_mille,
+            FaultKind::BadMagic { per_mille } => self.bad_magic_per_mille = per_mille,
+            FaultKind::WrongId { per_mille } => self.wrong_id_per_mille = per_mille,
+            FaultKind::WrongType { per_mille } => self.wrong_type_per_mille = per_mille,
+            FaultKind::Oversize { per_mille } => self.oversize_per_mille = per_mille,
+            FaultKind::CorruptZlib { per_mille } => self.corrupt_zlib_per_mille = per_mille,
+            FaultKind::TruncatedBody { per_mille } => self.truncated_body_per_mille = per_mille,
+            FaultKind::Drip { pause } => self.drip = Some(pause),
+            FaultKind::PushFlood(flood) => self.push_flood = Some(flood),
+            FaultKind::RefuseConnections => self.refuse_connections = true,
+            FaultKind::FailHandshake => self.fail_handshake = true,
+        }
+    }
+
+    /// The same settings with `kind` switched on.
+    pub fn with(mut self, kind: FaultKind) -> Self {
+        self.set_kind(kind);
+        self
+    }
+}
+
+/// One kind of misbehaviour of a reference server: the fields of
+/// [`Faults`] one by one, so a schedule or a test kit can switch kinds on
+/// and combine them. A new field of [`Faults`] gets a variant here and an
+/// arm in [`Faults::set_kind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// `base` before every reply, plus up to `jitter` more.
+    Latency {
+        /// Always added.
+        base: Duration,
+        /// Uniformly up to this much more.
+        jitter: Duration,
+    },
+    /// Stall (neither read nor write) for `duration` before a request.
+    Stall {
+        /// Odds per request.
+        per_mille: u32,
+        /// How long.
+        duration: Duration,
+    },
+    /// Write half a reply and close.
+    CloseMidFrame {
+        /// Odds per reply.
+        per_mille: u32,
+    },
+    /// Garbage bytes before a reply.
+    Garbage {
+        /// Odds per reply.
+        per_mille: u32,
+    },
+    /// A reply with a broken magic.
+    BadMagic {
+        /// Odds per reply.
+        per_mille: u32,
+    },
+    /// A reply with another msg_id.
+    WrongId {
+        /// Odds per reply.
+        per_mille: u32,
+    },
+    /// A reply with another msg_type.
+    WrongType {
+        /// Odds per reply.
+        per_mille: u32,
+    },
+    /// A header claiming a length past what its body holds.
+    Oversize {
+        /// Odds per reply.
+        per_mille: u32,
+    },
+    /// A corrupt zlib body.
+    CorruptZlib {
+        /// Odds per reply.
+        per_mille: u32,
+    },
+    /// A well-framed reply whose payload is cut to half.
+    TruncatedBody {
+        /// Odds per reply.
+        per_mille: u32,
+    },
+    /// Replies written one byte at a time, `pause` apart.
+    Drip {
+        /// Between bytes.
+        pause: Duration,
+    },
+    /// Unsolicited push frames after a refresh.
+    PushFlood(PushFlood),
+    /// Close every new connection at once.
+    RefuseConnections,
+    /// Answer the handshake with a payload too short to be one.
+    FailHandshake,
+}
+
+impl FromIterator<FaultKind> for Faults {
+    /// Every kind switched on in order (a later one of the same kind wins).
+    fn from_iter<I: IntoIterator<Item = FaultKind>>(kinds: I) -> Self {
+        kinds.into_iter().fold(Faults::default(), Faults::with)
+    }
+}
+
+impl From<FaultKind> for Faults {
+    fn from(kind: FaultKind) -> Self {
+        Faults::default().with(kind)
+    }
 }
 
 /// A shared, live view of a server's faults.

@@ -26,13 +26,16 @@
 
 mod counting;
 mod plan;
+mod world;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use counting::{Counted, Counting};
-pub use plan::{FaultEvent, Mix, Plan, Scheduled};
+pub use plan::{Fault, FaultEvent, Mix, Plan, Scheduled, Window};
+pub(crate) use plan::swarm;
+pub(crate) use world::{endpoints, Shape, World, CLIENT_HOST};
 
 use tdx_engine::proto::commands::{
     Adjust, Bars, CapitalChanges, FinanceInfo, HistoryMinutes, HistoryTrades, Period, Quotes, SecurityCount,
@@ -43,11 +46,9 @@ use tdx_engine::runtime::connector::TurmoilConnector;
 use tdx_engine::supervisor::{CloseState, RequestError};
 use tdx_engine::{Client, Error, RuntimeFlavor};
 
-use crate::faults::{FaultHandle, Faults};
 use crate::market::Market;
 use crate::responder::respond;
 use crate::rng::Rng;
-use crate::server::{ReferenceServer, ServerStats};
 
 /// Simulated time per step: coarser steps run faster; timers and messages
 /// resolve to it.
@@ -115,10 +116,6 @@ impl Shared {
     }
 }
 
-fn host(i: usize) -> String {
-    format!("server-{i}")
-}
-
 /// Runs the world of `seed`; `keep_trace` returns the trace lines too.
 pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
     tdx_engine::runtime::check_invariants_always(true);
@@ -161,7 +158,7 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
     Ok(Outcome { trace_hash: fnv(&trace), calls, replies, trace: if keep_trace { trace } else { Vec::new() } })
 }
 
-fn fnv(lines: &[String]) -> u64 {
+pub(crate) fn fnv(lines: &[String]) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for b in lines.iter().flat_map(|l| l.bytes().chain([b'\n'])) {
         h ^= u64::from(b);
@@ -179,29 +176,12 @@ fn shared_market(seed: u64) -> Arc<Market> {
 
 fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
     let horizon = plan.fault_phase + plan.timeout * 4 + HEAL_WITHIN + Duration::from_secs(30);
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(plan.seed)
-        .simulation_duration(horizon)
-        .min_message_latency(plan.latency.0)
-        .max_message_latency(plan.latency.1)
-        .tick_duration(TICK)
-        .build();
     let market = shared_market(plan.seed);
-    let faults: Vec<FaultHandle> = (0..plan.servers).map(|_| FaultHandle::new(Faults::default())).collect();
-    let stats: Vec<Arc<ServerStats>> = (0..plan.servers).map(|_| Arc::default()).collect();
-    for i in 0..plan.servers {
-        let (market, faults, stats) = (market.clone(), faults[i].clone(), stats[i].clone());
-        sim.host(host(i), move || {
-            let server = ReferenceServer::with_handles(market.clone(), i, faults.clone(), stats.clone());
-            async move {
-                server.run_local(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
-                Ok(())
-            }
-        });
-    }
+    let shape = Shape { seed: plan.seed, servers: plan.servers, latency: plan.latency, horizon, tick: TICK };
+    let mut world = World::new(&shape, &market);
     {
         let (plan, shared, market) = (plan.clone(), shared.clone(), market.clone());
-        sim.client("engine", async move {
+        world.sim.client(CLIENT_HOST, async move {
             if let Err(e) = engine_world(&plan, &shared, &market).await {
                 shared.problem(e);
             }
@@ -211,62 +191,29 @@ fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
 
     // Drive the simulation, applying faults on schedule, then heal.
     let mut next = 0;
-    let mut crashed = vec![false; plan.servers];
     let mut healed = false;
     loop {
-        let now = sim.elapsed();
+        let now = world.sim.elapsed();
         while next < plan.faults.len() && plan.faults[next].at <= now {
             let event = plan.faults[next].event.clone();
             shared.trace(format!("{:>8} fault {event:?}", now.as_millis()));
-            apply(&mut sim, &faults, &mut crashed, &event);
+            world.apply(&event);
             next += 1;
         }
         if !healed && now >= plan.fault_phase {
             healed = true;
             shared.trace(format!("{:>8} heal", now.as_millis()));
-            for i in 0..plan.servers {
-                for event in
-                    [FaultEvent::Repair(i), FaultEvent::Release(i), FaultEvent::Clear(i), FaultEvent::Bounce(i)]
-                {
-                    apply(&mut sim, &faults, &mut crashed, &event);
-                }
-            }
+            world.heal();
             next = plan.faults.len();
             shared.healed.store(true, Ordering::SeqCst);
         }
-        match sim.step() {
+        match world.sim.step() {
             Ok(true) => break,
             Ok(false) => {}
             Err(e) => return Err(format!("simulation error: {e}")),
         }
     }
-    for (i, s) in stats.iter().enumerate() {
-        let pipelined = s.pipelined.load(Ordering::SeqCst);
-        if pipelined > 0 {
-            return Err(format!("server {i} saw {pipelined} requests pipelined on one socket"));
-        }
-    }
-    Ok(())
-}
-
-fn apply(sim: &mut turmoil::Sim<'_>, faults: &[FaultHandle], crashed: &mut [bool], event: &FaultEvent) {
-    match *event {
-        FaultEvent::Partition(i) => sim.partition("engine", host(i)),
-        FaultEvent::Repair(i) => sim.repair("engine", host(i)),
-        FaultEvent::Hold(i) => sim.hold("engine", host(i)),
-        FaultEvent::Release(i) => sim.release("engine", host(i)),
-        FaultEvent::Crash(i) if !crashed[i] => {
-            crashed[i] = true;
-            sim.crash(host(i));
-        }
-        FaultEvent::Bounce(i) if crashed[i] => {
-            crashed[i] = false;
-            sim.bounce(host(i));
-        }
-        FaultEvent::Crash(_) | FaultEvent::Bounce(_) => {}
-        FaultEvent::Set(i, ref f) => faults[i].set(f.clone()),
-        FaultEvent::Clear(i) => faults[i].set(Faults::default()),
-    }
+    world.check_no_pipelining()
 }
 
 /// A request that differs per caller and op, so its reply identifies it.
@@ -362,7 +309,7 @@ fn settle(
 async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -> Result<(), String> {
     let runtime = tokio::runtime::Handle::current();
     let tasks_before = runtime.metrics().num_alive_tasks();
-    let hosts: Vec<String> = (0..plan.servers).map(|i| format!("{}:7709", host(i))).collect();
+    let hosts = endpoints(plan.servers);
     let sockets = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let client = Client::builder()
         .hosts(hosts)

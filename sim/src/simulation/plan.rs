@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tdx_engine::runtime::{DECODED_BUDGET_BYTES_MIN, PUSH_QUEUE_BYTES_MIN, RAW_BUDGET_BYTES_MIN};
 
-use crate::faults::{Faults, PushFlood};
+use crate::faults::{FaultKind, Faults, PushFlood};
 use crate::rng::Rng;
 
 /// A fault the harness applies to server `i` at a point in simulated time.
@@ -150,9 +150,61 @@ impl Plan {
     }
 }
 
+/// What a fault window does to one server while it is open.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// Drop everything between the client and the server.
+    Partition,
+    /// Hold every message between them; delivered when the window closes.
+    Hold,
+    /// Kill the server host (its connections die); restarted at the close.
+    Crash,
+    /// Misbehave in the protocol: these kinds, combined.
+    Server(Vec<FaultKind>),
+}
+
+impl From<FaultKind> for Fault {
+    fn from(kind: FaultKind) -> Self {
+        Fault::Server(vec![kind])
+    }
+}
+
+/// A fault on one server from `from` until `until` (`None`: to the end).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    /// Server index.
+    pub server: usize,
+    /// Opens at this simulated time.
+    pub from: Duration,
+    /// Closes at this simulated time; `None` keeps it open.
+    pub until: Option<Duration>,
+    /// What it does.
+    pub fault: Fault,
+}
+
 /// A fault schedule: each kind of fault is on for some seeds only; each
 /// episode starts and ends inside the fault phase.
 fn schedule(rng: &mut Rng, servers: usize, in_use: usize, phase: Duration) -> Vec<Scheduled> {
+    let mut out = Vec::new();
+    for w in swarm(rng, servers, in_use, phase) {
+        let (on, off) = match w.fault {
+            Fault::Partition => (FaultEvent::Partition(w.server), FaultEvent::Repair(w.server)),
+            Fault::Hold => (FaultEvent::Hold(w.server), FaultEvent::Release(w.server)),
+            Fault::Crash => (FaultEvent::Crash(w.server), FaultEvent::Bounce(w.server)),
+            Fault::Server(kinds) => (FaultEvent::Set(w.server, kinds.into_iter().collect()), FaultEvent::Clear(w.server)),
+        };
+        out.push(Scheduled { at: w.from, event: on });
+        out.push(Scheduled { at: w.until.unwrap_or(phase), event: off });
+    }
+    // Stable: events at the same time keep their generation order.
+    out.sort_by_key(|s| s.at);
+    out
+}
+
+/// Swarm fault windows drawn from `rng`: each kind of fault is on for some
+/// draws only; every window opens and closes inside `phase`, mostly on the
+/// first `in_use` servers.
+pub(crate) fn swarm(rng: &mut Rng, servers: usize, in_use: usize, phase: Duration) -> Vec<Window> {
     let mut out = Vec::new();
     let phase_ms = phase.as_millis() as u64;
     let kinds = 8u64;
@@ -167,65 +219,70 @@ fn schedule(rng: &mut Rng, servers: usize, in_use: usize, phase: Duration) -> Ve
         let server = if rng.below(5) == 0 { rng.below(servers as u64) } else { rng.below(in_use as u64) } as usize;
         let start = rng.below(phase_ms * 3 / 4);
         let end = start + 1 + rng.below(phase_ms - start);
-        let (on, off) = match kind {
-            0 => (FaultEvent::Partition(server), FaultEvent::Repair(server)),
-            1 => (FaultEvent::Hold(server), FaultEvent::Release(server)),
-            2 => (FaultEvent::Crash(server), FaultEvent::Bounce(server)),
-            3 => (FaultEvent::Set(server, stalls(rng)), FaultEvent::Clear(server)),
-            4 => (FaultEvent::Set(server, corruption(rng)), FaultEvent::Clear(server)),
-            5 => (FaultEvent::Set(server, slow(rng)), FaultEvent::Clear(server)),
-            6 => (FaultEvent::Set(server, flood(rng)), FaultEvent::Clear(server)),
-            _ => (FaultEvent::Set(server, refusal(rng)), FaultEvent::Clear(server)),
+        let fault = match kind {
+            0 => Fault::Partition,
+            1 => Fault::Hold,
+            2 => Fault::Crash,
+            3 => Fault::Server(stalls(rng)),
+            4 => Fault::Server(corruption(rng)),
+            5 => Fault::Server(slow(rng)),
+            6 => Fault::Server(flood(rng)),
+            _ => Fault::Server(refusal(rng)),
         };
-        out.push(Scheduled { at: Duration::from_millis(start), event: on });
-        out.push(Scheduled { at: Duration::from_millis(end), event: off });
+        out.push(Window {
+            server,
+            from: Duration::from_millis(start),
+            until: Some(Duration::from_millis(end)),
+            fault,
+        });
     }
-    // Stable: events at the same time keep their generation order.
-    out.sort_by_key(|s| s.at);
     out
 }
 
-fn stalls(rng: &mut Rng) -> Faults {
-    Faults {
-        stall_per_mille: 50 + rng.below(500) as u32,
-        stall: Duration::from_millis(100 + rng.below(3_000)),
-        latency: Duration::from_millis(rng.below(50)),
-        jitter: Duration::from_millis(rng.below(100)),
-        ..Faults::default()
-    }
+fn stalls(rng: &mut Rng) -> Vec<FaultKind> {
+    vec![
+        FaultKind::Stall {
+            per_mille: 50 + rng.below(500) as u32,
+            duration: Duration::from_millis(100 + rng.below(3_000)),
+        },
+        FaultKind::Latency {
+            base: Duration::from_millis(rng.below(50)),
+            jitter: Duration::from_millis(rng.below(100)),
+        },
+    ]
 }
 
-fn corruption(rng: &mut Rng) -> Faults {
+fn corruption(rng: &mut Rng) -> Vec<FaultKind> {
     let mut odds = || if rng.below(2) == 0 { 0 } else { 5 + rng.below(200) as u32 };
-    Faults {
-        close_mid_frame_per_mille: odds(),
-        garbage_per_mille: odds(),
-        bad_magic_per_mille: odds(),
-        wrong_id_per_mille: odds(),
-        wrong_type_per_mille: odds(),
-        oversize_per_mille: odds(),
-        corrupt_zlib_per_mille: odds(),
-        // Always on in a corruption episode: the only fault whose frames
-        // decode but do not parse, the path of bad replies and their retries.
-        truncated_body_per_mille: 20 + rng.below(300) as u32,
-        ..Faults::default()
-    }
+    let mut kinds = vec![
+        FaultKind::CloseMidFrame { per_mille: odds() },
+        FaultKind::Garbage { per_mille: odds() },
+        FaultKind::BadMagic { per_mille: odds() },
+        FaultKind::WrongId { per_mille: odds() },
+        FaultKind::WrongType { per_mille: odds() },
+        FaultKind::Oversize { per_mille: odds() },
+        FaultKind::CorruptZlib { per_mille: odds() },
+    ];
+    // Always on in a corruption episode: the only fault whose frames
+    // decode but do not parse, the path of bad replies and their retries.
+    kinds.push(FaultKind::TruncatedBody { per_mille: 20 + rng.below(300) as u32 });
+    kinds
 }
 
-fn slow(rng: &mut Rng) -> Faults {
-    Faults { drip: Some(Duration::from_micros(10 + rng.below(300))), ..Faults::default() }
+fn slow(rng: &mut Rng) -> Vec<FaultKind> {
+    vec![FaultKind::Drip { pause: Duration::from_micros(10 + rng.below(300)) }]
 }
 
-fn flood(rng: &mut Rng) -> Faults {
+fn flood(rng: &mut Rng) -> Vec<FaultKind> {
     let push_flood = PushFlood { rate_per_sec: 50 + rng.below(2_000) as u32, size: 16 + rng.below(60_000) as usize };
-    Faults { push_flood: Some(push_flood), ..Faults::default() }
+    vec![FaultKind::PushFlood(push_flood)]
 }
 
-fn refusal(rng: &mut Rng) -> Faults {
+fn refusal(rng: &mut Rng) -> Vec<FaultKind> {
     if rng.below(2) == 0 {
-        Faults { refuse_connections: true, ..Faults::default() }
+        vec![FaultKind::RefuseConnections]
     } else {
-        Faults { fail_handshake: true, ..Faults::default() }
+        vec![FaultKind::FailHandshake]
     }
 }
 

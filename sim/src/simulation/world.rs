@@ -1,0 +1,125 @@
+//! A turmoil world of reference servers that faults are applied to: the
+//! part the built-in simulation and the test kit
+//! ([`crate::testkit::SimExchange`]) share. Servers are the hosts
+//! `server-0`, `server-1`, ... listening on port 7709; the client host is
+//! [`CLIENT_HOST`].
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::faults::{FaultHandle, Faults};
+use crate::market::Market;
+use crate::server::{ReferenceServer, ServerStats};
+
+use super::plan::FaultEvent;
+
+/// The turmoil host the engine runs on.
+pub(crate) const CLIENT_HOST: &str = "engine";
+
+/// The turmoil host name of server `i`.
+pub(crate) fn host(i: usize) -> String {
+    format!("server-{i}")
+}
+
+/// `host:port` of every server, as the engine's `hosts` take them.
+pub(crate) fn endpoints(servers: usize) -> Vec<String> {
+    (0..servers).map(|i| format!("{}:7709", host(i))).collect()
+}
+
+/// The shape of a world: what turmoil needs before anything runs.
+pub(crate) struct Shape {
+    pub seed: u64,
+    pub servers: usize,
+    /// Message latency bounds (min, max).
+    pub latency: (Duration, Duration),
+    /// Simulated time after which turmoil gives up.
+    pub horizon: Duration,
+    pub tick: Duration,
+}
+
+/// Servers inside turmoil, with their live faults and stats.
+pub(crate) struct World<'a> {
+    pub sim: turmoil::Sim<'a>,
+    faults: Vec<FaultHandle>,
+    stats: Vec<Arc<ServerStats>>,
+    crashed: Vec<bool>,
+}
+
+impl World<'_> {
+    /// Builds turmoil and starts `shape.servers` healthy servers over `market`.
+    pub fn new(shape: &Shape, market: &Arc<Market>) -> Self {
+        assert!(shape.servers > 0, "a world needs a server");
+        assert!(shape.latency.0 <= shape.latency.1, "latency bounds are (min, max)");
+        let mut sim = turmoil::Builder::new()
+            .rng_seed(shape.seed)
+            .simulation_duration(shape.horizon)
+            .min_message_latency(shape.latency.0)
+            .max_message_latency(shape.latency.1)
+            .tick_duration(shape.tick)
+            .build();
+        let faults: Vec<FaultHandle> = (0..shape.servers).map(|_| FaultHandle::new(Faults::default())).collect();
+        let stats: Vec<Arc<ServerStats>> = (0..shape.servers).map(|_| Arc::default()).collect();
+        for i in 0..shape.servers {
+            let (market, faults, stats) = (market.clone(), faults[i].clone(), stats[i].clone());
+            sim.host(host(i), move || {
+                let server = ReferenceServer::with_handles(market.clone(), i, faults.clone(), stats.clone());
+                async move {
+                    server.run_local(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
+                    Ok(())
+                }
+            });
+        }
+        let crashed = vec![false; shape.servers];
+        Self { sim, faults, stats, crashed }
+    }
+
+    /// Applies one event; a crash of a crashed server, or a bounce of a
+    /// running one, does nothing.
+    pub fn apply(&mut self, event: &FaultEvent) {
+        let client = CLIENT_HOST;
+        match *event {
+            FaultEvent::Partition(i) => self.sim.partition(client, host(i)),
+            FaultEvent::Repair(i) => self.sim.repair(client, host(i)),
+            FaultEvent::Hold(i) => self.sim.hold(client, host(i)),
+            FaultEvent::Release(i) => self.sim.release(client, host(i)),
+            FaultEvent::Crash(i) if !self.crashed[i] => {
+                self.crashed[i] = true;
+                self.sim.crash(host(i));
+            }
+            FaultEvent::Bounce(i) if self.crashed[i] => {
+                self.crashed[i] = false;
+                self.sim.bounce(host(i));
+            }
+            FaultEvent::Crash(_) | FaultEvent::Bounce(_) => {}
+            FaultEvent::Set(i, ref f) => self.faults[i].set(f.clone()),
+            FaultEvent::Clear(i) => self.faults[i].set(Faults::default()),
+        }
+    }
+
+    /// Undoes every fault on every server.
+    pub fn heal(&mut self) {
+        for i in 0..self.faults.len() {
+            for event in [FaultEvent::Repair(i), FaultEvent::Release(i), FaultEvent::Clear(i), FaultEvent::Bounce(i)] {
+                self.apply(&event);
+            }
+        }
+    }
+
+    /// What each server saw so far.
+    pub fn stats(&self) -> &[Arc<ServerStats>] {
+        &self.stats
+    }
+
+    /// Fails if any server saw a request pipelined on one socket (the
+    /// engine sends one at a time).
+    pub fn check_no_pipelining(&self) -> Result<(), String> {
+        for (i, s) in self.stats.iter().enumerate() {
+            let pipelined = s.pipelined.load(Ordering::SeqCst);
+            if pipelined > 0 {
+                return Err(format!("server {i} saw {pipelined} requests pipelined on one socket"));
+            }
+        }
+        Ok(())
+    }
+}
