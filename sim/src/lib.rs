@@ -6,7 +6,14 @@
 //! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
 //! - [`faults`]: live fault injection;
 //! - [`truth`]: what a seed's server holds, as JSON;
-//! - [`simulation`]: seeded turmoil worlds of servers, faults and the engine.
+//! - [`simulation`]: seeded turmoil worlds of servers, faults and the engine;
+//! - [`testkit`]: the same, for your code: [`testkit::SimExchange`] runs it
+//!   under faults from one seed, [`testkit::LocalExchange`] serves it on
+//!   loopback, [`truth::Truth`] says what the answers are.
+//!
+//! Testing your own code with the kit (dev-dependency setup, a fault test,
+//! a sharded seed sweep in CI, replaying a failure): `docs/TESTING-YOUR-CODE.md`
+//! in the repository, rendered here as [`testkit::guide`].
 //!
 //! Servers listen where they are told; the binary binds 127.0.0.1 only.
 
@@ -19,8 +26,9 @@ pub mod responder;
 pub mod rng;
 pub mod server;
 pub mod simulation;
+pub mod testkit;
 pub mod truth;
 
-pub use faults::{FaultHandle, Faults, PushFlood};
+pub use faults::{FaultHandle, FaultKind, Faults, PushFlood};
 pub use market::Market;
 pub use server::{Listener, ReferenceServer, ServerStats};

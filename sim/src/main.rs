@@ -27,9 +27,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use tdx_engine::proto::commands::Adjust;
-use tdx_engine::proto::{Date, Market as Exchange, SecurityCode, TradeDate};
-use tdx_sim::{simulation, truth, Faults, Market, PushFlood, ReferenceServer};
+use tdx_sim::truth::{Query, Truth};
+use tdx_sim::{simulation, Faults, Market, PushFlood, ReferenceServer};
 
 #[derive(Parser)]
 #[command(name = "tdx-sim", version, about = "Reference TDX 7709 servers over a seeded synthetic market")]
@@ -144,117 +143,12 @@ struct Serve {
     fail_handshake: bool,
 }
 
-#[derive(Subcommand)]
-enum Query {
-    /// Securities in a market (sz, sh, bj).
-    Count { market: String },
-    /// One 0x044d page of the code table.
-    Codes {
-        market: String,
-        #[arg(long, default_value_t = 0)]
-        start: usize,
-        #[arg(long, default_value_t = 1600)]
-        limit: usize,
-    },
-    /// One page of bars, `start` back from the newest, oldest first.
-    Bars {
-        code: String,
-        /// day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m, Nm, Nd, Ns.
-        #[arg(long, default_value = "day")]
-        period: String,
-        #[arg(long, default_value_t = 0)]
-        start: u16,
-        #[arg(long, default_value_t = 800)]
-        count: u16,
-        /// none, qfq (forward) or hfq (backward).
-        #[arg(long, default_value = "none")]
-        adjust: String,
-        /// YYYYMMDD: qfq keeps events up to it, hfq those from it on (modes 3, 4).
-        #[arg(long)]
-        anchor: Option<u32>,
-    },
-    /// Today's five-level quotes.
-    Quotes {
-        #[arg(required = true)]
-        codes: Vec<String>,
-    },
-    /// Capital changes (0x000f), every code's records in order.
-    Xdxr {
-        #[arg(required = true)]
-        codes: Vec<String>,
-    },
-    /// Finance records (0x0010).
-    Finance {
-        #[arg(required = true)]
-        codes: Vec<String>,
-    },
-    /// Local adjustment factors from the capital changes.
-    Factors {
-        code: String,
-        /// YYYYMMDD: leave out events before it.
-        #[arg(long)]
-        start: Option<u32>,
-        /// YYYYMMDD: leave out events after it.
-        #[arg(long)]
-        anchor: Option<u32>,
-    },
-    /// The trading days the history commands serve (today included).
-    Dates,
-    /// A past day's minute line (0x0fb4); without --date today's, as 0x051d carries it.
-    Minutes {
-        code: String,
-        /// YYYYMMDD or YYYY-MM-DD.
-        #[arg(long)]
-        date: Option<TradeDate>,
-    },
-    /// A recent day's minute line with averages (0x0feb).
-    Recent {
-        code: String,
-        /// YYYYMMDD or YYYY-MM-DD.
-        #[arg(long)]
-        date: TradeDate,
-    },
-    /// The call-auction series (0x056a) of today or a past day.
-    Auction {
-        code: String,
-        /// YYYYMMDD or YYYY-MM-DD; today without it.
-        #[arg(long)]
-        date: Option<TradeDate>,
-    },
-    /// A past day's ticks (0x0fb5): one page, `start` back from the newest.
-    Trades {
-        code: String,
-        /// YYYYMMDD or YYYY-MM-DD.
-        #[arg(long)]
-        date: TradeDate,
-        #[arg(long, default_value_t = 0)]
-        start: u16,
-        #[arg(long, default_value_t = 2000)]
-        count: u16,
-        /// Every tick of the day instead of one page.
-        #[arg(long)]
-        all: bool,
-    },
-}
-
 fn parse_flood(s: &str) -> Result<PushFlood, String> {
     let (rate, size) = s.split_once(':').ok_or("expected RATE:SIZE, for example 100:4096")?;
     Ok(PushFlood {
         rate_per_sec: rate.parse().map_err(|_| format!("bad rate {rate:?}"))?,
         size: size.parse().map_err(|_| format!("bad size {size:?}"))?,
     })
-}
-
-fn parse_market(s: &str) -> Result<Exchange, String> {
-    s.parse().map_err(|_| format!("unknown market {s:?}: use sz, sh or bj"))
-}
-
-fn parse_codes(codes: &[String]) -> Result<Vec<SecurityCode>, String> {
-    codes.iter().map(|c| parse_code(c)).collect()
-}
-
-fn parse_code(s: &str) -> Result<SecurityCode, String> {
-    s.parse().map_err(|e: tdx_engine::proto::ParseCodeError| e.to_string())
 }
 
 fn main() -> ExitCode {
@@ -327,39 +221,7 @@ fn replay(seed: u64, trace: bool) -> Result<(), String> {
 }
 
 fn run_truth(seed: u64, query: Query) -> Result<(), String> {
-    let market = Market::new(seed);
-    let value = match query {
-        Query::Count { market: m } => truth::count(&market, parse_market(&m)?),
-        Query::Codes { market: m, start, limit } => truth::codes(&market, parse_market(&m)?, start, limit),
-        Query::Bars { code, period, start, count, adjust, anchor } => {
-            let (adjust, anchor) = truth::parse_adjust(&adjust, anchor)?;
-            let (code, period) = (parse_code(&code)?, truth::parse_period(&period)?);
-            if adjust == Adjust::None {
-                truth::bars(&market, code, period, start, count)
-            } else {
-                truth::adjusted_bars(&market, code, period, start, count, adjust, anchor)
-            }
-        }
-        Query::Quotes { codes } => truth::quotes(&market, &parse_codes(&codes)?),
-        Query::Xdxr { codes } => truth::xdxr(&market, &parse_codes(&codes)?),
-        Query::Finance { codes } => truth::finance(&market, &parse_codes(&codes)?),
-        Query::Factors { code, start, anchor } => {
-            let date = |d: Option<u32>| {
-                d.map(|d| Date::from_yyyymmdd(d).ok_or_else(|| format!("{d} is not a YYYYMMDD date"))).transpose()
-            };
-            truth::factors(&market, parse_code(&code)?, date(start)?, date(anchor)?)
-        }
-        Query::Dates => truth::dates(&market),
-        Query::Recent { code, date } => truth::recent_minutes(&market, parse_code(&code)?, date),
-        Query::Auction { code, date } => truth::auction(&market, parse_code(&code)?, date),
-        Query::Minutes { code, date } => {
-            let date = date.unwrap_or_else(|| TradeDate::new(market.today()));
-            truth::history_minutes(&market, parse_code(&code)?, date)
-        }
-        Query::Trades { code, date, start, count, all } => {
-            truth::history_trades(&market, parse_code(&code)?, date, start, count, all)
-        }
-    };
+    let value = Truth::new(seed).answer(&query).map_err(|e| e.to_string())?;
     println!("{value}");
     Ok(())
 }

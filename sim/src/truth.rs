@@ -1,16 +1,283 @@
 //! What a server with a given seed holds, as JSON: the answers `tdx-sim
 //! truth` prints and the interop tests compare clients against. Every value
 //! is computed by the same code the server answers with.
+//!
+//! [`Truth`] asks the same questions in process: [`Truth::answer`] gives
+//! exactly what `tdx-sim truth` prints, and [`Truth::run`] gives the typed
+//! reply a reference server sends for any command, to compare with what a
+//! [`Client`](tdx_engine::Client) returned.
+//!
+//! ```
+//! use tdx_engine::proto::commands::SecurityCount;
+//! use tdx_engine::proto::Market as Exchange;
+//! use tdx_sim::truth::Truth;
+//!
+//! let truth = Truth::new(1);
+//! let count = truth.run(SecurityCount { market: Exchange::Sz, client_date: 0 });
+//! let json = truth.query(["count", "sz"]).unwrap();
+//! assert_eq!(json["count"], u64::from(count));
+//! ```
+
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tdx_engine::adjust::{AdjustmentFactors, FactorRow};
 use tdx_engine::proto::commands::{
     Adjust, Bar, CapitalChange, Finance, HistoryMinuteLine, HistoryTrade, Level, Period, TradeSide, FINANCE_FIELDS,
 };
-use tdx_engine::proto::{Date, DateTime, Market as Exchange, SecurityCode, TradeDate};
+use tdx_engine::proto::commands::{Bars, TypedCommand};
+use tdx_engine::proto::{Date, DateTime, Market as Exchange, Reply, Request, SecurityCode, TradeDate};
 
 use crate::market::Market;
-use crate::responder::{history_trade_page, quote};
+use crate::responder::{history_trade_page, quote, respond};
+
+/// A question `tdx-sim truth` or [`Truth::answer`] does not understand.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct QueryError(String);
+
+impl From<String> for QueryError {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+/// What the exchange of one market seed holds: every server of a
+/// [`LocalExchange`](crate::testkit::LocalExchange) or a
+/// [`SimExchange`](crate::testkit::SimExchange) answers from it.
+#[derive(Debug, Clone)]
+pub struct Truth {
+    market: Arc<Market>,
+}
+
+impl Truth {
+    /// The truth of the market of `seed` (what `tdx-sim truth --seed` reads).
+    pub fn new(seed: u64) -> Self {
+        Self { market: Arc::new(Market::new(seed)) }
+    }
+
+    /// The truth of a market already built (shares its caches).
+    pub fn of(market: Arc<Market>) -> Self {
+        Self { market }
+    }
+
+    /// The synthetic market itself, for questions no command asks.
+    pub fn market(&self) -> &Arc<Market> {
+        &self.market
+    }
+
+    /// The reply a healthy reference server sends to `request`.
+    pub fn reply(&self, request: &Request) -> Reply {
+        respond(&self.market, 0, request)
+    }
+
+    /// The typed reply to `command`: what `Client::run(command)` returns
+    /// from a healthy server.
+    pub fn run<C: TypedCommand>(&self, command: C) -> C::Reply {
+        let request: Request = command.into();
+        let name = request.name();
+        C::take_reply(self.reply(&request)).unwrap_or_else(|| panic!("the responder answers {name} with its own reply"))
+    }
+
+    /// Every bar of `code` in `period`, adjusted as `adjust` asks, oldest
+    /// first: what `Client::all_bars` returns (pages of 800 back from the
+    /// newest until an empty one).
+    pub fn all_bars(&self, code: SecurityCode, period: Period, adjust: Adjust) -> Vec<Bar> {
+        let mut pages = Vec::new();
+        let mut start = 0u16;
+        loop {
+            let page = self.run(Bars { adjust, ..Bars::new(code, period, start, 800) });
+            if page.is_empty() {
+                break;
+            }
+            let Some(next) = start.checked_add(page.len() as u16) else { break };
+            start = next;
+            pages.push(page);
+        }
+        pages.into_iter().rev().flatten().collect()
+    }
+
+    /// The JSON `tdx-sim truth --seed S QUERY...` prints.
+    pub fn answer(&self, query: &Query) -> Result<Value, QueryError> {
+        let market = &*self.market;
+        Ok(match query.clone() {
+            Query::Count { market: m } => count(market, parse_market(&m)?),
+            Query::Codes { market: m, start, limit } => codes(market, parse_market(&m)?, start, limit),
+            Query::Bars { code, period, start, count, adjust, anchor } => {
+                let (adjust, anchor) = parse_adjust(&adjust, anchor)?;
+                let (code, period) = (parse_code(&code)?, parse_period(&period)?);
+                if adjust == Adjust::None {
+                    bars(market, code, period, start, count)
+                } else {
+                    adjusted_bars(market, code, period, start, count, adjust, anchor)
+                }
+            }
+            Query::Quotes { codes } => quotes(market, &parse_codes(&codes)?),
+            Query::Xdxr { codes } => xdxr(market, &parse_codes(&codes)?),
+            Query::Finance { codes } => finance(market, &parse_codes(&codes)?),
+            Query::Factors { code, start, anchor } => {
+                let date = |d: Option<u32>| {
+                    d.map(|d| Date::from_yyyymmdd(d).ok_or_else(|| format!("{d} is not a YYYYMMDD date"))).transpose()
+                };
+                factors(market, parse_code(&code)?, date(start)?, date(anchor)?)
+            }
+            Query::Dates => dates(market),
+            Query::Recent { code, date } => recent_minutes(market, parse_code(&code)?, date),
+            Query::Auction { code, date } => auction(market, parse_code(&code)?, date),
+            Query::Minutes { code, date } => {
+                let date = date.unwrap_or_else(|| TradeDate::new(market.today()));
+                history_minutes(market, parse_code(&code)?, date)
+            }
+            Query::Trades { code, date, start, count, all } => {
+                history_trades(market, parse_code(&code)?, date, start, count, all)
+            }
+        })
+    }
+
+    /// [`answer`](Self::answer) for the words after `tdx-sim truth --seed
+    /// S`, parsed as the command line parses them: `["bars", "sz000001",
+    /// "--count", "10"]`.
+    pub fn query<I, S>(&self, words: I) -> Result<Value, QueryError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        #[derive(clap::Parser)]
+        #[command(name = "truth", no_binary_name = true)]
+        struct Words {
+            #[command(subcommand)]
+            query: Query,
+        }
+        let words: Vec<String> = words.into_iter().map(Into::into).collect();
+        let parsed = <Words as clap::Parser>::try_parse_from(words).map_err(|e| QueryError(e.to_string()))?;
+        self.answer(&parsed.query)
+    }
+}
+
+fn parse_market(s: &str) -> Result<Exchange, String> {
+    s.parse().map_err(|_| format!("unknown market {s:?}: use sz, sh or bj"))
+}
+
+fn parse_codes(codes: &[String]) -> Result<Vec<SecurityCode>, String> {
+    codes.iter().map(|c| parse_code(c)).collect()
+}
+
+fn parse_code(s: &str) -> Result<SecurityCode, String> {
+    s.parse().map_err(|e: tdx_engine::proto::ParseCodeError| e.to_string())
+}
+
+/// One `tdx-sim truth` question (its subcommands).
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Query {
+    /// Securities in a market (sz, sh, bj).
+    Count {
+        /// sz, sh or bj.
+        market: String,
+    },
+    /// One 0x044d page of the code table.
+    Codes {
+        /// sz, sh or bj.
+        market: String,
+        /// First index.
+        #[arg(long, default_value_t = 0)]
+        start: usize,
+        /// At most this many (up to 1600).
+        #[arg(long, default_value_t = 1600)]
+        limit: usize,
+    },
+    /// One page of bars, `start` back from the newest, oldest first.
+    Bars {
+        /// The security, e.g. sz000001.
+        code: String,
+        /// day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m, Nm, Nd, Ns.
+        #[arg(long, default_value = "day")]
+        period: String,
+        /// Bars back from the newest.
+        #[arg(long, default_value_t = 0)]
+        start: u16,
+        /// At most this many (up to 800).
+        #[arg(long, default_value_t = 800)]
+        count: u16,
+        /// none, qfq (forward) or hfq (backward).
+        #[arg(long, default_value = "none")]
+        adjust: String,
+        /// YYYYMMDD: qfq keeps events up to it, hfq those from it on (modes 3, 4).
+        #[arg(long)]
+        anchor: Option<u32>,
+    },
+    /// Today's five-level quotes.
+    Quotes {
+        /// The securities.
+        #[arg(required = true)]
+        codes: Vec<String>,
+    },
+    /// Capital changes (0x000f), every code's records in order.
+    Xdxr {
+        /// The securities.
+        #[arg(required = true)]
+        codes: Vec<String>,
+    },
+    /// Finance records (0x0010).
+    Finance {
+        /// The securities.
+        #[arg(required = true)]
+        codes: Vec<String>,
+    },
+    /// Local adjustment factors from the capital changes.
+    Factors {
+        /// The security.
+        code: String,
+        /// YYYYMMDD: leave out events before it.
+        #[arg(long)]
+        start: Option<u32>,
+        /// YYYYMMDD: leave out events after it.
+        #[arg(long)]
+        anchor: Option<u32>,
+    },
+    /// The trading days the history commands serve (today included).
+    Dates,
+    /// A past day's minute line (0x0fb4); without --date today's, as 0x051d carries it.
+    Minutes {
+        /// The security.
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: Option<TradeDate>,
+    },
+    /// A recent day's minute line with averages (0x0feb).
+    Recent {
+        /// The security.
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: TradeDate,
+    },
+    /// The call-auction series (0x056a) of today or a past day.
+    Auction {
+        /// The security.
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD; today without it.
+        #[arg(long)]
+        date: Option<TradeDate>,
+    },
+    /// A past day's ticks (0x0fb5): one page, `start` back from the newest.
+    Trades {
+        /// The security.
+        code: String,
+        /// YYYYMMDD or YYYY-MM-DD.
+        #[arg(long)]
+        date: TradeDate,
+        /// Ticks back from the newest.
+        #[arg(long, default_value_t = 0)]
+        start: u16,
+        /// At most this many (up to 2000).
+        #[arg(long, default_value_t = 2000)]
+        count: u16,
+        /// Every tick of the day instead of one page.
+        #[arg(long)]
+        all: bool,
+    },
+}
 
 /// Parses a period name; see [`Period`]'s `FromStr`.
 pub fn parse_period(s: &str) -> Result<Period, String> {

@@ -1,0 +1,152 @@
+//! [`LocalExchange`]: reference servers on 127.0.0.1 inside this process,
+//! on their own runtime, for ordinary tests and examples.
+
+use std::io;
+use std::sync::Arc;
+
+use tdx_engine::{Client, ClientBuilder};
+
+use crate::faults::{FaultHandle, FaultKind, Faults};
+use crate::market::Market;
+use crate::server::ReferenceServer;
+use crate::truth::Truth;
+
+/// Running reference servers on loopback; dropping it stops them.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use tdx_engine::proto::Market as Exchange;
+/// use tdx_sim::testkit::LocalExchange;
+///
+/// let exchange = LocalExchange::start()?;
+/// let client = exchange.client()?;
+/// let count = client.count(Exchange::Sz).await?;
+/// assert_eq!(usize::from(count), exchange.truth().market().listings(Exchange::Sz).len());
+/// client.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct LocalExchange {
+    hosts: Vec<String>,
+    truth: Truth,
+    faults: Vec<FaultHandle>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// Settings of a [`LocalExchange`].
+#[derive(Debug, Clone)]
+pub struct LocalExchangeBuilder {
+    servers: usize,
+    market_seed: u64,
+    threads: usize,
+    faults: Vec<(usize, FaultKind)>,
+}
+
+impl LocalExchange {
+    /// Two healthy servers over the market of seed 1.
+    pub fn start() -> io::Result<Self> {
+        Self::builder().start()
+    }
+
+    /// Servers, market seed, threads and faults to choose.
+    pub fn builder() -> LocalExchangeBuilder {
+        LocalExchangeBuilder { servers: 2, market_seed: 1, threads: 1, faults: Vec::new() }
+    }
+
+    /// `127.0.0.1:PORT` of every server, in order.
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// What every server answers.
+    pub fn truth(&self) -> &Truth {
+        &self.truth
+    }
+
+    /// Server `i`'s live faults: a change applies from its next request.
+    pub fn faults(&self, i: usize) -> &FaultHandle {
+        &self.faults[i]
+    }
+
+    /// A client builder with these servers as its hosts and one
+    /// connection per server in the pool.
+    pub fn client_builder(&self) -> ClientBuilder {
+        Client::builder().hosts(self.hosts.iter().cloned()).server_count(self.hosts.len())
+    }
+
+    /// A client with every other default ([`client_builder`](Self::client_builder) built).
+    pub fn client(&self) -> Result<Client, tdx_engine::Error> {
+        self.client_builder().build()
+    }
+}
+
+impl LocalExchangeBuilder {
+    /// Reference servers, at least 1.
+    pub fn servers(mut self, n: usize) -> Self {
+        self.servers = n;
+        self
+    }
+
+    /// The market's seed ([`Truth::new`] of the same seed answers the same).
+    pub fn market_seed(mut self, seed: u64) -> Self {
+        self.market_seed = seed;
+        self
+    }
+
+    /// Threads the servers run on (1 by default).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
+
+    /// `kind` on server `server` from the start (change it later through
+    /// [`LocalExchange::faults`]).
+    pub fn fault(mut self, server: usize, kind: FaultKind) -> Self {
+        self.faults.push((server, kind));
+        self
+    }
+
+    /// Binds every server on 127.0.0.1 (ports the system picks) and starts
+    /// them.
+    pub fn start(self) -> io::Result<LocalExchange> {
+        let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidInput, what);
+        if self.servers == 0 {
+            return Err(invalid("a local exchange needs at least one server".into()));
+        }
+        if let Some((server, _)) = self.faults.iter().find(|(s, _)| *s >= self.servers) {
+            return Err(invalid(format!("a fault on server {server} of {}", self.servers)));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(self.threads.max(1))
+            .thread_name("tdx-local-exchange")
+            .enable_all()
+            .build()?;
+        let market = Arc::new(Market::new(self.market_seed));
+        let mut hosts = Vec::with_capacity(self.servers);
+        let mut handles = Vec::with_capacity(self.servers);
+        for index in 0..self.servers {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+            listener.set_nonblocking(true)?;
+            hosts.push(listener.local_addr()?.to_string());
+            let faults: Faults = self.faults.iter().filter(|(s, _)| *s == index).map(|(_, k)| *k).collect();
+            let handle = FaultHandle::new(faults);
+            let server = ReferenceServer::with_handles(market.clone(), index, handle.clone(), Arc::default());
+            handles.push(handle);
+            runtime.spawn(async move {
+                let listener = tokio::net::TcpListener::from_std(listener)?;
+                server.run(listener).await
+            });
+        }
+        Ok(LocalExchange { hosts, truth: Truth::of(market), faults: handles, runtime: Some(runtime) })
+    }
+}
+
+impl Drop for LocalExchange {
+    fn drop(&mut self) {
+        // Not a blocking shutdown: it may be dropped inside an async test.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
