@@ -53,7 +53,7 @@ mod sim;
 
 pub use local::{LocalExchange, LocalExchangeBuilder};
 pub use replay::{replay_command, Regressions, SEED_ENV, SEEDS_ENV, START_ENV};
-pub use sim::{note, Report, SimExchange, SimExchangeBuilder, SimFailure, SimRun, Verdict};
+pub use sim::{current_seed, note, Report, SimExchange, SimExchangeBuilder, SimFailure, SimRun, Verdict};
 
 pub use crate::faults::{FaultKind, Faults, PushFlood};
 pub use crate::simulation::{Fault, FaultEvent, Scheduled, Window};

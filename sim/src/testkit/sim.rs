@@ -269,7 +269,7 @@ impl SimExchangeBuilder {
         }
         tdx_engine::runtime::check_invariants_always(true);
         let events = compile(&windows, self.servers);
-        let state = Rc::new(RunState::default());
+        let state = Rc::new(RunState { seed, ..RunState::default() });
         state.line(format!(
             "exchange seed={seed} market={} servers={} latency={:?}+{:?} windows={}",
             self.market_seed,
@@ -483,6 +483,11 @@ pub fn note(line: impl std::fmt::Display) {
     });
 }
 
+/// The seed of the run this code is in; `None` outside a run.
+pub fn current_seed() -> Option<u64> {
+    CURRENT.with(|c| c.borrow().as_ref().map(|state| state.seed))
+}
+
 thread_local! {
     /// The run on this thread: turmoil steps every host on the thread that
     /// called `run`, so the code's `note` calls land here.
@@ -491,6 +496,7 @@ thread_local! {
 
 #[derive(Debug, Default)]
 struct RunState {
+    seed: u64,
     trace: RefCell<Vec<String>>,
     faults: RefCell<Vec<Scheduled>>,
     elapsed: RefCell<Duration>,
