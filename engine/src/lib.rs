@@ -7,6 +7,12 @@
 //!
 //! The protocol specification this code follows is `SPEC-7709.md` in the
 //! project's shared folder; section numbers in doc comments (`§2.2`) refer to it.
+//!
+//! Testing code built on this crate: the `tdx-sim` crate's test kit
+//! (`tdx_sim::testkit`) runs it against simulated servers under faults from
+//! one seed and replays failures; the guide is `docs/TESTING-YOUR-CODE.md`
+//! in the repository (also rendered as `tdx_sim::testkit::guide`), and
+//! `examples/` shows the client against an embedded exchange.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
