@@ -9,8 +9,9 @@
 #   SIM_SEEDS=N      simulation seeds in the sweep (default 400; 0 skips it)
 #
 # Also runs the mutant check (every deliberate bug caught), loom models of
-# every shared primitive, and the interop tests in a network namespace
-# with only loopback up.
+# every shared primitive, the interop tests in a network namespace with
+# only loopback up, the examples, and the test kit from a crate outside
+# the workspace (ci/consumer.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -115,6 +116,17 @@ cargo run --release --locked -p tdx-sim --features mutants -- mutants
 
 step "interop (pytdx 1.72, eltdx 3.3.0, tdxrs 0.6.7 against tdx-sim, loopback-only network namespace)"
 bash tests/interop/run.sh
+
+step "examples (against the embedded exchange, no network)"
+cargo build --examples --locked --quiet
+target/debug/examples/quickstart
+target/debug/examples/download_all --limit 200
+target/debug/examples/watch --batches 2
+target/debug/examples/adjusted_bars
+target/debug/examples/test_under_faults --seeds 5
+
+step "test kit in a consumer crate outside the workspace (fault test, failing seed replayed)"
+bash ci/consumer.sh
 
 step "tests"
 mkdir -p target
