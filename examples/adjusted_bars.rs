@@ -28,7 +28,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("{:<12} {:>10} {:>10} {:>10}", "date", "raw close", "qfq server", "qfq here");
     for ((r, s), h) in raw.iter().zip(&by_server).zip(&here).step_by(raw.len().div_ceil(8).max(1)) {
-        println!("{:<12} {:>10.2} {:>10.2} {:>10.2}", r.time.date.to_string(), r.close.yuan(), s.close.yuan(), h.close.yuan());
+        println!(
+            "{:<12} {:>10.2} {:>10.2} {:>10.2}",
+            r.time.date.to_string(),
+            r.close.yuan(),
+            s.close.yuan(),
+            h.close.yuan()
+        );
     }
     assert_eq!(by_server, here, "local adjustment equals the server's");
     println!("the server's qfq series and the local one are equal, bar for bar");

@@ -18,7 +18,8 @@ use tokio::task::JoinSet;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let limit = std::env::args().skip_while(|a| a != "--limit").nth(1).map(|n| n.parse::<usize>()).transpose()?;
     let exchange = LocalExchange::builder().servers(4).threads(2).start()?;
-    let client = Client::builder().hosts(exchange.hosts().iter().cloned()).server_count(4).connections_per_server(4).build()?;
+    let client =
+        Client::builder().hosts(exchange.hosts().iter().cloned()).server_count(4).connections_per_server(4).build()?;
 
     let mut codes = Vec::new();
     for market in [Market::Sz, Market::Sh] {
@@ -45,7 +46,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     eprintln!();
-    println!("{done} securities, {bars} daily bars in {:.1} s, all equal to the truth", started.elapsed().as_secs_f64());
+    println!(
+        "{done} securities, {bars} daily bars in {:.1} s, all equal to the truth",
+        started.elapsed().as_secs_f64()
+    );
     client.close().await;
     Ok(())
 }

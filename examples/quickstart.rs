@@ -21,7 +21,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let code = "sz000001".parse()?;
     for quote in client.quotes(&[code]).await? {
         let h = &quote.head;
-        println!("{}: price {:.2}, last close {:.2}, volume {}", h.code, h.price.yuan(), h.last_close.yuan(), h.total_volume);
+        println!(
+            "{}: price {:.2}, last close {:.2}, volume {}",
+            h.code,
+            h.price.yuan(),
+            h.last_close.yuan(),
+            h.total_volume
+        );
     }
 
     let bars = client.bars(code, Period::Day, Adjust::None, 0, 5).await?;

@@ -43,7 +43,10 @@ fn arg(name: &str) -> Option<u64> {
 }
 
 fn main() {
-    let codes: Vec<SecurityCode> = ["sz000001", "sh600000", "sz399001", "sh510300", "sz159915", "bj430047"].iter().map(|c| c.parse().unwrap()).collect();
+    let codes: Vec<SecurityCode> = ["sz000001", "sh600000", "sz399001", "sh510300", "sz159915", "bj430047"]
+        .iter()
+        .map(|c| c.parse().unwrap())
+        .collect();
     let truth = Truth::new(1);
     let expected: Vec<Vec<Bar>> = codes.iter().map(|&c| truth.all_bars(c, Period::Day, Adjust::None)).collect();
 

@@ -36,7 +36,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let exchange = LocalExchange::start()?;
     let client = Client::builder().hosts(exchange.hosts().iter().cloned()).server_count(2).build()?;
 
-    let codes: Vec<SecurityCode> = ["sz000001", "sh600000", "bj430047"].iter().map(|c| c.parse()).collect::<Result<_, _>>()?;
+    let codes: Vec<SecurityCode> =
+        ["sz000001", "sh600000", "bj430047"].iter().map(|c| c.parse()).collect::<Result<_, _>>()?;
     let first = client.refresh(&codes).await?;
     first.records.iter().for_each(show);
 

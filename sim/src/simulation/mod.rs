@@ -33,8 +33,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use counting::{Counted, Counting};
-pub use plan::{Fault, FaultEvent, Mix, Plan, Scheduled, Window};
 pub(crate) use plan::swarm;
+pub use plan::{Fault, FaultEvent, Mix, Plan, Scheduled, Window};
 pub(crate) use world::{endpoints, Shape, World, CLIENT_HOST};
 
 use tdx_engine::proto::commands::{

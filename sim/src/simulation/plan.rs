@@ -191,7 +191,9 @@ fn schedule(rng: &mut Rng, servers: usize, in_use: usize, phase: Duration) -> Ve
             Fault::Partition => (FaultEvent::Partition(w.server), FaultEvent::Repair(w.server)),
             Fault::Hold => (FaultEvent::Hold(w.server), FaultEvent::Release(w.server)),
             Fault::Crash => (FaultEvent::Crash(w.server), FaultEvent::Bounce(w.server)),
-            Fault::Server(kinds) => (FaultEvent::Set(w.server, kinds.into_iter().collect()), FaultEvent::Clear(w.server)),
+            Fault::Server(kinds) => {
+                (FaultEvent::Set(w.server, kinds.into_iter().collect()), FaultEvent::Clear(w.server))
+            }
         };
         out.push(Scheduled { at: w.from, event: on });
         out.push(Scheduled { at: w.until.unwrap_or(phase), event: off });
@@ -229,12 +231,7 @@ pub(crate) fn swarm(rng: &mut Rng, servers: usize, in_use: usize, phase: Duratio
             6 => Fault::Server(flood(rng)),
             _ => Fault::Server(refusal(rng)),
         };
-        out.push(Window {
-            server,
-            from: Duration::from_millis(start),
-            until: Some(Duration::from_millis(end)),
-            fault,
-        });
+        out.push(Window { server, from: Duration::from_millis(start), until: Some(Duration::from_millis(end)), fault });
     }
     out
 }

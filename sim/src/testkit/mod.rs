@@ -52,7 +52,7 @@ mod replay;
 mod sim;
 
 pub use local::{LocalExchange, LocalExchangeBuilder};
-pub use replay::{replay_command, Regressions, SEED_ENV, SEEDS_ENV, START_ENV};
+pub use replay::{replay_command, Regressions, SEEDS_ENV, SEED_ENV, START_ENV};
 pub use sim::{current_seed, note, Report, SimExchange, SimExchangeBuilder, SimFailure, SimRun, Verdict};
 
 pub use crate::faults::{FaultKind, Faults, PushFlood};

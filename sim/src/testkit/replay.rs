@@ -109,7 +109,10 @@ impl Regressions {
         let new = !self.path.exists();
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
         if new {
-            writeln!(file, "# Seeds that failed once (tdx_sim::testkit); each replays on every sweep. Commit this file.")?;
+            writeln!(
+                file,
+                "# Seeds that failed once (tdx_sim::testkit); each replays on every sweep. Commit this file."
+            )?;
         }
         let note: String = note.chars().take(160).map(|c| if c == '\n' { ' ' } else { c }).collect();
         writeln!(file, "{seed} # {note}")?;

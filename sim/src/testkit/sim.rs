@@ -42,6 +42,9 @@ impl SimExchange {
     }
 }
 
+/// What the client host hands back to the stepping loop (one thread).
+type Shared<T> = Rc<RefCell<Option<T>>>;
+
 type ClientHook = Arc<dyn Fn(ClientBuilder) -> ClientBuilder + Send + Sync + std::panic::RefUnwindSafe>;
 
 /// Everything about a simulated exchange; [`run`](Self::run) runs code
@@ -248,7 +251,11 @@ impl SimExchangeBuilder {
         let mut message = failure.to_string();
         if let Some(file) = &self.regressions {
             match file.add(failure.seed, &failure.message) {
-                Ok(true) => message.push_str(&format!("\n(seed {} added to {}: commit it)", failure.seed, file.path().display())),
+                Ok(true) => message.push_str(&format!(
+                    "\n(seed {} added to {}: commit it)",
+                    failure.seed,
+                    file.path().display()
+                )),
                 Ok(false) => {}
                 Err(e) => message.push_str(&format!("\n(cannot add the seed to {}: {e})", file.path().display())),
             }
@@ -279,7 +286,8 @@ impl SimExchangeBuilder {
             windows.len()
         ));
         let previous = CURRENT.with(|c| c.replace(Some(state.clone())));
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.simulate(seed, &events, &state, code)));
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.simulate(seed, &events, &state, code)));
         CURRENT.with(|c| c.replace(previous));
         let (problem, value) = match outcome {
             Ok(Ok(value)) => (None, Some(value)),
@@ -294,7 +302,7 @@ impl SimExchangeBuilder {
                 seed,
                 message: problem.unwrap_or_default(),
                 replay: replay_command(seed),
-                report,
+                report: Box::new(report),
             }),
         }
     }
@@ -329,12 +337,13 @@ impl SimExchangeBuilder {
         if let Some(hook) = &self.client {
             builder = hook(builder);
         }
-        let outcome: Rc<RefCell<Option<Result<Fut::Output, String>>>> = Rc::default();
+        let outcome: Shared<Result<Fut::Output, String>> = Rc::default();
         {
             let (outcome, state) = (outcome.clone(), state.clone());
             world.sim.client(CLIENT_HOST, async move {
                 let handle = tokio::runtime::Handle::current();
-                let result = match builder.runtime_flavor(RuntimeFlavor::External(handle)).build_with(TurmoilConnector) {
+                let result = match builder.runtime_flavor(RuntimeFlavor::External(handle)).build_with(TurmoilConnector)
+                {
                     Ok(client) => {
                         let result = CatchUnwind(Box::pin(code(client.clone()))).await;
                         // Let the diagnostics snapshot catch up, then close.
@@ -377,7 +386,8 @@ impl SimExchangeBuilder {
         }
         stepped?;
         let outcome = outcome.borrow_mut().take().ok_or("the client host ended without an outcome")?;
-        let verdict = outcome.and_then(|output| output.verdict().map_err(|e| format!("the code returned an error: {e}")));
+        let verdict =
+            outcome.and_then(|output| output.verdict().map_err(|e| format!("the code returned an error: {e}")));
         let elapsed = state.elapsed.borrow().as_millis();
         match &verdict {
             Ok(_) => state.line(format!("{elapsed:>8} done")),
@@ -453,8 +463,9 @@ pub struct SimFailure {
     pub message: String,
     /// One command line that replays this seed.
     pub replay: String,
-    /// What happened up to the failure.
-    pub report: Report,
+    /// What happened up to the failure (boxed: a failure is passed around
+    /// more than it is read).
+    pub report: Box<Report>,
 }
 
 impl std::fmt::Display for SimFailure {
