@@ -90,9 +90,11 @@ impl Truth {
             if page.is_empty() {
                 break;
             }
-            let Some(next) = start.checked_add(page.len() as u16) else { break };
-            start = next;
+            let next = start.checked_add(page.len() as u16);
             pages.push(page);
+            // The client stops where a u16 `start` runs out too.
+            let Some(next) = next else { break };
+            start = next;
         }
         pages.into_iter().rev().flatten().collect()
     }

@@ -196,6 +196,9 @@ impl SimExchangeBuilder {
     /// with this seed (or `TDX_SIM_SEED`). Panics when the code panics,
     /// returns an error (see [`Verdict`]) or does not finish in time; the
     /// panic message holds the seed and the command that replays it.
+    ///
+    /// Call it from a plain `#[test]`, outside any tokio runtime: turmoil
+    /// runs the simulated hosts on runtimes of its own.
     pub fn run<F, Fut>(&self, code: F) -> SimRun<<Fut::Output as Verdict>::Value>
     where
         F: FnOnce(Client) -> Fut + 'static,
