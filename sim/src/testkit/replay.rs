@@ -38,17 +38,19 @@ pub(crate) fn sweep_range(default: Range<u64>) -> Range<u64> {
 /// alone; in an example, that example; otherwise this program with its
 /// arguments.
 pub fn replay_command(seed: u64) -> String {
-    let thread = std::thread::current();
-    if let Some(test) = thread.name().filter(|n| *n != "main") {
+    let args: Vec<String> = std::env::args().collect();
+    command_for(seed, std::thread::current().name(), &args)
+}
+
+fn command_for(seed: u64, thread: Option<&str>, args: &[String]) -> String {
+    if let Some(test) = thread.filter(|n| *n != "main") {
         return format!("{SEED_ENV}={seed} cargo test {test} -- --exact");
     }
-    let args: Vec<String> = std::env::args().collect();
     let program = args.first().map(PathBuf::from).unwrap_or_default();
     let in_examples = program.parent().and_then(Path::file_name).is_some_and(|d| d == "examples");
     match program.file_stem().and_then(|s| s.to_str()) {
         Some(example) if in_examples => {
-            let rest: Vec<&str> = args[1..].iter().map(String::as_str).collect();
-            let rest = if rest.is_empty() { String::new() } else { format!(" -- {}", rest.join(" ")) };
+            let rest = if args.len() > 1 { format!(" -- {}", args[1..].join(" ")) } else { String::new() };
             format!("{SEED_ENV}={seed} cargo run --example {example}{rest}")
         }
         _ => format!("{SEED_ENV}={seed} {}", args.join(" ")),
@@ -136,6 +138,21 @@ mod tests {
         std::fs::write(file.path(), "x\n").unwrap();
         assert!(file.seeds().is_err(), "a line that is not a seed is an error");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_example_or_a_program_replays_with_its_arguments() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            command_for(4, Some("main"), &args(&["/r/target/debug/examples/test_under_faults", "--seeds", "5"])),
+            "TDX_SIM_SEED=4 cargo run --example test_under_faults -- --seeds 5"
+        );
+        assert_eq!(
+            command_for(4, None, &args(&["/r/target/debug/examples/quickstart"])),
+            "TDX_SIM_SEED=4 cargo run --example quickstart"
+        );
+        assert_eq!(command_for(4, None, &args(&["./sweeper", "-v"])), "TDX_SIM_SEED=4 ./sweeper -v");
+        assert_eq!(command_for(4, Some("mod::t"), &[]), "TDX_SIM_SEED=4 cargo test mod::t -- --exact");
     }
 
     #[test]
