@@ -15,7 +15,9 @@
 //! tdx-sim truth --seed S recent CODE --date D
 //! tdx-sim truth --seed S auction CODE [--date D]
 //! tdx-sim truth --seed S minutes CODE [--date D]
-//! tdx-sim truth --seed S trades CODE --date D [--start N --count N | --all]
+//! tdx-sim truth --seed S trades CODE --date D [--detailed] [--start N --count N | --all]
+//! tdx-sim truth --seed S sparkline CODE
+//! tdx-sim truth --seed S aux CODE [--kind K]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)
@@ -27,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use tdx_engine::proto::commands::Adjust;
+use tdx_engine::proto::commands::{Adjust, AuxKind};
 use tdx_engine::proto::{Date, Market as Exchange, SecurityCode, TradeDate};
 use tdx_sim::{simulation, truth, Faults, Market, PushFlood, ReferenceServer};
 
@@ -234,6 +236,18 @@ enum Query {
         /// Every tick of the day instead of one page.
         #[arg(long)]
         all: bool,
+        /// eltdx's form (0x0fc6): ticks with order counts, pages of at most 1800.
+        #[arg(long)]
+        detailed: bool,
+    },
+    /// Today's one-code sparkline (0x0fd1).
+    Sparkline { code: String },
+    /// Today's minute aux series (0x051b).
+    Aux {
+        code: String,
+        /// The kind byte: 0 buy/sell commission, 11 (0x0b) volume comparison.
+        #[arg(long, default_value_t = 0)]
+        kind: u8,
     },
 }
 
@@ -356,9 +370,14 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
             let date = date.unwrap_or_else(|| TradeDate::new(market.today()));
             truth::history_minutes(&market, parse_code(&code)?, date)
         }
-        Query::Trades { code, date, start, count, all } => {
+        Query::Trades { code, date, start, count, all, detailed: false } => {
             truth::history_trades(&market, parse_code(&code)?, date, start, count, all)
         }
+        Query::Trades { code, date, start, count, all, detailed: true } => {
+            truth::detailed_history_trades(&market, parse_code(&code)?, date, start, count.min(1800), all)
+        }
+        Query::Sparkline { code } => truth::sparkline(&market, parse_code(&code)?),
+        Query::Aux { code, kind } => truth::aux(&market, parse_code(&code)?, AuxKind(kind)),
     };
     println!("{value}");
     Ok(())
