@@ -3,8 +3,10 @@
 use std::io::Write;
 
 use tdx_engine::proto::commands::{
-    Adjust, Bars, HistoryMinuteLine, MinuteLine, Period, Quote, Refresh, RefreshRecord, RefreshTarget, FINANCE_FIELDS,
+    Adjust, AuxKind, Bars, HistoryMinuteLine, MinuteAuxSeries, MinuteLine, Period, Quote, Refresh, RefreshRecord,
+    RefreshTarget, FINANCE_FIELDS,
 };
+use tdx_engine::proto::limits::TRADES_PER_PAGE_MAX;
 use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay, TradeDate};
 use tdx_engine::ranking::{probe_and_save, RankingStore, Round};
 use tdx_engine::runtime::connector::TcpConnector;
@@ -228,6 +230,76 @@ pub async fn history_trades(
         let side = tdx_sim::truth::side_name(t.side());
         table.push(vec![time, Cell::Float(t.price.yuan()), t.volume.into(), t.status_raw.into(), side.into()]);
     }
+    write(ctx, &table)
+}
+
+pub async fn detailed_history_trades(
+    ctx: &Context,
+    code: SecurityCode,
+    date: TradeDate,
+    (start, count): (u16, u16),
+    all: bool,
+) -> Result<(), CliError> {
+    let trades = if all {
+        ctx.client.all_detailed_history_trades(code, date).await?
+    } else {
+        ctx.client.detailed_history_trades(code, date, start, count.min(TRADES_PER_PAGE_MAX)).await?
+    };
+    if trades.is_empty() {
+        return Err(CliError::new(format!(
+            "no trades for {code} on {date}: unknown code, or a day the server does not hold"
+        )));
+    }
+    let mut table = Table::new(&["time", "price", "volume", "orders", "status", "side"]);
+    for t in &trades {
+        let time = t.time().map_or(Cell::Missing, |t| t.to_string().into());
+        let side = tdx_sim::truth::side_name(t.side());
+        table.push(vec![
+            time,
+            Cell::Float(t.price.yuan()),
+            t.volume.into(),
+            t.order_count.into(),
+            t.status_raw.into(),
+            side.into(),
+        ]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn sparkline(ctx: &Context, code: SecurityCode) -> Result<(), CliError> {
+    let series = ctx.client.sparkline(code).await?;
+    if series.prices.is_empty() {
+        return Err(CliError::new(format!("no sparkline for {code}: unknown code")));
+    }
+    let mut table = Table::new(&["point", "price", "base_price"]);
+    for (i, p) in series.prices.iter().enumerate() {
+        table.push(vec![(i as i64).into(), Cell::Float(f64::from(*p)), Cell::Float(f64::from(series.base_price))]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn minute_aux(ctx: &Context, code: SecurityCode, kind: AuxKind) -> Result<(), CliError> {
+    let series = ctx.client.minute_aux(code, kind).await?;
+    if series.is_empty() {
+        return Err(CliError::new(format!("no aux series of kind {} for {code}: unknown code or kind", kind.0)));
+    }
+    let time = |i: usize| HistoryMinuteLine::time_of(i).map_or(Cell::Missing, |t| t.to_string().into());
+    let table = match &series {
+        MinuteAuxSeries::Strength(points) => {
+            let mut table = Table::new(&["time", "buy", "sell"]);
+            for (i, p) in points.iter().enumerate() {
+                table.push(vec![time(i), p.buy.into(), p.sell.into()]);
+            }
+            table
+        }
+        MinuteAuxSeries::VolumeComparison(points) => {
+            let mut table = Table::new(&["time", "previous_day", "today"]);
+            for (i, p) in points.iter().enumerate() {
+                table.push(vec![time(i), Cell::Float(f64::from(p.previous_day)), Cell::Float(f64::from(p.today))]);
+            }
+            table
+        }
+    };
     write(ctx, &table)
 }
 

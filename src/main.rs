@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use tdx_engine::proto::commands::Period;
+use tdx_engine::proto::commands::{AuxKind, Period};
 use tdx_engine::proto::{Market, SecurityCode, TradeDate};
 use tdx_engine::runtime::Placement;
 use tdx_engine::{Client, RuntimeFlavor};
@@ -152,6 +152,22 @@ enum Command {
         /// Every tick of the day (needs --date), paged until the end.
         #[arg(long, requires = "date")]
         all: bool,
+        /// eltdx's form with order counts (needs --date): 0x0fc6, pages of at most 1800.
+        #[arg(long, requires = "date")]
+        detailed: bool,
+    },
+    /// Today's sparkline (小走势图, 0x0fd1): the prices after the base price.
+    Sparkline {
+        #[arg(value_parser = parse_code)]
+        code: SecurityCode,
+    },
+    /// Today's minute aux series (分时副图, 0x051b).
+    Aux {
+        #[arg(value_parser = parse_code)]
+        code: SecurityCode,
+        /// strength (buy/sell commission), volumes (previous day vs today), or a kind byte.
+        #[arg(long, default_value = "strength", value_parser = parse_aux_kind)]
+        kind: AuxKind,
     },
     /// The call-auction series (集合竞价, 0x056a) of today or a past day.
     Auction {
@@ -247,6 +263,14 @@ fn parse_date(s: &str) -> Result<u32, String> {
 
 fn parse_code(s: &str) -> Result<SecurityCode, String> {
     s.parse::<SecurityCode>().map_err(|e| e.to_string())
+}
+
+fn parse_aux_kind(s: &str) -> Result<AuxKind, String> {
+    match s {
+        "strength" => Ok(AuxKind::BUY_SELL_STRENGTH),
+        "volumes" => Ok(AuxKind::VOLUME_COMPARISON),
+        _ => s.parse::<u8>().map(AuxKind).map_err(|_| format!("unknown aux kind {s:?}: strength, volumes or 0..=255")),
+    }
 }
 
 fn parse_period(s: &str) -> Result<Period, String> {
@@ -351,9 +375,14 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Trades { code, count, start, date: None, .. } => {
                     commands::trades(&ctx, code, start, count).await
                 }
-                Command::Trades { code, count, start, date: Some(date), all } => {
+                Command::Trades { code, count, start, date: Some(date), all, detailed: false } => {
                     commands::history_trades(&ctx, code, date, (start, count), all).await
                 }
+                Command::Trades { code, count, start, date: Some(date), all, detailed: true } => {
+                    commands::detailed_history_trades(&ctx, code, date, (start, count), all).await
+                }
+                Command::Sparkline { code } => commands::sparkline(&ctx, code).await,
+                Command::Aux { code, kind } => commands::minute_aux(&ctx, code, kind).await,
                 Command::Auction { code, date } => commands::auction(&ctx, code, date).await,
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,
                 Command::Diag => commands::diag(&ctx).await,

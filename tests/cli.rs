@@ -277,6 +277,26 @@ fn past_days_match_truth() {
     assert_eq!(v, printed(tdx_sim::truth::auction(&m, code, None))["points"]);
     let open = m.daily(m.listing(code).unwrap()).last().unwrap().open;
     assert_eq!(v.as_array().unwrap().last().unwrap()["price_milli"], open, "the auction ends at the open");
+    // eltdx's forms: 0x0fc6 paged to the end, one 0x0fc6 page, the sparkline, both aux kinds.
+    let d = dates[5].to_string();
+    let trade_date = tdx_engine::proto::TradeDate::new(dates[5]);
+    let v = json(&["trades", "sz000001", "--date", &d, "--all", "--detailed"]);
+    let truth = printed(tdx_sim::truth::detailed_history_trades(&m, code, trade_date, 0, 1800, true));
+    assert!(v.as_array().unwrap().len() > 500, "{d}");
+    assert_eq!(v, truth["trades"], "{d}");
+    let v = json(&["trades", "sz000001", "--date", &d, "--detailed", "--start", "9", "--count", "40"]);
+    assert_eq!(v, printed(tdx_sim::truth::detailed_history_trades(&m, code, trade_date, 9, 40, false))["trades"]);
+    let v = json(&["sparkline", "sz000001"]);
+    let truth = printed(tdx_sim::truth::sparkline(&m, code));
+    let prices: Vec<Value> = v.as_array().unwrap().iter().map(|row| row["price"].clone()).collect();
+    assert_eq!(Value::from(prices), truth["prices"]);
+    assert_eq!(v[0]["base_price"], truth["base_price"]);
+    for (kind, arg) in [(0, "strength"), (11, "volumes")] {
+        let v = json(&["aux", "sz000001", "--kind", arg]);
+        let truth = printed(tdx_sim::truth::aux(&m, code, tdx_engine::proto::commands::AuxKind(kind)));
+        assert_eq!(v, truth["points"], "{arg}");
+    }
+    fails(&["aux", "sz000001", "--kind", "7", "--local"], 1);
     let e = fails(&["trades", "sz000001", "--date", "2000-01-04", "--all", "--local"], 1);
     assert!(e.contains("2000-01-04"), "{e}");
     fails(&["trades", "sz000001", "--date", "2026-02-30", "--local"], 2);

@@ -64,6 +64,9 @@ fn workload() -> Vec<Request> {
         Snapshots { targets: vec![code("sh600000").into(), code("sz399001").into()] }.into(),
         Minutes::from(QuoteTarget::from(code("sz000001"))).into(),
         Trades { code: code("sh600000"), start: 0, count: 1800 }.into(),
+        MinuteAux { code: code("sz000001"), kind: AuxKind::BUY_SELL_STRENGTH }.into(),
+        MinuteAux { code: code("sh510300"), kind: AuxKind::VOLUME_COMPARISON }.into(),
+        Sparkline::new(code("bj430047")).into(),
     ];
     for c in ["sz000001", "sh600000", "sh000001", "sz159915"] {
         for (period, start) in [(Period::Day, 0), (Period::Day, 800), (Period::Min5, 0), (Period::Week, 0)] {
@@ -779,4 +782,31 @@ async fn past_ticks_for_100_codes_page_to_the_end() {
         replies.supervisor.counters.replies
     );
     client.close().await;
+}
+
+/// The blocking facade pages 0x0fc6 to the end (a past day and today) and
+/// asks for the sparkline and both aux forms: each equals the market's.
+#[test]
+fn detailed_ticks_sparkline_and_aux_through_the_blocking_facade() {
+    let s = servers(2, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(2).connections_per_server(1).build().unwrap();
+    let blocking = client.blocking();
+    let m = &s.market;
+    for c in ["sz000001", "sh510300"] {
+        let l = m.listing(code(c)).unwrap();
+        for date in [m.history_dates()[4], m.today()] {
+            let got = blocking.all_detailed_history_trades(code(c), TradeDate::new(date)).unwrap();
+            assert_eq!(got, m.detailed_history_trades(l, date).unwrap(), "{c} {date}");
+            assert!(got.len() > 100, "{c} {date}");
+            let newest = blocking.detailed_history_trades(code(c), TradeDate::new(date), 0, 100).unwrap();
+            assert_eq!(newest[..], got[got.len() - 100..], "{c} {date}: start 0 is the newest page");
+        }
+        let series = blocking.sparkline(code(c)).unwrap();
+        assert_eq!((series.base_price, series.prices), m.sparkline(l));
+        for kind in [AuxKind::BUY_SELL_STRENGTH, AuxKind::VOLUME_COMPARISON, AuxKind(3)] {
+            assert_eq!(blocking.minute_aux(code(c), kind).unwrap(), m.minute_aux(l, kind), "{c} {kind:?}");
+        }
+    }
+    let past = TradeDate::new(m.history_dates()[4]);
+    assert_eq!(blocking.detailed_history_trades(code("sz999999"), past, 0, 10).unwrap(), Vec::new());
 }

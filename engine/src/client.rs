@@ -27,7 +27,7 @@ use tracing::Instrument;
 use crate::adjust::AdjustmentFactors;
 use crate::error::Error;
 use crate::proto::commands::*;
-use crate::proto::limits::HISTORY_TRADES_PER_PAGE_MAX;
+use crate::proto::limits::{HISTORY_TRADES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX};
 use crate::proto::{Date, Market, Reply, Request, SecurityCode, TradeDate};
 use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::{Connector, TcpConnector};
@@ -695,6 +695,47 @@ impl Client {
         Ok(pages.into_iter().rev().flatten().collect())
     }
 
+    /// One page of a past day's ticks with order counts, eltdx's form
+    /// (0x0fc6): `start` back from the newest, at most `count` (1..=1800),
+    /// oldest first.
+    pub async fn detailed_history_trades(
+        &self,
+        code: SecurityCode,
+        date: TradeDate,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<Trade>, Error> {
+        self.run(DetailedHistoryTrades { date, code, start, count }).await.map(|page| page.trades)
+    }
+
+    /// Every tick of a past day with order counts, oldest first: 0x0fc6
+    /// pages of 1800 back from the newest until an empty page (or the u16
+    /// `start` runs out).
+    pub async fn all_detailed_history_trades(&self, code: SecurityCode, date: TradeDate) -> Result<Vec<Trade>, Error> {
+        let mut pages = Vec::new();
+        let mut start = 0u32;
+        while let Ok(start16) = u16::try_from(start) {
+            let page = self.detailed_history_trades(code, date, start16, TRADES_PER_PAGE_MAX).await?;
+            if page.is_empty() {
+                break;
+            }
+            start += page.len() as u32;
+            pages.push(page);
+        }
+        Ok(pages.into_iter().rev().flatten().collect())
+    }
+
+    /// Today's minute aux series (0x051b, 分时副图) of `kind`; its form
+    /// follows the kind.
+    pub async fn minute_aux(&self, code: SecurityCode, kind: AuxKind) -> Result<MinuteAuxSeries, Error> {
+        self.run(MinuteAux { code, kind }).await
+    }
+
+    /// Today's sparkline (0x0fd1, 小走势图) with eltdx's default request.
+    pub async fn sparkline(&self, code: SecurityCode) -> Result<SparklineSeries, Error> {
+        self.run(Sparkline::new(code)).await
+    }
+
     /// Every tick of each `(code, date)`, in the order asked: up to
     /// [`HISTORY_TRADES_LANES`] days page at once, so they spread over the pool.
     pub async fn history_trades_many(
@@ -1109,6 +1150,43 @@ impl BlockingClient {
             pages.push(page);
         }
         Ok(pages.into_iter().rev().flatten().collect())
+    }
+
+    /// One 0x0fc6 page; see [`Client::detailed_history_trades`].
+    pub fn detailed_history_trades(
+        &self,
+        code: SecurityCode,
+        date: TradeDate,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<Trade>, Error> {
+        self.run(DetailedHistoryTrades { date, code, start, count }).map(|page| page.trades)
+    }
+
+    /// Every tick of a past day with order counts; see
+    /// [`Client::all_detailed_history_trades`].
+    pub fn all_detailed_history_trades(&self, code: SecurityCode, date: TradeDate) -> Result<Vec<Trade>, Error> {
+        let mut pages = Vec::new();
+        let mut start = 0u32;
+        while let Ok(start16) = u16::try_from(start) {
+            let page = self.detailed_history_trades(code, date, start16, TRADES_PER_PAGE_MAX)?;
+            if page.is_empty() {
+                break;
+            }
+            start += page.len() as u32;
+            pages.push(page);
+        }
+        Ok(pages.into_iter().rev().flatten().collect())
+    }
+
+    /// Today's minute aux series; see [`Client::minute_aux`].
+    pub fn minute_aux(&self, code: SecurityCode, kind: AuxKind) -> Result<MinuteAuxSeries, Error> {
+        self.run(MinuteAux { code, kind })
+    }
+
+    /// Today's sparkline; see [`Client::sparkline`].
+    pub fn sparkline(&self, code: SecurityCode) -> Result<SparklineSeries, Error> {
+        self.run(Sparkline::new(code))
     }
 
     /// Five-level quotes.

@@ -327,6 +327,51 @@ fn arb_history_trades() -> impl Strategy<Value = (HistoryTrades, HistoryTradePag
     )
 }
 
+fn arb_detailed_history_trades() -> impl Strategy<Value = (DetailedHistoryTrades, DetailedHistoryTradePage)> {
+    (arb_trade_date(), arb_trades(), 0u16..=1700, arb_nonzero_f32()).prop_map(
+        |(date, (t, trades), extra, price_base_raw)| {
+            let count = (trades.len() as u16 + 1 + extra).min(1800);
+            let request = DetailedHistoryTrades { date, code: t.code, start: t.start, count };
+            (request, DetailedHistoryTradePage { price_base_raw, trades })
+        },
+    )
+}
+
+fn arb_minute_aux() -> impl Strategy<Value = (MinuteAux, MinuteAuxSeries)> {
+    let strength =
+        (arb_code(), any::<u8>().prop_filter("not 0x0b", |k| *k != 0x0b), vec((arb_var(), arb_var()), 0..240))
+            .prop_map(|(code, kind, v)| {
+                let points = v.into_iter().map(|(buy, sell)| AuxStrengthPoint { buy, sell }).collect();
+                (MinuteAux { code, kind: AuxKind(kind) }, MinuteAuxSeries::Strength(points))
+            });
+    let volumes = (arb_code(), vec((arb_f32(), arb_f32()), 0..240)).prop_map(|(code, v)| {
+        let points = v.into_iter().map(|(previous_day, today)| AuxVolumePoint { previous_day, today }).collect();
+        (MinuteAux { code, kind: AuxKind::VOLUME_COMPARISON }, MinuteAuxSeries::VolumeComparison(points))
+    });
+    prop_oneof![strength, volumes]
+}
+
+fn arb_sparkline() -> impl Strategy<Value = (Sparkline, SparklineSeries)> {
+    let request = (arb_code(), any::<u8>(), any::<u16>(), any::<u32>())
+        .prop_map(|(code, selector, window_raw, fixed_raw)| Sparkline { code, selector, window_raw, fixed_raw });
+    let head = (arb_code(), any::<[u8; 16]>(), any::<u16>(), any::<[u32; 2]>(), any::<u16>(), arb_f32());
+    (request, head, vec(arb_f32(), 0..80)).prop_map(
+        |(request, (code, block_raw, selector_raw, words, max_count, base_price), prices)| {
+            let series = SparklineSeries {
+                code,
+                block_raw,
+                selector_raw,
+                param_raw: words[0],
+                reserved_raw: words[1],
+                max_count,
+                base_price,
+                prices,
+            };
+            (request, series)
+        },
+    )
+}
+
 fn arb_securities() -> impl Strategy<Value = (SecurityList, Vec<Security>)> {
     (arb_market(), any::<u32>(), 1u32..=1600).prop_flat_map(|(market, start, limit)| {
         let record =
@@ -460,6 +505,9 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_legacy_minutes().prop_map(|(q, r)| (q.into(), Reply::LegacyMinutes(r))),
         arb_auction().prop_map(|(q, r)| (q.into(), Reply::Auction(r))),
         arb_recent_minutes().prop_map(|(q, r)| (q.into(), Reply::RecentMinutes(r))),
+        arb_detailed_history_trades().prop_map(|(q, r)| (q.into(), Reply::DetailedHistoryTrades(r))),
+        arb_minute_aux().prop_map(|(q, r)| (q.into(), Reply::MinuteAux(r))),
+        arb_sparkline().prop_map(|(q, r)| (q.into(), Reply::Sparkline(r))),
     ]
 }
 
@@ -505,8 +553,8 @@ proptest! {
     /// record's code marker, and the last one's to the end of the payload,
     /// so a cut inside that last tail cannot be seen. Then everything before
     /// the cut must still be intact and the tail a strict prefix. And an
-    /// empty 0x0fb4/0x0fb5 page may end right after its count (servers send
-    /// both forms), so that cut of an empty page is a whole empty page.
+    /// empty 0x0fb4/0x0fb5/0x0fc6 page may end right after its count (servers
+    /// send both forms), so that cut of an empty page is a whole empty page.
     /// (0x000d LegacySetup has no reply body to cut.)
     #[test]
     fn truncated_replies_are_errors((request, reply) in arb_exchange(), cut in any::<prop::sample::Index>()) {
@@ -533,6 +581,11 @@ proptest! {
             }
             (Ok(Reply::HistoryMinutes(got)), Reply::HistoryMinutes(whole)) if whole.points.is_empty() && cut == 2 => {
                 prop_assert!(got.points.is_empty());
+            }
+            (Ok(Reply::DetailedHistoryTrades(got)), Reply::DetailedHistoryTrades(whole))
+                if whole.trades.is_empty() && cut == 2 =>
+            {
+                prop_assert!(got.trades.is_empty());
             }
             (Ok(parsed), _) => prop_assert!(false, "{} cut at {cut} of {} bytes parsed: {parsed:?}", request.name(), payload.len()),
         }

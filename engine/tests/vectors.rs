@@ -593,6 +593,9 @@ fn check_reply(v: &Value, payload: &[u8]) {
             }
         }
         Reply::RecentMinutes(_) => panic!("no 0x0feb vector exists yet; add its checks with one"),
+        Reply::DetailedHistoryTrades(_) => panic!("no 0x0fc6 vector exists yet; add its checks with one"),
+        Reply::MinuteAux(_) => panic!("no 0x051b vector exists yet; add its checks with one"),
+        Reply::Sparkline(_) => panic!("no 0x0fd1 vector exists yet; add its checks with one"),
         Reply::Auction(points) => {
             for (key, want) in ex.as_object().unwrap() {
                 if key == "count" {

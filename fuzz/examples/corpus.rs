@@ -26,7 +26,7 @@ use tdx_engine::proto::commands::*;
 use tdx_engine::proto::frame::encode_response;
 use tdx_engine::proto::text::encode_gbk;
 use tdx_engine::proto::wire::put_varint;
-use tdx_engine::proto::{Compression, Market, Reply, Request, RequestDecoder, SecurityCode};
+use tdx_engine::proto::{Compression, Market, Price, Reply, Request, RequestDecoder, SecurityCode, TradeDate};
 use tdx_fuzz::{Chunking, FrameCase, Op, ReplyCase, RequestCase, SupervisorCase};
 
 fn hex(s: &str) -> Vec<u8> {
@@ -258,6 +258,7 @@ fn built_requests() -> Vec<Request> {
         Minutes::from(QuoteTarget::from(sh_index)).into(),
         Trades { code: bj, start: 100, count: 1800 }.into(),
     ];
+    out.extend(built_replies().into_iter().map(|(request, _)| request));
     for code in 0..=13u16 {
         for param in [1, 5] {
             if let Ok(period) = Period::from_wire(code, param) {
@@ -267,6 +268,50 @@ fn built_requests() -> Vec<Request> {
         }
     }
     out
+}
+
+/// Replies from the server-side encoders for commands no vector shows
+/// (eltdx's 0x0fc6, 0x051b in both forms, 0x0fd1), with their requests.
+fn built_replies() -> Vec<(Request, Reply)> {
+    let sz: SecurityCode = "sz000001".parse().expect("code");
+    let date = TradeDate::from_yyyymmdd(20260511).expect("a date");
+    let trades: Vec<Trade> = (0..3)
+        .map(|i| Trade {
+            minutes: 570 + i,
+            price: Price(10_810 + 10 * i64::from(i)),
+            volume: 20,
+            order_count: 3,
+            status_raw: i64::from(i % 3),
+            tail_raw: 0,
+        })
+        .collect();
+    let strength = (0..4).map(|i| AuxStrengthPoint { buy: 100 * i, sell: 7 - i }).collect();
+    let volumes = (0..4).map(|i| AuxVolumePoint { previous_day: 100.5 * i as f32, today: 120.0 * i as f32 }).collect();
+    let sparkline = SparklineSeries {
+        code: sz,
+        block_raw: [0; 16],
+        selector_raw: 1,
+        param_raw: 2420,
+        reserved_raw: 0,
+        max_count: 61,
+        base_price: 11.11,
+        prices: vec![11.2, 11.11, 11.15],
+    };
+    vec![
+        (
+            DetailedHistoryTrades { date, code: sz, start: 0, count: 1800 }.into(),
+            Reply::DetailedHistoryTrades(DetailedHistoryTradePage { price_base_raw: 10.71, trades }),
+        ),
+        (
+            MinuteAux { code: sz, kind: AuxKind::BUY_SELL_STRENGTH }.into(),
+            Reply::MinuteAux(MinuteAuxSeries::Strength(strength)),
+        ),
+        (
+            MinuteAux { code: sz, kind: AuxKind::VOLUME_COMPARISON }.into(),
+            Reply::MinuteAux(MinuteAuxSeries::VolumeComparison(volumes)),
+        ),
+        (Sparkline::new(sz).into(), Reply::Sparkline(sparkline)),
+    ]
 }
 
 fn chunkings(len: usize) -> Vec<Chunking> {
@@ -346,6 +391,15 @@ fn reply_and_frame_seeds(corpus: &mut Corpus, vectors: &Vectors, requests: &[Req
             }
         }
         encoded_replies.push((request.clone(), reply));
+    }
+    for (i, (request, reply)) in built_replies().into_iter().enumerate() {
+        let mut payload = Vec::new();
+        request.encode_reply(&reply, &mut payload).expect("a built reply encodes");
+        corpus.reply(&request, &payload);
+        let mut frame = Vec::new();
+        if encode_response(&mut frame, 9000 + i as u32, request.msg_type(), &payload, Compression::Never).is_ok() {
+            frames.push(frame);
+        }
     }
     // Every reply against every built request of the same command: other
     // periods, codes and counts.

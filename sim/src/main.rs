@@ -15,7 +15,9 @@
 //! tdx-sim truth --seed S recent CODE --date D
 //! tdx-sim truth --seed S auction CODE [--date D]
 //! tdx-sim truth --seed S minutes CODE [--date D]
-//! tdx-sim truth --seed S trades CODE --date D [--start N --count N | --all]
+//! tdx-sim truth --seed S trades CODE --date D [--detailed] [--start N --count N | --all]
+//! tdx-sim truth --seed S sparkline CODE
+//! tdx-sim truth --seed S aux CODE [--kind K]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)

@@ -14,8 +14,9 @@ use std::sync::{Arc, Mutex};
 
 use tdx_engine::adjust::{self, AdjustmentFactors, Event};
 use tdx_engine::proto::commands::{
-    Adjust, AuctionPoint, Bar, Breadth, CapitalChange, Finance, HistoryMinuteLine, HistoryMinutePoint, HistoryTrade,
-    Level, MinuteLine, MinutePoint, Period, RecentMinuteLine, Security, Trade,
+    Adjust, AuctionPoint, AuxKind, AuxStrengthPoint, AuxVolumePoint, Bar, Breadth, CapitalChange, Finance,
+    HistoryMinuteLine, HistoryMinutePoint, HistoryTrade, Level, MinuteAuxSeries, MinuteLine, MinutePoint, Period,
+    RecentMinuteLine, Security, Trade,
 };
 use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay};
 
@@ -791,6 +792,95 @@ impl Market {
     }
 }
 
+impl Market {
+    /// Every tick of `date` with its order count (0x0fc6), oldest first;
+    /// `None` outside the window. Today's are today's 0x0fc5 ticks; a past
+    /// day's are its 0x0fb5 ticks, each with an order count drawn from its
+    /// own stream, so both commands agree tick for tick.
+    pub fn detailed_history_trades(&self, l: &Listing, date: Date) -> Option<Vec<Trade>> {
+        let day = self.history_day(date)?;
+        if day + 1 == self.days.len() {
+            return Some(self.trades(l));
+        }
+        let mut rng = Rng::derive(l.seed, (3 << 40) + day as u64);
+        let trades = self.history_trades(l, date)?;
+        let detailed: Vec<Trade> = trades
+            .iter()
+            .map(|t| Trade {
+                minutes: t.minutes,
+                price: t.price,
+                volume: t.volume,
+                order_count: rng.range(1, t.volume.clamp(1, 50)),
+                status_raw: t.status_raw,
+                tail_raw: t.reserved_raw,
+            })
+            .collect();
+        debug_assert_eq!(detailed.len(), trades.len());
+        Some(detailed)
+    }
+
+    /// One 0x0fc6 page: `start` back from the newest, at most `count`, oldest first.
+    pub fn detailed_history_trades_page(&self, l: &Listing, date: Date, start: u16, count: u16) -> Vec<Trade> {
+        let all = self.detailed_history_trades(l, date).unwrap_or_default();
+        page_from_newest(all, usize::from(start), usize::from(count))
+    }
+
+    /// Today's 0x0fd1 sparkline: the previous close as the base, then
+    /// [`SPARKLINE_POINTS`] prices from today's minute line (0x0537): the
+    /// open, then the close of every fourth minute, so the last is the
+    /// day's close. Prices in yuan as binary32.
+    pub fn sparkline(&self, l: &Listing) -> (f32, Vec<f32>) {
+        let (today, previous_close) = self.today_day(l);
+        let minutes = self.today_minutes(l);
+        let yuan = |milli: i64| (milli as f64 / 1000.0) as f32;
+        let mut prices = Vec::with_capacity(SPARKLINE_POINTS);
+        prices.push(yuan(today.open));
+        prices.extend(minutes.iter().skip(SPARKLINE_STEP - 1).step_by(SPARKLINE_STEP).map(|m| yuan(m.close)));
+        debug_assert_eq!(prices.len(), SPARKLINE_POINTS);
+        debug_assert_eq!(prices.last().copied(), Some(yuan(today.close)));
+        (yuan(previous_close), prices)
+    }
+
+    /// Today's 0x051b aux series of `kind`, one point a minute. Kind 0x0b:
+    /// the previous trading day's and today's cumulative volume in lots from
+    /// their minute lines (today's last point is today's volume). Kind 0:
+    /// buy and sell commission volumes drawn per minute. Other kinds: empty.
+    pub fn minute_aux(&self, l: &Listing, kind: AuxKind) -> MinuteAuxSeries {
+        let today = self.today_minutes(l);
+        if kind.is_volume_comparison() {
+            let previous = self.day_minutes(l, self.days.len() - 2);
+            let (mut before, mut now) = (0i64, 0i64);
+            let points = previous
+                .iter()
+                .zip(&today)
+                .map(|(p, t)| {
+                    before += p.lots;
+                    now += t.lots;
+                    AuxVolumePoint { previous_day: before as f32, today: now as f32 }
+                })
+                .collect();
+            return MinuteAuxSeries::VolumeComparison(points);
+        }
+        if kind != AuxKind::BUY_SELL_STRENGTH {
+            return MinuteAuxSeries::Strength(Vec::new());
+        }
+        let mut rng = Rng::derive(l.seed, 4 << 40);
+        let points = today
+            .iter()
+            .map(|m| AuxStrengthPoint {
+                buy: rng.range(m.lots / 2, m.lots * 4 + 100),
+                sell: rng.range(m.lots / 2, m.lots * 4 + 100),
+            })
+            .collect();
+        MinuteAuxSeries::Strength(points)
+    }
+}
+
+/// Prices in a 0x0fd1 sparkline: the open and one every fourth minute.
+pub const SPARKLINE_POINTS: usize = 1 + MINUTES_PER_DAY / SPARKLINE_STEP;
+/// Minutes between sparkline prices.
+const SPARKLINE_STEP: usize = 4;
+
 /// Corporate actions of one listing while its daily walk runs.
 struct CorporateActions {
     rng: Rng,
@@ -1183,6 +1273,48 @@ mod tests {
                 assert_eq!(ticks.last().unwrap().price.milli(), day.close, "{code} {date}");
                 assert_eq!(ticks, Market::new(3).history_trades(l, date).unwrap(), "deterministic");
             }
+        }
+    }
+
+    /// eltdx's series agree with the ones already served: 0x0fc6 is 0x0fb5
+    /// tick for tick plus order counts (today: 0x0fc5's ticks); the
+    /// sparkline opens at the open and ends at the close after the previous
+    /// close; the volume comparison ends at the previous day's and today's
+    /// volumes and never falls.
+    #[test]
+    fn eltdx_series_agree_with_the_minute_lines() {
+        let m = Market::new(5);
+        for code in ["sz000001", "sh510300", "bj430047"] {
+            let l = m.listing(code.parse().unwrap()).unwrap();
+            let daily = m.daily(l);
+            for &date in m.history_dates() {
+                let detailed = m.detailed_history_trades(l, date).unwrap();
+                let plain = m.history_trades(l, date).unwrap();
+                assert_eq!(detailed.len(), plain.len(), "{code} {date}");
+                for (d, p) in detailed.iter().zip(&plain) {
+                    assert_eq!(
+                        (d.minutes, d.price, d.volume, d.status_raw),
+                        (p.minutes, p.price, p.volume, p.status_raw)
+                    );
+                    assert!(d.order_count >= 1, "{code} {date}: a tick has an order");
+                }
+            }
+            assert_eq!(m.detailed_history_trades(l, m.today()).unwrap(), m.trades(l));
+            let (today, previous) = (daily[daily.len() - 1], daily[daily.len() - 2]);
+            let (base, prices) = m.sparkline(l);
+            assert_eq!(base, (today.previous_close as f64 / 1000.0) as f32);
+            assert_eq!(prices.len(), SPARKLINE_POINTS);
+            assert_eq!(prices[0], (today.open as f64 / 1000.0) as f32);
+            assert_eq!(*prices.last().unwrap(), (today.close as f64 / 1000.0) as f32);
+            let MinuteAuxSeries::VolumeComparison(volumes) = m.minute_aux(l, AuxKind::VOLUME_COMPARISON) else {
+                panic!("kind 0x0b is the volume form");
+            };
+            assert_eq!(volumes.len(), MINUTES_PER_DAY);
+            let last = volumes.last().unwrap();
+            assert_eq!((last.previous_day, last.today), (previous.lots as f32, today.lots as f32));
+            assert!(volumes.windows(2).all(|w| w[0].today <= w[1].today && w[0].previous_day <= w[1].previous_day));
+            assert_eq!(m.minute_aux(l, AuxKind::BUY_SELL_STRENGTH).len(), MINUTES_PER_DAY);
+            assert!(m.minute_aux(l, AuxKind(7)).is_empty());
         }
     }
 }

@@ -2,12 +2,14 @@
 //! computed from the synthetic market.
 
 use tdx_engine::proto::commands::{
-    CapitalChangeBlock, HandshakeReply, HeartbeatReply, HistoryMinuteLine, HistoryTradePage, HistoryTrades,
-    LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, Quote, QuoteHead, QuotesReply, RecentMinuteLine,
-    RefreshRecord, RefreshReply, ServerClock, Snapshot, SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES,
+    CapitalChangeBlock, DetailedHistoryTradePage, DetailedHistoryTrades, HandshakeReply, HeartbeatReply,
+    HistoryMinuteLine, HistoryTradePage, HistoryTrades, LegacyMinuteLine, LegacyMinutesForm, LegacySecurity,
+    MinuteAuxSeries, Quote, QuoteHead, QuotesReply, RecentMinuteLine, RefreshRecord, RefreshReply, ServerClock,
+    Snapshot, SnapshotsReply, Sparkline, SparklineSeries, CAPITAL_CHANGE_RECORD_BYTES,
 };
 use tdx_engine::proto::limits::{
     BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX,
+    TRADES_PER_PAGE_MAX,
 };
 use tdx_engine::proto::{Price, Reply, Request, SecurityCode};
 
@@ -91,6 +93,11 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
                 .unwrap_or(HistoryMinuteLine { previous_close: 0.0, points: Vec::new() }),
         ),
         Request::HistoryTrades(t) => Reply::HistoryTrades(history_trade_page(market, t)),
+        Request::DetailedHistoryTrades(t) => Reply::DetailedHistoryTrades(detailed_history_trade_page(market, t)),
+        Request::MinuteAux(a) => Reply::MinuteAux(
+            market.listing(a.code).map_or_else(|| MinuteAuxSeries::empty(a.kind), |l| market.minute_aux(l, a.kind)),
+        ),
+        Request::Sparkline(s) => Reply::Sparkline(sparkline(market, s)),
         Request::RecentMinutes(m) => Reply::RecentMinutes(
             market
                 .listing(m.code)
@@ -128,6 +135,38 @@ pub fn history_trade_page(market: &Market, t: &HistoryTrades) -> HistoryTradePag
         _ => 0.0,
     };
     HistoryTradePage { price_base_raw, trades }
+}
+
+/// The 0x0fc6 page for `t`: at most [`TRADES_PER_PAGE_MAX`] ticks, after
+/// the same price word as 0x0fb5's. The word is always sent: eltdx 3.3.0
+/// refuses a page shorter than six bytes.
+pub fn detailed_history_trade_page(market: &Market, t: &DetailedHistoryTrades) -> DetailedHistoryTradePage {
+    let Some(l) = market.listing(t.code) else {
+        return DetailedHistoryTradePage { price_base_raw: 0.0, trades: Vec::new() };
+    };
+    let trades = market.detailed_history_trades_page(l, t.date.date(), t.start, t.count.min(TRADES_PER_PAGE_MAX));
+    let price_base_raw = match (trades.is_empty(), market.history_minute_line(l, t.date.date())) {
+        (false, Some(line)) => line.previous_close,
+        _ => 0.0,
+    };
+    DetailedHistoryTradePage { price_base_raw, trades }
+}
+
+/// The 0x0fd1 reply: the code and selector echoed, the full series whatever
+/// the window (how real servers read it is an open question), at most
+/// [`crate::market::SPARKLINE_POINTS`] prices; no prices for an unknown code.
+pub fn sparkline(market: &Market, s: &Sparkline) -> SparklineSeries {
+    let (base_price, prices) = market.listing(s.code).map(|l| market.sparkline(l)).unwrap_or_default();
+    SparklineSeries {
+        code: s.code,
+        block_raw: [0; 16],
+        selector_raw: s.selector.into(),
+        param_raw: 0,
+        reserved_raw: 0,
+        max_count: crate::market::SPARKLINE_POINTS as u16,
+        base_price,
+        prices,
+    }
 }
 
 /// Bytes of 0x000f blocks one reply carries before the server stops and

@@ -23,13 +23,14 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tdx_engine::adjust::{AdjustmentFactors, FactorRow};
 use tdx_engine::proto::commands::{
-    Adjust, Bar, CapitalChange, Finance, HistoryMinuteLine, HistoryTrade, Level, Period, TradeSide, FINANCE_FIELDS,
+    Adjust, AuxKind, Bar, CapitalChange, DetailedHistoryTrades, Finance, HistoryMinuteLine, HistoryTrade, Level,
+    MinuteAuxSeries, Period, Sparkline, Trade, TradeSide, FINANCE_FIELDS,
 };
 use tdx_engine::proto::commands::{Bars, TypedCommand};
 use tdx_engine::proto::{Date, DateTime, Market as Exchange, Reply, Request, SecurityCode, TradeDate};
 
 use crate::market::Market;
-use crate::responder::{history_trade_page, quote, respond};
+use crate::responder::{detailed_history_trade_page, history_trade_page, quote, respond, sparkline as sparkline_reply};
 
 /// A question `tdx-sim truth` or [`Truth::answer`] does not understand.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -130,9 +131,14 @@ impl Truth {
                 let date = date.unwrap_or_else(|| TradeDate::new(market.today()));
                 history_minutes(market, parse_code(&code)?, date)
             }
-            Query::Trades { code, date, start, count, all } => {
+            Query::Trades { code, date, start, count, all, detailed: false } => {
                 history_trades(market, parse_code(&code)?, date, start, count, all)
             }
+            Query::Trades { code, date, start, count, all, detailed: true } => {
+                detailed_history_trades(market, parse_code(&code)?, date, start, count.min(1800), all)
+            }
+            Query::Sparkline { code } => sparkline(market, parse_code(&code)?),
+            Query::Aux { code, kind } => aux(market, parse_code(&code)?, AuxKind(kind)),
         })
     }
 
@@ -278,6 +284,22 @@ pub enum Query {
         /// Every tick of the day instead of one page.
         #[arg(long)]
         all: bool,
+        /// eltdx's form (0x0fc6): ticks with order counts, pages of at most 1800.
+        #[arg(long)]
+        detailed: bool,
+    },
+    /// Today's one-code sparkline (0x0fd1).
+    Sparkline {
+        /// The security.
+        code: String,
+    },
+    /// Today's minute aux series (0x051b).
+    Aux {
+        /// The security.
+        code: String,
+        /// The kind byte: 0 buy/sell commission, 11 (0x0b) volume comparison.
+        #[arg(long, default_value_t = 0)]
+        kind: u8,
     },
 }
 
@@ -616,4 +638,73 @@ pub fn recent_minutes(market: &Market, code: SecurityCode, date: TradeDate) -> V
         (f64::from(l.previous_close), f64::from(l.open), points)
     });
     json!({ "code": code.to_string(), "date": date.to_string(), "previous_close": previous_close, "open": open, "points": points })
+}
+
+/// One tick with its order count as `truth trades --detailed` prints it.
+pub fn detailed_trade(t: &Trade) -> Value {
+    json!({
+        "time": t.time().map(|t| t.to_string()),
+        "price": yuan(t.price.milli()),
+        "volume": t.volume,
+        "orders": t.order_count,
+        "status": t.status_raw,
+        "side": side_name(t.side()),
+    })
+}
+
+/// `trades CODE --date D --detailed [--start N --count N | --all]`: one
+/// 0x0fc6 page as the server answers it (at most 1800), or every tick.
+pub fn detailed_history_trades(
+    market: &Market,
+    code: SecurityCode,
+    date: TradeDate,
+    start: u16,
+    count: u16,
+    all: bool,
+) -> Value {
+    let trades = if all {
+        market.listing(code).and_then(|l| market.detailed_history_trades(l, date.date())).unwrap_or_default()
+    } else {
+        detailed_history_trade_page(market, &DetailedHistoryTrades { date, code, start, count }).trades
+    };
+    let items: Vec<Value> = trades.iter().map(detailed_trade).collect();
+    json!({ "code": code.to_string(), "date": date.to_string(), "start": start, "trades": items })
+}
+
+/// `sparkline CODE`: today's 0x0fd1 series (eltdx's default request).
+pub fn sparkline(market: &Market, code: SecurityCode) -> Value {
+    let series = sparkline_reply(market, &Sparkline::new(code));
+    let milli = |p: f32| (f64::from(p) * 1000.0).round() as i64;
+    json!({
+        "code": code.to_string(),
+        "date": market.today().to_string(),
+        "max_count": series.max_count,
+        "base_price": f64::from(series.base_price),
+        "prices": series.prices.iter().map(|p| f64::from(*p)).collect::<Vec<_>>(),
+        "prices_milli": series.prices.iter().map(|p| milli(*p)).collect::<Vec<_>>(),
+    })
+}
+
+/// `aux CODE [--kind K]`: today's 0x051b series of kind `K` (0: buy and
+/// sell commission; 11 = 0x0b: cumulative volumes of the previous day and today).
+pub fn aux(market: &Market, code: SecurityCode, kind: AuxKind) -> Value {
+    let series = market.listing(code).map_or_else(|| MinuteAuxSeries::empty(kind), |l| market.minute_aux(l, kind));
+    let time = |i: usize| HistoryMinuteLine::time_of(i).map(|t| t.to_string());
+    let points: Vec<Value> = match &series {
+        MinuteAuxSeries::Strength(points) => {
+            points.iter().enumerate().map(|(i, p)| json!({ "time": time(i), "buy": p.buy, "sell": p.sell })).collect()
+        }
+        MinuteAuxSeries::VolumeComparison(points) => points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                json!({
+                    "time": time(i),
+                    "previous_day": f64::from(p.previous_day),
+                    "today": f64::from(p.today),
+                })
+            })
+            .collect(),
+    };
+    json!({ "code": code.to_string(), "date": market.today().to_string(), "kind": kind.0, "points": points })
 }

@@ -47,6 +47,9 @@ async fn every_command_answers_from_the_market() {
         Heartbeat.into(),
         Minutes::from(QuoteTarget::from(code("sz000001"))).into(),
         Trades { code: code("sz000001"), start: 0, count: 1800 }.into(),
+        MinuteAux { code: code("sz000001"), kind: AuxKind::VOLUME_COMPARISON }.into(),
+        MinuteAux { code: code("sh510300"), kind: AuxKind::BUY_SELL_STRENGTH }.into(),
+        Sparkline::new(code("bj430047")).into(),
         Quotes {
             targets: ["sz000001", "sh600000", "sh510300", "bj430047", "sz399001"].map(|c| code(c).into()).to_vec(),
         }
@@ -57,6 +60,10 @@ async fn every_command_answers_from_the_market() {
         requests.push(SecurityCount { market: exchange, client_date: 0 }.into());
         requests.push(SecurityList { market: exchange, start: 0, limit: 1600 }.into());
         requests.push(LegacySecurityList { market: exchange, start: 1000 }.into());
+    }
+    let date = tdx_engine::proto::TradeDate::new(market.history_dates()[3]);
+    for start in [0, 1000, 60_000] {
+        requests.push(DetailedHistoryTrades { date, code: code("sz000001"), start, count: 1800 }.into());
     }
     for c in ["sz000001", "sh000001", "sh510300", "bj899050"] {
         for period in [

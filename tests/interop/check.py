@@ -349,6 +349,8 @@ def check_eltdx(truth, ports):
         check_eltdx_corporate(client, truth)
         check_eltdx_auction(client, truth, hosts)
         check_eltdx_minutes(client, truth)
+        check_eltdx_history_trades(client, truth)
+        check_eltdx_intraday(client, truth)
         page = client.quotes.refresh(["sz000001", "sh600000"])
         eq("eltdx refresh records", sorted(f"{r.exchange}{r.code}" for r in page.records), ["sh600000", "sz000001"])
         pushed = set()
@@ -383,6 +385,56 @@ def check_eltdx_minutes(client, truth):
            [(milli(p["price"]), p["volume"], p["average"]) for p in want["points"]])
         eq(f"eltdx minutes.recent {code} {date} prev close, open", (series.prev_close, series.open_price),
            (want["previous_close"], want["open"]))
+
+
+def check_eltdx_history_trades(client, truth):
+    """trades.history (0x0fc6): single pages from the newest back, then
+    all_history, on two days the seed picks, against truth trades --detailed."""
+    def rows(ticks):
+        return [(t.time_label, t.price_milli, t.volume, t.order_count, t.status_raw) for t in ticks]
+
+    def want_rows(items):
+        return [(w["time"][:5], milli(w["price"]), w["volume"], w["orders"], w["status"]) for w in items]
+
+    for date in history_days(truth, truth.seed):
+        for code in HISTORY_CODES:
+            start, pages = 0, 0
+            while True:
+                want = truth("trades", code, "--date", date, "--detailed", "--start", start, "--count", 700)["trades"]
+                page = client.trades.history(code, date, start=start, count=700)
+                eq(f"eltdx trades.history {code} {date} start {start}", rows(page.ticks), want_rows(want))
+                pages += 1
+                if not want or pages > 20:
+                    break
+                start += len(want)
+            check(f"eltdx trades.history {code} {date} paged", pages > 2, f"{pages} pages")
+            whole = client.trades.all_history(code, date)
+            want = truth("trades", code, "--date", date, "--detailed", "--all")["trades"]
+            check(f"eltdx trades.all_history {code} {date} nonempty", len(want) > 0)
+            eq(f"eltdx trades.all_history {code} {date}", rows(whole.ticks), want_rows(want))
+    page = client.trades.history("sz000001", "2000-01-04", count=10)
+    eq("eltdx trades.history outside the window", list(page.ticks), [])
+
+
+def check_eltdx_intraday(client, truth):
+    """minutes.sparkline (0x0fd1) and minutes.aux (0x051b), both kinds."""
+    for code in HISTORY_CODES:
+        want = truth("sparkline", code)
+        series = client.minutes.sparkline(code)
+        eq(f"eltdx sparkline {code}", (series.base_price, list(series.prices), series.max_count_raw, series.selector_echo),
+           (want["base_price"], want["prices"], want["max_count"], 1))
+        check(f"eltdx sparkline {code} nonempty", len(want["prices"]) > 0)
+        want = truth("aux", code, "--kind", 0)["points"]
+        got = client.minutes.aux(code, kind="buy_sell_strength").points
+        eq(f"eltdx aux strength {code}", [(p.time_label, p.buy_commission, p.sell_commission) for p in got],
+           [(w["time"], w["buy"], w["sell"]) for w in want])
+        check(f"eltdx aux strength {code} nonempty", len(want) == 240, f"{len(want)} points")
+        want = truth("aux", code, "--kind", 11)["points"]
+        got = client.minutes.aux(code, kind="volume_comparison").points
+        eq(f"eltdx aux volumes {code}",
+           [(p.time_label, p.previous_day_cumulative_volume, p.current_day_cumulative_volume) for p in got],
+           [(w["time"], w["previous_day"], w["today"]) for w in want])
+        check(f"eltdx aux volumes {code} nonempty", len(want) == 240, f"{len(want)} points")
 
 
 def check_eltdx_auction(client, truth, hosts):

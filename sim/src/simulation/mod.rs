@@ -38,8 +38,8 @@ pub use plan::{Fault, FaultEvent, Mix, Plan, Scheduled, Window};
 pub(crate) use world::{endpoints, Shape, World, CLIENT_HOST};
 
 use tdx_engine::proto::commands::{
-    Adjust, Bars, CapitalChanges, FinanceInfo, HistoryMinutes, HistoryTrades, Period, Quotes, SecurityCount,
-    SecurityList,
+    Adjust, AuxKind, Bars, CapitalChanges, DetailedHistoryTrades, FinanceInfo, HistoryMinutes, HistoryTrades,
+    MinuteAux, Period, Quotes, SecurityCount, SecurityList, Sparkline,
 };
 use tdx_engine::proto::{Market as Exchange, Request, SecurityCode, TradeDate};
 use tdx_engine::runtime::connector::TurmoilConnector;
@@ -244,16 +244,21 @@ fn request(rng: &mut Rng, plan: &Plan, market: &Market) -> (Request, &'static st
     let period = [Period::Day, Period::Min1, Period::Min5, Period::Week][rng.below(4) as usize];
     let start = rng.below(3) as u16 * 800;
     let bars = Bars::new(code(rng), period, start, 1 + rng.below(800) as u16);
-    // Now and then a past day's minute line or one page of its ticks instead
-    // (again from the values drawn).
+    // Now and then a past day's minute line or one page of its ticks (either
+    // form), or today's aux series or sparkline, instead (again from the
+    // values drawn).
     let dates = market.history_dates();
     let date = TradeDate::new(dates[usize::from(bars.count / 32) % dates.len()]);
+    let (code, start, count) = (bars.code, bars.start, bars.count);
     match bars.count % 32 {
-        30 => return (HistoryMinutes { date, code: bars.code }.into(), "history minutes"),
-        31 => {
-            let page = HistoryTrades { date, code: bars.code, start: bars.start, count: bars.count };
-            return (page.into(), "history trades");
+        27 => return (Sparkline::new(code).into(), "sparkline"),
+        28 => {
+            let kind = [AuxKind::BUY_SELL_STRENGTH, AuxKind::VOLUME_COMPARISON, AuxKind(3)][usize::from(start / 800)];
+            return (MinuteAux { code, kind }.into(), "minute aux");
         }
+        29 => return (DetailedHistoryTrades { date, code, start, count }.into(), "detailed history trades"),
+        30 => return (HistoryMinutes { date, code }.into(), "history minutes"),
+        31 => return (HistoryTrades { date, code, start, count }.into(), "history trades"),
         _ => {}
     }
     let adjust = [Adjust::None, Adjust::None, Adjust::Forward, Adjust::Backward][usize::from(bars.count % 4)];
@@ -431,17 +436,23 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
 }
 
 /// Every tick of a past day through `all_history_trades` (0x0fb5 pages
-/// until an empty one): under faults a page may fail, but a whole answer
-/// must be the day's ticks exactly, no page lost or repeated.
+/// until an empty one) or, for odd picks, `all_detailed_history_trades`
+/// (0x0fc6): under faults a page may fail, but a whole answer must be the
+/// day's ticks exactly, no page lost or repeated.
 async fn history_paging(tag: &str, client: &Client, shared: &Shared, market: &Market, code: SecurityCode, pick: usize) {
     let dates = market.history_dates();
     let date = TradeDate::new(dates[pick / 4 % dates.len()]);
-    let result = client.all_history_trades(code, date).await;
-    shared.at(format_args!("{tag} history paging {}", if result.is_ok() { "ok" } else { "error" }));
-    if let (Ok(got), Some(l)) = (result, market.listing(code)) {
-        if Some(got) != market.history_trades(l, date.date()) {
-            shared.problem(format!("{tag}: paged history ticks of {code} on {date} differ from the day's ticks"));
-        }
+    let Some(l) = market.listing(code) else { return };
+    let (form, same) = if pick % 8 == 7 {
+        let result = client.all_detailed_history_trades(code, date).await;
+        ("detailed", result.map(|got| Some(got) == market.detailed_history_trades(l, date.date())))
+    } else {
+        let result = client.all_history_trades(code, date).await;
+        ("plain", result.map(|got| Some(got) == market.history_trades(l, date.date())))
+    };
+    shared.at(format_args!("{tag} history paging {form} {}", if same.is_ok() { "ok" } else { "error" }));
+    if matches!(same, Ok(false)) {
+        shared.problem(format!("{tag}: paged {form} history ticks of {code} on {date} differ from the day's ticks"));
     }
 }
 

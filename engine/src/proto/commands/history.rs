@@ -1,12 +1,13 @@
 //! Past sessions: 0x0fb4 (a past day's minute line) and 0x0fb5 (a past
-//! day's ticks, paged), both in the form pytdx 1.72 sends and decodes, and
-//! 0x051d (today's minute line in pytdx's form) (SPEC appendix A;
-//! docs/PROTOCOL.md).
+//! day's ticks, paged), both in the form pytdx 1.72 sends and decodes,
+//! 0x051d (today's minute line in pytdx's form) (SPEC appendix A), and
+//! eltdx's 0x0feb (a recent day's minute line) and 0x0fc6 (a past day's
+//! ticks with order counts) (docs/PROTOCOL.md).
 
 use super::minutes::MinutePoint;
-use super::trades::TradeSide;
+use super::trades::{put_trades, read_trades, Trade, TradeSide, TICK_BYTES_MIN};
 use super::{expect_len, put_code_u16, put_code_u8, read_code_u16, read_code_u8, Command};
-use crate::proto::limits::HISTORY_TRADES_PER_PAGE_MAX;
+use crate::proto::limits::{HISTORY_TRADES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX};
 use crate::proto::security::{Price, PriceScale, SecurityCode};
 use crate::proto::time::{TimeOfDay, TradeDate};
 use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
@@ -251,6 +252,80 @@ impl Command for HistoryTrades {
     }
 }
 
+/// 0x0fc6: one page of a past day's ticks in eltdx's form (`trades.history`):
+/// 0x0fb5's request, and records that also carry the order count, as 0x0fc5's
+/// do. Paged the same way: `start` 0 is the newest, an empty page ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DetailedHistoryTrades {
+    /// The trading day.
+    pub date: TradeDate,
+    /// The security.
+    pub code: SecurityCode,
+    /// Ticks to skip back from the newest.
+    pub start: u16,
+    /// Ticks wanted, 1..=1800 (eltdx's bound, as 0x0fc5's).
+    pub count: u16,
+}
+
+/// A 0x0fc6 reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DetailedHistoryTradePage {
+    /// The f32 after the count, as 0x0fb5's (eltdx: `price_base_raw_f32`).
+    /// 0 when an empty page omits it.
+    pub price_base_raw: f32,
+    /// Ticks, oldest first; `tail_raw` is eltdx's `reserved_zero`.
+    pub trades: Vec<Trade>,
+}
+
+impl Command for DetailedHistoryTrades {
+    const MSG_TYPE: u16 = 0x0fc6;
+    const NAME: &'static str = "detailed history trades";
+    type Reply = DetailedHistoryTradePage;
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        if !(1..=TRADES_PER_PAGE_MAX).contains(&self.count) {
+            return Err(ProtoError::CountOutOfRange {
+                what: "detailed history trades",
+                count: self.count.into(),
+                max: TRADES_PER_PAGE_MAX.into(),
+            });
+        }
+        out.put_u32_le(self.date.yyyymmdd());
+        put_code_u16(out, self.code);
+        out.put_u16_le(self.start);
+        out.put_u16_le(self.count);
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        expect_len(Self::MSG_TYPE, body, 16)?;
+        let mut r = Reader::new(body);
+        let date = TradeDate::from_wire(r.u32("date")?, "detailed history trades")?;
+        Ok(Self { date, code: read_code_u16(&mut r)?, start: r.u16("start")?, count: r.u16("count")? })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<DetailedHistoryTradePage, ProtoError> {
+        let mut r = Reader::new(payload);
+        let (count, price_base_raw) = read_head(&mut r, "detailed history trades", TICK_BYTES_MIN)?;
+        if count > usize::from(self.count) {
+            return Err(ProtoError::CountOverRequest {
+                what: "detailed history trades",
+                count,
+                requested: self.count.into(),
+            });
+        }
+        let trades = read_trades(&mut r, count)?;
+        r.finish("detailed history trades payload")?;
+        Ok(DetailedHistoryTradePage { price_base_raw, trades })
+    }
+
+    fn encode_reply(&self, reply: &DetailedHistoryTradePage, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.put_u16_le(count_u16("detailed history trades", reply.trades.len())?);
+        out.put_f32_le(reply.price_base_raw);
+        put_trades(out, &reply.trades)
+    }
+}
+
 /// 0x051d: today's minute line in pytdx's form (SPEC appendix A).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LegacyMinutes {
@@ -481,6 +556,39 @@ mod tests {
         let mut body = Vec::new();
         t.encode_body(&mut body).unwrap();
         assert_eq!(HistoryTrades::decode_body(&body).unwrap(), t);
+    }
+
+    #[test]
+    fn detailed_history_trades_match_eltdx_bytes() {
+        let t = DetailedHistoryTrades {
+            date: TradeDate::from_yyyymmdd(20260511).unwrap(),
+            code: code("sz300308"),
+            start: 0,
+            count: 900,
+        };
+        let mut body = Vec::new();
+        t.encode_body(&mut body).unwrap();
+        assert_eq!(body, [0x9f, 0x26, 0x35, 0x01, 0, 0, b'3', b'0', b'0', b'3', b'0', b'8', 0, 0, 0x84, 0x03]);
+        assert_eq!(DetailedHistoryTrades::decode_body(&body).unwrap(), t);
+        // eltdx's page: one tick at 14:08, 0.10 yuan, 20 lots, 3 orders, status 5.
+        let mut payload = vec![1, 0];
+        payload.extend_from_slice(&35.5f32.to_le_bytes());
+        payload.extend_from_slice(&[0x50, 0x03, 0x0a, 0x14, 0x03, 0x05, 0x00]);
+        let page = t.parse_reply(&payload).unwrap();
+        assert_eq!(page.price_base_raw, 35.5);
+        let tick = page.trades[0];
+        assert_eq!((tick.minutes, tick.price.milli(), tick.volume, tick.order_count), (848, 100, 20, 3));
+        assert_eq!((tick.side(), tick.tail_raw), (TradeSide::AfterHours, 0));
+        let mut again = Vec::new();
+        t.encode_reply(&page, &mut again).unwrap();
+        assert_eq!(again, payload);
+        // Counts the page cannot hold, or more than asked, fail before allocating.
+        assert!(matches!(t.parse_reply(&[0xff, 0xff, 0, 0, 0, 0]), Err(ProtoError::Truncated { .. })));
+        let small = DetailedHistoryTrades { count: 1, ..t };
+        let mut two = vec![2, 0, 0, 0, 0, 0];
+        two.extend([0x50, 0x03, 0x0a, 0x14, 0x03, 0x05, 0x00].repeat(2));
+        assert!(matches!(small.parse_reply(&two), Err(ProtoError::CountOverRequest { .. })));
+        assert!(DetailedHistoryTrades { count: TRADES_PER_PAGE_MAX + 1, ..t }.encode_body(&mut Vec::new()).is_err());
     }
 
     #[test]

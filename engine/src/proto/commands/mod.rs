@@ -17,6 +17,7 @@ mod codes;
 mod corporate;
 mod count;
 mod history;
+mod intraday;
 mod minutes;
 mod quotes;
 mod refresh;
@@ -32,8 +33,13 @@ pub use corporate::{
 };
 pub use count::SecurityCount;
 pub use history::{
-    HistoryMinuteLine, HistoryMinutePoint, HistoryMinutes, HistoryTrade, HistoryTradePage, HistoryTrades,
-    LegacyMinuteLine, LegacyMinutes, LegacyMinutesForm, RecentMinuteLine, RecentMinutes, RECENT_DATE_SELECTOR_BASE,
+    DetailedHistoryTradePage, DetailedHistoryTrades, HistoryMinuteLine, HistoryMinutePoint, HistoryMinutes,
+    HistoryTrade, HistoryTradePage, HistoryTrades, LegacyMinuteLine, LegacyMinutes, LegacyMinutesForm,
+    RecentMinuteLine, RecentMinutes, RECENT_DATE_SELECTOR_BASE,
+};
+pub use intraday::{
+    AuxKind, AuxStrengthPoint, AuxVolumePoint, MinuteAux, MinuteAuxSeries, Sparkline, SparklineSeries,
+    SPARKLINE_HEAD_BYTES,
 };
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
 pub use quotes::{Level, Quote, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot, Snapshots, SnapshotsReply};
@@ -180,6 +186,9 @@ command_set! {
     LegacyMinutes(LegacyMinutes),
     Auction(Auction),
     RecentMinutes(RecentMinutes),
+    DetailedHistoryTrades(DetailedHistoryTrades),
+    MinuteAux(MinuteAux),
+    Sparkline(Sparkline),
 }
 
 impl Request {

@@ -82,7 +82,7 @@ impl TradeSide {
 
 const TICK_SCALE: PriceScale = PriceScale::HUNDREDTHS;
 /// Smallest tick: u16 and five one-byte varints.
-const TICK_BYTES_MIN: usize = 2 + 5;
+pub(super) const TICK_BYTES_MIN: usize = 2 + 5;
 
 impl Command for Trades {
     const MSG_TYPE: u16 = 0x0fc5;
@@ -112,41 +112,54 @@ impl Command for Trades {
     fn parse_reply(&self, payload: &[u8]) -> Result<Vec<Trade>, ProtoError> {
         let mut r = Reader::new(payload);
         let count = read_count(&mut r, "trades", TICK_BYTES_MIN)?;
-        let mut trades = Vec::with_capacity(count);
-        let mut price_raw = 0i64;
-        for _ in 0..count {
-            let minutes = r.u16("tick time")?;
-            let delta = r.varint()?;
-            price_raw =
-                price_raw.checked_add(delta).ok_or(ProtoError::ValueOutOfRange { what: "tick price", value: delta })?;
-            trades.push(Trade {
-                minutes,
-                price: TICK_SCALE.to_price(price_raw)?,
-                volume: r.varint()?,
-                order_count: r.varint()?,
-                status_raw: r.varint()?,
-                tail_raw: r.varint()?,
-            });
-        }
+        let trades = read_trades(&mut r, count)?;
         r.finish("trades payload")?;
         Ok(trades)
     }
 
     fn encode_reply(&self, reply: &Vec<Trade>, out: &mut Vec<u8>) -> Result<(), ProtoError> {
         out.put_u16_le(count_u16("trades", reply.len())?);
-        let mut previous = 0i64;
-        for t in reply {
-            let raw = TICK_SCALE.to_raw(t.price)?;
-            out.put_u16_le(t.minutes);
-            put_varint(
-                out,
-                raw.checked_sub(previous).ok_or(ProtoError::ValueOutOfRange { what: "tick price", value: raw })?,
-            );
-            for v in [t.volume, t.order_count, t.status_raw, t.tail_raw] {
-                put_varint(out, v);
-            }
-            previous = raw;
-        }
-        Ok(())
+        put_trades(out, reply)
     }
+}
+
+/// `count` tick records (0x0fc5, 0x0fc6): `u16 minutes`, then varints for
+/// the price (a running delta from 0), volume, orders, status and a tail.
+pub(super) fn read_trades(r: &mut Reader<'_>, count: usize) -> Result<Vec<Trade>, ProtoError> {
+    debug_assert!(count * TICK_BYTES_MIN <= r.remaining(), "the caller checked the count");
+    let mut trades = Vec::with_capacity(count);
+    let mut price_raw = 0i64;
+    for _ in 0..count {
+        let minutes = r.u16("tick time")?;
+        let delta = r.varint()?;
+        price_raw =
+            price_raw.checked_add(delta).ok_or(ProtoError::ValueOutOfRange { what: "tick price", value: delta })?;
+        trades.push(Trade {
+            minutes,
+            price: TICK_SCALE.to_price(price_raw)?,
+            volume: r.varint()?,
+            order_count: r.varint()?,
+            status_raw: r.varint()?,
+            tail_raw: r.varint()?,
+        });
+    }
+    Ok(trades)
+}
+
+/// Writes tick records as [`read_trades`] reads them.
+pub(super) fn put_trades(out: &mut Vec<u8>, trades: &[Trade]) -> Result<(), ProtoError> {
+    let mut previous = 0i64;
+    for t in trades {
+        let raw = TICK_SCALE.to_raw(t.price)?;
+        out.put_u16_le(t.minutes);
+        put_varint(
+            out,
+            raw.checked_sub(previous).ok_or(ProtoError::ValueOutOfRange { what: "tick price", value: raw })?,
+        );
+        for v in [t.volume, t.order_count, t.status_raw, t.tail_raw] {
+            put_varint(out, v);
+        }
+        previous = raw;
+    }
+    Ok(())
 }
