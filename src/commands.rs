@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::{
     Adjust, Bars, HistoryMinuteLine, MinuteLine, Period, Quote, Refresh, RefreshRecord, RefreshTarget, FINANCE_FIELDS,
 };
@@ -248,6 +249,33 @@ pub async fn auction(ctx: &Context, code: SecurityCode, date: Option<TradeDate>)
             i64::from(p.matched).into(),
             i64::from(p.unmatched_signed).into(),
         ]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn boards(ctx: &Context, kind: Option<BoardKind>) -> Result<(), CliError> {
+    let kinds = kind.map_or_else(|| BoardKind::ALL.to_vec(), |k| vec![k]);
+    let mut table = Table::new(&["name", "kind", "kind_raw", "count"]);
+    for kind in kinds {
+        for b in ctx.client.boards(kind).await? {
+            table.push(vec![
+                b.name.into(),
+                kind.name().into(),
+                i64::from(b.kind_raw).into(),
+                (b.codes.len() as i64).into(),
+            ]);
+        }
+    }
+    write(ctx, &table)
+}
+
+pub async fn board(ctx: &Context, name: &str) -> Result<(), CliError> {
+    let Some((kind, b)) = ctx.client.board_members(name).await? else {
+        return Err(CliError::new(format!("no board named {name:?} in the server's board files")));
+    };
+    let mut table = Table::new(&["board", "kind", "code"]);
+    for code in b.codes {
+        table.push(vec![b.name.as_str().into(), kind.name().into(), code.into()]);
     }
     write(ctx, &table)
 }

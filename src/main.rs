@@ -18,6 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::Period;
 use tdx_engine::proto::{Market, SecurityCode, TradeDate};
 use tdx_engine::runtime::Placement;
@@ -161,6 +162,14 @@ enum Command {
         #[arg(long)]
         date: Option<TradeDate>,
     },
+    /// Boards (板块) from the server's board files: name, kind, member count.
+    Boards {
+        /// One kind (default: all): industry, concept, style or index.
+        #[arg(long)]
+        kind: Option<BoardKind>,
+    },
+    /// One board's member codes, by name.
+    Board { name: String },
     /// Refresh quotes, then print every push until Ctrl+C.
     Watch {
         #[arg(required = true, value_parser = parse_code)]
@@ -355,6 +364,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                     commands::history_trades(&ctx, code, date, (start, count), all).await
                 }
                 Command::Auction { code, date } => commands::auction(&ctx, code, date).await,
+                Command::Boards { kind } => commands::boards(&ctx, kind).await,
+                Command::Board { name } => commands::board(&ctx, &name).await,
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,
                 Command::Diag => commands::diag(&ctx).await,
                 Command::Demo(_) | Command::Rank => unreachable!("handled above"),

@@ -282,3 +282,29 @@ fn past_days_match_truth() {
     fails(&["trades", "sz000001", "--date", "2026-02-30", "--local"], 2);
     fails(&["trades", "sz000001", "--all", "--local"], 2);
 }
+
+#[test]
+fn boards_match_truth() {
+    let m = market();
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let truth = printed(tdx_sim::truth::boards(&m, Some("concept".parse().unwrap())));
+    let want: Vec<Value> = truth["boards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            serde_json::json!({
+                "name": b["name"], "kind": b["kind"], "kind_raw": b["kind_raw"],
+                "count": b["codes"].as_array().unwrap().len(),
+            })
+        })
+        .collect();
+    assert_eq!(json(&["boards", "--kind", "concept"]), Value::Array(want));
+    let name = truth["boards"][5]["name"].as_str().unwrap().to_owned();
+    let members = json(&["board", &name]);
+    let codes: Vec<Value> = members.as_array().unwrap().iter().map(|row| row["code"].clone()).collect();
+    assert_eq!(Value::Array(codes), printed(tdx_sim::truth::board_named(&m, &name))["codes"]);
+    assert!(members.as_array().unwrap().iter().all(|row| row["board"] == name.as_str() && row["kind"] == "concept"));
+    let e = fails(&["board", "没有这个", "--local"], 1);
+    assert!(e.contains("没有这个"), "{e}");
+}

@@ -780,3 +780,41 @@ async fn past_ticks_for_100_codes_page_to_the_end() {
     );
     client.close().await;
 }
+
+/// A board file downloaded by the engine (0x02c5, then 0x06b9 chunks on one
+/// pinned connection) is byte-identical to the file the server publishes,
+/// and parses into the server's boards; the blocking facade agrees. Prints
+/// one download's requests, bytes and time (a measurement, not asserted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn board_files_download_byte_identical() {
+    use tdx_engine::proto::blockfile::BoardKind;
+    let s = servers(2, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).connections_per_server(2).build().unwrap();
+    let published = s.market.boards();
+    for kind in BoardKind::ALL {
+        let file = published.file(kind.file_name()).unwrap();
+        let started = std::time::Instant::now();
+        let data = client.download_file(kind.file_name()).await.unwrap();
+        let elapsed = started.elapsed();
+        assert!(data == file.bytes, "{} differs from the published file", kind.file_name());
+        let chunks = file.bytes.len().div_ceil(FILE_CHUNK_BYTES_MAX as usize);
+        println!(
+            "download {}: {} bytes, {} requests (1 meta + {chunks} chunks), {:.1} ms on loopback",
+            kind.file_name(),
+            data.len(),
+            chunks + 1,
+            elapsed.as_secs_f64() * 1000.0
+        );
+        assert_eq!(client.boards(kind).await.unwrap(), file.boards);
+        let meta = client.file_meta(kind.file_name()).await.unwrap();
+        assert_eq!(meta.md5_hex(), file.md5);
+    }
+    let (kind, board) = client.board_members("沪深300").await.unwrap().unwrap();
+    assert_eq!((kind, board.codes.len()), (BoardKind::Index, 300));
+    assert_eq!(client.board_members("没有").await.unwrap(), None);
+    assert!(client.download_file("missing.dat").await.unwrap().is_empty());
+    let blocking = client.blocking();
+    let style = tokio::task::spawn_blocking(move || blocking.boards(BoardKind::Style)).await.unwrap().unwrap();
+    assert_eq!(style, published.of(BoardKind::Style));
+    client.close().await;
+}

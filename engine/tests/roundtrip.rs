@@ -315,6 +315,22 @@ fn arb_auction() -> impl Strategy<Value = (Auction, Vec<AuctionPoint>)> {
     (request, vec(point, 0..60))
 }
 
+fn arb_file_meta() -> impl Strategy<Value = (FileMeta, FileMetaReply)> {
+    let reply = (any::<u32>(), any::<u8>(), any::<[u8; 32]>(), any::<u8>())
+        .prop_map(|(size, reserved_a, hash, reserved_b)| FileMetaReply { size, reserved_a, hash, reserved_b });
+    ("[a-z_.]{1,40}".prop_map(|name| FileMeta { name }), reply)
+}
+
+fn arb_file_read() -> impl Strategy<Value = (FileRead, Vec<u8>)> {
+    let field = prop_oneof![Just(PathField::Short), Just(PathField::Long)];
+    (any::<u32>(), 0u32..=FILE_READ_SIZE_MAX, "[A-Za-z0-9_./]{1,100}", field).prop_flat_map(
+        |(offset, size, path, field)| {
+            let request = FileRead { offset, size, path, field };
+            (Just(request), vec(any::<u8>(), 0..=(size as usize).min(2000)))
+        },
+    )
+}
+
 fn arb_history_trades() -> impl Strategy<Value = (HistoryTrades, HistoryTradePage)> {
     let trade = (0u16..1440, price_at(PriceScale::HUNDREDTHS), vec(arb_var(), 3)).prop_map(|(minutes, price, v)| {
         HistoryTrade { minutes, price, volume: v[0], status_raw: v[1], reserved_raw: v[2] }
@@ -460,6 +476,8 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_legacy_minutes().prop_map(|(q, r)| (q.into(), Reply::LegacyMinutes(r))),
         arb_auction().prop_map(|(q, r)| (q.into(), Reply::Auction(r))),
         arb_recent_minutes().prop_map(|(q, r)| (q.into(), Reply::RecentMinutes(r))),
+        arb_file_meta().prop_map(|(q, r)| (q.into(), Reply::FileMeta(r))),
+        arb_file_read().prop_map(|(q, r)| (q.into(), Reply::FileRead(r))),
     ]
 }
 
@@ -491,6 +509,22 @@ proptest! {
         prop_assert_eq!(frame.header.msg_type, request.msg_type());
         prop_assert_eq!(&frame.payload[..], &payload[..]);
         prop_assert_eq!(request.parse_reply(&frame.payload).unwrap(), reply);
+    }
+
+    /// A board file parses back to the boards it was written from, and any
+    /// cut of it is an error.
+    #[test]
+    fn board_files_round_trip(
+        boards in vec(("[\u{4e00}-\u{4e80}]{1,4}", any::<u16>(), vec("[0-9]{6}", 0..40)), 0..6),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        use tdx_engine::proto::blockfile::{encode_block_file, parse_block_file, Board};
+        let boards: Vec<Board> =
+            boards.into_iter().map(|(name, kind_raw, codes)| Board { name, kind_raw, codes }).collect();
+        let file = encode_block_file("roundtrip", &boards).unwrap();
+        prop_assert_eq!(&parse_block_file(&file).unwrap(), &boards);
+        let cut = cut.index(file.len());
+        prop_assert!(parse_block_file(&file[..cut]).is_err());
     }
 
     /// Parsers given any bytes return a value or a typed error, never panic.

@@ -257,6 +257,9 @@ fn built_requests() -> Vec<Request> {
         Refresh { targets: vec![RefreshTarget { target: sz.into(), cursor: 7 }] }.into(),
         Minutes::from(QuoteTarget::from(sh_index)).into(),
         Trades { code: bj, start: 100, count: 1800 }.into(),
+        FileMeta { name: "block_gn.dat".into() }.into(),
+        FileRead::new("block_gn.dat", 0, FILE_CHUNK_BYTES_MAX).into(),
+        FileRead { field: PathField::Short, ..FileRead::new("block.dat", 30_000, 90_000) }.into(),
     ];
     for code in 0..=13u16 {
         for param in [1, 5] {
@@ -389,6 +392,32 @@ fn value_seeds(corpus: &mut Corpus, vectors: &Vectors) {
     }
 }
 
+/// Server-file replies (no vectors capture them) and a small board file,
+/// which the `values` target also parses.
+fn file_seeds(corpus: &mut Corpus, requests: &[Request]) {
+    use tdx_engine::proto::blockfile::{encode_block_file, md5_hex, Board};
+    let boards = [
+        Board { name: "银行".into(), kind_raw: 2, codes: vec!["000001".into(), "600000".into()] },
+        Board { name: "智能汽车".into(), kind_raw: 3, codes: vec!["300750".into()] },
+    ];
+    let file = encode_block_file("corpus", &boards).expect("a small board file");
+    corpus.add("values", &file);
+    let mut hash = [0u8; 32];
+    hash.copy_from_slice(md5_hex(&file).as_bytes());
+    let meta = Reply::FileMeta(FileMetaReply { size: file.len() as u32, reserved_a: 0, hash, reserved_b: 0 });
+    for request in requests {
+        let reply = match request {
+            Request::FileMeta(_) => meta.clone(),
+            Request::FileRead(r) => Reply::FileRead(file[..file.len().min(r.size as usize)].to_vec()),
+            _ => continue,
+        };
+        let mut payload = Vec::new();
+        if request.encode_reply(&reply, &mut payload).is_ok() {
+            corpus.reply(request, &payload);
+        }
+    }
+}
+
 fn supervisor_seeds(corpus: &mut Corpus) {
     use Op::*;
     let submit = |timeout_ms: u16| Submit { repeat: false, retry_safe: true, timeout_ms, pin: None };
@@ -512,6 +541,7 @@ fn main() {
     frame_seeds(&mut corpus, &response_streams);
 
     value_seeds(&mut corpus, &vectors);
+    file_seeds(&mut corpus, &requests);
     supervisor_seeds(&mut corpus);
 
     for (target, (new, total)) in &corpus.written {

@@ -2,6 +2,7 @@
 //! deterministic simulation harness for `tdx-engine`.
 //!
 //! - [`market`]: a seeded, pure synthetic market (SZ, SH, BJ);
+//! - [`boards`]: its boards and the board files it publishes;
 //! - [`responder`]: the typed reply to every request;
 //! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
 //! - [`faults`]: live fault injection;
@@ -13,6 +14,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod boards;
 pub mod faults;
 pub mod market;
 pub mod responder;

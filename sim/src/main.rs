@@ -16,6 +16,8 @@
 //! tdx-sim truth --seed S auction CODE [--date D]
 //! tdx-sim truth --seed S minutes CODE [--date D]
 //! tdx-sim truth --seed S trades CODE --date D [--start N --count N | --all]
+//! tdx-sim truth --seed S boards [--kind industry|concept|style|index]
+//! tdx-sim truth --seed S board NAME
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)
@@ -27,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::Adjust;
 use tdx_engine::proto::{Date, Market as Exchange, SecurityCode, TradeDate};
 use tdx_sim::{simulation, truth, Faults, Market, PushFlood, ReferenceServer};
@@ -221,6 +224,14 @@ enum Query {
         #[arg(long)]
         date: Option<TradeDate>,
     },
+    /// The boards of one kind (all without --kind) and their files' size and MD5.
+    Boards {
+        /// industry, concept, style or index.
+        #[arg(long)]
+        kind: Option<BoardKind>,
+    },
+    /// One board by name and its member codes.
+    Board { name: String },
     /// A past day's ticks (0x0fb5): one page, `start` back from the newest.
     Trades {
         code: String,
@@ -351,6 +362,8 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
         }
         Query::Dates => truth::dates(&market),
         Query::Recent { code, date } => truth::recent_minutes(&market, parse_code(&code)?, date),
+        Query::Boards { kind } => truth::boards(&market, kind),
+        Query::Board { name } => truth::board_named(&market, &name),
         Query::Auction { code, date } => truth::auction(&market, parse_code(&code)?, date),
         Query::Minutes { code, date } => {
             let date = date.unwrap_or_else(|| TradeDate::new(market.today()));

@@ -10,7 +10,7 @@
 //! `(seed, code, day)`, so the same seed always gives the same bytes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tdx_engine::adjust::{self, AdjustmentFactors, Event};
 use tdx_engine::proto::commands::{
@@ -19,6 +19,7 @@ use tdx_engine::proto::commands::{
 };
 use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay};
 
+use crate::boards::BoardFiles;
 use crate::rng::Rng;
 
 /// The market's "today": the last trading day, whose session is complete.
@@ -113,6 +114,8 @@ pub struct Market {
     /// Recently computed series. The market is pure, so this changes no
     /// byte; it only spares a server recomputing 4,000 days per request.
     cache: Mutex<SeriesCache>,
+    /// The board files, built on first use (about 1 MB).
+    boards: OnceLock<BoardFiles>,
 }
 
 /// Bounded caches of daily and minute series, oldest entry evicted first.
@@ -223,7 +226,14 @@ impl Market {
             .enumerate()
             .flat_map(|(m, list)| list.iter().enumerate().map(move |(i, l)| (l.code, (m, i))))
             .collect();
-        Self { seed, lists, by_code, days: trading_days(DAILY_HISTORY_DAYS), cache: Mutex::default() }
+        Self {
+            seed,
+            lists,
+            by_code,
+            days: trading_days(DAILY_HISTORY_DAYS),
+            cache: Mutex::default(),
+            boards: OnceLock::new(),
+        }
     }
 
     /// The seed.
@@ -259,6 +269,11 @@ impl Market {
             previous_close,
             unknown_3_raw: [0; 4],
         }
+    }
+
+    /// The boards and the files publishing them (built once, then shared).
+    pub fn boards(&self) -> &BoardFiles {
+        self.boards.get_or_init(|| BoardFiles::build(self))
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, SeriesCache> {

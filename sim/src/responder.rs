@@ -2,9 +2,10 @@
 //! computed from the synthetic market.
 
 use tdx_engine::proto::commands::{
-    CapitalChangeBlock, HandshakeReply, HeartbeatReply, HistoryMinuteLine, HistoryTradePage, HistoryTrades,
-    LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, Quote, QuoteHead, QuotesReply, RecentMinuteLine,
-    RefreshRecord, RefreshReply, ServerClock, Snapshot, SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES,
+    CapitalChangeBlock, FileMetaReply, HandshakeReply, HeartbeatReply, HistoryMinuteLine, HistoryTradePage,
+    HistoryTrades, LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, Quote, QuoteHead, QuotesReply,
+    RecentMinuteLine, RefreshRecord, RefreshReply, ServerClock, Snapshot, SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES,
+    FILE_CHUNK_BYTES_MAX,
 };
 use tdx_engine::proto::limits::{
     BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX,
@@ -113,6 +114,25 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
                 .map(|line| line.points)
                 .unwrap_or_default(),
         }),
+        Request::FileMeta(m) => Reply::FileMeta(match market.boards().file(&m.name) {
+            Some(f) => {
+                let mut hash = [0u8; 32];
+                hash.copy_from_slice(f.md5.as_bytes());
+                FileMetaReply { size: f.bytes.len() as u32, reserved_a: 0, hash, reserved_b: 0 }
+            }
+            None => FileMetaReply { size: 0, reserved_a: 0, hash: [0; 32], reserved_b: 0 },
+        }),
+        Request::FileRead(r) => Reply::FileRead(
+            market
+                .boards()
+                .file(&r.path)
+                .map(|f| {
+                    let start = (r.offset as usize).min(f.bytes.len());
+                    let len = r.size.min(FILE_CHUNK_BYTES_MAX) as usize;
+                    f.bytes[start..(start + len).min(f.bytes.len())].to_vec()
+                })
+                .unwrap_or_default(),
+        ),
     }
 }
 

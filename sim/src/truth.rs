@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value};
 use tdx_engine::adjust::{AdjustmentFactors, FactorRow};
+use tdx_engine::proto::blockfile::{Board, BoardKind};
 use tdx_engine::proto::commands::{
     Adjust, Bar, CapitalChange, Finance, HistoryMinuteLine, HistoryTrade, Level, Period, TradeSide, FINANCE_FIELDS,
 };
@@ -347,4 +348,26 @@ pub fn recent_minutes(market: &Market, code: SecurityCode, date: TradeDate) -> V
         (f64::from(l.previous_close), f64::from(l.open), points)
     });
     json!({ "code": code.to_string(), "date": date.to_string(), "previous_close": previous_close, "open": open, "points": points })
+}
+
+/// One board as `truth boards` and `truth board` print it.
+pub fn board(kind: BoardKind, b: &Board) -> Value {
+    json!({ "name": b.name, "kind": kind.name(), "kind_raw": b.kind_raw, "codes": b.codes })
+}
+
+/// `boards [--kind K]`: every board of one kind (all kinds without it), and
+/// each file's size and MD5 as 0x02c5 announces them.
+pub fn boards(market: &Market, kind: Option<BoardKind>) -> Value {
+    let files = &market.boards().files;
+    let chosen = files.iter().filter(|f| kind.is_none_or(|k| f.kind == k));
+    let boards: Vec<Value> = chosen.clone().flat_map(|f| f.boards.iter().map(|b| board(f.kind, b))).collect();
+    let meta: Vec<Value> = chosen
+        .map(|f| json!({ "name": f.kind.file_name(), "kind": f.kind.name(), "size": f.bytes.len(), "md5": f.md5 }))
+        .collect();
+    json!({ "files": meta, "boards": boards })
+}
+
+/// `board NAME`: one board and its members; `null` when no board has that name.
+pub fn board_named(market: &Market, name: &str) -> Value {
+    market.boards().board(name).map_or(Value::Null, |(kind, b)| board(kind, b))
 }

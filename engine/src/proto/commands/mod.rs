@@ -16,6 +16,7 @@ mod bars;
 mod codes;
 mod corporate;
 mod count;
+mod files;
 mod history;
 mod minutes;
 mod quotes;
@@ -31,6 +32,10 @@ pub use corporate::{
     FinanceUnit, CAPITAL_CHANGE_RECORD_BYTES, FINANCE_FIELDS, FINANCE_RECORD_BYTES,
 };
 pub use count::SecurityCount;
+pub use files::{
+    FileMeta, FileMetaReply, FileRead, PathField, FILE_CHUNK_BYTES_MAX, FILE_META_NAME_BYTES, FILE_META_REPLY_BYTES,
+    FILE_READ_SIZE_MAX,
+};
 pub use history::{
     HistoryMinuteLine, HistoryMinutePoint, HistoryMinutes, HistoryTrade, HistoryTradePage, HistoryTrades,
     LegacyMinuteLine, LegacyMinutes, LegacyMinutesForm, RecentMinuteLine, RecentMinutes, RECENT_DATE_SELECTOR_BASE,
@@ -180,6 +185,8 @@ command_set! {
     LegacyMinutes(LegacyMinutes),
     Auction(Auction),
     RecentMinutes(RecentMinutes),
+    FileMeta(FileMeta),
+    FileRead(FileRead),
 }
 
 impl Request {
