@@ -89,15 +89,9 @@ enum Pool {
     Bj,
 }
 
-/// The kind number the reference server writes in each file's records.
-pub fn kind_raw(kind: BoardKind) -> u16 {
-    match kind {
-        BoardKind::Industry => 2,
-        BoardKind::Concept => 3,
-        BoardKind::Style => 4,
-        BoardKind::Index => 5,
-    }
-}
+/// The kind number in every record of every file: 2, the only value real
+/// files carry (tdxrs 0.6.7 skips records with any other).
+pub const KIND_RAW: u16 = 2;
 
 /// Codes every seed puts in several concept boards, for tests and examples.
 pub const MULTI_CONCEPT_CODES: &[&str] = &["000001", "600000"];
@@ -148,12 +142,12 @@ impl BoardFiles {
         let mut rng = Rng::derive(market.seed(), 0xb0a2d);
         let industries = industries(&stocks, &mut rng);
         let concepts = concepts(&stocks, &mut rng);
-        let styles = STYLES.iter().map(|name| pick(name, BoardKind::Style, &stocks, 20, 200, &mut rng)).collect();
+        let styles = STYLES.iter().map(|name| pick(name, &stocks, 20, 200, &mut rng)).collect();
         let indexes = INDEX_BOARDS
             .iter()
             .map(|&(name, size, pool)| {
                 let from: Vec<&Listing> = stocks.iter().copied().filter(|l| in_pool(l, pool)).collect();
-                pick(name, BoardKind::Index, &from, size, size, &mut rng)
+                pick(name, &from, size, size, &mut rng)
             })
             .collect();
         let files = BoardKind::ALL
@@ -196,7 +190,7 @@ fn industries(stocks: &[&Listing], rng: &mut Rng) -> Vec<Board> {
     INDUSTRIES
         .iter()
         .zip(members)
-        .map(|(name, codes)| Board { name: (*name).into(), kind_raw: kind_raw(BoardKind::Industry), codes })
+        .map(|(name, codes)| Board { name: (*name).into(), kind_raw: KIND_RAW, codes })
         .collect()
 }
 
@@ -204,7 +198,7 @@ fn concepts(stocks: &[&Listing], rng: &mut Rng) -> Vec<Board> {
     let mut boards = Vec::with_capacity(CONCEPT_HEADS.len() * CONCEPT_TAILS.len());
     for head in CONCEPT_HEADS {
         for tail in CONCEPT_TAILS {
-            boards.push(pick(&format!("{head}{tail}"), BoardKind::Concept, stocks, 10, 60, rng));
+            boards.push(pick(&format!("{head}{tail}"), stocks, 10, 60, rng));
         }
     }
     // A few known codes in several concepts, wherever the draw put them.
@@ -220,13 +214,13 @@ fn concepts(stocks: &[&Listing], rng: &mut Rng) -> Vec<Board> {
 }
 
 /// A board of `lo..=hi` distinct members drawn from `from`, in code order.
-fn pick(name: &str, kind: BoardKind, from: &[&Listing], lo: usize, hi: usize, rng: &mut Rng) -> Board {
+fn pick(name: &str, from: &[&Listing], lo: usize, hi: usize, rng: &mut Rng) -> Board {
     let want = (rng.range(lo as i64, hi as i64) as usize).min(from.len()).min(BOARD_MEMBERS_MAX);
     let mut chosen = BTreeSet::new();
     while chosen.len() < want {
         chosen.insert(from[rng.below(from.len() as u64) as usize].code.code().to_owned());
     }
-    Board { name: name.into(), kind_raw: kind_raw(kind), codes: chosen.into_iter().collect() }
+    Board { name: name.into(), kind_raw: KIND_RAW, codes: chosen.into_iter().collect() }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ Usage: check.py --sim PATH_TO_TDX_SIM --seed S --ports P1,P2,...
 """
 
 import argparse
+import hashlib
 import json
 import struct
 import subprocess
@@ -18,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from eltdx import TdxClient
 from pytdx.helper import get_volume
 from pytdx.hq import TdxHq_API
+from pytdx.reader.block_reader import BlockReader, BlockReader_TYPE_FLAT
 import tdxrs
 
 CHECKS = {"passed": 0, "failed": 0}
@@ -183,6 +185,7 @@ def check_tdxrs(truth, port):
         # compared (docs/PROTOCOL.md, 0x0fb4/0x0fb5 open questions).
         check_history(f"tdxrs:{port}", truth, truth.seed, client.get_history_minute_time_data, None,
                       codes=["sz000001", "sh600000"], newest_first=True)
+        check_tdxrs_boards(client, truth, port)
     finally:
         client.disconnect()
 
@@ -348,6 +351,7 @@ def check_eltdx(truth, ports):
                 milli(w["asks"][0][0]), w["asks"][0][1]))
         check_eltdx_corporate(client, truth)
         check_eltdx_auction(client, truth, hosts)
+        check_eltdx_boards(client, truth)
         check_eltdx_minutes(client, truth)
         page = client.quotes.refresh(["sz000001", "sh600000"])
         eq("eltdx refresh records", sorted(f"{r.exchange}{r.code}" for r in page.records), ["sh600000", "sz000001"])
@@ -442,6 +446,55 @@ def check_eltdx_corporate(client, truth):
             check(f"eltdx adjustment_factors {code} {start} {anchor}", close, f"got {got[:2]}, want {exp[:2]}")
 
 
+BOARD_FILES = ["block.dat", "block_gn.dat", "block_fg.dat", "block_zs.dat"]
+
+
+def eq_rows(name, got, want):
+    """eq for long row lists: reports the counts and the first difference only."""
+    first = next(((i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w), None)
+    check(name, got == want, f"{len(got)} rows, want {len(want)}; first difference {first}")
+
+
+def board_rows(truth, file):
+    """Truth's boards of one file as pytdx's flat rows (blockname, block_type, code_index, code)."""
+    want = truth("boards")
+    kind = next(f["kind"] for f in want["files"] if f["name"] == file)
+    return [(b["name"], b["kind_raw"], i, c) for b in want["boards"] if b["kind"] == kind for i, c in enumerate(b["codes"])]
+
+
+def check_pytdx_boards(api, truth, name):
+    for file in BOARD_FILES:
+        got = api.get_and_parse_block_info(file)
+        want = board_rows(truth, file)
+        check(f"{name} block {file} nonempty", len(want) > 0)
+        eq_rows(f"{name} block {file}", [(g["blockname"], g["block_type"], g["code_index"], g["code"]) for g in got or []], want)
+
+
+def check_tdxrs_boards(client, truth, port):
+    for file in BOARD_FILES:
+        got = client.get_and_parse_block_info(file)
+        want = board_rows(truth, file)
+        eq_rows(f"tdxrs:{port} block {file}", [(g["blockname"], g["block_type"], g["code_index"], g["code"]) for g in got or []],
+                want)
+
+
+def check_eltdx_boards(client, truth):
+    files = {f["name"]: f for f in truth("boards")["files"]}
+    for file in BOARD_FILES:
+        meta = client.resources.block_meta(file)
+        eq(f"eltdx block_meta {file}", (meta.size, meta.md5), (files[file]["size"], files[file]["md5"]))
+        data = client.resources.download_file(file)
+        eq(f"eltdx download_file {file} (size, md5)", (len(data), hashlib.md5(data).hexdigest()),
+           (files[file]["size"], files[file]["md5"]))
+        got = BlockReader().get_data(bytearray(data), BlockReader_TYPE_FLAT)
+        eq_rows(f"eltdx download_file {file} boards",
+           [(g["blockname"], g["block_type"], g["code_index"], g["code"]) for g in got], board_rows(truth, file))
+        chunk = client.resources.read(file, offset=1000, size=5000)
+        check(f"eltdx read {file} 1000+5000", (chunk.chunk_len, bytes(chunk.content)) == (5000, data[1000:6000]),
+              f"chunk_len {chunk.chunk_len}")
+    eq("eltdx block_meta missing", client.resources.block_meta("missing.dat").size, 0)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sim", required=True)
@@ -452,6 +505,9 @@ def main():
     truth = Truth(args.sim, args.seed)
     for port in ports:
         check_pytdx(truth, port)
+    api = TdxHq_API(heartbeat=False, auto_retry=False)
+    with api.connect("127.0.0.1", ports[0], time_out=10):
+        check_pytdx_boards(api, truth, f"pytdx:{ports[0]}")
     check_tdxrs(truth, ports[0])
     check_eltdx(truth, ports)
     print(f"interop: {CHECKS['passed']} passed, {CHECKS['failed']} failed", flush=True)

@@ -77,7 +77,8 @@ impl std::str::FromStr for BoardKind {
 pub struct Board {
     /// GBK name, at most 9 bytes (four Chinese characters).
     pub name: String,
-    /// The u16 after the member count (pytdx's `block_type`); kept raw.
+    /// The u16 after the member count (pytdx's `block_type`): 2 in real
+    /// files; kept raw.
     pub kind_raw: u16,
     /// Six-digit codes without market, in file order.
     pub codes: Vec<String>,
