@@ -791,6 +791,33 @@ async fn board_files_download_byte_identical() {
     let s = servers(2, |_| Faults::default());
     let client = Client::builder().hosts(s.hosts.clone()).connections_per_server(2).build().unwrap();
     let published = s.market.boards();
+    // Pinned (the engine's way) against the same chunks spread over the
+    // pool at once, on the largest file, after a warm-up: printed only.
+    let gn = published.file("block_gn.dat").unwrap();
+    client.download_file("block_gn.dat").await.unwrap();
+    let started = std::time::Instant::now();
+    let pinned = client.download_file("block_gn.dat").await.unwrap();
+    let pinned_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let started = std::time::Instant::now();
+    let offsets = (0..gn.bytes.len()).step_by(FILE_CHUNK_BYTES_MAX as usize);
+    let tasks: Vec<_> = offsets
+        .map(|at| {
+            let client = client.clone();
+            tokio::spawn(
+                async move { client.run(FileRead::new("block_gn.dat", at as u32, FILE_CHUNK_BYTES_MAX)).await },
+            )
+        })
+        .collect();
+    let mut spread = Vec::new();
+    for task in tasks {
+        spread.extend(task.await.unwrap().unwrap());
+    }
+    let spread_ms = started.elapsed().as_secs_f64() * 1000.0;
+    assert!(pinned == gn.bytes && spread == gn.bytes);
+    println!(
+        "block_gn.dat {} bytes: pinned {pinned_ms:.1} ms, spread over 4 connections {spread_ms:.1} ms",
+        gn.bytes.len()
+    );
     for kind in BoardKind::ALL {
         let file = published.file(kind.file_name()).unwrap();
         let started = std::time::Instant::now();
