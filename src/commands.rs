@@ -4,7 +4,8 @@ use std::io::Write;
 
 use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::{
-    Adjust, Bars, HistoryMinuteLine, MinuteLine, Period, Quote, Refresh, RefreshRecord, RefreshTarget, FINANCE_FIELDS,
+    Adjust, Bars, CategoryQuotes, HistoryMinuteLine, MinuteLine, Period, Quote, QuoteCategory, Refresh, RefreshRecord,
+    RefreshTarget, FINANCE_FIELDS,
 };
 use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay, TradeDate};
 use tdx_engine::ranking::{probe_and_save, RankingStore, Round};
@@ -248,6 +249,37 @@ pub async fn auction(ctx: &Context, code: SecurityCode, date: Option<TradeDate>)
             p.price_milli().into(),
             i64::from(p.matched).into(),
             i64::from(p.unmatched_signed).into(),
+        ]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn category(
+    ctx: &Context,
+    category: QuoteCategory,
+    (sort, ascending, start, count): (u16, bool, u16, u16),
+    all: bool,
+) -> Result<(), CliError> {
+    let rows = if all {
+        ctx.client.all_category_quotes(category).await?
+    } else {
+        ctx.client.run(CategoryQuotes::new(category, sort, start, count, ascending)).await?.snapshots
+    };
+    let columns = ["code", "price", "last_close", "open", "high", "low", "total_volume", "amount", "bid1", "ask1"];
+    let mut table = Table::new(&columns);
+    for s in &rows {
+        let h = &s.head;
+        table.push(vec![
+            h.code.to_string().into(),
+            price(h.price),
+            price(h.last_close),
+            price(h.open),
+            price(h.high),
+            price(h.low),
+            h.total_volume.into(),
+            Cell::Float(f64::from(h.amount)),
+            price(s.level.bid),
+            price(s.level.ask),
         ]);
     }
     write(ctx, &table)

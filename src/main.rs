@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tdx_engine::proto::blockfile::BoardKind;
-use tdx_engine::proto::commands::Period;
+use tdx_engine::proto::commands::{category_sort, Period, QuoteCategory};
 use tdx_engine::proto::{Market, SecurityCode, TradeDate};
 use tdx_engine::runtime::Placement;
 use tdx_engine::{Client, RuntimeFlavor};
@@ -162,6 +162,24 @@ enum Command {
         #[arg(long)]
         date: Option<TradeDate>,
     },
+    /// A category's quote list (分类行情, 0x054b), sorted by the server.
+    Category {
+        /// a_share (沪深A股), sh_a, sz_a, etf, index, chinext, star, bj, sh_main, sz_main, or a number.
+        #[arg(value_parser = parse_category)]
+        category: QuoteCategory,
+        /// code, price, amount, change, or a number.
+        #[arg(long, default_value = "code", value_parser = parse_sort)]
+        sort: u16,
+        #[arg(long)]
+        ascending: bool,
+        #[arg(long, default_value_t = 0)]
+        start: u16,
+        #[arg(long, default_value_t = 80)]
+        count: u16,
+        /// Every row (code order), paged to the end.
+        #[arg(long, conflicts_with_all = ["sort", "start", "count", "ascending"])]
+        all: bool,
+    },
     /// Boards (板块) from the server's board files: name, kind, member count.
     Boards {
         /// One kind (default: all): industry, concept, style or index.
@@ -252,6 +270,14 @@ fn parse_date(s: &str) -> Result<u32, String> {
     let raw: u32 = s.replace('-', "").parse().map_err(|_| format!("{s:?} is not a date: use YYYYMMDD"))?;
     tdx_engine::proto::Date::from_yyyymmdd(raw).ok_or_else(|| format!("{s:?} is not a date"))?;
     Ok(raw)
+}
+
+fn parse_category(s: &str) -> Result<QuoteCategory, String> {
+    s.parse()
+}
+
+fn parse_sort(s: &str) -> Result<u16, String> {
+    category_sort::parse(s)
 }
 
 fn parse_code(s: &str) -> Result<SecurityCode, String> {
@@ -364,6 +390,9 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                     commands::history_trades(&ctx, code, date, (start, count), all).await
                 }
                 Command::Auction { code, date } => commands::auction(&ctx, code, date).await,
+                Command::Category { category, sort, ascending, start, count, all } => {
+                    commands::category(&ctx, category, (sort, ascending, start, count), all).await
+                }
                 Command::Boards { kind } => commands::boards(&ctx, kind).await,
                 Command::Board { name } => commands::board(&ctx, &name).await,
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,

@@ -308,3 +308,18 @@ fn boards_match_truth() {
     let e = fails(&["board", "没有这个", "--local"], 1);
     assert!(e.contains("没有这个"), "{e}");
 }
+
+#[test]
+fn category_lists_match_truth() {
+    use tdx_engine::proto::commands::{category_sort, CategoryQuotes, QuoteCategory};
+    let m = market();
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let request = CategoryQuotes::new(QuoteCategory::ChiNext, category_sort::CHANGE_PCT, 10, 30, false);
+    let want = printed(tdx_sim::truth::category(&m, &request))["rows"].clone();
+    assert_eq!(json(&["category", "chinext", "--sort", "change", "--start", "10", "--count", "30"]), want);
+    let all = json(&["category", "etf", "--all"]);
+    let want = printed(tdx_sim::truth::category(&m, &CategoryQuotes::new(QuoteCategory::Etf, 0, 0, 0, false)));
+    assert_eq!(all, want["rows"]);
+    assert!(all.as_array().unwrap().len() > 200, "more than one page");
+    fails(&["category", "nope", "--local"], 2);
+}

@@ -496,6 +496,9 @@ async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
     outputs.into_iter().map(|o| o.expect("every future finished")).collect()
 }
 
+/// Rows per page of [`Client::all_category_quotes`].
+pub const CATEGORY_PAGE_ROWS: u16 = 200;
+
 /// The typed reply of `C` out of `reply`.
 fn take<C: TypedCommand>(reply: Reply) -> Result<C::Reply, Error> {
     C::take_reply(reply).ok_or_else(|| unexpected(C::NAME))
@@ -799,6 +802,32 @@ impl Client {
         let blocks = self.capital_changes(&[code]).await?;
         let changes: Vec<CapitalChange> = blocks.into_iter().flat_map(|b| b.records).collect();
         Ok(AdjustmentFactors::new(code, &changes, start, anchor))
+    }
+
+    /// One page of a category's quotes (0x054b) in code order; `run` a
+    /// [`CategoryQuotes`] for the server's sorts.
+    pub async fn category_quotes(
+        &self,
+        category: QuoteCategory,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<Snapshot>, Error> {
+        self.run(CategoryQuotes::new(category, category_sort::CODE, start, count, false)).await.map(|r| r.snapshots)
+    }
+
+    /// Every row of a category in code order: pages of [`CATEGORY_PAGE_ROWS`]
+    /// until a short page (or the u16 `start` runs out).
+    pub async fn all_category_quotes(&self, category: QuoteCategory) -> Result<Vec<Snapshot>, Error> {
+        let mut all = Vec::new();
+        while let Ok(start) = u16::try_from(all.len()) {
+            let page = self.category_quotes(category, start, CATEGORY_PAGE_ROWS).await?;
+            let done = page.len() < usize::from(CATEGORY_PAGE_ROWS);
+            all.extend(page);
+            if done {
+                break;
+            }
+        }
+        Ok(all)
     }
 
     /// A server file's size and MD5 (0x02c5).
@@ -1204,6 +1233,16 @@ impl BlockingClient {
             pages.push(page);
         }
         Ok(pages.into_iter().rev().flatten().collect())
+    }
+
+    /// One page of a category's quotes; see [`Client::category_quotes`].
+    pub fn category_quotes(&self, category: QuoteCategory, start: u16, count: u16) -> Result<Vec<Snapshot>, Error> {
+        self.run(CategoryQuotes::new(category, category_sort::CODE, start, count, false)).map(|r| r.snapshots)
+    }
+
+    /// Every row of a category; see [`Client::all_category_quotes`].
+    pub fn all_category_quotes(&self, category: QuoteCategory) -> Result<Vec<Snapshot>, Error> {
+        self.block_on(self.client.all_category_quotes(category))
     }
 
     /// A server file's size and MD5; see [`Client::file_meta`].

@@ -203,6 +203,36 @@ fn arb_snapshots() -> impl Strategy<Value = (Snapshots, SnapshotsReply)> {
     })
 }
 
+fn arb_category_quotes() -> impl Strategy<Value = (CategoryQuotes, SnapshotsReply)> {
+    // Records carry no requested code, so each is priced at its code's own scale.
+    let target = arb_code().prop_map(QuoteTarget::from);
+    (vec(target, 0..12), any::<[u16; 9]>()).prop_flat_map(|(targets, w)| {
+        let records: Vec<_> = targets
+            .iter()
+            .map(|t| {
+                (arb_head(*t), arb_level(t.scale), vec(any::<u8>(), 56)).prop_map(|(head, level, tail)| Snapshot {
+                    head,
+                    level,
+                    tail_raw: tail.try_into().unwrap(),
+                })
+            })
+            .collect();
+        let request = CategoryQuotes {
+            category: w[0],
+            sort: w[1],
+            start: w[2],
+            count: w[3].max(targets.len() as u16),
+            order: w[4],
+            reserved_a: w[5],
+            filter_raw: w[6],
+            reserved_b: w[7],
+            reserved_c: w[8],
+        };
+        (Just(request), any::<u16>(), records)
+            .prop_map(|(request, unknown_head, snapshots)| (request, SnapshotsReply { unknown_head, snapshots }))
+    })
+}
+
 fn arb_refresh_record(target: QuoteTarget) -> impl Strategy<Value = RefreshRecord> {
     let s = target.scale;
     (
@@ -478,6 +508,7 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_recent_minutes().prop_map(|(q, r)| (q.into(), Reply::RecentMinutes(r))),
         arb_file_meta().prop_map(|(q, r)| (q.into(), Reply::FileMeta(r))),
         arb_file_read().prop_map(|(q, r)| (q.into(), Reply::FileRead(r))),
+        arb_category_quotes().prop_map(|(q, r)| (q.into(), Reply::CategoryQuotes(r))),
     ]
 }
 

@@ -257,6 +257,7 @@ fn built_requests() -> Vec<Request> {
         Refresh { targets: vec![RefreshTarget { target: sz.into(), cursor: 7 }] }.into(),
         Minutes::from(QuoteTarget::from(sh_index)).into(),
         Trades { code: bj, start: 100, count: 1800 }.into(),
+        CategoryQuotes::new(QuoteCategory::AShare, category_sort::CHANGE_PCT, 0, 80, false).into(),
         FileMeta { name: "block_gn.dat".into() }.into(),
         FileRead::new("block_gn.dat", 0, FILE_CHUNK_BYTES_MAX).into(),
         FileRead { field: PathField::Short, ..FileRead::new("block.dat", 30_000, 90_000) }.into(),
@@ -418,6 +419,20 @@ fn file_seeds(corpus: &mut Corpus, requests: &[Request]) {
     }
 }
 
+/// 0x054b replies: the 0x054c vectors' records (the same layout) under a
+/// category request.
+fn category_seeds(corpus: &mut Corpus, vectors: &Vectors) {
+    for (request, payload) in &vectors.replies {
+        let Ok(Reply::Snapshots(reply)) = request.parse_reply(payload) else { continue };
+        let count = u16::try_from(reply.snapshots.len()).unwrap_or(u16::MAX);
+        let category: Request = CategoryQuotes::new(QuoteCategory::AShare, 0, 0, count, false).into();
+        let mut out = Vec::new();
+        if category.encode_reply(&Reply::CategoryQuotes(reply), &mut out).is_ok() {
+            corpus.reply(&category, &out);
+        }
+    }
+}
+
 fn supervisor_seeds(corpus: &mut Corpus) {
     use Op::*;
     let submit = |timeout_ms: u16| Submit { repeat: false, retry_safe: true, timeout_ms, pin: None };
@@ -542,6 +557,7 @@ fn main() {
 
     value_seeds(&mut corpus, &vectors);
     file_seeds(&mut corpus, &requests);
+    category_seeds(&mut corpus, &vectors);
     supervisor_seeds(&mut corpus);
 
     for (target, (new, total)) in &corpus.written {

@@ -18,6 +18,7 @@
 //! tdx-sim truth --seed S trades CODE --date D [--start N --count N | --all]
 //! tdx-sim truth --seed S boards [--kind industry|concept|style|index]
 //! tdx-sim truth --seed S board NAME
+//! tdx-sim truth --seed S category NAME [--sort S] [--ascending] [--start N] [--count N]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)
@@ -30,7 +31,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use tdx_engine::proto::blockfile::BoardKind;
-use tdx_engine::proto::commands::Adjust;
+use tdx_engine::proto::commands::{category_sort, Adjust, CategoryQuotes, QuoteCategory};
 use tdx_engine::proto::{Date, Market as Exchange, SecurityCode, TradeDate};
 use tdx_sim::{simulation, truth, Faults, Market, PushFlood, ReferenceServer};
 
@@ -232,6 +233,21 @@ enum Query {
     },
     /// One board by name and its member codes.
     Board { name: String },
+    /// A category's quote list (0x054b) as the server sorts and pages it.
+    Category {
+        /// a_share (沪深A股), sh_a, sz_a, etf, index, chinext, star, bj, sh_main, sz_main, or a number.
+        name: String,
+        /// code, price, amount, change, or a number.
+        #[arg(long, default_value = "code")]
+        sort: String,
+        #[arg(long)]
+        ascending: bool,
+        #[arg(long, default_value_t = 0)]
+        start: u16,
+        /// Rows; 0 for every row from `start`.
+        #[arg(long, default_value_t = 0)]
+        count: u16,
+    },
     /// A past day's ticks (0x0fb5): one page, `start` back from the newest.
     Trades {
         code: String,
@@ -364,6 +380,11 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
         Query::Recent { code, date } => truth::recent_minutes(&market, parse_code(&code)?, date),
         Query::Boards { kind } => truth::boards(&market, kind),
         Query::Board { name } => truth::board_named(&market, &name),
+        Query::Category { name, sort, ascending, start, count } => {
+            let category: QuoteCategory = name.parse()?;
+            let request = CategoryQuotes::new(category, category_sort::parse(&sort)?, start, count, ascending);
+            truth::category(&market, &request)
+        }
         Query::Auction { code, date } => truth::auction(&market, parse_code(&code)?, date),
         Query::Minutes { code, date } => {
             let date = date.unwrap_or_else(|| TradeDate::new(market.today()));

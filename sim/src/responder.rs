@@ -2,15 +2,16 @@
 //! computed from the synthetic market.
 
 use tdx_engine::proto::commands::{
-    CapitalChangeBlock, FileMetaReply, HandshakeReply, HeartbeatReply, HistoryMinuteLine, HistoryTradePage,
-    HistoryTrades, LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, Quote, QuoteHead, QuotesReply,
-    RecentMinuteLine, RefreshRecord, RefreshReply, ServerClock, Snapshot, SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES,
-    FILE_CHUNK_BYTES_MAX,
+    category_sort, CapitalChangeBlock, CategoryQuotes, FileMetaReply, HandshakeReply, HeartbeatReply,
+    HistoryMinuteLine, HistoryTradePage, HistoryTrades, LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, Quote,
+    QuoteCategory, QuoteHead, QuotesReply, RecentMinuteLine, RefreshRecord, RefreshReply, ServerClock, Snapshot,
+    SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES, FILE_CHUNK_BYTES_MAX,
 };
 use tdx_engine::proto::limits::{
-    BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX,
+    BARS_PER_PAGE_MAX, CATEGORY_ROWS_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE,
+    SECURITIES_PER_PAGE_MAX,
 };
-use tdx_engine::proto::{Price, Reply, Request, SecurityCode};
+use tdx_engine::proto::{Market as Exchange, Price, Reply, Request, SecurityCode};
 
 use crate::market::{Listing, Market};
 
@@ -114,6 +115,9 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
                 .map(|line| line.points)
                 .unwrap_or_default(),
         }),
+        Request::CategoryQuotes(q) => {
+            Reply::CategoryQuotes(SnapshotsReply { unknown_head: 0, snapshots: category_page(market, q) })
+        }
         Request::FileMeta(m) => Reply::FileMeta(match market.boards().file(&m.name) {
             Some(f) => {
                 let mut hash = [0u8; 32];
@@ -134,6 +138,53 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
                 .unwrap_or_default(),
         ),
     }
+}
+
+/// Every listing of a 0x054b category, sorted as `q` asks: code order
+/// (market, then code) for sort 0 and unknown keys; by price, amount or
+/// change for eltdx's keys, descending for order 1, ties in code order.
+/// An unknown category lists nothing.
+pub fn category_rows(market: &Market, q: &CategoryQuotes) -> Vec<Snapshot> {
+    let Some(category) = QuoteCategory::from_id(q.category) else {
+        return Vec::new();
+    };
+    let mut rows: Vec<Snapshot> = [Exchange::Sz, Exchange::Sh, Exchange::Bj]
+        .into_iter()
+        .flat_map(|e| market.listings(e))
+        .filter(|l| category.contains(l.code, l.category))
+        .map(|l| snapshot(market, l))
+        .collect();
+    let key = |s: &Snapshot| -> (i128, i128) {
+        let h = &s.head;
+        match q.sort {
+            category_sort::PRICE => (h.price.milli().into(), 1),
+            category_sort::AMOUNT => ((f64::from(h.amount) * 100.0).round() as i128, 1),
+            // (price - close) / close as a fraction, compared by cross-multiplying.
+            category_sort::CHANGE_PCT => {
+                ((h.price.milli() - h.last_close.milli()).into(), h.last_close.milli().max(1).into())
+            }
+            _ => (0, 1),
+        }
+    };
+    if q.sort != category_sort::CODE && q.order != 0 {
+        rows.sort_by(|a, b| {
+            let ((na, da), (nb, db)) = (key(a), key(b));
+            let ascending = (na * db).cmp(&(nb * da));
+            if q.order == 2 {
+                ascending
+            } else {
+                ascending.reverse()
+            }
+        });
+    }
+    rows
+}
+
+/// One 0x054b page: `start..start + count` of [`category_rows`], at most
+/// [`CATEGORY_ROWS_MAX`] rows.
+pub fn category_page(market: &Market, q: &CategoryQuotes) -> Vec<Snapshot> {
+    let count = q.count.min(CATEGORY_ROWS_MAX) as usize;
+    category_rows(market, q).into_iter().skip(q.start.into()).take(count).collect()
 }
 
 /// The 0x0fb5 page for `t`: at most [`HISTORY_TRADES_PER_PAGE_MAX`] ticks,

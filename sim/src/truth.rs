@@ -6,7 +6,8 @@ use serde_json::{json, Value};
 use tdx_engine::adjust::{AdjustmentFactors, FactorRow};
 use tdx_engine::proto::blockfile::{Board, BoardKind};
 use tdx_engine::proto::commands::{
-    Adjust, Bar, CapitalChange, Finance, HistoryMinuteLine, HistoryTrade, Level, Period, TradeSide, FINANCE_FIELDS,
+    Adjust, Bar, CapitalChange, CategoryQuotes, Finance, HistoryMinuteLine, HistoryTrade, Level, Period, Snapshot,
+    TradeSide, FINANCE_FIELDS,
 };
 use tdx_engine::proto::{Date, DateTime, Market as Exchange, SecurityCode, TradeDate};
 
@@ -370,4 +371,30 @@ pub fn boards(market: &Market, kind: Option<BoardKind>) -> Value {
 /// `board NAME`: one board and its members; `null` when no board has that name.
 pub fn board_named(market: &Market, name: &str) -> Value {
     market.boards().board(name).map_or(Value::Null, |(kind, b)| board(kind, b))
+}
+
+/// `category NAME [--sort S] [--ascending] [--start N] [--count N]`: one
+/// 0x054b page as the server lists it (`--count 0`: every row).
+pub fn category(market: &Market, request: &CategoryQuotes) -> Value {
+    let rows = crate::responder::category_rows(market, request);
+    let count = if request.count == 0 { rows.len() } else { request.count.into() };
+    let items: Vec<Value> = rows.iter().skip(request.start.into()).take(count).map(category_row).collect();
+    json!({ "category": request.category, "sort": request.sort, "order": request.order, "start": request.start, "rows": items })
+}
+
+/// One 0x054b row as `truth category` and `tdx category` print it.
+pub fn category_row(s: &Snapshot) -> Value {
+    let h = &s.head;
+    json!({
+        "code": h.code.to_string(),
+        "price": yuan(h.price.milli()),
+        "last_close": yuan(h.last_close.milli()),
+        "open": yuan(h.open.milli()),
+        "high": yuan(h.high.milli()),
+        "low": yuan(h.low.milli()),
+        "total_volume": h.total_volume,
+        "amount": f64::from(h.amount),
+        "bid1": yuan(s.level.bid.milli()),
+        "ask1": yuan(s.level.ask.milli()),
+    })
 }

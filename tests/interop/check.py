@@ -352,6 +352,7 @@ def check_eltdx(truth, ports):
         check_eltdx_corporate(client, truth)
         check_eltdx_auction(client, truth, hosts)
         check_eltdx_boards(client, truth)
+        check_eltdx_category(client, truth)
         check_eltdx_minutes(client, truth)
         page = client.quotes.refresh(["sz000001", "sh600000"])
         eq("eltdx refresh records", sorted(f"{r.exchange}{r.code}" for r in page.records), ["sh600000", "sz000001"])
@@ -476,6 +477,22 @@ def check_tdxrs_boards(client, truth, port):
         want = board_rows(truth, file)
         eq_rows(f"tdxrs:{port} block {file}", [(g["blockname"], g["block_type"], g["code_index"], g["code"]) for g in got or []],
                 want)
+
+
+def check_eltdx_category(client, truth):
+    cases = [("沪深A股", None, 0, 80, False, ["a_share"]),
+             (6, "涨幅", 80, 80, False, ["a_share", "--sort", "change"]),
+             (13, "成交额", 0, 50, True, ["chinext", "--sort", "amount", "--ascending"]),
+             (9, "现价", 0, 40, False, ["etf", "--sort", "price"])]
+    for category, sort_by, start, count, ascending, args in cases:
+        page = client.quotes.list_by_category(category, sort_by=sort_by, start=start, count=count, ascending=ascending)
+        want = truth("category", *args, "--start", start, "--count", count)["rows"]
+        got = [(r.full_code, milli(r.last_price), milli(r.pre_close_price), milli(r.open_price), milli(r.high_price),
+                milli(r.low_price), r.total_hand, r.amount, milli(r.bid1), milli(r.ask1)) for r in page.records]
+        exp = [(w["code"], milli(w["price"]), milli(w["last_close"]), milli(w["open"]), milli(w["high"]), milli(w["low"]),
+                w["total_volume"], w["amount"], milli(w["bid1"]), milli(w["ask1"])) for w in want]
+        check(f"eltdx list_by_category {category} {sort_by} nonempty", len(exp) > 0)
+        eq_rows(f"eltdx list_by_category {category} {sort_by} {start}+{count}", got, exp)
 
 
 def check_eltdx_boards(client, truth):

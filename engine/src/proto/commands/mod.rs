@@ -41,7 +41,10 @@ pub use history::{
     LegacyMinuteLine, LegacyMinutes, LegacyMinutesForm, RecentMinuteLine, RecentMinutes, RECENT_DATE_SELECTOR_BASE,
 };
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
-pub use quotes::{Level, Quote, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot, Snapshots, SnapshotsReply};
+pub use quotes::{
+    category_sort, CategoryQuotes, Level, Quote, QuoteCategory, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot,
+    Snapshots, SnapshotsReply,
+};
 pub use refresh::{Refresh, RefreshRecord, RefreshReply, RefreshTarget, REFRESH_XOR};
 pub use session::{Handshake, HandshakeReply, Heartbeat, HeartbeatReply, LegacySetup, ServerClock};
 pub use trades::{Trade, TradeSide, Trades};
@@ -187,6 +190,7 @@ command_set! {
     RecentMinutes(RecentMinutes),
     FileMeta(FileMeta),
     FileRead(FileRead),
+    CategoryQuotes(CategoryQuotes),
 }
 
 impl Request {
