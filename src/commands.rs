@@ -285,6 +285,31 @@ pub async fn category(
     write(ctx, &table)
 }
 
+pub async fn company(ctx: &Context, code: SecurityCode, section: Option<&str>) -> Result<(), CliError> {
+    let sections = ctx.client.company_info(code).await?;
+    if sections.is_empty() {
+        return Err(CliError::new(format!("no company info for {code}: unknown code, or not a stock")));
+    }
+    let mut table = Table::new(&["section", "filename", "start", "length", "text"]);
+    for (s, text) in &sections {
+        if section.is_some_and(|want| want != s.name) {
+            continue;
+        }
+        table.push(vec![
+            s.name.as_str().into(),
+            s.filename.as_str().into(),
+            i64::from(s.start).into(),
+            i64::from(s.length).into(),
+            text.as_str().into(),
+        ]);
+    }
+    if let (Some(want), true) = (section, table.rows.is_empty()) {
+        let names: Vec<&str> = sections.iter().map(|(s, _)| s.name.as_str()).collect();
+        return Err(CliError::new(format!("{code} has no section {want:?} (sections: {})", names.join(", "))));
+    }
+    write(ctx, &table)
+}
+
 pub async fn boards(ctx: &Context, kind: Option<BoardKind>) -> Result<(), CliError> {
     let kinds = kind.map_or_else(|| BoardKind::ALL.to_vec(), |k| vec![k]);
     let mut table = Table::new(&["name", "kind", "kind_raw", "count"]);

@@ -180,6 +180,14 @@ enum Command {
         #[arg(long, conflicts_with_all = ["sort", "start", "count", "ascending"])]
         all: bool,
     },
+    /// Company info (公司信息, F10): every section's text, or one section.
+    Company {
+        #[arg(value_parser = parse_code)]
+        code: SecurityCode,
+        /// One section by name (公司概况, ...).
+        #[arg(long)]
+        section: Option<String>,
+    },
     /// Boards (板块) from the server's board files: name, kind, member count.
     Boards {
         /// One kind (default: all): industry, concept, style or index.
@@ -393,6 +401,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Category { category, sort, ascending, start, count, all } => {
                     commands::category(&ctx, category, (sort, ascending, start, count), all).await
                 }
+                Command::Company { code, section } => commands::company(&ctx, code, section.as_deref()).await,
                 Command::Boards { kind } => commands::boards(&ctx, kind).await,
                 Command::Board { name } => commands::board(&ctx, &name).await,
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,

@@ -323,3 +323,27 @@ fn category_lists_match_truth() {
     assert!(all.as_array().unwrap().len() > 200, "more than one page");
     fails(&["category", "nope", "--local"], 2);
 }
+
+#[test]
+fn company_info_matches_truth() {
+    let m = market();
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let truth = printed(tdx_sim::truth::company(&m, "sh600000".parse().unwrap()));
+    let want: Vec<Value> = truth["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "section": s["name"], "filename": s["filename"], "start": s["start"], "length": s["length"], "text": s["text"],
+            })
+        })
+        .collect();
+    assert!(want.len() >= 3);
+    assert_eq!(json(&["company", "sh600000"]), Value::Array(want.clone()));
+    let one = json(&["company", "sh600000", "--section", "题材要点"]);
+    assert_eq!(one, Value::Array(want.into_iter().filter(|s| s["section"] == "题材要点").collect()));
+    let e = fails(&["company", "sh600000", "--section", "没有", "--local"], 1);
+    assert!(e.contains("公司概况"), "{e}");
+    fails(&["company", "sh000001", "--local"], 1);
+}

@@ -830,6 +830,15 @@ impl Client {
         Ok(all)
     }
 
+    /// Company info (F10): the 0x02cf directory, then every section's text
+    /// (0x02d0, all at once so they spread over the pool), in directory order.
+    pub async fn company_info(&self, code: SecurityCode) -> Result<Vec<(CompanySection, String)>, Error> {
+        let sections = self.run(CompanyCategory::from(code)).await?;
+        let texts = sections.iter().map(|s| self.run(CompanyContent::new(code, s)));
+        let texts = join_all(texts.collect()).await;
+        sections.into_iter().zip(texts).map(|(s, text)| Ok((s, text?.text()))).collect()
+    }
+
     /// A server file's size and MD5 (0x02c5).
     pub async fn file_meta(&self, name: &str) -> Result<FileMetaReply, Error> {
         self.run(FileMeta { name: name.to_owned() }).await
@@ -1243,6 +1252,11 @@ impl BlockingClient {
     /// Every row of a category; see [`Client::all_category_quotes`].
     pub fn all_category_quotes(&self, category: QuoteCategory) -> Result<Vec<Snapshot>, Error> {
         self.block_on(self.client.all_category_quotes(category))
+    }
+
+    /// Company info, directory and texts; see [`Client::company_info`].
+    pub fn company_info(&self, code: SecurityCode) -> Result<Vec<(CompanySection, String)>, Error> {
+        self.block_on(self.client.company_info(code))
     }
 
     /// A server file's size and MD5; see [`Client::file_meta`].

@@ -361,6 +361,23 @@ fn arb_file_read() -> impl Strategy<Value = (FileRead, Vec<u8>)> {
     )
 }
 
+fn arb_company_category() -> impl Strategy<Value = (CompanyCategory, Vec<CompanySection>)> {
+    let section = ("[\u{4e00}-\u{4e80}]{0,32}", "[a-z0-9._]{0,80}", any::<u32>(), any::<u32>())
+        .prop_map(|(name, filename, start, length)| CompanySection { name, filename, start, length });
+    ((arb_code(), any::<u32>()).prop_map(|(code, reserved)| CompanyCategory { code, reserved }), vec(section, 0..10))
+}
+
+fn arb_company_content() -> impl Strategy<Value = (CompanyContent, CompanyText)> {
+    (arb_code(), any::<u16>(), "[a-z0-9._]{0,80}", any::<u32>(), 0u32..5000, any::<u32>()).prop_flat_map(
+        |(code, reserved_a, filename, start, length, reserved_b)| {
+            let request = CompanyContent { code, reserved_a, filename, start, length, reserved_b };
+            let reply = (any::<[u8; 10]>(), vec(any::<u8>(), 0..=length as usize))
+                .prop_map(|(head_raw, text_raw)| CompanyText { head_raw, text_raw });
+            (Just(request), reply)
+        },
+    )
+}
+
 fn arb_history_trades() -> impl Strategy<Value = (HistoryTrades, HistoryTradePage)> {
     let trade = (0u16..1440, price_at(PriceScale::HUNDREDTHS), vec(arb_var(), 3)).prop_map(|(minutes, price, v)| {
         HistoryTrade { minutes, price, volume: v[0], status_raw: v[1], reserved_raw: v[2] }
@@ -509,6 +526,8 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_file_meta().prop_map(|(q, r)| (q.into(), Reply::FileMeta(r))),
         arb_file_read().prop_map(|(q, r)| (q.into(), Reply::FileRead(r))),
         arb_category_quotes().prop_map(|(q, r)| (q.into(), Reply::CategoryQuotes(r))),
+        arb_company_category().prop_map(|(q, r)| (q.into(), Reply::CompanyCategory(r))),
+        arb_company_content().prop_map(|(q, r)| (q.into(), Reply::CompanyContent(r))),
     ]
 }
 

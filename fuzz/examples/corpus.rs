@@ -258,6 +258,16 @@ fn built_requests() -> Vec<Request> {
         Minutes::from(QuoteTarget::from(sh_index)).into(),
         Trades { code: bj, start: 100, count: 1800 }.into(),
         CategoryQuotes::new(QuoteCategory::AShare, category_sort::CHANGE_PCT, 0, 80, false).into(),
+        CompanyCategory::from(sz).into(),
+        CompanyContent {
+            code: sz,
+            reserved_a: 0,
+            filename: "000001.txt".into(),
+            start: 0,
+            length: 600,
+            reserved_b: 0,
+        }
+        .into(),
         FileMeta { name: "block_gn.dat".into() }.into(),
         FileRead::new("block_gn.dat", 0, FILE_CHUNK_BYTES_MAX).into(),
         FileRead { field: PathField::Short, ..FileRead::new("block.dat", 30_000, 90_000) }.into(),
@@ -393,7 +403,8 @@ fn value_seeds(corpus: &mut Corpus, vectors: &Vectors) {
     }
 }
 
-/// Server-file replies (no vectors capture them) and a small board file,
+/// Server-file and company-info replies (no vectors capture them) and a
+/// small board file,
 /// which the `values` target also parses.
 fn file_seeds(corpus: &mut Corpus, requests: &[Request]) {
     use tdx_engine::proto::blockfile::{encode_block_file, md5_hex, Board};
@@ -410,6 +421,18 @@ fn file_seeds(corpus: &mut Corpus, requests: &[Request]) {
         let reply = match request {
             Request::FileMeta(_) => meta.clone(),
             Request::FileRead(r) => Reply::FileRead(file[..file.len().min(r.size as usize)].to_vec()),
+            Request::CompanyCategory(_) => Reply::CompanyCategory(vec![CompanySection {
+                name: "公司概况".into(),
+                filename: "000001.txt".into(),
+                start: 0,
+                length: 22,
+            }]),
+            Request::CompanyContent(_) => {
+                // Ten double-byte characters and CRLF: 22 GBK bytes.
+                let mut text = Vec::new();
+                encode_gbk(&mut text, "平安银行是一家银行。\r\n", 22, "text").expect("22 GBK bytes");
+                Reply::CompanyContent(CompanyText { head_raw: [0; 10], text_raw: text })
+            }
             _ => continue,
         };
         let mut payload = Vec::new();

@@ -3,6 +3,7 @@
 //!
 //! - [`market`]: a seeded, pure synthetic market (SZ, SH, BJ);
 //! - [`boards`]: its boards and the board files it publishes;
+//! - [`company`]: its company-info (F10) files;
 //! - [`responder`]: the typed reply to every request;
 //! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
 //! - [`faults`]: live fault injection;
@@ -15,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod boards;
+pub mod company;
 pub mod faults;
 pub mod market;
 pub mod responder;

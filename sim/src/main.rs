@@ -18,6 +18,7 @@
 //! tdx-sim truth --seed S trades CODE --date D [--start N --count N | --all]
 //! tdx-sim truth --seed S boards [--kind industry|concept|style|index]
 //! tdx-sim truth --seed S board NAME
+//! tdx-sim truth --seed S company CODE
 //! tdx-sim truth --seed S category NAME [--sort S] [--ascending] [--start N] [--count N]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
@@ -233,6 +234,8 @@ enum Query {
     },
     /// One board by name and its member codes.
     Board { name: String },
+    /// Company info (0x02cf directory, 0x02d0 section texts).
+    Company { code: String },
     /// A category's quote list (0x054b) as the server sorts and pages it.
     Category {
         /// a_share (沪深A股), sh_a, sz_a, etf, index, chinext, star, bj, sh_main, sz_main, or a number.
@@ -380,6 +383,7 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
         Query::Recent { code, date } => truth::recent_minutes(&market, parse_code(&code)?, date),
         Query::Boards { kind } => truth::boards(&market, kind),
         Query::Board { name } => truth::board_named(&market, &name),
+        Query::Company { code } => truth::company(&market, parse_code(&code)?),
         Query::Category { name, sort, ascending, start, count } => {
             let category: QuoteCategory = name.parse()?;
             let request = CategoryQuotes::new(category, category_sort::parse(&sort)?, start, count, ascending);

@@ -2,10 +2,10 @@
 //! computed from the synthetic market.
 
 use tdx_engine::proto::commands::{
-    category_sort, CapitalChangeBlock, CategoryQuotes, FileMetaReply, HandshakeReply, HeartbeatReply,
+    category_sort, CapitalChangeBlock, CategoryQuotes, CompanyText, FileMetaReply, HandshakeReply, HeartbeatReply,
     HistoryMinuteLine, HistoryTradePage, HistoryTrades, LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, Quote,
     QuoteCategory, QuoteHead, QuotesReply, RecentMinuteLine, RefreshRecord, RefreshReply, ServerClock, Snapshot,
-    SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES, FILE_CHUNK_BYTES_MAX,
+    SnapshotsReply, CAPITAL_CHANGE_RECORD_BYTES, COMPANY_TEXT_BYTES_MAX, FILE_CHUNK_BYTES_MAX,
 };
 use tdx_engine::proto::limits::{
     BARS_PER_PAGE_MAX, CATEGORY_ROWS_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE,
@@ -13,6 +13,7 @@ use tdx_engine::proto::limits::{
 };
 use tdx_engine::proto::{Market as Exchange, Price, Reply, Request, SecurityCode};
 
+use crate::company::company_file;
 use crate::market::{Listing, Market};
 
 /// Ticks a 0x0fc5 page may hold: pytdx asks for up to 2000.
@@ -118,6 +119,18 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
         Request::CategoryQuotes(q) => {
             Reply::CategoryQuotes(SnapshotsReply { unknown_head: 0, snapshots: category_page(market, q) })
         }
+        Request::CompanyCategory(c) => Reply::CompanyCategory(
+            market.listing(c.code).and_then(|l| company_file(market, l)).map(|f| f.sections).unwrap_or_default(),
+        ),
+        Request::CompanyContent(c) => Reply::CompanyContent(CompanyText {
+            head_raw: company_head(c.code),
+            text_raw: market
+                .listing(c.code)
+                .and_then(|l| company_file(market, l))
+                .filter(|f| f.filename == c.filename)
+                .map(|f| f.slice(c.start, c.length.min(COMPANY_TEXT_BYTES_MAX as u32)).to_vec())
+                .unwrap_or_default(),
+        }),
         Request::FileMeta(m) => Reply::FileMeta(match market.boards().file(&m.name) {
             Some(f) => {
                 let mut hash = [0u8; 32];
@@ -185,6 +198,15 @@ pub fn category_rows(market: &Market, q: &CategoryQuotes) -> Vec<Snapshot> {
 pub fn category_page(market: &Market, q: &CategoryQuotes) -> Vec<Snapshot> {
     let count = q.count.min(CATEGORY_ROWS_MAX) as usize;
     category_rows(market, q).into_iter().skip(q.start.into()).take(count).collect()
+}
+
+/// The 10 bytes before a 0x02d0 text: the reference server writes the
+/// request's market and code and a zero u16 (real servers' meaning unknown).
+pub fn company_head(code: SecurityCode) -> [u8; 10] {
+    let mut head = [0u8; 10];
+    head[0] = code.market().id();
+    head[2..8].copy_from_slice(&code.code_bytes());
+    head
 }
 
 /// The 0x0fb5 page for `t`: at most [`HISTORY_TRADES_PER_PAGE_MAX`] ticks,

@@ -398,3 +398,19 @@ pub fn category_row(s: &Snapshot) -> Value {
         "ask1": yuan(s.level.ask.milli()),
     })
 }
+
+/// `company CODE`: the 0x02cf directory and each section's text (0x02d0);
+/// no sections for a code without company info.
+pub fn company(market: &Market, code: SecurityCode) -> Value {
+    let file = market.listing(code).and_then(|l| crate::company::company_file(market, l));
+    let sections: Vec<Value> = file
+        .iter()
+        .flat_map(|f| {
+            f.sections.iter().map(move |s| {
+                let (text, _, _) = encoding_rs::GBK.decode(f.slice(s.start, s.length));
+                json!({ "name": s.name, "filename": s.filename, "start": s.start, "length": s.length, "text": text })
+            })
+        })
+        .collect();
+    json!({ "code": code.to_string(), "sections": sections })
+}

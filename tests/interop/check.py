@@ -353,6 +353,7 @@ def check_eltdx(truth, ports):
         check_eltdx_auction(client, truth, hosts)
         check_eltdx_boards(client, truth)
         check_eltdx_category(client, truth)
+        check_eltdx_company(client, truth)
         check_eltdx_minutes(client, truth)
         page = client.quotes.refresh(["sz000001", "sh600000"])
         eq("eltdx refresh records", sorted(f"{r.exchange}{r.code}" for r in page.records), ["sh600000", "sz000001"])
@@ -495,6 +496,33 @@ def check_eltdx_category(client, truth):
         eq_rows(f"eltdx list_by_category {category} {sort_by} {start}+{count}", got, exp)
 
 
+COMPANY_CODES = ["sz000001", "sh600000", "bj430047"]
+
+
+def check_pytdx_company(api, truth, name):
+    for code in COMPANY_CODES + ["sh000001"]:
+        m, c = MARKETS[code[:2]], code[2:]
+        want = truth("company", code)["sections"]
+        got = api.get_company_info_category(m, c)
+        eq(f"{name} company_info_category {code}", [(g["name"], g["filename"], g["start"], g["length"]) for g in got],
+           [(w["name"], w["filename"], w["start"], w["length"]) for w in want])
+        texts = [api.get_company_info_content(m, c, g["filename"], g["start"], g["length"]) for g in got]
+        eq(f"{name} company_info_content {code}", texts, [w["text"] for w in want])
+
+
+def check_eltdx_company(client, truth):
+    # eltdx 3.3.0 infers a Beijing market only for 92xxxx codes, whatever market is passed.
+    for code in COMPANY_CODES[:2]:
+        want = truth("company", code)["sections"]
+        got = client.company_info.category(code[2:], MARKETS[code[:2]])
+        eq(f"eltdx company_info.category {code}", [(g.name, g.filename, g.start, g.length) for g in got],
+           [(w["name"], w["filename"], w["start"], w["length"]) for w in want])
+        check(f"eltdx company_info.category {code} nonempty", len(want) > 0)
+        texts = [client.company_info.content(code[2:], MARKETS[code[:2]], g.filename, g.start, g.length) for g in got]
+        # eltdx trims surrounding whitespace (the sections end in CRLF).
+        eq(f"eltdx company_info.content {code}", texts, [w["text"].strip() for w in want])
+
+
 def check_eltdx_boards(client, truth):
     files = {f["name"]: f for f in truth("boards")["files"]}
     for file in BOARD_FILES:
@@ -525,6 +553,7 @@ def main():
     api = TdxHq_API(heartbeat=False, auto_retry=False)
     with api.connect("127.0.0.1", ports[0], time_out=10):
         check_pytdx_boards(api, truth, f"pytdx:{ports[0]}")
+        check_pytdx_company(api, truth, f"pytdx:{ports[0]}")
     check_tdxrs(truth, ports[0])
     check_eltdx(truth, ports)
     print(f"interop: {CHECKS['passed']} passed, {CHECKS['failed']} failed", flush=True)

@@ -14,6 +14,7 @@ use super::ProtoError;
 mod auction;
 mod bars;
 mod codes;
+mod company;
 mod corporate;
 mod count;
 mod files;
@@ -27,6 +28,10 @@ mod trades;
 pub use auction::{Auction, AuctionPoint, AUCTION_RECORD_BYTES};
 pub use bars::{Adjust, Bar, Bars, BarsLayout, Breadth, ParsePeriodError, Period, StampForm};
 pub use codes::{LegacySecurity, LegacySecurityList, Security, SecurityList};
+pub use company::{
+    CompanyCategory, CompanyContent, CompanySection, CompanyText, COMPANY_FILE_BYTES, COMPANY_NAME_BYTES,
+    COMPANY_SECTION_BYTES, COMPANY_TEXT_BYTES_MAX,
+};
 pub use corporate::{
     capital_change_category_name, CapitalChange, CapitalChangeBlock, CapitalChanges, ExRights, Finance, FinanceInfo,
     FinanceUnit, CAPITAL_CHANGE_RECORD_BYTES, FINANCE_FIELDS, FINANCE_RECORD_BYTES,
@@ -191,6 +196,8 @@ command_set! {
     FileMeta(FileMeta),
     FileRead(FileRead),
     CategoryQuotes(CategoryQuotes),
+    CompanyCategory(CompanyCategory),
+    CompanyContent(CompanyContent),
 }
 
 impl Request {
