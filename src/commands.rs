@@ -5,7 +5,7 @@ use std::io::Write;
 use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::{
     Adjust, Bars, CategoryQuotes, HistoryMinuteLine, MinuteLine, Period, Quote, QuoteCategory, Refresh, RefreshRecord,
-    RefreshTarget, FINANCE_FIELDS,
+    RefreshTarget, SpecialLimit, FINANCE_FIELDS,
 };
 use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay, TradeDate};
 use tdx_engine::ranking::{probe_and_save, RankingStore, Round};
@@ -306,6 +306,22 @@ pub async fn company(ctx: &Context, code: SecurityCode, section: Option<&str>) -
     if let (Some(want), true) = (section, table.rows.is_empty()) {
         let names: Vec<&str> = sections.iter().map(|(s, _)| s.name.as_str()).collect();
         return Err(CliError::new(format!("{code} has no section {want:?} (sections: {})", names.join(", "))));
+    }
+    write(ctx, &table)
+}
+
+pub async fn limits(ctx: &Context) -> Result<(), CliError> {
+    let rows = ctx.client.limits().await?;
+    let mut table = Table::new(&["code", "limit_up", "limit_down", "limit_up_milli", "limit_down_milli"]);
+    for r in &rows {
+        let code = r.code().map_or_else(|| format!("{}:{:06}", r.market_id, r.code_num), |c| c.to_string());
+        table.push(vec![
+            code.into(),
+            Cell::Float(f64::from(r.upper)),
+            Cell::Float(f64::from(r.lower)),
+            SpecialLimit::milli(r.upper).into(),
+            SpecialLimit::milli(r.lower).into(),
+        ]);
     }
     write(ctx, &table)
 }

@@ -188,6 +188,8 @@ enum Command {
         #[arg(long)]
         section: Option<String>,
     },
+    /// The special-security price-limit table (特殊品种涨跌停限制), whole.
+    Limits,
     /// Boards (板块) from the server's board files: name, kind, member count.
     Boards {
         /// One kind (default: all): industry, concept, style or index.
@@ -402,6 +404,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                     commands::category(&ctx, category, (sort, ascending, start, count), all).await
                 }
                 Command::Company { code, section } => commands::company(&ctx, code, section.as_deref()).await,
+                Command::Limits => commands::limits(&ctx).await,
                 Command::Boards { kind } => commands::boards(&ctx, kind).await,
                 Command::Board { name } => commands::board(&ctx, &name).await,
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,

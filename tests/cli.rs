@@ -347,3 +347,13 @@ fn company_info_matches_truth() {
     assert!(e.contains("公司概况"), "{e}");
     fails(&["company", "sh000001", "--local"], 1);
 }
+
+#[test]
+fn limits_match_truth() {
+    let m = market();
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let truth = printed(tdx_sim::truth::limits(&m));
+    let rows = truth["rows"].as_array().unwrap();
+    assert!(rows.len() > 500, "more than one page: {}", rows.len());
+    assert_eq!(json(&["limits"]), truth["rows"]);
+}

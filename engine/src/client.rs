@@ -839,6 +839,20 @@ impl Client {
         sections.into_iter().zip(texts).map(|(s, text)| Ok((s, text?.text()))).collect()
     }
 
+    /// The whole special-security limit table (0x0452): pages from row 0
+    /// until an empty page (or the u16 row number runs out).
+    pub async fn limits(&self) -> Result<Vec<SpecialLimit>, Error> {
+        let mut all = Vec::new();
+        while let Ok(start) = u16::try_from(all.len()) {
+            let page = self.run(SpecialLimits::new(start)).await?;
+            if page.is_empty() {
+                break;
+            }
+            all.extend(page);
+        }
+        Ok(all)
+    }
+
     /// A server file's size and MD5 (0x02c5).
     pub async fn file_meta(&self, name: &str) -> Result<FileMetaReply, Error> {
         self.run(FileMeta { name: name.to_owned() }).await
@@ -1257,6 +1271,11 @@ impl BlockingClient {
     /// Company info, directory and texts; see [`Client::company_info`].
     pub fn company_info(&self, code: SecurityCode) -> Result<Vec<(CompanySection, String)>, Error> {
         self.block_on(self.client.company_info(code))
+    }
+
+    /// The whole special-security limit table; see [`Client::limits`].
+    pub fn limits(&self) -> Result<Vec<SpecialLimit>, Error> {
+        self.block_on(self.client.limits())
     }
 
     /// A server file's size and MD5; see [`Client::file_meta`].

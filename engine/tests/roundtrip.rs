@@ -378,6 +378,12 @@ fn arb_company_content() -> impl Strategy<Value = (CompanyContent, CompanyText)>
     )
 }
 
+fn arb_special_limits() -> impl Strategy<Value = (SpecialLimits, Vec<SpecialLimit>)> {
+    let row = (any::<u8>(), any::<u32>(), arb_f32(), arb_f32())
+        .prop_map(|(market_id, code_num, upper, lower)| SpecialLimit { market_id, code_num, upper, lower });
+    ((any::<u16>(), any::<[u8; 12]>()).prop_map(|(start, reserved)| SpecialLimits { start, reserved }), vec(row, 0..40))
+}
+
 fn arb_history_trades() -> impl Strategy<Value = (HistoryTrades, HistoryTradePage)> {
     let trade = (0u16..1440, price_at(PriceScale::HUNDREDTHS), vec(arb_var(), 3)).prop_map(|(minutes, price, v)| {
         HistoryTrade { minutes, price, volume: v[0], status_raw: v[1], reserved_raw: v[2] }
@@ -528,6 +534,7 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_category_quotes().prop_map(|(q, r)| (q.into(), Reply::CategoryQuotes(r))),
         arb_company_category().prop_map(|(q, r)| (q.into(), Reply::CompanyCategory(r))),
         arb_company_content().prop_map(|(q, r)| (q.into(), Reply::CompanyContent(r))),
+        arb_special_limits().prop_map(|(q, r)| (q.into(), Reply::SpecialLimits(r))),
     ]
 }
 

@@ -268,6 +268,7 @@ fn built_requests() -> Vec<Request> {
             reserved_b: 0,
         }
         .into(),
+        SpecialLimits::new(0).into(),
         FileMeta { name: "block_gn.dat".into() }.into(),
         FileRead::new("block_gn.dat", 0, FILE_CHUNK_BYTES_MAX).into(),
         FileRead { field: PathField::Short, ..FileRead::new("block.dat", 30_000, 90_000) }.into(),
@@ -403,7 +404,7 @@ fn value_seeds(corpus: &mut Corpus, vectors: &Vectors) {
     }
 }
 
-/// Server-file and company-info replies (no vectors capture them) and a
+/// Server-file, limit-table and company-info replies (no vectors capture them) and a
 /// small board file,
 /// which the `values` target also parses.
 fn file_seeds(corpus: &mut Corpus, requests: &[Request]) {
@@ -421,6 +422,10 @@ fn file_seeds(corpus: &mut Corpus, requests: &[Request]) {
         let reply = match request {
             Request::FileMeta(_) => meta.clone(),
             Request::FileRead(r) => Reply::FileRead(file[..file.len().min(r.size as usize)].to_vec()),
+            Request::SpecialLimits(_) => Reply::SpecialLimits(vec![
+                SpecialLimit { market_id: 0, code_num: 10, upper: 1.68, lower: 1.38 },
+                SpecialLimit { market_id: 1, code_num: 688_001, upper: 60.12, lower: 40.08 },
+            ]),
             Request::CompanyCategory(_) => Reply::CompanyCategory(vec![CompanySection {
                 name: "公司概况".into(),
                 filename: "000001.txt".into(),

@@ -4,6 +4,7 @@
 //! - [`market`]: a seeded, pure synthetic market (SZ, SH, BJ);
 //! - [`boards`]: its boards and the board files it publishes;
 //! - [`company`]: its company-info (F10) files;
+//! - [`limits`]: its special-security price-limit table;
 //! - [`responder`]: the typed reply to every request;
 //! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
 //! - [`faults`]: live fault injection;
@@ -18,6 +19,7 @@
 pub mod boards;
 pub mod company;
 pub mod faults;
+pub mod limits;
 pub mod market;
 pub mod responder;
 pub mod rng;

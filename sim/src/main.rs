@@ -19,6 +19,7 @@
 //! tdx-sim truth --seed S boards [--kind industry|concept|style|index]
 //! tdx-sim truth --seed S board NAME
 //! tdx-sim truth --seed S company CODE
+//! tdx-sim truth --seed S limits
 //! tdx-sim truth --seed S category NAME [--sort S] [--ascending] [--start N] [--count N]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
@@ -236,6 +237,8 @@ enum Query {
     Board { name: String },
     /// Company info (0x02cf directory, 0x02d0 section texts).
     Company { code: String },
+    /// The special-security price-limit table (0x0452), whole.
+    Limits,
     /// A category's quote list (0x054b) as the server sorts and pages it.
     Category {
         /// a_share (沪深A股), sh_a, sz_a, etf, index, chinext, star, bj, sh_main, sz_main, or a number.
@@ -384,6 +387,7 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
         Query::Boards { kind } => truth::boards(&market, kind),
         Query::Board { name } => truth::board_named(&market, &name),
         Query::Company { code } => truth::company(&market, parse_code(&code)?),
+        Query::Limits => truth::limits(&market),
         Query::Category { name, sort, ascending, start, count } => {
             let category: QuoteCategory = name.parse()?;
             let request = CategoryQuotes::new(category, category_sort::parse(&sort)?, start, count, ascending);

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tdx_engine::adjust::{self, AdjustmentFactors, Event};
 use tdx_engine::proto::commands::{
     Adjust, AuctionPoint, Bar, Breadth, CapitalChange, Finance, HistoryMinuteLine, HistoryMinutePoint, HistoryTrade,
-    Level, MinuteLine, MinutePoint, Period, RecentMinuteLine, Security, Trade,
+    Level, MinuteLine, MinutePoint, Period, RecentMinuteLine, Security, SpecialLimit, Trade,
 };
 use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay};
 
@@ -116,6 +116,8 @@ pub struct Market {
     cache: Mutex<SeriesCache>,
     /// The board files, built on first use (about 1 MB).
     boards: OnceLock<BoardFiles>,
+    /// The 0x0452 table, built on first use.
+    special_limits: OnceLock<Vec<SpecialLimit>>,
 }
 
 /// Bounded caches of daily and minute series, oldest entry evicted first.
@@ -233,6 +235,7 @@ impl Market {
             days: trading_days(DAILY_HISTORY_DAYS),
             cache: Mutex::default(),
             boards: OnceLock::new(),
+            special_limits: OnceLock::new(),
         }
     }
 
@@ -274,6 +277,11 @@ impl Market {
     /// The boards and the files publishing them (built once, then shared).
     pub fn boards(&self) -> &BoardFiles {
         self.boards.get_or_init(|| BoardFiles::build(self))
+    }
+
+    /// The special-security limit table (built once, then shared).
+    pub fn special_limits(&self) -> &[SpecialLimit] {
+        self.special_limits.get_or_init(|| crate::limits::special_limits(self))
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, SeriesCache> {

@@ -14,6 +14,7 @@ use tdx_engine::proto::limits::{
 use tdx_engine::proto::{Market as Exchange, Price, Reply, Request, SecurityCode};
 
 use crate::company::company_file;
+use crate::limits::LIMITS_PER_PAGE;
 use crate::market::{Listing, Market};
 
 /// Ticks a 0x0fc5 page may hold: pytdx asks for up to 2000.
@@ -131,6 +132,9 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
                 .map(|f| f.slice(c.start, c.length.min(COMPANY_TEXT_BYTES_MAX as u32)).to_vec())
                 .unwrap_or_default(),
         }),
+        Request::SpecialLimits(q) => Reply::SpecialLimits(
+            market.special_limits().iter().skip(q.start.into()).take(LIMITS_PER_PAGE).copied().collect(),
+        ),
         Request::FileMeta(m) => Reply::FileMeta(match market.boards().file(&m.name) {
             Some(f) => {
                 let mut hash = [0u8; 32];

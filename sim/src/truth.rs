@@ -7,7 +7,7 @@ use tdx_engine::adjust::{AdjustmentFactors, FactorRow};
 use tdx_engine::proto::blockfile::{Board, BoardKind};
 use tdx_engine::proto::commands::{
     Adjust, Bar, CapitalChange, CategoryQuotes, Finance, HistoryMinuteLine, HistoryTrade, Level, Period, Snapshot,
-    TradeSide, FINANCE_FIELDS,
+    SpecialLimit, TradeSide, FINANCE_FIELDS,
 };
 use tdx_engine::proto::{Date, DateTime, Market as Exchange, SecurityCode, TradeDate};
 
@@ -413,4 +413,22 @@ pub fn company(market: &Market, code: SecurityCode) -> Value {
         })
         .collect();
     json!({ "code": code.to_string(), "sections": sections })
+}
+
+/// `limits`: the whole special-security limit table (0x0452), in table order.
+pub fn limits(market: &Market) -> Value {
+    let rows: Vec<Value> = market
+        .special_limits()
+        .iter()
+        .map(|r| {
+            json!({
+                "code": r.code().map(|c| c.to_string()),
+                "limit_up": f64::from(r.upper),
+                "limit_down": f64::from(r.lower),
+                "limit_up_milli": SpecialLimit::milli(r.upper),
+                "limit_down_milli": SpecialLimit::milli(r.lower),
+            })
+        })
+        .collect();
+    json!({ "rows": rows })
 }

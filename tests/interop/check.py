@@ -354,6 +354,7 @@ def check_eltdx(truth, ports):
         check_eltdx_boards(client, truth)
         check_eltdx_category(client, truth)
         check_eltdx_company(client, truth)
+        check_eltdx_limits(client, truth)
         check_eltdx_minutes(client, truth)
         page = client.quotes.refresh(["sz000001", "sh600000"])
         eq("eltdx refresh records", sorted(f"{r.exchange}{r.code}" for r in page.records), ["sh600000", "sz000001"])
@@ -521,6 +522,19 @@ def check_eltdx_company(client, truth):
         texts = [client.company_info.content(code[2:], MARKETS[code[:2]], g.filename, g.start, g.length) for g in got]
         # eltdx trims surrounding whitespace (the sections end in CRLF).
         eq(f"eltdx company_info.content {code}", texts, [w["text"].strip() for w in want])
+
+
+def check_eltdx_limits(client, truth):
+    want = truth("limits")["rows"]
+    exp = [(w["code"], w["limit_up_milli"], w["limit_down_milli"]) for w in want]
+    page = client.limits.special(start_index=0)
+    got = [(r.full_code, milli(r.upper_price_raw_f32), milli(r.lower_price_raw_f32)) for r in page.records]
+    check("eltdx limits.special nonempty", len(got) > 0)
+    eq_rows("eltdx limits.special page 0", got, exp[:len(got)])
+    rows = client.limits.scan_special()
+    eq_rows("eltdx limits.scan_special", [(r.full_code, milli(r.upper_price_raw_f32), milli(r.lower_price_raw_f32))
+                                          for r in rows], exp)
+    eq("eltdx limits.scan_special pages", len(rows) > len(got), True)
 
 
 def check_eltdx_boards(client, truth):

@@ -19,6 +19,7 @@ mod corporate;
 mod count;
 mod files;
 mod history;
+mod limits;
 mod minutes;
 mod quotes;
 mod refresh;
@@ -45,6 +46,7 @@ pub use history::{
     HistoryMinuteLine, HistoryMinutePoint, HistoryMinutes, HistoryTrade, HistoryTradePage, HistoryTrades,
     LegacyMinuteLine, LegacyMinutes, LegacyMinutesForm, RecentMinuteLine, RecentMinutes, RECENT_DATE_SELECTOR_BASE,
 };
+pub use limits::{SpecialLimit, SpecialLimits, SPECIAL_LIMIT_RECORD_BYTES};
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
 pub use quotes::{
     category_sort, CategoryQuotes, Level, Quote, QuoteCategory, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot,
@@ -198,6 +200,7 @@ command_set! {
     CategoryQuotes(CategoryQuotes),
     CompanyCategory(CompanyCategory),
     CompanyContent(CompanyContent),
+    SpecialLimits(SpecialLimits),
 }
 
 impl Request {
