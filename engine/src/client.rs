@@ -28,7 +28,7 @@ use crate::adjust::AdjustmentFactors;
 use crate::error::Error;
 use crate::proto::blockfile::{parse_block_file, Board, BoardKind};
 use crate::proto::commands::*;
-use crate::proto::limits::HISTORY_TRADES_PER_PAGE_MAX;
+use crate::proto::limits::{BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX};
 use crate::proto::{Date, Market, Reply, Request, SecurityCode, TradeDate};
 use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::{Connector, TcpConnector};
@@ -853,6 +853,29 @@ impl Client {
         Ok(all)
     }
 
+    /// One page of a delisted security's daily bars (0x052b): `start` back
+    /// from the newest, at most 800, oldest first.
+    pub async fn delisted_bars(&self, code: SecurityCode, start: u16, count: u16) -> Result<Vec<DelistedBar>, Error> {
+        self.run(DelistedBars { code, start, count }).await
+    }
+
+    /// Every daily bar of a delisted security, oldest first: pages of 800
+    /// back from the newest until a short page.
+    pub async fn all_delisted_bars(&self, code: SecurityCode) -> Result<Vec<DelistedBar>, Error> {
+        let mut pages = Vec::new();
+        let mut start = 0usize;
+        while let Ok(start16) = u16::try_from(start) {
+            let page = self.delisted_bars(code, start16, BARS_PER_PAGE_MAX).await?;
+            let done = page.len() < usize::from(BARS_PER_PAGE_MAX);
+            start += page.len();
+            pages.push(page);
+            if done {
+                break;
+            }
+        }
+        Ok(pages.into_iter().rev().flatten().collect())
+    }
+
     /// A server file's size and MD5 (0x02c5).
     pub async fn file_meta(&self, name: &str) -> Result<FileMetaReply, Error> {
         self.run(FileMeta { name: name.to_owned() }).await
@@ -1276,6 +1299,16 @@ impl BlockingClient {
     /// The whole special-security limit table; see [`Client::limits`].
     pub fn limits(&self) -> Result<Vec<SpecialLimit>, Error> {
         self.block_on(self.client.limits())
+    }
+
+    /// One page of a delisted security's daily bars; see [`Client::delisted_bars`].
+    pub fn delisted_bars(&self, code: SecurityCode, start: u16, count: u16) -> Result<Vec<DelistedBar>, Error> {
+        self.run(DelistedBars { code, start, count })
+    }
+
+    /// Every daily bar of a delisted security; see [`Client::all_delisted_bars`].
+    pub fn all_delisted_bars(&self, code: SecurityCode) -> Result<Vec<DelistedBar>, Error> {
+        self.block_on(self.client.all_delisted_bars(code))
     }
 
     /// A server file's size and MD5; see [`Client::file_meta`].

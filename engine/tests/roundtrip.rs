@@ -384,6 +384,25 @@ fn arb_special_limits() -> impl Strategy<Value = (SpecialLimits, Vec<SpecialLimi
     ((any::<u16>(), any::<[u8; 12]>()).prop_map(|(start, reserved)| SpecialLimits { start, reserved }), vec(row, 0..40))
 }
 
+fn arb_delisted_bars() -> impl Strategy<Value = (DelistedBars, Vec<DelistedBar>)> {
+    let bar = (arb_trade_date(), 1i64..1_000_000, vec(0i64..100_000, 3), 0i64..1 << 40, any::<u32>(), any::<[u8; 4]>())
+        .prop_map(|(date, open, v, volume, amount_raw, suffix_raw)| {
+            let close = (open + v[0] - 50_000).max(1);
+            DelistedBar {
+                date: date.date(),
+                open: Price(open),
+                close: Price(close),
+                high: Price(open.max(close) + v[1]),
+                low: Price(open.min(close) - v[2]),
+                volume,
+                amount_raw,
+                suffix_raw,
+            }
+        });
+    (arb_code(), any::<u16>(), vec(bar, 0..30))
+        .prop_map(|(code, start, bars)| (DelistedBars { code, start, count: bars.len() as u16 + (start % 7) }, bars))
+}
+
 fn arb_history_trades() -> impl Strategy<Value = (HistoryTrades, HistoryTradePage)> {
     let trade = (0u16..1440, price_at(PriceScale::HUNDREDTHS), vec(arb_var(), 3)).prop_map(|(minutes, price, v)| {
         HistoryTrade { minutes, price, volume: v[0], status_raw: v[1], reserved_raw: v[2] }
@@ -535,6 +554,7 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_company_category().prop_map(|(q, r)| (q.into(), Reply::CompanyCategory(r))),
         arb_company_content().prop_map(|(q, r)| (q.into(), Reply::CompanyContent(r))),
         arb_special_limits().prop_map(|(q, r)| (q.into(), Reply::SpecialLimits(r))),
+        arb_delisted_bars().prop_map(|(q, r)| (q.into(), Reply::DelistedBars(r))),
     ]
 }
 

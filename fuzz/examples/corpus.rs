@@ -269,6 +269,7 @@ fn built_requests() -> Vec<Request> {
         }
         .into(),
         SpecialLimits::new(0).into(),
+        DelistedBars { code: "sz000038".parse().expect("code"), start: 0, count: 800 }.into(),
         FileMeta { name: "block_gn.dat".into() }.into(),
         FileRead::new("block_gn.dat", 0, FILE_CHUNK_BYTES_MAX).into(),
         FileRead { field: PathField::Short, ..FileRead::new("block.dat", 30_000, 90_000) }.into(),
@@ -404,7 +405,7 @@ fn value_seeds(corpus: &mut Corpus, vectors: &Vectors) {
     }
 }
 
-/// Server-file, limit-table and company-info replies (no vectors capture them) and a
+/// Server-file, limit-table, delisted-bar and company-info replies (no vectors capture them) and a
 /// small board file,
 /// which the `values` target also parses.
 fn file_seeds(corpus: &mut Corpus, requests: &[Request]) {
@@ -426,6 +427,14 @@ fn file_seeds(corpus: &mut Corpus, requests: &[Request]) {
                 SpecialLimit { market_id: 0, code_num: 10, upper: 1.68, lower: 1.38 },
                 SpecialLimit { market_id: 1, code_num: 688_001, upper: 60.12, lower: 40.08 },
             ]),
+            // eltdx's verified 0x052b record (2023-04-24, 3.320 to 3.500).
+            Request::DelistedBars(_) => {
+                let record = hex("010018b13401b833b40288030084e49a04dbb8674b00000100");
+                match request.parse_reply(&record) {
+                    Ok(reply) => reply,
+                    Err(_) => continue,
+                }
+            }
             Request::CompanyCategory(_) => Reply::CompanyCategory(vec![CompanySection {
                 name: "公司概况".into(),
                 filename: "000001.txt".into(),

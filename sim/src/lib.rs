@@ -5,6 +5,7 @@
 //! - [`boards`]: its boards and the board files it publishes;
 //! - [`company`]: its company-info (F10) files;
 //! - [`limits`]: its special-security price-limit table;
+//! - [`delisted`]: its delisted securities' daily bars;
 //! - [`responder`]: the typed reply to every request;
 //! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
 //! - [`faults`]: live fault injection;
@@ -18,6 +19,7 @@
 
 pub mod boards;
 pub mod company;
+pub mod delisted;
 pub mod faults;
 pub mod limits;
 pub mod market;

@@ -20,6 +20,7 @@
 //! tdx-sim truth --seed S board NAME
 //! tdx-sim truth --seed S company CODE
 //! tdx-sim truth --seed S limits
+//! tdx-sim truth --seed S delisted-bars [CODE]
 //! tdx-sim truth --seed S category NAME [--sort S] [--ascending] [--start N] [--count N]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
@@ -239,6 +240,8 @@ enum Query {
     Company { code: String },
     /// The special-security price-limit table (0x0452), whole.
     Limits,
+    /// A delisted security's every daily bar (0x052b); the delisted codes without CODE.
+    DelistedBars { code: Option<String> },
     /// A category's quote list (0x054b) as the server sorts and pages it.
     Category {
         /// a_share (沪深A股), sh_a, sz_a, etf, index, chinext, star, bj, sh_main, sz_main, or a number.
@@ -388,6 +391,7 @@ fn run_truth(seed: u64, query: Query) -> Result<(), String> {
         Query::Board { name } => truth::board_named(&market, &name),
         Query::Company { code } => truth::company(&market, parse_code(&code)?),
         Query::Limits => truth::limits(&market),
+        Query::DelistedBars { code } => truth::delisted_bars(&market, code.as_deref().map(parse_code).transpose()?),
         Query::Category { name, sort, ascending, start, count } => {
             let category: QuoteCategory = name.parse()?;
             let request = CategoryQuotes::new(category, category_sort::parse(&sort)?, start, count, ascending);

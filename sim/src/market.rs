@@ -279,6 +279,11 @@ impl Market {
         self.boards.get_or_init(|| BoardFiles::build(self))
     }
 
+    /// Every trading day of the daily history, oldest first, ending today.
+    pub fn daily_dates(&self) -> &[Date] {
+        &self.days
+    }
+
     /// The special-security limit table (built once, then shared).
     pub fn special_limits(&self) -> &[SpecialLimit] {
         self.special_limits.get_or_init(|| crate::limits::special_limits(self))

@@ -14,6 +14,7 @@ use tdx_engine::proto::limits::{
 use tdx_engine::proto::{Market as Exchange, Price, Reply, Request, SecurityCode};
 
 use crate::company::company_file;
+use crate::delisted::delisted_bars;
 use crate::limits::LIMITS_PER_PAGE;
 use crate::market::{Listing, Market};
 
@@ -135,6 +136,11 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
         Request::SpecialLimits(q) => Reply::SpecialLimits(
             market.special_limits().iter().skip(q.start.into()).take(LIMITS_PER_PAGE).copied().collect(),
         ),
+        Request::DelistedBars(d) => Reply::DelistedBars(
+            delisted_bars(market, d.code)
+                .map(|bars| page_from_newest(bars, d.start.into(), d.count.min(BARS_PER_PAGE_MAX).into()))
+                .unwrap_or_default(),
+        ),
         Request::FileMeta(m) => Reply::FileMeta(match market.boards().file(&m.name) {
             Some(f) => {
                 let mut hash = [0u8; 32];
@@ -202,6 +208,14 @@ pub fn category_rows(market: &Market, q: &CategoryQuotes) -> Vec<Snapshot> {
 pub fn category_page(market: &Market, q: &CategoryQuotes) -> Vec<Snapshot> {
     let count = q.count.min(CATEGORY_ROWS_MAX) as usize;
     category_rows(market, q).into_iter().skip(q.start.into()).take(count).collect()
+}
+
+/// `count` items ending `start` back from the newest, oldest first.
+fn page_from_newest<T>(mut items: Vec<T>, start: usize, count: usize) -> Vec<T> {
+    let end = items.len().saturating_sub(start);
+    items.truncate(end);
+    items.drain(..end.saturating_sub(count));
+    items
 }
 
 /// The 10 bytes before a 0x02d0 text: the reference server writes the

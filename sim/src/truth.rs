@@ -432,3 +432,31 @@ pub fn limits(market: &Market) -> Value {
         .collect();
     json!({ "rows": rows })
 }
+
+/// `delisted-bars [CODE]`: without a code the delisted securities; with one
+/// its every daily bar (0x052b), oldest first (none for other codes).
+pub fn delisted_bars(market: &Market, code: Option<SecurityCode>) -> Value {
+    let Some(code) = code else {
+        return json!({ "codes": crate::delisted::delisted_names(market) });
+    };
+    let bars: Vec<Value> = crate::delisted::delisted_bars(market, code)
+        .unwrap_or_default()
+        .iter()
+        .map(|b| {
+            json!({
+                "date": b.date.to_string(),
+                "open": yuan(b.open.milli()),
+                "close": yuan(b.close.milli()),
+                "high": yuan(b.high.milli()),
+                "low": yuan(b.low.milli()),
+                "open_milli": b.open.milli(),
+                "close_milli": b.close.milli(),
+                "high_milli": b.high.milli(),
+                "low_milli": b.low.milli(),
+                "volume": b.volume,
+                "amount": f64::from(b.amount()),
+            })
+        })
+        .collect();
+    json!({ "code": code.to_string(), "bars": bars })
+}

@@ -355,6 +355,7 @@ def check_eltdx(truth, ports):
         check_eltdx_category(client, truth)
         check_eltdx_company(client, truth)
         check_eltdx_limits(client, truth)
+        check_eltdx_delisted(client, truth)
         check_eltdx_minutes(client, truth)
         page = client.quotes.refresh(["sz000001", "sh600000"])
         eq("eltdx refresh records", sorted(f"{r.exchange}{r.code}" for r in page.records), ["sh600000", "sz000001"])
@@ -535,6 +536,24 @@ def check_eltdx_limits(client, truth):
     eq_rows("eltdx limits.scan_special", [(r.full_code, milli(r.upper_price_raw_f32), milli(r.lower_price_raw_f32))
                                           for r in rows], exp)
     eq("eltdx limits.scan_special pages", len(rows) > len(got), True)
+
+
+def check_eltdx_delisted(client, truth):
+    codes = truth("delisted-bars")["codes"]
+    check("eltdx delisted codes", len(codes) >= 3, codes)
+    for code in codes[:3]:
+        want = truth("delisted-bars", code)["bars"]
+        exp = [(w["date"], w["open_milli"], w["close_milli"], w["high_milli"], w["low_milli"], w["volume"]) for w in want]
+        series = client.delisted_bars.get(code, count=800)
+        got = [(b.time.strftime("%Y-%m-%d"), b.open_price_milli, b.close_price_milli, b.high_price_milli,
+                b.low_price_milli, b.volume_raw) for b in series.bars]
+        eq_rows(f"eltdx delisted_bars.get {code} newest 800", got, exp[-800:])
+        check(f"eltdx delisted_bars.get {code} nonempty", len(got) > 0)
+        amounts = [b.amount for b in series.bars]
+        eq_rows(f"eltdx delisted_bars.get {code} amounts", amounts, [w["amount"] for w in want[-800:]])
+        every = client.delisted_bars.get(code, all_pages=True)
+        eq_rows(f"eltdx delisted_bars.get {code} all pages", [(b.time.strftime("%Y-%m-%d"), b.close_price_milli)
+                                                              for b in every.bars], [(e[0], e[2]) for e in exp])
 
 
 def check_eltdx_boards(client, truth):

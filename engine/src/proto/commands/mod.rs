@@ -17,6 +17,7 @@ mod codes;
 mod company;
 mod corporate;
 mod count;
+mod delisted;
 mod files;
 mod history;
 mod limits;
@@ -38,6 +39,7 @@ pub use corporate::{
     FinanceUnit, CAPITAL_CHANGE_RECORD_BYTES, FINANCE_FIELDS, FINANCE_RECORD_BYTES,
 };
 pub use count::SecurityCount;
+pub use delisted::{DelistedBar, DelistedBars};
 pub use files::{
     FileMeta, FileMetaReply, FileRead, PathField, FILE_CHUNK_BYTES_MAX, FILE_META_NAME_BYTES, FILE_META_REPLY_BYTES,
     FILE_READ_SIZE_MAX,
@@ -201,6 +203,7 @@ command_set! {
     CompanyCategory(CompanyCategory),
     CompanyContent(CompanyContent),
     SpecialLimits(SpecialLimits),
+    DelistedBars(DelistedBars),
 }
 
 impl Request {
