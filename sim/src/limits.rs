@@ -27,7 +27,7 @@ pub fn special_percent(market: &Market, l: &Listing) -> Option<i64> {
         Exchange::Sz if digits.starts_with('3') => Some(20),
         Exchange::Sh if digits.starts_with("688") => Some(20),
         _ => {
-            let label = u64::from_str_radix(digits, 10).unwrap_or(0) + (u64::from(l.code.market().id()) << 32);
+            let label = digits.parse::<u64>().unwrap_or(0) + (u64::from(l.code.market().id()) << 32);
             Rng::derive(market.seed(), 0x5717_0000_0000 ^ label).chance(ST_PER_MILLE).then_some(5)
         }
     }
