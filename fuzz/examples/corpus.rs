@@ -259,15 +259,8 @@ fn built_requests() -> Vec<Request> {
         Trades { code: bj, start: 100, count: 1800 }.into(),
         CategoryQuotes::new(QuoteCategory::AShare, category_sort::CHANGE_PCT, 0, 80, false).into(),
         CompanyCategory::from(sz).into(),
-        CompanyContent {
-            code: sz,
-            reserved_a: 0,
-            filename: "000001.txt".into(),
-            start: 0,
-            length: 600,
-            reserved_b: 0,
-        }
-        .into(),
+        CompanyContent { code: sz, reserved_a: 0, filename: "000001.txt".into(), start: 0, length: 600, reserved_b: 0 }
+            .into(),
         SpecialLimits::new(0).into(),
         DelistedBars { code: "sz000038".parse().expect("code"), start: 0, count: 800 }.into(),
         FileMeta { name: "block_gn.dat".into() }.into(),
