@@ -326,6 +326,26 @@ pub async fn limits(ctx: &Context) -> Result<(), CliError> {
     write(ctx, &table)
 }
 
+pub async fn delisted(ctx: &Context, code: SecurityCode) -> Result<(), CliError> {
+    let bars = ctx.client.all_delisted_bars(code).await?;
+    if bars.is_empty() {
+        return Err(CliError::new(format!("no delisted bars for {code}: not a delisted security")));
+    }
+    let mut table = Table::new(&["date", "open", "close", "high", "low", "volume", "amount"]);
+    for b in &bars {
+        table.push(vec![
+            b.date.to_string().into(),
+            price(b.open),
+            price(b.close),
+            price(b.high),
+            price(b.low),
+            b.volume.into(),
+            Cell::Float(f64::from(b.amount())),
+        ]);
+    }
+    write(ctx, &table)
+}
+
 pub async fn boards(ctx: &Context, kind: Option<BoardKind>) -> Result<(), CliError> {
     let kinds = kind.map_or_else(|| BoardKind::ALL.to_vec(), |k| vec![k]);
     let mut table = Table::new(&["name", "kind", "kind_raw", "count"]);

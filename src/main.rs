@@ -190,6 +190,11 @@ enum Command {
     },
     /// The special-security price-limit table (特殊品种涨跌停限制), whole.
     Limits,
+    /// A delisted security's daily bars (退市 K 线, 0x052b), every one.
+    Delisted {
+        #[arg(value_parser = parse_code)]
+        code: SecurityCode,
+    },
     /// Boards (板块) from the server's board files: name, kind, member count.
     Boards {
         /// One kind (default: all): industry, concept, style or index.
@@ -405,6 +410,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 }
                 Command::Company { code, section } => commands::company(&ctx, code, section.as_deref()).await,
                 Command::Limits => commands::limits(&ctx).await,
+                Command::Delisted { code } => commands::delisted(&ctx, code).await,
                 Command::Boards { kind } => commands::boards(&ctx, kind).await,
                 Command::Board { name } => commands::board(&ctx, &name).await,
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,

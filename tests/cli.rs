@@ -357,3 +357,26 @@ fn limits_match_truth() {
     assert!(rows.len() > 500, "more than one page: {}", rows.len());
     assert_eq!(json(&["limits"]), truth["rows"]);
 }
+
+#[test]
+fn delisted_bars_match_truth() {
+    let m = market();
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let codes = printed(tdx_sim::truth::delisted_bars(&m, None));
+    let code = codes["codes"][0].as_str().unwrap().to_owned();
+    let truth = printed(tdx_sim::truth::delisted_bars(&m, Some(code.parse().unwrap())));
+    let want: Vec<Value> = truth["bars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            serde_json::json!({
+                "date": b["date"], "open": b["open"], "close": b["close"], "high": b["high"], "low": b["low"],
+                "volume": b["volume"], "amount": b["amount"],
+            })
+        })
+        .collect();
+    assert!(want.len() >= 300);
+    assert_eq!(json(&["delisted", &code]), Value::Array(want));
+    fails(&["delisted", "sz000001", "--local"], 1);
+}
