@@ -2,9 +2,10 @@
 
 use std::io::Write;
 
+use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::{
-    Adjust, AuxKind, Bars, HistoryMinuteLine, MinuteAuxSeries, MinuteLine, Period, Quote, Refresh, RefreshRecord,
-    RefreshTarget, FINANCE_FIELDS,
+    Adjust, AuxKind, Bars, CategoryQuotes, HistoryMinuteLine, MinuteAuxSeries, MinuteLine, Period, Quote,
+    QuoteCategory, Refresh, RefreshRecord, RefreshTarget, SpecialLimit, FINANCE_FIELDS,
 };
 use tdx_engine::proto::limits::TRADES_PER_PAGE_MAX;
 use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay, TradeDate};
@@ -320,6 +321,125 @@ pub async fn auction(ctx: &Context, code: SecurityCode, date: Option<TradeDate>)
             i64::from(p.matched).into(),
             i64::from(p.unmatched_signed).into(),
         ]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn category(
+    ctx: &Context,
+    category: QuoteCategory,
+    (sort, ascending, start, count): (u16, bool, u16, u16),
+    all: bool,
+) -> Result<(), CliError> {
+    let rows = if all {
+        ctx.client.all_category_quotes(category).await?
+    } else {
+        ctx.client.run(CategoryQuotes::new(category, sort, start, count, ascending)).await?.snapshots
+    };
+    let columns = ["code", "price", "last_close", "open", "high", "low", "total_volume", "amount", "bid1", "ask1"];
+    let mut table = Table::new(&columns);
+    for s in &rows {
+        let h = &s.head;
+        table.push(vec![
+            h.code.to_string().into(),
+            price(h.price),
+            price(h.last_close),
+            price(h.open),
+            price(h.high),
+            price(h.low),
+            h.total_volume.into(),
+            Cell::Float(f64::from(h.amount)),
+            price(s.level.bid),
+            price(s.level.ask),
+        ]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn company(ctx: &Context, code: SecurityCode, section: Option<&str>) -> Result<(), CliError> {
+    let sections = ctx.client.company_info(code).await?;
+    if sections.is_empty() {
+        return Err(CliError::new(format!("no company info for {code}: unknown code, or not a stock")));
+    }
+    let mut table = Table::new(&["section", "filename", "start", "length", "text"]);
+    for (s, text) in &sections {
+        if section.is_some_and(|want| want != s.name) {
+            continue;
+        }
+        table.push(vec![
+            s.name.as_str().into(),
+            s.filename.as_str().into(),
+            i64::from(s.start).into(),
+            i64::from(s.length).into(),
+            text.as_str().into(),
+        ]);
+    }
+    if let (Some(want), true) = (section, table.rows.is_empty()) {
+        let names: Vec<&str> = sections.iter().map(|(s, _)| s.name.as_str()).collect();
+        return Err(CliError::new(format!("{code} has no section {want:?} (sections: {})", names.join(", "))));
+    }
+    write(ctx, &table)
+}
+
+pub async fn limits(ctx: &Context) -> Result<(), CliError> {
+    let rows = ctx.client.limits().await?;
+    let mut table = Table::new(&["code", "limit_up", "limit_down", "limit_up_milli", "limit_down_milli"]);
+    for r in &rows {
+        let code = r.code().map_or_else(|| format!("{}:{:06}", r.market_id, r.code_num), |c| c.to_string());
+        table.push(vec![
+            code.into(),
+            Cell::Float(f64::from(r.upper)),
+            Cell::Float(f64::from(r.lower)),
+            SpecialLimit::milli(r.upper).into(),
+            SpecialLimit::milli(r.lower).into(),
+        ]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn delisted(ctx: &Context, code: SecurityCode) -> Result<(), CliError> {
+    let bars = ctx.client.all_delisted_bars(code).await?;
+    if bars.is_empty() {
+        return Err(CliError::new(format!("no delisted bars for {code}: not a delisted security")));
+    }
+    let mut table = Table::new(&["date", "open", "close", "high", "low", "volume", "amount"]);
+    for b in &bars {
+        table.push(vec![
+            b.date.to_string().into(),
+            price(b.open),
+            price(b.close),
+            price(b.high),
+            price(b.low),
+            b.volume.into(),
+            Cell::Float(f64::from(b.amount())),
+        ]);
+    }
+    write(ctx, &table)
+}
+
+pub async fn boards(ctx: &Context, kind: Option<BoardKind>) -> Result<(), CliError> {
+    let kinds = kind.map_or_else(|| BoardKind::ALL.to_vec(), |k| vec![k]);
+    let mut table = Table::new(&["name", "kind", "kind_raw", "count"]);
+    for kind in kinds {
+        for b in ctx.client.boards(kind).await? {
+            table.push(vec![
+                b.name.into(),
+                kind.name().into(),
+                i64::from(b.kind_raw).into(),
+                (b.codes.len() as i64).into(),
+            ]);
+        }
+    }
+    write(ctx, &table)
+}
+
+pub async fn board(ctx: &Context, name: &str) -> Result<(), CliError> {
+    let Some((kind, b)) = ctx.client.board_members(name).await? else {
+        return Err(CliError::new(format!("no board named {name:?} in the server's board files")));
+    };
+    let mut table = Table::new(&["board", "kind", "code"]);
+    for code in b.codes {
+        table.push(vec![b.name.as_str().into(), kind.name().into(), code.into()]);
     }
     write(ctx, &table)
 }

@@ -18,7 +18,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use tdx_engine::proto::commands::{AuxKind, Period};
+use tdx_engine::proto::blockfile::BoardKind;
+use tdx_engine::proto::commands::{category_sort, AuxKind, Period, QuoteCategory};
 use tdx_engine::proto::{Market, SecurityCode, TradeDate};
 use tdx_engine::runtime::Placement;
 use tdx_engine::{Client, RuntimeFlavor};
@@ -177,6 +178,47 @@ enum Command {
         #[arg(long)]
         date: Option<TradeDate>,
     },
+    /// A category's quote list (分类行情, 0x054b), sorted by the server.
+    Category {
+        /// a_share (沪深A股), sh_a, sz_a, etf, index, chinext, star, bj, sh_main, sz_main, or a number.
+        #[arg(value_parser = parse_category)]
+        category: QuoteCategory,
+        /// code, price, amount, change, or a number.
+        #[arg(long, default_value = "code", value_parser = parse_sort)]
+        sort: u16,
+        #[arg(long)]
+        ascending: bool,
+        #[arg(long, default_value_t = 0)]
+        start: u16,
+        #[arg(long, default_value_t = 80)]
+        count: u16,
+        /// Every row (code order), paged to the end.
+        #[arg(long, conflicts_with_all = ["sort", "start", "count", "ascending"])]
+        all: bool,
+    },
+    /// Company info (公司信息, F10): every section's text, or one section.
+    Company {
+        #[arg(value_parser = parse_code)]
+        code: SecurityCode,
+        /// One section by name (公司概况, ...).
+        #[arg(long)]
+        section: Option<String>,
+    },
+    /// The special-security price-limit table (特殊品种涨跌停限制), whole.
+    Limits,
+    /// A delisted security's daily bars (退市 K 线, 0x052b), every one.
+    Delisted {
+        #[arg(value_parser = parse_code)]
+        code: SecurityCode,
+    },
+    /// Boards (板块) from the server's board files: name, kind, member count.
+    Boards {
+        /// One kind (default: all): industry, concept, style or index.
+        #[arg(long)]
+        kind: Option<BoardKind>,
+    },
+    /// One board's member codes, by name.
+    Board { name: String },
     /// Refresh quotes, then print every push until Ctrl+C.
     Watch {
         #[arg(required = true, value_parser = parse_code)]
@@ -259,6 +301,14 @@ fn parse_date(s: &str) -> Result<u32, String> {
     let raw: u32 = s.replace('-', "").parse().map_err(|_| format!("{s:?} is not a date: use YYYYMMDD"))?;
     tdx_engine::proto::Date::from_yyyymmdd(raw).ok_or_else(|| format!("{s:?} is not a date"))?;
     Ok(raw)
+}
+
+fn parse_category(s: &str) -> Result<QuoteCategory, String> {
+    s.parse()
+}
+
+fn parse_sort(s: &str) -> Result<u16, String> {
+    category_sort::parse(s)
 }
 
 fn parse_code(s: &str) -> Result<SecurityCode, String> {
@@ -384,6 +434,14 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Sparkline { code } => commands::sparkline(&ctx, code).await,
                 Command::Aux { code, kind } => commands::minute_aux(&ctx, code, kind).await,
                 Command::Auction { code, date } => commands::auction(&ctx, code, date).await,
+                Command::Category { category, sort, ascending, start, count, all } => {
+                    commands::category(&ctx, category, (sort, ascending, start, count), all).await
+                }
+                Command::Company { code, section } => commands::company(&ctx, code, section.as_deref()).await,
+                Command::Limits => commands::limits(&ctx).await,
+                Command::Delisted { code } => commands::delisted(&ctx, code).await,
+                Command::Boards { kind } => commands::boards(&ctx, kind).await,
+                Command::Board { name } => commands::board(&ctx, &name).await,
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,
                 Command::Diag => commands::diag(&ctx).await,
                 Command::Demo(_) | Command::Rank => unreachable!("handled above"),

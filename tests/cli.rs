@@ -302,3 +302,101 @@ fn past_days_match_truth() {
     fails(&["trades", "sz000001", "--date", "2026-02-30", "--local"], 2);
     fails(&["trades", "sz000001", "--all", "--local"], 2);
 }
+
+#[test]
+fn boards_match_truth() {
+    let m = market();
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let truth = printed(tdx_sim::truth::boards(&m, Some("concept".parse().unwrap())));
+    let want: Vec<Value> = truth["boards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            serde_json::json!({
+                "name": b["name"], "kind": b["kind"], "kind_raw": b["kind_raw"],
+                "count": b["codes"].as_array().unwrap().len(),
+            })
+        })
+        .collect();
+    assert_eq!(json(&["boards", "--kind", "concept"]), Value::Array(want));
+    let name = truth["boards"][5]["name"].as_str().unwrap().to_owned();
+    let members = json(&["board", &name]);
+    let codes: Vec<Value> = members.as_array().unwrap().iter().map(|row| row["code"].clone()).collect();
+    assert_eq!(Value::Array(codes), printed(tdx_sim::truth::board_named(&m, &name))["codes"]);
+    assert!(members.as_array().unwrap().iter().all(|row| row["board"] == name.as_str() && row["kind"] == "concept"));
+    let e = fails(&["board", "没有这个", "--local"], 1);
+    assert!(e.contains("没有这个"), "{e}");
+}
+
+#[test]
+fn category_lists_match_truth() {
+    use tdx_engine::proto::commands::{category_sort, CategoryQuotes, QuoteCategory};
+    let m = market();
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let request = CategoryQuotes::new(QuoteCategory::ChiNext, category_sort::CHANGE_PCT, 10, 30, false);
+    let want = printed(tdx_sim::truth::category(&m, &request))["rows"].clone();
+    assert_eq!(json(&["category", "chinext", "--sort", "change", "--start", "10", "--count", "30"]), want);
+    let all = json(&["category", "etf", "--all"]);
+    let want = printed(tdx_sim::truth::category(&m, &CategoryQuotes::new(QuoteCategory::Etf, 0, 0, 0, false)));
+    assert_eq!(all, want["rows"]);
+    assert!(all.as_array().unwrap().len() > 200, "more than one page");
+    fails(&["category", "nope", "--local"], 2);
+}
+
+#[test]
+fn company_info_matches_truth() {
+    let m = market();
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let truth = printed(tdx_sim::truth::company(&m, "sh600000".parse().unwrap()));
+    let want: Vec<Value> = truth["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "section": s["name"], "filename": s["filename"], "start": s["start"], "length": s["length"], "text": s["text"],
+            })
+        })
+        .collect();
+    assert!(want.len() >= 3);
+    assert_eq!(json(&["company", "sh600000"]), Value::Array(want.clone()));
+    let one = json(&["company", "sh600000", "--section", "题材要点"]);
+    assert_eq!(one, Value::Array(want.into_iter().filter(|s| s["section"] == "题材要点").collect()));
+    let e = fails(&["company", "sh600000", "--section", "没有", "--local"], 1);
+    assert!(e.contains("公司概况"), "{e}");
+    fails(&["company", "sh000001", "--local"], 1);
+}
+
+#[test]
+fn limits_match_truth() {
+    let m = market();
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let truth = printed(tdx_sim::truth::limits(&m));
+    let rows = truth["rows"].as_array().unwrap();
+    assert!(rows.len() > 500, "more than one page: {}", rows.len());
+    assert_eq!(json(&["limits"]), truth["rows"]);
+}
+
+#[test]
+fn delisted_bars_match_truth() {
+    let m = market();
+    let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
+    let codes = printed(tdx_sim::truth::delisted_bars(&m, None));
+    let code = codes["codes"][0].as_str().unwrap().to_owned();
+    let truth = printed(tdx_sim::truth::delisted_bars(&m, Some(code.parse().unwrap())));
+    let want: Vec<Value> = truth["bars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            serde_json::json!({
+                "date": b["date"], "open": b["open"], "close": b["close"], "high": b["high"], "low": b["low"],
+                "volume": b["volume"], "amount": b["amount"],
+            })
+        })
+        .collect();
+    assert!(want.len() >= 300);
+    assert_eq!(json(&["delisted", &code]), Value::Array(want));
+    fails(&["delisted", "sz000001", "--local"], 1);
+}

@@ -810,3 +810,68 @@ fn detailed_ticks_sparkline_and_aux_through_the_blocking_facade() {
     let past = TradeDate::new(m.history_dates()[4]);
     assert_eq!(blocking.detailed_history_trades(code("sz999999"), past, 0, 10).unwrap(), Vec::new());
 }
+
+/// A board file downloaded by the engine (0x02c5, then 0x06b9 chunks on one
+/// pinned connection) is byte-identical to the file the server publishes,
+/// and parses into the server's boards; the blocking facade agrees. Prints
+/// one download's requests, bytes and time (a measurement, not asserted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn board_files_download_byte_identical() {
+    use tdx_engine::proto::blockfile::BoardKind;
+    let s = servers(2, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).connections_per_server(2).build().unwrap();
+    let published = s.market.boards();
+    // Pinned (the engine's way) against the same chunks spread over the
+    // pool at once, on the largest file, after a warm-up: printed only.
+    let gn = published.file("block_gn.dat").unwrap();
+    client.download_file("block_gn.dat").await.unwrap();
+    let started = std::time::Instant::now();
+    let pinned = client.download_file("block_gn.dat").await.unwrap();
+    let pinned_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let started = std::time::Instant::now();
+    let offsets = (0..gn.bytes.len()).step_by(FILE_CHUNK_BYTES_MAX as usize);
+    let tasks: Vec<_> = offsets
+        .map(|at| {
+            let client = client.clone();
+            tokio::spawn(
+                async move { client.run(FileRead::new("block_gn.dat", at as u32, FILE_CHUNK_BYTES_MAX)).await },
+            )
+        })
+        .collect();
+    let mut spread = Vec::new();
+    for task in tasks {
+        spread.extend(task.await.unwrap().unwrap());
+    }
+    let spread_ms = started.elapsed().as_secs_f64() * 1000.0;
+    assert!(pinned == gn.bytes && spread == gn.bytes);
+    println!(
+        "block_gn.dat {} bytes: pinned {pinned_ms:.1} ms, spread over 4 connections {spread_ms:.1} ms",
+        gn.bytes.len()
+    );
+    for kind in BoardKind::ALL {
+        let file = published.file(kind.file_name()).unwrap();
+        let started = std::time::Instant::now();
+        let data = client.download_file(kind.file_name()).await.unwrap();
+        let elapsed = started.elapsed();
+        assert!(data == file.bytes, "{} differs from the published file", kind.file_name());
+        let chunks = file.bytes.len().div_ceil(FILE_CHUNK_BYTES_MAX as usize);
+        println!(
+            "download {}: {} bytes, {} requests (1 meta + {chunks} chunks), {:.1} ms on loopback",
+            kind.file_name(),
+            data.len(),
+            chunks + 1,
+            elapsed.as_secs_f64() * 1000.0
+        );
+        assert_eq!(client.boards(kind).await.unwrap(), file.boards);
+        let meta = client.file_meta(kind.file_name()).await.unwrap();
+        assert_eq!(meta.md5_hex(), file.md5);
+    }
+    let (kind, board) = client.board_members("沪深300").await.unwrap().unwrap();
+    assert_eq!((kind, board.codes.len()), (BoardKind::Index, 300));
+    assert_eq!(client.board_members("没有").await.unwrap(), None);
+    assert!(client.download_file("missing.dat").await.unwrap().is_empty());
+    let blocking = client.blocking();
+    let style = tokio::task::spawn_blocking(move || blocking.boards(BoardKind::Style)).await.unwrap().unwrap();
+    assert_eq!(style, published.of(BoardKind::Style));
+    client.close().await;
+}

@@ -26,8 +26,9 @@ use tracing::Instrument;
 
 use crate::adjust::AdjustmentFactors;
 use crate::error::Error;
+use crate::proto::blockfile::{parse_block_file, Board, BoardKind};
 use crate::proto::commands::*;
-use crate::proto::limits::{HISTORY_TRADES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX};
+use crate::proto::limits::{BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX};
 use crate::proto::{Date, Market, Reply, Request, SecurityCode, TradeDate};
 use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::{Connector, TcpConnector};
@@ -495,6 +496,37 @@ async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
     outputs.into_iter().map(|o| o.expect("every future finished")).collect()
 }
 
+/// Rows per page of [`Client::all_category_quotes`].
+pub const CATEGORY_PAGE_ROWS: u16 = 200;
+
+/// The typed reply of `C` out of `reply`.
+fn take<C: TypedCommand>(reply: Reply) -> Result<C::Reply, Error> {
+    C::take_reply(reply).ok_or_else(|| unexpected(C::NAME))
+}
+
+/// Checks a downloaded file against its 0x02c5 metadata: the size always,
+/// the MD5 when the server announced one (not all NULs).
+fn check_file(name: &str, meta: &FileMetaReply, data: &[u8]) -> Result<(), Error> {
+    let bad = |reason: String| Error::BadFile { file: name.to_owned(), reason };
+    if data.len() != meta.size as usize {
+        return Err(bad(format!("{} bytes downloaded, metadata says {}", data.len(), meta.size)));
+    }
+    let announced = meta.md5_hex();
+    let actual = crate::proto::blockfile::md5_hex(data);
+    if !announced.is_empty() && !announced.eq_ignore_ascii_case(&actual) {
+        return Err(bad(format!("MD5 {actual}, metadata says {announced}")));
+    }
+    Ok(())
+}
+
+/// Parses a downloaded board file; an absent (empty) file has no boards.
+fn parse_boards(kind: BoardKind, data: &[u8]) -> Result<Vec<Board>, Error> {
+    if data.is_empty() {
+        return Ok(Vec::new());
+    }
+    parse_block_file(data).map_err(|e| Error::BadFile { file: kind.file_name().to_owned(), reason: e.to_string() })
+}
+
 fn unexpected(command: &str) -> Error {
     Error::InvalidRequest(format!("{command} got a reply of another command"))
 }
@@ -813,6 +845,120 @@ impl Client {
         Ok(AdjustmentFactors::new(code, &changes, start, anchor))
     }
 
+    /// One page of a category's quotes (0x054b) in code order; `run` a
+    /// [`CategoryQuotes`] for the server's sorts.
+    pub async fn category_quotes(
+        &self,
+        category: QuoteCategory,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<Snapshot>, Error> {
+        self.run(CategoryQuotes::new(category, category_sort::CODE, start, count, false)).await.map(|r| r.snapshots)
+    }
+
+    /// Every row of a category in code order: pages of [`CATEGORY_PAGE_ROWS`]
+    /// until a short page (or the u16 `start` runs out).
+    pub async fn all_category_quotes(&self, category: QuoteCategory) -> Result<Vec<Snapshot>, Error> {
+        let mut all = Vec::new();
+        while let Ok(start) = u16::try_from(all.len()) {
+            let page = self.category_quotes(category, start, CATEGORY_PAGE_ROWS).await?;
+            let done = page.len() < usize::from(CATEGORY_PAGE_ROWS);
+            all.extend(page);
+            if done {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
+    /// Company info (F10): the 0x02cf directory, then every section's text
+    /// (0x02d0, all at once so they spread over the pool), in directory order.
+    pub async fn company_info(&self, code: SecurityCode) -> Result<Vec<(CompanySection, String)>, Error> {
+        let sections = self.run(CompanyCategory::from(code)).await?;
+        let texts = sections.iter().map(|s| self.run(CompanyContent::new(code, s)));
+        let texts = join_all(texts.collect()).await;
+        sections.into_iter().zip(texts).map(|(s, text)| Ok((s, text?.text()))).collect()
+    }
+
+    /// The whole special-security limit table (0x0452): pages from row 0
+    /// until an empty page (or the u16 row number runs out).
+    pub async fn limits(&self) -> Result<Vec<SpecialLimit>, Error> {
+        let mut all = Vec::new();
+        while let Ok(start) = u16::try_from(all.len()) {
+            let page = self.run(SpecialLimits::new(start)).await?;
+            if page.is_empty() {
+                break;
+            }
+            all.extend(page);
+        }
+        Ok(all)
+    }
+
+    /// One page of a delisted security's daily bars (0x052b): `start` back
+    /// from the newest, at most 800, oldest first.
+    pub async fn delisted_bars(&self, code: SecurityCode, start: u16, count: u16) -> Result<Vec<DelistedBar>, Error> {
+        self.run(DelistedBars { code, start, count }).await
+    }
+
+    /// Every daily bar of a delisted security, oldest first: pages of 800
+    /// back from the newest until a short page.
+    pub async fn all_delisted_bars(&self, code: SecurityCode) -> Result<Vec<DelistedBar>, Error> {
+        let mut pages = Vec::new();
+        let mut start = 0usize;
+        while let Ok(start16) = u16::try_from(start) {
+            let page = self.delisted_bars(code, start16, BARS_PER_PAGE_MAX).await?;
+            let done = page.len() < usize::from(BARS_PER_PAGE_MAX);
+            start += page.len();
+            pages.push(page);
+            if done {
+                break;
+            }
+        }
+        Ok(pages.into_iter().rev().flatten().collect())
+    }
+
+    /// A server file's size and MD5 (0x02c5).
+    pub async fn file_meta(&self, name: &str) -> Result<FileMetaReply, Error> {
+        self.run(FileMeta { name: name.to_owned() }).await
+    }
+
+    /// A whole server file: its metadata, then 0x06b9 chunks of
+    /// [`FILE_CHUNK_BYTES_MAX`] in order over one pinned connection (one
+    /// server's copy, never a mix), checked against the announced size and
+    /// MD5. A file the server does not have is empty.
+    pub async fn download_file(&self, name: &str) -> Result<Vec<u8>, Error> {
+        let pin = self.pin().await?;
+        let meta = take::<FileMeta>(pin.call(FileMeta { name: name.to_owned() }.into()).await?)?;
+        let mut data = Vec::with_capacity(meta.size.min(16 << 20) as usize);
+        while data.len() < meta.size as usize {
+            let read = FileRead::new(name, data.len() as u32, FILE_CHUNK_BYTES_MAX);
+            let chunk = take::<FileRead>(pin.call(read.into()).await?)?;
+            if chunk.is_empty() {
+                break;
+            }
+            data.extend_from_slice(&chunk);
+        }
+        check_file(name, &meta, &data)?;
+        Ok(data)
+    }
+
+    /// The boards of one kind: its file downloaded, checked and parsed.
+    pub async fn boards(&self, kind: BoardKind) -> Result<Vec<Board>, Error> {
+        let data = self.download_file(kind.file_name()).await?;
+        parse_boards(kind, &data)
+    }
+
+    /// The board named `name` in any board file, and its kind; `None` when
+    /// no file has it. Files are fetched in [`BoardKind::ALL`] order until found.
+    pub async fn board_members(&self, name: &str) -> Result<Option<(BoardKind, Board)>, Error> {
+        for kind in BoardKind::ALL {
+            if let Some(board) = self.boards(kind).await?.into_iter().find(|b| b.name == name) {
+                return Ok(Some((kind, board)));
+            }
+        }
+        Ok(None)
+    }
+
     /// Takes one connection for exclusive use, through the same FIFO as
     /// requests. Calls on the pin run in order on that connection; dropping
     /// it returns the connection.
@@ -1054,6 +1200,30 @@ impl BlockingClient {
         }
     }
 
+    /// Runs one of the async client's composite calls on this thread,
+    /// waking at least every [`BLOCKING_WAKE`] for the cancel flag; a
+    /// cancelled call's future is dropped, which cancels its requests.
+    fn block_on<T>(&self, future: impl std::future::Future<Output = Result<T, Error>>) -> Result<T, Error> {
+        struct ThreadWaker(std::thread::Thread);
+        impl std::task::Wake for ThreadWaker {
+            fn wake(self: Arc<Self>) {
+                self.0.unpark();
+            }
+        }
+        let waker = std::task::Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut future = std::pin::pin!(future);
+        loop {
+            if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+                return out;
+            }
+            if self.cancel.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
+                return Err(Error::Request(RequestError::Cancelled));
+            }
+            std::thread::park_timeout(BLOCKING_WAKE);
+        }
+    }
+
     /// Number of securities in a market.
     pub fn count(&self, market: Market) -> Result<u16, Error> {
         self.run(SecurityCount { market, client_date: SecurityCount::PYTDX_CLIENT_DATE })
@@ -1187,6 +1357,56 @@ impl BlockingClient {
     /// Today's sparkline; see [`Client::sparkline`].
     pub fn sparkline(&self, code: SecurityCode) -> Result<SparklineSeries, Error> {
         self.run(Sparkline::new(code))
+    }
+
+    /// One page of a category's quotes; see [`Client::category_quotes`].
+    pub fn category_quotes(&self, category: QuoteCategory, start: u16, count: u16) -> Result<Vec<Snapshot>, Error> {
+        self.run(CategoryQuotes::new(category, category_sort::CODE, start, count, false)).map(|r| r.snapshots)
+    }
+
+    /// Every row of a category; see [`Client::all_category_quotes`].
+    pub fn all_category_quotes(&self, category: QuoteCategory) -> Result<Vec<Snapshot>, Error> {
+        self.block_on(self.client.all_category_quotes(category))
+    }
+
+    /// Company info, directory and texts; see [`Client::company_info`].
+    pub fn company_info(&self, code: SecurityCode) -> Result<Vec<(CompanySection, String)>, Error> {
+        self.block_on(self.client.company_info(code))
+    }
+
+    /// The whole special-security limit table; see [`Client::limits`].
+    pub fn limits(&self) -> Result<Vec<SpecialLimit>, Error> {
+        self.block_on(self.client.limits())
+    }
+
+    /// One page of a delisted security's daily bars; see [`Client::delisted_bars`].
+    pub fn delisted_bars(&self, code: SecurityCode, start: u16, count: u16) -> Result<Vec<DelistedBar>, Error> {
+        self.run(DelistedBars { code, start, count })
+    }
+
+    /// Every daily bar of a delisted security; see [`Client::all_delisted_bars`].
+    pub fn all_delisted_bars(&self, code: SecurityCode) -> Result<Vec<DelistedBar>, Error> {
+        self.block_on(self.client.all_delisted_bars(code))
+    }
+
+    /// A server file's size and MD5; see [`Client::file_meta`].
+    pub fn file_meta(&self, name: &str) -> Result<FileMetaReply, Error> {
+        self.run(FileMeta { name: name.to_owned() })
+    }
+
+    /// A whole server file, checked; see [`Client::download_file`].
+    pub fn download_file(&self, name: &str) -> Result<Vec<u8>, Error> {
+        self.block_on(self.client.download_file(name))
+    }
+
+    /// The boards of one kind; see [`Client::boards`].
+    pub fn boards(&self, kind: BoardKind) -> Result<Vec<Board>, Error> {
+        self.block_on(self.client.boards(kind))
+    }
+
+    /// One board by name; see [`Client::board_members`].
+    pub fn board_members(&self, name: &str) -> Result<Option<(BoardKind, Board)>, Error> {
+        self.block_on(self.client.board_members(name))
     }
 
     /// Five-level quotes.

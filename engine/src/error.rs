@@ -15,4 +15,13 @@ pub enum Error {
     /// The caller's input cannot be encoded (for example too many codes).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// A downloaded server file is not what its metadata announced (size or
+    /// MD5), or does not parse; the server may have changed it mid-download.
+    #[error("server file {file}: {reason}")]
+    BadFile {
+        /// The file's name.
+        file: String,
+        /// What did not match.
+        reason: String,
+    },
 }

@@ -203,6 +203,36 @@ fn arb_snapshots() -> impl Strategy<Value = (Snapshots, SnapshotsReply)> {
     })
 }
 
+fn arb_category_quotes() -> impl Strategy<Value = (CategoryQuotes, SnapshotsReply)> {
+    // Records carry no requested code, so each is priced at its code's own scale.
+    let target = arb_code().prop_map(QuoteTarget::from);
+    (vec(target, 0..12), any::<[u16; 9]>()).prop_flat_map(|(targets, w)| {
+        let records: Vec<_> = targets
+            .iter()
+            .map(|t| {
+                (arb_head(*t), arb_level(t.scale), vec(any::<u8>(), 56)).prop_map(|(head, level, tail)| Snapshot {
+                    head,
+                    level,
+                    tail_raw: tail.try_into().unwrap(),
+                })
+            })
+            .collect();
+        let request = CategoryQuotes {
+            category: w[0],
+            sort: w[1],
+            start: w[2],
+            count: w[3].max(targets.len() as u16),
+            order: w[4],
+            reserved_a: w[5],
+            filter_raw: w[6],
+            reserved_b: w[7],
+            reserved_c: w[8],
+        };
+        (Just(request), any::<u16>(), records)
+            .prop_map(|(request, unknown_head, snapshots)| (request, SnapshotsReply { unknown_head, snapshots }))
+    })
+}
+
 fn arb_refresh_record(target: QuoteTarget) -> impl Strategy<Value = RefreshRecord> {
     let s = target.scale;
     (
@@ -313,6 +343,64 @@ fn arb_auction() -> impl Strategy<Value = (Auction, Vec<AuctionPoint>)> {
     let request = (arb_code(), prop::option::of(arb_trade_date()), any::<[u32; 4]>())
         .prop_map(|(code, date, v)| Auction { code, date, selector: v[0], reserved: v[1], start: v[2], count: v[3] });
     (request, vec(point, 0..60))
+}
+
+fn arb_file_meta() -> impl Strategy<Value = (FileMeta, FileMetaReply)> {
+    let reply = (any::<u32>(), any::<u8>(), any::<[u8; 32]>(), any::<u8>())
+        .prop_map(|(size, reserved_a, hash, reserved_b)| FileMetaReply { size, reserved_a, hash, reserved_b });
+    ("[a-z_.]{1,40}".prop_map(|name| FileMeta { name }), reply)
+}
+
+fn arb_file_read() -> impl Strategy<Value = (FileRead, Vec<u8>)> {
+    let field = prop_oneof![Just(PathField::Short), Just(PathField::Long)];
+    (any::<u32>(), 0u32..=FILE_READ_SIZE_MAX, "[A-Za-z0-9_./]{1,100}", field).prop_flat_map(
+        |(offset, size, path, field)| {
+            let request = FileRead { offset, size, path, field };
+            (Just(request), vec(any::<u8>(), 0..=(size as usize).min(2000)))
+        },
+    )
+}
+
+fn arb_company_category() -> impl Strategy<Value = (CompanyCategory, Vec<CompanySection>)> {
+    let section = ("[\u{4e00}-\u{4e80}]{0,32}", "[a-z0-9._]{0,80}", any::<u32>(), any::<u32>())
+        .prop_map(|(name, filename, start, length)| CompanySection { name, filename, start, length });
+    ((arb_code(), any::<u32>()).prop_map(|(code, reserved)| CompanyCategory { code, reserved }), vec(section, 0..10))
+}
+
+fn arb_company_content() -> impl Strategy<Value = (CompanyContent, CompanyText)> {
+    (arb_code(), any::<u16>(), "[a-z0-9._]{0,80}", any::<u32>(), 0u32..5000, any::<u32>()).prop_flat_map(
+        |(code, reserved_a, filename, start, length, reserved_b)| {
+            let request = CompanyContent { code, reserved_a, filename, start, length, reserved_b };
+            let reply = (any::<[u8; 10]>(), vec(any::<u8>(), 0..=length as usize))
+                .prop_map(|(head_raw, text_raw)| CompanyText { head_raw, text_raw });
+            (Just(request), reply)
+        },
+    )
+}
+
+fn arb_special_limits() -> impl Strategy<Value = (SpecialLimits, Vec<SpecialLimit>)> {
+    let row = (any::<u8>(), any::<u32>(), arb_f32(), arb_f32())
+        .prop_map(|(market_id, code_num, upper, lower)| SpecialLimit { market_id, code_num, upper, lower });
+    ((any::<u16>(), any::<[u8; 12]>()).prop_map(|(start, reserved)| SpecialLimits { start, reserved }), vec(row, 0..40))
+}
+
+fn arb_delisted_bars() -> impl Strategy<Value = (DelistedBars, Vec<DelistedBar>)> {
+    let bar = (arb_trade_date(), 1i64..1_000_000, vec(0i64..100_000, 3), 0i64..1 << 40, any::<u32>(), any::<[u8; 4]>())
+        .prop_map(|(date, open, v, volume, amount_raw, suffix_raw)| {
+            let close = (open + v[0] - 50_000).max(1);
+            DelistedBar {
+                date: date.date(),
+                open: Price(open),
+                close: Price(close),
+                high: Price(open.max(close) + v[1]),
+                low: Price(open.min(close) - v[2]),
+                volume,
+                amount_raw,
+                suffix_raw,
+            }
+        });
+    (arb_code(), any::<u16>(), vec(bar, 0..30))
+        .prop_map(|(code, start, bars)| (DelistedBars { code, start, count: bars.len() as u16 + (start % 7) }, bars))
 }
 
 fn arb_history_trades() -> impl Strategy<Value = (HistoryTrades, HistoryTradePage)> {
@@ -508,6 +596,13 @@ fn arb_exchange() -> impl Strategy<Value = (Request, Reply)> {
         arb_detailed_history_trades().prop_map(|(q, r)| (q.into(), Reply::DetailedHistoryTrades(r))),
         arb_minute_aux().prop_map(|(q, r)| (q.into(), Reply::MinuteAux(r))),
         arb_sparkline().prop_map(|(q, r)| (q.into(), Reply::Sparkline(r))),
+        arb_file_meta().prop_map(|(q, r)| (q.into(), Reply::FileMeta(r))),
+        arb_file_read().prop_map(|(q, r)| (q.into(), Reply::FileRead(r))),
+        arb_category_quotes().prop_map(|(q, r)| (q.into(), Reply::CategoryQuotes(r))),
+        arb_company_category().prop_map(|(q, r)| (q.into(), Reply::CompanyCategory(r))),
+        arb_company_content().prop_map(|(q, r)| (q.into(), Reply::CompanyContent(r))),
+        arb_special_limits().prop_map(|(q, r)| (q.into(), Reply::SpecialLimits(r))),
+        arb_delisted_bars().prop_map(|(q, r)| (q.into(), Reply::DelistedBars(r))),
     ]
 }
 
@@ -539,6 +634,22 @@ proptest! {
         prop_assert_eq!(frame.header.msg_type, request.msg_type());
         prop_assert_eq!(&frame.payload[..], &payload[..]);
         prop_assert_eq!(request.parse_reply(&frame.payload).unwrap(), reply);
+    }
+
+    /// A board file parses back to the boards it was written from, and any
+    /// cut of it is an error.
+    #[test]
+    fn board_files_round_trip(
+        boards in vec(("[\u{4e00}-\u{4e80}]{1,4}", any::<u16>(), vec("[0-9]{6}", 0..40)), 0..6),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        use tdx_engine::proto::blockfile::{encode_block_file, parse_block_file, Board};
+        let boards: Vec<Board> =
+            boards.into_iter().map(|(name, kind_raw, codes)| Board { name, kind_raw, codes }).collect();
+        let file = encode_block_file("roundtrip", &boards).unwrap();
+        prop_assert_eq!(&parse_block_file(&file).unwrap(), &boards);
+        let cut = cut.index(file.len());
+        prop_assert!(parse_block_file(&file[..cut]).is_err());
     }
 
     /// Parsers given any bytes return a value or a typed error, never panic.

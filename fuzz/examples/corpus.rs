@@ -257,6 +257,15 @@ fn built_requests() -> Vec<Request> {
         Refresh { targets: vec![RefreshTarget { target: sz.into(), cursor: 7 }] }.into(),
         Minutes::from(QuoteTarget::from(sh_index)).into(),
         Trades { code: bj, start: 100, count: 1800 }.into(),
+        CategoryQuotes::new(QuoteCategory::AShare, category_sort::CHANGE_PCT, 0, 80, false).into(),
+        CompanyCategory::from(sz).into(),
+        CompanyContent { code: sz, reserved_a: 0, filename: "000001.txt".into(), start: 0, length: 600, reserved_b: 0 }
+            .into(),
+        SpecialLimits::new(0).into(),
+        DelistedBars { code: "sz000038".parse().expect("code"), start: 0, count: 800 }.into(),
+        FileMeta { name: "block_gn.dat".into() }.into(),
+        FileRead::new("block_gn.dat", 0, FILE_CHUNK_BYTES_MAX).into(),
+        FileRead { field: PathField::Short, ..FileRead::new("block.dat", 30_000, 90_000) }.into(),
     ];
     out.extend(built_replies().into_iter().map(|(request, _)| request));
     for code in 0..=13u16 {
@@ -443,6 +452,71 @@ fn value_seeds(corpus: &mut Corpus, vectors: &Vectors) {
     }
 }
 
+/// Server-file, limit-table, delisted-bar and company-info replies (no vectors capture them) and a
+/// small board file,
+/// which the `values` target also parses.
+fn file_seeds(corpus: &mut Corpus, requests: &[Request]) {
+    use tdx_engine::proto::blockfile::{encode_block_file, md5_hex, Board};
+    let boards = [
+        Board { name: "银行".into(), kind_raw: 2, codes: vec!["000001".into(), "600000".into()] },
+        Board { name: "智能汽车".into(), kind_raw: 3, codes: vec!["300750".into()] },
+    ];
+    let file = encode_block_file("corpus", &boards).expect("a small board file");
+    corpus.add("values", &file);
+    let mut hash = [0u8; 32];
+    hash.copy_from_slice(md5_hex(&file).as_bytes());
+    let meta = Reply::FileMeta(FileMetaReply { size: file.len() as u32, reserved_a: 0, hash, reserved_b: 0 });
+    for request in requests {
+        let reply = match request {
+            Request::FileMeta(_) => meta.clone(),
+            Request::FileRead(r) => Reply::FileRead(file[..file.len().min(r.size as usize)].to_vec()),
+            Request::SpecialLimits(_) => Reply::SpecialLimits(vec![
+                SpecialLimit { market_id: 0, code_num: 10, upper: 1.68, lower: 1.38 },
+                SpecialLimit { market_id: 1, code_num: 688_001, upper: 60.12, lower: 40.08 },
+            ]),
+            // eltdx's verified 0x052b record (2023-04-24, 3.320 to 3.500).
+            Request::DelistedBars(_) => {
+                let record = hex("010018b13401b833b40288030084e49a04dbb8674b00000100");
+                match request.parse_reply(&record) {
+                    Ok(reply) => reply,
+                    Err(_) => continue,
+                }
+            }
+            Request::CompanyCategory(_) => Reply::CompanyCategory(vec![CompanySection {
+                name: "公司概况".into(),
+                filename: "000001.txt".into(),
+                start: 0,
+                length: 22,
+            }]),
+            Request::CompanyContent(_) => {
+                // Ten double-byte characters and CRLF: 22 GBK bytes.
+                let mut text = Vec::new();
+                encode_gbk(&mut text, "平安银行是一家银行。\r\n", 22, "text").expect("22 GBK bytes");
+                Reply::CompanyContent(CompanyText { head_raw: [0; 10], text_raw: text })
+            }
+            _ => continue,
+        };
+        let mut payload = Vec::new();
+        if request.encode_reply(&reply, &mut payload).is_ok() {
+            corpus.reply(request, &payload);
+        }
+    }
+}
+
+/// 0x054b replies: the 0x054c vectors' records (the same layout) under a
+/// category request.
+fn category_seeds(corpus: &mut Corpus, vectors: &Vectors) {
+    for (request, payload) in &vectors.replies {
+        let Ok(Reply::Snapshots(reply)) = request.parse_reply(payload) else { continue };
+        let count = u16::try_from(reply.snapshots.len()).unwrap_or(u16::MAX);
+        let category: Request = CategoryQuotes::new(QuoteCategory::AShare, 0, 0, count, false).into();
+        let mut out = Vec::new();
+        if category.encode_reply(&Reply::CategoryQuotes(reply), &mut out).is_ok() {
+            corpus.reply(&category, &out);
+        }
+    }
+}
+
 fn supervisor_seeds(corpus: &mut Corpus) {
     use Op::*;
     let submit = |timeout_ms: u16| Submit { repeat: false, retry_safe: true, timeout_ms, pin: None };
@@ -566,6 +640,8 @@ fn main() {
     frame_seeds(&mut corpus, &response_streams);
 
     value_seeds(&mut corpus, &vectors);
+    file_seeds(&mut corpus, &requests);
+    category_seeds(&mut corpus, &vectors);
     supervisor_seeds(&mut corpus);
 
     for (target, (new, total)) in &corpus.written {

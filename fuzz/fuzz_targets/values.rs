@@ -1,8 +1,10 @@
-//! Value encodings: varint, TDX float, dates, quote times, GBK text.
+//! Value encodings: varint, TDX float, dates, quote times, GBK text, and
+//! the board-file layout (0x06b9 downloads).
 //! Invariants: no panic; decode(encode(v)) == v wherever v decoded.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use tdx_engine::proto::blockfile::{encode_block_file, parse_block_file};
 use tdx_engine::proto::text::{decode_gbk, encode_gbk};
 use tdx_engine::proto::time::{decode_packed_minute, decode_seconds_stamp, encode_packed_minute, encode_seconds_stamp};
 use tdx_engine::proto::wire::{decode_varint, put_varint, varint_len};
@@ -29,6 +31,13 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(encode_packed_minute(at), Ok((d, t)));
         }
         let _ = TimeOfDay::from_quote_time_raw(i64::from(word));
+    }
+    if let Ok(boards) = parse_block_file(data) {
+        // Names and codes come back cleaned (NULs and bad GBK dropped), so the
+        // re-encoded file need not equal the input, but it parses to the same boards.
+        if let Ok(file) = encode_block_file("fuzz", &boards) {
+            assert_eq!(parse_block_file(&file).as_ref(), Ok(&boards));
+        }
     }
     let text = decode_gbk(data);
     let mut out = Vec::new();

@@ -12,7 +12,7 @@
 //! | `frame_decoder`   | `frames_max: u8, decoded_bytes_max: u32, chunking, stream..` |
 //! | `request_decoder` | `chunking, stream..` |
 //! | `reply_parsers`   | `msg_type: u16, body_len: u16, body: [u8; body_len], payload..` |
-//! | `values`          | the raw bytes |
+//! | `values`          | the raw bytes (also read as a board file) |
 //! | `supervisor`      | `servers: u8, per_server: u8, pending: u8, establish: u8, seed: u64, op..` |
 //!
 //! `chunking` is `count: u8, cuts: [u16; count]`: the stream is fed in pieces

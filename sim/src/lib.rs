@@ -2,6 +2,10 @@
 //! deterministic simulation harness for `tdx-engine`.
 //!
 //! - [`market`]: a seeded, pure synthetic market (SZ, SH, BJ);
+//! - [`boards`]: its boards and the board files it publishes;
+//! - [`company`]: its company-info (F10) files;
+//! - [`limits`]: its special-security price-limit table;
+//! - [`delisted`]: its delisted securities' daily bars;
 //! - [`responder`]: the typed reply to every request;
 //! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
 //! - [`faults`]: live fault injection;
@@ -20,7 +24,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod boards;
+pub mod company;
+pub mod delisted;
 pub mod faults;
+pub mod limits;
 pub mod market;
 pub mod responder;
 pub mod rng;

@@ -18,6 +18,12 @@
 //! tdx-sim truth --seed S trades CODE --date D [--detailed] [--start N --count N | --all]
 //! tdx-sim truth --seed S sparkline CODE
 //! tdx-sim truth --seed S aux CODE [--kind K]
+//! tdx-sim truth --seed S boards [--kind industry|concept|style|index]
+//! tdx-sim truth --seed S board NAME
+//! tdx-sim truth --seed S company CODE
+//! tdx-sim truth --seed S limits
+//! tdx-sim truth --seed S delisted-bars [CODE]
+//! tdx-sim truth --seed S category NAME [--sort S] [--ascending] [--start N] [--count N]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)

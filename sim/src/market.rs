@@ -10,16 +10,17 @@
 //! `(seed, code, day)`, so the same seed always gives the same bytes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tdx_engine::adjust::{self, AdjustmentFactors, Event};
 use tdx_engine::proto::commands::{
     Adjust, AuctionPoint, AuxKind, AuxStrengthPoint, AuxVolumePoint, Bar, Breadth, CapitalChange, Finance,
     HistoryMinuteLine, HistoryMinutePoint, HistoryTrade, Level, MinuteAuxSeries, MinuteLine, MinutePoint, Period,
-    RecentMinuteLine, Security, Trade,
+    RecentMinuteLine, Security, SpecialLimit, Trade,
 };
 use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, PriceScale, SecurityCode, TimeOfDay};
 
+use crate::boards::BoardFiles;
 use crate::rng::Rng;
 
 /// The market's "today": the last trading day, whose session is complete.
@@ -114,6 +115,10 @@ pub struct Market {
     /// Recently computed series. The market is pure, so this changes no
     /// byte; it only spares a server recomputing 4,000 days per request.
     cache: Mutex<SeriesCache>,
+    /// The board files, built on first use (about 1 MB).
+    boards: OnceLock<BoardFiles>,
+    /// The 0x0452 table, built on first use.
+    special_limits: OnceLock<Vec<SpecialLimit>>,
 }
 
 /// Bounded caches of daily and minute series, oldest entry evicted first.
@@ -224,7 +229,15 @@ impl Market {
             .enumerate()
             .flat_map(|(m, list)| list.iter().enumerate().map(move |(i, l)| (l.code, (m, i))))
             .collect();
-        Self { seed, lists, by_code, days: trading_days(DAILY_HISTORY_DAYS), cache: Mutex::default() }
+        Self {
+            seed,
+            lists,
+            by_code,
+            days: trading_days(DAILY_HISTORY_DAYS),
+            cache: Mutex::default(),
+            boards: OnceLock::new(),
+            special_limits: OnceLock::new(),
+        }
     }
 
     /// The seed.
@@ -260,6 +273,21 @@ impl Market {
             previous_close,
             unknown_3_raw: [0; 4],
         }
+    }
+
+    /// The boards and the files publishing them (built once, then shared).
+    pub fn boards(&self) -> &BoardFiles {
+        self.boards.get_or_init(|| BoardFiles::build(self))
+    }
+
+    /// Every trading day of the daily history, oldest first, ending today.
+    pub fn daily_dates(&self) -> &[Date] {
+        &self.days
+    }
+
+    /// The special-security limit table (built once, then shared).
+    pub fn special_limits(&self) -> &[SpecialLimit] {
+        self.special_limits.get_or_init(|| crate::limits::special_limits(self))
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, SeriesCache> {

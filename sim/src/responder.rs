@@ -2,17 +2,21 @@
 //! computed from the synthetic market.
 
 use tdx_engine::proto::commands::{
-    CapitalChangeBlock, DetailedHistoryTradePage, DetailedHistoryTrades, HandshakeReply, HeartbeatReply,
-    HistoryMinuteLine, HistoryTradePage, HistoryTrades, LegacyMinuteLine, LegacyMinutesForm, LegacySecurity,
-    MinuteAuxSeries, Quote, QuoteHead, QuotesReply, RecentMinuteLine, RefreshRecord, RefreshReply, ServerClock,
-    Snapshot, SnapshotsReply, Sparkline, SparklineSeries, CAPITAL_CHANGE_RECORD_BYTES,
+    category_sort, CapitalChangeBlock, CategoryQuotes, CompanyText, DetailedHistoryTradePage, DetailedHistoryTrades,
+    FileMetaReply, HandshakeReply, HeartbeatReply, HistoryMinuteLine, HistoryTradePage, HistoryTrades,
+    LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, MinuteAuxSeries, Quote, QuoteCategory, QuoteHead, QuotesReply,
+    RecentMinuteLine, RefreshRecord, RefreshReply, ServerClock, Snapshot, SnapshotsReply, Sparkline, SparklineSeries,
+    CAPITAL_CHANGE_RECORD_BYTES, COMPANY_TEXT_BYTES_MAX, FILE_CHUNK_BYTES_MAX,
 };
 use tdx_engine::proto::limits::{
-    BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX,
-    TRADES_PER_PAGE_MAX,
+    BARS_PER_PAGE_MAX, CATEGORY_ROWS_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE,
+    SECURITIES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX,
 };
-use tdx_engine::proto::{Price, Reply, Request, SecurityCode};
+use tdx_engine::proto::{Market as Exchange, Price, Reply, Request, SecurityCode};
 
+use crate::company::company_file;
+use crate::delisted::delisted_bars;
+use crate::limits::LIMITS_PER_PAGE;
 use crate::market::{Listing, Market};
 
 /// Ticks a 0x0fc5 page may hold: pytdx asks for up to 2000.
@@ -120,7 +124,113 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
                 .map(|line| line.points)
                 .unwrap_or_default(),
         }),
+        Request::CategoryQuotes(q) => {
+            Reply::CategoryQuotes(SnapshotsReply { unknown_head: 0, snapshots: category_page(market, q) })
+        }
+        Request::CompanyCategory(c) => Reply::CompanyCategory(
+            market.listing(c.code).and_then(|l| company_file(market, l)).map(|f| f.sections).unwrap_or_default(),
+        ),
+        Request::CompanyContent(c) => Reply::CompanyContent(CompanyText {
+            head_raw: company_head(c.code),
+            text_raw: market
+                .listing(c.code)
+                .and_then(|l| company_file(market, l))
+                .filter(|f| f.filename == c.filename)
+                .map(|f| f.slice(c.start, c.length.min(COMPANY_TEXT_BYTES_MAX as u32)).to_vec())
+                .unwrap_or_default(),
+        }),
+        Request::SpecialLimits(q) => Reply::SpecialLimits(
+            market.special_limits().iter().skip(q.start.into()).take(LIMITS_PER_PAGE).copied().collect(),
+        ),
+        Request::DelistedBars(d) => Reply::DelistedBars(
+            delisted_bars(market, d.code)
+                .map(|bars| page_from_newest(bars, d.start.into(), d.count.min(BARS_PER_PAGE_MAX).into()))
+                .unwrap_or_default(),
+        ),
+        Request::FileMeta(m) => Reply::FileMeta(match market.boards().file(&m.name) {
+            Some(f) => {
+                let mut hash = [0u8; 32];
+                hash.copy_from_slice(f.md5.as_bytes());
+                FileMetaReply { size: f.bytes.len() as u32, reserved_a: 0, hash, reserved_b: 0 }
+            }
+            None => FileMetaReply { size: 0, reserved_a: 0, hash: [0; 32], reserved_b: 0 },
+        }),
+        Request::FileRead(r) => Reply::FileRead(
+            market
+                .boards()
+                .file(&r.path)
+                .map(|f| {
+                    let start = (r.offset as usize).min(f.bytes.len());
+                    let len = r.size.min(FILE_CHUNK_BYTES_MAX) as usize;
+                    f.bytes[start..(start + len).min(f.bytes.len())].to_vec()
+                })
+                .unwrap_or_default(),
+        ),
     }
+}
+
+/// Every listing of a 0x054b category, sorted as `q` asks: code order
+/// (market, then code) for sort 0 and unknown keys; by price, amount or
+/// change for eltdx's keys, descending for order 1, ties in code order.
+/// An unknown category lists nothing.
+pub fn category_rows(market: &Market, q: &CategoryQuotes) -> Vec<Snapshot> {
+    let Some(category) = QuoteCategory::from_id(q.category) else {
+        return Vec::new();
+    };
+    let mut rows: Vec<Snapshot> = [Exchange::Sz, Exchange::Sh, Exchange::Bj]
+        .into_iter()
+        .flat_map(|e| market.listings(e))
+        .filter(|l| category.contains(l.code, l.category))
+        .map(|l| snapshot(market, l))
+        .collect();
+    let key = |s: &Snapshot| -> (i128, i128) {
+        let h = &s.head;
+        match q.sort {
+            category_sort::PRICE => (h.price.milli().into(), 1),
+            category_sort::AMOUNT => ((f64::from(h.amount) * 100.0).round() as i128, 1),
+            // (price - close) / close as a fraction, compared by cross-multiplying.
+            category_sort::CHANGE_PCT => {
+                ((h.price.milli() - h.last_close.milli()).into(), h.last_close.milli().max(1).into())
+            }
+            _ => (0, 1),
+        }
+    };
+    if q.sort != category_sort::CODE && q.order != 0 {
+        rows.sort_by(|a, b| {
+            let ((na, da), (nb, db)) = (key(a), key(b));
+            let ascending = (na * db).cmp(&(nb * da));
+            if q.order == 2 {
+                ascending
+            } else {
+                ascending.reverse()
+            }
+        });
+    }
+    rows
+}
+
+/// One 0x054b page: `start..start + count` of [`category_rows`], at most
+/// [`CATEGORY_ROWS_MAX`] rows.
+pub fn category_page(market: &Market, q: &CategoryQuotes) -> Vec<Snapshot> {
+    let count = q.count.min(CATEGORY_ROWS_MAX) as usize;
+    category_rows(market, q).into_iter().skip(q.start.into()).take(count).collect()
+}
+
+/// `count` items ending `start` back from the newest, oldest first.
+fn page_from_newest<T>(mut items: Vec<T>, start: usize, count: usize) -> Vec<T> {
+    let end = items.len().saturating_sub(start);
+    items.truncate(end);
+    items.drain(..end.saturating_sub(count));
+    items
+}
+
+/// The 10 bytes before a 0x02d0 text: the reference server writes the
+/// request's market and code and a zero u16 (real servers' meaning unknown).
+pub fn company_head(code: SecurityCode) -> [u8; 10] {
+    let mut head = [0u8; 10];
+    head[0] = code.market().id();
+    head[2..8].copy_from_slice(&code.code_bytes());
+    head
 }
 
 /// The 0x0fb5 page for `t`: at most [`HISTORY_TRADES_PER_PAGE_MAX`] ticks,

@@ -22,11 +22,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tdx_engine::adjust::{AdjustmentFactors, FactorRow};
+use tdx_engine::proto::blockfile::{Board, BoardKind};
+use tdx_engine::proto::commands::{category_sort, Bars, QuoteCategory, TypedCommand};
 use tdx_engine::proto::commands::{
-    Adjust, AuxKind, Bar, CapitalChange, DetailedHistoryTrades, Finance, HistoryMinuteLine, HistoryTrade, Level,
-    MinuteAuxSeries, Period, Sparkline, Trade, TradeSide, FINANCE_FIELDS,
+    Adjust, AuxKind, Bar, CapitalChange, CategoryQuotes, DetailedHistoryTrades, Finance, HistoryMinuteLine,
+    HistoryTrade, Level, MinuteAuxSeries, Period, Snapshot, Sparkline, SpecialLimit, Trade, TradeSide, FINANCE_FIELDS,
 };
-use tdx_engine::proto::commands::{Bars, TypedCommand};
 use tdx_engine::proto::{Date, DateTime, Market as Exchange, Reply, Request, SecurityCode, TradeDate};
 
 use crate::market::Market;
@@ -136,6 +137,15 @@ impl Truth {
             }
             Query::Trades { code, date, start, count, all, detailed: true } => {
                 detailed_history_trades(market, parse_code(&code)?, date, start, count.min(1800), all)
+            }
+            Query::Boards { kind } => boards(market, kind),
+            Query::Board { name } => board_named(market, &name),
+            Query::Company { code } => company(market, parse_code(&code)?),
+            Query::Limits => limits(market),
+            Query::DelistedBars { code } => delisted_bars(market, code.as_deref().map(parse_code).transpose()?),
+            Query::Category { name, sort, ascending, start, count } => {
+                let which: QuoteCategory = name.parse()?;
+                category(market, &CategoryQuotes::new(which, category_sort::parse(&sort)?, start, count, ascending))
             }
             Query::Sparkline { code } => sparkline(market, parse_code(&code)?),
             Query::Aux { code, kind } => aux(market, parse_code(&code)?, AuxKind(kind)),
@@ -287,6 +297,46 @@ pub enum Query {
         /// eltdx's form (0x0fc6): ticks with order counts, pages of at most 1800.
         #[arg(long)]
         detailed: bool,
+    },
+    /// The boards of one kind (all without --kind) and their files' size and MD5.
+    Boards {
+        /// industry, concept, style or index.
+        #[arg(long)]
+        kind: Option<BoardKind>,
+    },
+    /// One board by name and its member codes.
+    Board {
+        /// The board's name as the block file spells it.
+        name: String,
+    },
+    /// Company info (0x02cf directory, 0x02d0 section texts).
+    Company {
+        /// The security.
+        code: String,
+    },
+    /// The special-security price-limit table (0x0452), whole.
+    Limits,
+    /// A delisted security's every daily bar (0x052b); the delisted codes without CODE.
+    DelistedBars {
+        /// The delisted security; without it, the list of delisted codes.
+        code: Option<String>,
+    },
+    /// A category's quote list (0x054b) as the server sorts and pages it.
+    Category {
+        /// a_share (沪深A股), sh_a, sz_a, etf, index, chinext, star, bj, sh_main, sz_main, or a number.
+        name: String,
+        /// code, price, amount, change, or a number.
+        #[arg(long, default_value = "code")]
+        sort: String,
+        /// Ascending instead of descending.
+        #[arg(long)]
+        ascending: bool,
+        /// Rows to skip.
+        #[arg(long, default_value_t = 0)]
+        start: u16,
+        /// Rows; 0 for every row from `start`.
+        #[arg(long, default_value_t = 0)]
+        count: u16,
     },
     /// Today's one-code sparkline (0x0fd1).
     Sparkline {
@@ -707,4 +757,114 @@ pub fn aux(market: &Market, code: SecurityCode, kind: AuxKind) -> Value {
             .collect(),
     };
     json!({ "code": code.to_string(), "date": market.today().to_string(), "kind": kind.0, "points": points })
+}
+
+/// One board as `truth boards` and `truth board` print it.
+pub fn board(kind: BoardKind, b: &Board) -> Value {
+    json!({ "name": b.name, "kind": kind.name(), "kind_raw": b.kind_raw, "codes": b.codes })
+}
+
+/// `boards [--kind K]`: every board of one kind (all kinds without it), and
+/// each file's size and MD5 as 0x02c5 announces them.
+pub fn boards(market: &Market, kind: Option<BoardKind>) -> Value {
+    let files = &market.boards().files;
+    let chosen = files.iter().filter(|f| kind.is_none_or(|k| f.kind == k));
+    let boards: Vec<Value> = chosen.clone().flat_map(|f| f.boards.iter().map(|b| board(f.kind, b))).collect();
+    let meta: Vec<Value> = chosen
+        .map(|f| json!({ "name": f.kind.file_name(), "kind": f.kind.name(), "size": f.bytes.len(), "md5": f.md5 }))
+        .collect();
+    json!({ "files": meta, "boards": boards })
+}
+
+/// `board NAME`: one board and its members; `null` when no board has that name.
+pub fn board_named(market: &Market, name: &str) -> Value {
+    market.boards().board(name).map_or(Value::Null, |(kind, b)| board(kind, b))
+}
+
+/// `category NAME [--sort S] [--ascending] [--start N] [--count N]`: one
+/// 0x054b page as the server lists it (`--count 0`: every row).
+pub fn category(market: &Market, request: &CategoryQuotes) -> Value {
+    let rows = crate::responder::category_rows(market, request);
+    let count = if request.count == 0 { rows.len() } else { request.count.into() };
+    let items: Vec<Value> = rows.iter().skip(request.start.into()).take(count).map(category_row).collect();
+    json!({ "category": request.category, "sort": request.sort, "order": request.order, "start": request.start, "rows": items })
+}
+
+/// One 0x054b row as `truth category` and `tdx category` print it.
+pub fn category_row(s: &Snapshot) -> Value {
+    let h = &s.head;
+    json!({
+        "code": h.code.to_string(),
+        "price": yuan(h.price.milli()),
+        "last_close": yuan(h.last_close.milli()),
+        "open": yuan(h.open.milli()),
+        "high": yuan(h.high.milli()),
+        "low": yuan(h.low.milli()),
+        "total_volume": h.total_volume,
+        "amount": f64::from(h.amount),
+        "bid1": yuan(s.level.bid.milli()),
+        "ask1": yuan(s.level.ask.milli()),
+    })
+}
+
+/// `company CODE`: the 0x02cf directory and each section's text (0x02d0);
+/// no sections for a code without company info.
+pub fn company(market: &Market, code: SecurityCode) -> Value {
+    let file = market.listing(code).and_then(|l| crate::company::company_file(market, l));
+    let sections: Vec<Value> = file
+        .iter()
+        .flat_map(|f| {
+            f.sections.iter().map(move |s| {
+                let (text, _, _) = encoding_rs::GBK.decode(f.slice(s.start, s.length));
+                json!({ "name": s.name, "filename": s.filename, "start": s.start, "length": s.length, "text": text })
+            })
+        })
+        .collect();
+    json!({ "code": code.to_string(), "sections": sections })
+}
+
+/// `limits`: the whole special-security limit table (0x0452), in table order.
+pub fn limits(market: &Market) -> Value {
+    let rows: Vec<Value> = market
+        .special_limits()
+        .iter()
+        .map(|r| {
+            json!({
+                "code": r.code().map(|c| c.to_string()),
+                "limit_up": f64::from(r.upper),
+                "limit_down": f64::from(r.lower),
+                "limit_up_milli": SpecialLimit::milli(r.upper),
+                "limit_down_milli": SpecialLimit::milli(r.lower),
+            })
+        })
+        .collect();
+    json!({ "rows": rows })
+}
+
+/// `delisted-bars [CODE]`: without a code the delisted securities; with one
+/// its every daily bar (0x052b), oldest first (none for other codes).
+pub fn delisted_bars(market: &Market, code: Option<SecurityCode>) -> Value {
+    let Some(code) = code else {
+        return json!({ "codes": crate::delisted::delisted_names(market) });
+    };
+    let bars: Vec<Value> = crate::delisted::delisted_bars(market, code)
+        .unwrap_or_default()
+        .iter()
+        .map(|b| {
+            json!({
+                "date": b.date.to_string(),
+                "open": yuan(b.open.milli()),
+                "close": yuan(b.close.milli()),
+                "high": yuan(b.high.milli()),
+                "low": yuan(b.low.milli()),
+                "open_milli": b.open.milli(),
+                "close_milli": b.close.milli(),
+                "high_milli": b.high.milli(),
+                "low_milli": b.low.milli(),
+                "volume": b.volume,
+                "amount": f64::from(b.amount()),
+            })
+        })
+        .collect();
+    json!({ "code": code.to_string(), "bars": bars })
 }

@@ -8,6 +8,7 @@ Usage: check.py --sim PATH_TO_TDX_SIM --seed S --ports P1,P2,...
 """
 
 import argparse
+import hashlib
 import json
 import struct
 import subprocess
@@ -18,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from eltdx import TdxClient
 from pytdx.helper import get_volume
 from pytdx.hq import TdxHq_API
+from pytdx.reader.block_reader import BlockReader, BlockReader_TYPE_FLAT
 import tdxrs
 
 CHECKS = {"passed": 0, "failed": 0}
@@ -183,6 +185,7 @@ def check_tdxrs(truth, port):
         # compared (docs/PROTOCOL.md, 0x0fb4/0x0fb5 open questions).
         check_history(f"tdxrs:{port}", truth, truth.seed, client.get_history_minute_time_data, None,
                       codes=["sz000001", "sh600000"], newest_first=True)
+        check_tdxrs_boards(client, truth, port)
     finally:
         client.disconnect()
 
@@ -348,6 +351,11 @@ def check_eltdx(truth, ports):
                 milli(w["asks"][0][0]), w["asks"][0][1]))
         check_eltdx_corporate(client, truth)
         check_eltdx_auction(client, truth, hosts)
+        check_eltdx_boards(client, truth)
+        check_eltdx_category(client, truth)
+        check_eltdx_company(client, truth)
+        check_eltdx_limits(client, truth)
+        check_eltdx_delisted(client, truth)
         check_eltdx_minutes(client, truth)
         check_eltdx_history_trades(client, truth)
         check_eltdx_intraday(client, truth)
@@ -494,6 +502,129 @@ def check_eltdx_corporate(client, truth):
             check(f"eltdx adjustment_factors {code} {start} {anchor}", close, f"got {got[:2]}, want {exp[:2]}")
 
 
+BOARD_FILES = ["block.dat", "block_gn.dat", "block_fg.dat", "block_zs.dat"]
+
+
+def eq_rows(name, got, want):
+    """eq for long row lists: reports the counts and the first difference only."""
+    first = next(((i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w), None)
+    check(name, got == want, f"{len(got)} rows, want {len(want)}; first difference {first}")
+
+
+def board_rows(truth, file):
+    """Truth's boards of one file as pytdx's flat rows (blockname, block_type, code_index, code)."""
+    want = truth("boards")
+    kind = next(f["kind"] for f in want["files"] if f["name"] == file)
+    return [(b["name"], b["kind_raw"], i, c) for b in want["boards"] if b["kind"] == kind for i, c in enumerate(b["codes"])]
+
+
+def check_pytdx_boards(api, truth, name):
+    for file in BOARD_FILES:
+        got = api.get_and_parse_block_info(file)
+        want = board_rows(truth, file)
+        check(f"{name} block {file} nonempty", len(want) > 0)
+        eq_rows(f"{name} block {file}", [(g["blockname"], g["block_type"], g["code_index"], g["code"]) for g in got or []], want)
+
+
+def check_tdxrs_boards(client, truth, port):
+    for file in BOARD_FILES:
+        got = client.get_and_parse_block_info(file)
+        want = board_rows(truth, file)
+        eq_rows(f"tdxrs:{port} block {file}", [(g["blockname"], g["block_type"], g["code_index"], g["code"]) for g in got or []],
+                want)
+
+
+def check_eltdx_category(client, truth):
+    cases = [("沪深A股", None, 0, 80, False, ["a_share"]),
+             (6, "涨幅", 80, 80, False, ["a_share", "--sort", "change"]),
+             (13, "成交额", 0, 50, True, ["chinext", "--sort", "amount", "--ascending"]),
+             (9, "现价", 0, 40, False, ["etf", "--sort", "price"])]
+    for category, sort_by, start, count, ascending, args in cases:
+        page = client.quotes.list_by_category(category, sort_by=sort_by, start=start, count=count, ascending=ascending)
+        want = truth("category", *args, "--start", start, "--count", count)["rows"]
+        got = [(r.full_code, milli(r.last_price), milli(r.pre_close_price), milli(r.open_price), milli(r.high_price),
+                milli(r.low_price), r.total_hand, r.amount, milli(r.bid1), milli(r.ask1)) for r in page.records]
+        exp = [(w["code"], milli(w["price"]), milli(w["last_close"]), milli(w["open"]), milli(w["high"]), milli(w["low"]),
+                w["total_volume"], w["amount"], milli(w["bid1"]), milli(w["ask1"])) for w in want]
+        check(f"eltdx list_by_category {category} {sort_by} nonempty", len(exp) > 0)
+        eq_rows(f"eltdx list_by_category {category} {sort_by} {start}+{count}", got, exp)
+
+
+COMPANY_CODES = ["sz000001", "sh600000", "bj430047"]
+
+
+def check_pytdx_company(api, truth, name):
+    for code in COMPANY_CODES + ["sh000001"]:
+        m, c = MARKETS[code[:2]], code[2:]
+        want = truth("company", code)["sections"]
+        got = api.get_company_info_category(m, c)
+        eq(f"{name} company_info_category {code}", [(g["name"], g["filename"], g["start"], g["length"]) for g in got],
+           [(w["name"], w["filename"], w["start"], w["length"]) for w in want])
+        texts = [api.get_company_info_content(m, c, g["filename"], g["start"], g["length"]) for g in got]
+        eq(f"{name} company_info_content {code}", texts, [w["text"] for w in want])
+
+
+def check_eltdx_company(client, truth):
+    # eltdx 3.3.0 infers a Beijing market only for 92xxxx codes, whatever market is passed.
+    for code in COMPANY_CODES[:2]:
+        want = truth("company", code)["sections"]
+        got = client.company_info.category(code[2:], MARKETS[code[:2]])
+        eq(f"eltdx company_info.category {code}", [(g.name, g.filename, g.start, g.length) for g in got],
+           [(w["name"], w["filename"], w["start"], w["length"]) for w in want])
+        check(f"eltdx company_info.category {code} nonempty", len(want) > 0)
+        texts = [client.company_info.content(code[2:], MARKETS[code[:2]], g.filename, g.start, g.length) for g in got]
+        # eltdx trims surrounding whitespace (the sections end in CRLF).
+        eq(f"eltdx company_info.content {code}", texts, [w["text"].strip() for w in want])
+
+
+def check_eltdx_limits(client, truth):
+    want = truth("limits")["rows"]
+    exp = [(w["code"], w["limit_up_milli"], w["limit_down_milli"]) for w in want]
+    page = client.limits.special(start_index=0)
+    got = [(r.full_code, milli(r.upper_price_raw_f32), milli(r.lower_price_raw_f32)) for r in page.records]
+    check("eltdx limits.special nonempty", len(got) > 0)
+    eq_rows("eltdx limits.special page 0", got, exp[:len(got)])
+    rows = client.limits.scan_special()
+    eq_rows("eltdx limits.scan_special", [(r.full_code, milli(r.upper_price_raw_f32), milli(r.lower_price_raw_f32))
+                                          for r in rows], exp)
+    eq("eltdx limits.scan_special pages", len(rows) > len(got), True)
+
+
+def check_eltdx_delisted(client, truth):
+    codes = truth("delisted-bars")["codes"]
+    check("eltdx delisted codes", len(codes) >= 3, codes)
+    for code in codes[:3]:
+        want = truth("delisted-bars", code)["bars"]
+        exp = [(w["date"], w["open_milli"], w["close_milli"], w["high_milli"], w["low_milli"], w["volume"]) for w in want]
+        series = client.delisted_bars.get(code, count=800)
+        got = [(b.time.strftime("%Y-%m-%d"), b.open_price_milli, b.close_price_milli, b.high_price_milli,
+                b.low_price_milli, b.volume_raw) for b in series.bars]
+        eq_rows(f"eltdx delisted_bars.get {code} newest 800", got, exp[-800:])
+        check(f"eltdx delisted_bars.get {code} nonempty", len(got) > 0)
+        amounts = [b.amount for b in series.bars]
+        eq_rows(f"eltdx delisted_bars.get {code} amounts", amounts, [w["amount"] for w in want[-800:]])
+        every = client.delisted_bars.get(code, all_pages=True)
+        eq_rows(f"eltdx delisted_bars.get {code} all pages", [(b.time.strftime("%Y-%m-%d"), b.close_price_milli)
+                                                              for b in every.bars], [(e[0], e[2]) for e in exp])
+
+
+def check_eltdx_boards(client, truth):
+    files = {f["name"]: f for f in truth("boards")["files"]}
+    for file in BOARD_FILES:
+        meta = client.resources.block_meta(file)
+        eq(f"eltdx block_meta {file}", (meta.size, meta.md5), (files[file]["size"], files[file]["md5"]))
+        data = client.resources.download_file(file)
+        eq(f"eltdx download_file {file} (size, md5)", (len(data), hashlib.md5(data).hexdigest()),
+           (files[file]["size"], files[file]["md5"]))
+        got = BlockReader().get_data(bytearray(data), BlockReader_TYPE_FLAT)
+        eq_rows(f"eltdx download_file {file} boards",
+           [(g["blockname"], g["block_type"], g["code_index"], g["code"]) for g in got], board_rows(truth, file))
+        chunk = client.resources.read(file, offset=1000, size=5000)
+        check(f"eltdx read {file} 1000+5000", (chunk.chunk_len, bytes(chunk.content)) == (5000, data[1000:6000]),
+              f"chunk_len {chunk.chunk_len}")
+    eq("eltdx block_meta missing", client.resources.block_meta("missing.dat").size, 0)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sim", required=True)
@@ -504,6 +635,10 @@ def main():
     truth = Truth(args.sim, args.seed)
     for port in ports:
         check_pytdx(truth, port)
+    api = TdxHq_API(heartbeat=False, auto_retry=False)
+    with api.connect("127.0.0.1", ports[0], time_out=10):
+        check_pytdx_boards(api, truth, f"pytdx:{ports[0]}")
+        check_pytdx_company(api, truth, f"pytdx:{ports[0]}")
     check_tdxrs(truth, ports[0])
     check_eltdx(truth, ports)
     print(f"interop: {CHECKS['passed']} passed, {CHECKS['failed']} failed", flush=True)

@@ -70,6 +70,10 @@ pub const CAPITAL_CHANGE_CODES_MAX: usize = 200;
 /// Most codes one 0x0010 request may name: 400 records of 143 bytes fit one payload.
 pub const FINANCE_CODES_MAX: usize = 400;
 
+/// Rows one 0x054b page may hold from the reference server (eltdx asks
+/// for 80; a record is about 100 bytes, so 400 stay well inside a payload).
+pub const CATEGORY_ROWS_MAX: u16 = 400;
+
 /// Size of a handshake reply payload (§4.1).
 pub const HANDSHAKE_REPLY_BYTES: usize = 189;
 

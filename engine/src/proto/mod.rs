@@ -38,6 +38,7 @@
 //! bytes from the network never panic and never allocate past
 //! [`limits`].
 
+pub mod blockfile;
 pub mod commands;
 pub mod decoder;
 mod error;

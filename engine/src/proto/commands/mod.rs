@@ -14,10 +14,14 @@ use super::ProtoError;
 mod auction;
 mod bars;
 mod codes;
+mod company;
 mod corporate;
 mod count;
+mod delisted;
+mod files;
 mod history;
 mod intraday;
+mod limits;
 mod minutes;
 mod quotes;
 mod refresh;
@@ -27,11 +31,20 @@ mod trades;
 pub use auction::{Auction, AuctionPoint, AUCTION_RECORD_BYTES};
 pub use bars::{Adjust, Bar, Bars, BarsLayout, Breadth, ParsePeriodError, Period, StampForm};
 pub use codes::{LegacySecurity, LegacySecurityList, Security, SecurityList};
+pub use company::{
+    CompanyCategory, CompanyContent, CompanySection, CompanyText, COMPANY_FILE_BYTES, COMPANY_NAME_BYTES,
+    COMPANY_SECTION_BYTES, COMPANY_TEXT_BYTES_MAX,
+};
 pub use corporate::{
     capital_change_category_name, CapitalChange, CapitalChangeBlock, CapitalChanges, ExRights, Finance, FinanceInfo,
     FinanceUnit, CAPITAL_CHANGE_RECORD_BYTES, FINANCE_FIELDS, FINANCE_RECORD_BYTES,
 };
 pub use count::SecurityCount;
+pub use delisted::{DelistedBar, DelistedBars};
+pub use files::{
+    FileMeta, FileMetaReply, FileRead, PathField, FILE_CHUNK_BYTES_MAX, FILE_META_NAME_BYTES, FILE_META_REPLY_BYTES,
+    FILE_READ_SIZE_MAX,
+};
 pub use history::{
     DetailedHistoryTradePage, DetailedHistoryTrades, HistoryMinuteLine, HistoryMinutePoint, HistoryMinutes,
     HistoryTrade, HistoryTradePage, HistoryTrades, LegacyMinuteLine, LegacyMinutes, LegacyMinutesForm,
@@ -41,8 +54,12 @@ pub use intraday::{
     AuxKind, AuxStrengthPoint, AuxVolumePoint, MinuteAux, MinuteAuxSeries, Sparkline, SparklineSeries,
     SPARKLINE_HEAD_BYTES,
 };
+pub use limits::{SpecialLimit, SpecialLimits, SPECIAL_LIMIT_RECORD_BYTES};
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
-pub use quotes::{Level, Quote, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot, Snapshots, SnapshotsReply};
+pub use quotes::{
+    category_sort, CategoryQuotes, Level, Quote, QuoteCategory, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot,
+    Snapshots, SnapshotsReply,
+};
 pub use refresh::{Refresh, RefreshRecord, RefreshReply, RefreshTarget, REFRESH_XOR};
 pub use session::{Handshake, HandshakeReply, Heartbeat, HeartbeatReply, LegacySetup, ServerClock};
 pub use trades::{Trade, TradeSide, Trades};
@@ -189,6 +206,13 @@ command_set! {
     DetailedHistoryTrades(DetailedHistoryTrades),
     MinuteAux(MinuteAux),
     Sparkline(Sparkline),
+    FileMeta(FileMeta),
+    FileRead(FileRead),
+    CategoryQuotes(CategoryQuotes),
+    CompanyCategory(CompanyCategory),
+    CompanyContent(CompanyContent),
+    SpecialLimits(SpecialLimits),
+    DelistedBars(DelistedBars),
 }
 
 impl Request {

@@ -1,4 +1,5 @@
-//! Quotes: 0x053e (five levels, §5.5) and 0x054c (one-level snapshots, §5.6).
+//! Quotes: 0x053e (five levels, §5.5), 0x054c (one-level snapshots, §5.6) and
+//! 0x054b (a category's snapshots, paged and sorted by the server).
 
 use super::{put_code_u8, read_code_u8, Command};
 use crate::proto::limits::QUOTE_CODES_MAX;
@@ -381,5 +382,311 @@ impl Command for Snapshots {
             out.extend_from_slice(&s.tail_raw);
         }
         Ok(())
+    }
+}
+
+/// The lists 0x054b pages through (分类). eltdx 3.3.0 names only 6
+/// (沪深A股); the other numbers are the reference exchange's own and are
+/// not confirmed against real servers (docs/PROTOCOL.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QuoteCategory {
+    /// 上证A股: Shanghai A shares, STAR included.
+    ShA,
+    /// 深证A股: Shenzhen A shares, ChiNext included.
+    SzA,
+    /// 沪深A股 (6, eltdx's one named category).
+    AShare,
+    /// 沪深基金: the exchange-traded funds of both markets.
+    Etf,
+    /// 所有指数: every index.
+    Index,
+    /// 创业板: ChiNext (30xxxx).
+    ChiNext,
+    /// 科创板: STAR Market (688xxx).
+    Star,
+    /// 北证A股: Beijing stocks.
+    Bj,
+    /// 上证主板: Shanghai main board (60xxxx).
+    ShMain,
+    /// 深证主板: Shenzhen main board (00xxxx).
+    SzMain,
+}
+
+impl QuoteCategory {
+    /// Every category, in number order.
+    pub const ALL: [Self; 10] = [
+        Self::ShA,
+        Self::SzA,
+        Self::AShare,
+        Self::Etf,
+        Self::Index,
+        Self::ChiNext,
+        Self::Star,
+        Self::Bj,
+        Self::ShMain,
+        Self::SzMain,
+    ];
+
+    /// The wire number.
+    pub fn id(self) -> u16 {
+        match self {
+            Self::ShA => 0,
+            Self::SzA => 2,
+            Self::AShare => 6,
+            Self::Etf => 9,
+            Self::Index => 11,
+            Self::ChiNext => 13,
+            Self::Star => 14,
+            Self::Bj => 15,
+            Self::ShMain => 16,
+            Self::SzMain => 17,
+        }
+    }
+
+    /// The category with wire number `id`.
+    pub fn from_id(id: u16) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.id() == id)
+    }
+
+    /// Its short name (`a_share`, `chinext`, ...), as the CLI takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ShA => "sh_a",
+            Self::SzA => "sz_a",
+            Self::AShare => "a_share",
+            Self::Etf => "etf",
+            Self::Index => "index",
+            Self::ChiNext => "chinext",
+            Self::Star => "star",
+            Self::Bj => "bj",
+            Self::ShMain => "sh_main",
+            Self::SzMain => "sz_main",
+        }
+    }
+
+    /// Whether `code` of category `kind` belongs to this list.
+    pub fn contains(self, code: SecurityCode, kind: crate::proto::Category) -> bool {
+        use crate::proto::{Category, Market};
+        let digits = code.code();
+        let stock = kind == Category::AShare;
+        match self {
+            Self::ShA => stock && code.market() == Market::Sh,
+            Self::SzA => stock && code.market() == Market::Sz,
+            Self::AShare => stock && code.market() != Market::Bj,
+            Self::Etf => kind == Category::Fund,
+            Self::Index => kind == Category::Index,
+            Self::ChiNext => stock && code.market() == Market::Sz && digits.starts_with('3'),
+            Self::Star => stock && code.market() == Market::Sh && digits.starts_with("688"),
+            Self::Bj => stock && code.market() == Market::Bj,
+            Self::ShMain => stock && code.market() == Market::Sh && digits.starts_with("60"),
+            Self::SzMain => stock && code.market() == Market::Sz && digits.starts_with('0'),
+        }
+    }
+}
+
+impl std::str::FromStr for QuoteCategory {
+    type Err = String;
+
+    /// A short name, eltdx's alias 沪深A股 / A股, or a wire number.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if matches!(s, "沪深A股" | "沪深a股" | "A股" | "a股") {
+            return Ok(Self::AShare);
+        }
+        if let Some(c) = Self::ALL.into_iter().find(|c| c.name() == s) {
+            return Ok(c);
+        }
+        let names: Vec<&str> = Self::ALL.iter().map(|c| c.name()).collect();
+        s.parse::<u16>()
+            .ok()
+            .and_then(Self::from_id)
+            .ok_or_else(|| format!("unknown category {s:?} (one of {})", names.join(", ")))
+    }
+}
+
+/// Sort keys of 0x054b that the reference server implements (eltdx's
+/// numbers); any other key lists in code order.
+pub mod category_sort {
+    /// Code order (eltdx's default).
+    pub const CODE: u16 = 0x0000;
+    /// Last price.
+    pub const PRICE: u16 = 0x0006;
+    /// Amount.
+    pub const AMOUNT: u16 = 0x000a;
+    /// Change from the previous close, in percent.
+    pub const CHANGE_PCT: u16 = 0x000e;
+
+    /// A key by name (`code`, `price`, `amount`, `change`, or eltdx's
+    /// 代码, 现价, 成交额, 涨幅) or number (decimal or `0x` hex).
+    pub fn parse(s: &str) -> Result<u16, String> {
+        let s = s.trim();
+        let named = match s {
+            "code" | "代码" => Some(CODE),
+            "price" | "现价" => Some(PRICE),
+            "amount" | "成交额" => Some(AMOUNT),
+            "change" | "涨幅" => Some(CHANGE_PCT),
+            _ => None,
+        };
+        let number = || match s.strip_prefix("0x") {
+            Some(hex) => u16::from_str_radix(hex, 16).ok(),
+            None => s.parse().ok(),
+        };
+        named.or_else(number).ok_or_else(|| format!("unknown sort {s:?} (code, price, amount, change or a number)"))
+    }
+}
+
+/// 0x054b: one page of a category's quotes, sorted by the server
+/// (eltdx 3.3.0 `quotes.list_by_category`). 18-byte body of nine u16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CategoryQuotes {
+    /// The list ([`QuoteCategory::id`], or any number).
+    pub category: u16,
+    /// Sort key ([`category_sort`]).
+    pub sort: u16,
+    /// First row.
+    pub start: u16,
+    /// Rows wanted.
+    pub count: u16,
+    /// Order: 0 with code order, 1 descending, 2 ascending (eltdx).
+    pub order: u16,
+    /// The u16 after the order (eltdx sends 5); kept raw.
+    pub reserved_a: u16,
+    /// Filter bits (eltdx sends 0); kept raw.
+    pub filter_raw: u16,
+    /// The next u16 (eltdx sends 1); kept raw.
+    pub reserved_b: u16,
+    /// The last u16 (eltdx sends 0); kept raw.
+    pub reserved_c: u16,
+}
+
+impl CategoryQuotes {
+    /// eltdx's request: descending unless `ascending`, code order for sort 0.
+    pub fn new(category: QuoteCategory, sort: u16, start: u16, count: u16, ascending: bool) -> Self {
+        let order = match (sort, ascending) {
+            (category_sort::CODE, _) => 0,
+            (_, false) => 1,
+            (_, true) => 2,
+        };
+        Self {
+            category: category.id(),
+            sort,
+            start,
+            count,
+            order,
+            reserved_a: 5,
+            filter_raw: 0,
+            reserved_b: 1,
+            reserved_c: 0,
+        }
+    }
+}
+
+/// Smallest 0x054b record: a head, one level of four one-byte varints, the tail.
+const CATEGORY_RECORD_BYTES_MIN: usize = HEAD_BYTES_MIN + 4 + SNAPSHOT_TAIL_BYTES;
+
+impl Command for CategoryQuotes {
+    const MSG_TYPE: u16 = 0x054b;
+    const NAME: &'static str = "category_quotes";
+    /// Records have 0x054c's layout; `unknown_head` is eltdx's `header`.
+    type Reply = SnapshotsReply;
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        let words = [
+            self.category,
+            self.sort,
+            self.start,
+            self.count,
+            self.order,
+            self.reserved_a,
+            self.filter_raw,
+            self.reserved_b,
+            self.reserved_c,
+        ];
+        for w in words {
+            out.put_u16_le(w);
+        }
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        super::expect_len(Self::MSG_TYPE, body, 18)?;
+        let mut r = Reader::new(body);
+        let mut w = [0u16; 9];
+        for v in &mut w {
+            *v = r.u16("category request word")?;
+        }
+        Ok(Self {
+            category: w[0],
+            sort: w[1],
+            start: w[2],
+            count: w[3],
+            order: w[4],
+            reserved_a: w[5],
+            filter_raw: w[6],
+            reserved_b: w[7],
+            reserved_c: w[8],
+        })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<SnapshotsReply, ProtoError> {
+        let mut r = Reader::new(payload);
+        let unknown_head = r.u16("category header")?;
+        let count = usize::from(r.u16("count")?);
+        check_reply_count("category quotes", count, self.count.into())?;
+        if count * CATEGORY_RECORD_BYTES_MIN > r.remaining() {
+            let needed = count * CATEGORY_RECORD_BYTES_MIN;
+            return Err(ProtoError::Truncated { what: "category quotes", needed, remaining: r.remaining() });
+        }
+        let mut snapshots = Vec::with_capacity(count);
+        for _ in 0..count {
+            // No requested codes: each record's scale follows its own code.
+            let (head, priced) = read_head(&mut r, &[], 0)?;
+            let level = read_level(&mut r, &|d| priced.at(d))?;
+            snapshots.push(Snapshot { head, level, tail_raw: r.array("category quote tail")? });
+        }
+        // eltdx rejects bytes after the last record; so does this parser.
+        r.finish("category quotes payload")?;
+        Ok(SnapshotsReply { unknown_head, snapshots })
+    }
+
+    fn encode_reply(&self, reply: &SnapshotsReply, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        check_reply_count("category quotes", reply.snapshots.len(), self.count.into())?;
+        out.put_u16_le(reply.unknown_head);
+        out.put_u16_le(count_u16("category quotes", reply.snapshots.len())?);
+        for s in &reply.snapshots {
+            let priced = put_head(out, &s.head, &[], 0)?;
+            put_level(out, &s.level, &|p| priced.delta(p))?;
+            out.extend_from_slice(&s.tail_raw);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod category_tests {
+    use super::*;
+
+    #[test]
+    fn request_matches_eltdx_words() {
+        let q = CategoryQuotes::new(QuoteCategory::AShare, category_sort::CHANGE_PCT, 80, 80, false);
+        let mut body = Vec::new();
+        q.encode_body(&mut body).unwrap();
+        let words: Vec<u16> = body.chunks(2).map(|w| u16::from_le_bytes([w[0], w[1]])).collect();
+        assert_eq!(words, [6, 0x0e, 80, 80, 1, 5, 0, 1, 0]);
+        assert_eq!(CategoryQuotes::decode_body(&body).unwrap(), q);
+        assert_eq!(CategoryQuotes::new(QuoteCategory::Etf, 0, 0, 10, true).order, 0);
+        assert_eq!(CategoryQuotes::new(QuoteCategory::Etf, 6, 0, 10, true).order, 2);
+        assert!(matches!(CategoryQuotes::decode_body(&body[..16]), Err(ProtoError::BadRequestLength { .. })));
+    }
+
+    #[test]
+    fn names_and_lengths() {
+        assert_eq!("沪深A股".parse::<QuoteCategory>(), Ok(QuoteCategory::AShare));
+        assert_eq!("13".parse::<QuoteCategory>(), Ok(QuoteCategory::ChiNext));
+        assert!("nope".parse::<QuoteCategory>().is_err());
+        let q = CategoryQuotes::new(QuoteCategory::AShare, 0, 0, 1, false);
+        assert!(matches!(q.parse_reply(&[0, 0, 2, 0]), Err(ProtoError::CountOverRequest { .. })));
+        assert!(matches!(q.parse_reply(&[0, 0, 1, 0, 0]), Err(ProtoError::Truncated { .. })));
+        assert!(matches!(q.parse_reply(&[0, 0, 0, 0, 9]), Err(ProtoError::TrailingBytes { .. })));
     }
 }
