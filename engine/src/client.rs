@@ -44,6 +44,7 @@ pub struct ClientBuilder {
     hosts: Vec<String>,
     candidates: Option<Vec<String>>,
     canary: bool,
+    canary_probe: Vec<Request>,
     connect_concurrency: Option<usize>,
     connects_per_host: usize,
     max_connections_per_host: Option<usize>,
@@ -72,6 +73,7 @@ impl Default for ClientBuilder {
             hosts: Vec::new(),
             candidates: None,
             canary: sup.canary,
+            canary_probe: crate::supervisor::default_probe(),
             connect_concurrency: sup.connect_concurrency,
             connects_per_host: sup.connects_per_host,
             max_connections_per_host: sup.max_connections_per_host,
@@ -114,6 +116,16 @@ impl ClientBuilder {
     /// to the next ranked server when it fails (default on).
     pub fn canary(mut self, on: bool) -> Self {
         self.canary = on;
+        self
+    }
+    /// The probe queries a new server must answer with data before it is
+    /// used (the data canary, and the ranking probe): default Shenzhen's
+    /// security count and one daily bar of sz000001
+    /// ([`default_probe`](crate::supervisor::default_probe)); empty
+    /// accepts a server on its handshake alone. At most
+    /// [`CANARY_PROBE_STEPS_MAX`](crate::supervisor::CANARY_PROBE_STEPS_MAX).
+    pub fn canary_probe(mut self, queries: Vec<Request>) -> Self {
+        self.canary_probe = queries;
         self
     }
     /// Connects in flight at once over the pool (default
@@ -296,6 +308,7 @@ impl ClientBuilder {
             push_bytes_max: self.push_bytes_max,
             rng_seed: self.rng_seed,
             canary: self.canary,
+            canary_probe: self.canary_probe.iter().cloned().map(Arc::new).collect(),
             connect_concurrency: self.connect_concurrency,
             connects_per_host: self.connects_per_host,
             max_connections_per_host: self.max_connections_per_host,
@@ -342,6 +355,7 @@ impl ClientBuilder {
                 endpoints,
                 store,
                 cpus: config_cpus,
+                probe_queries: self.canary_probe.clone(),
             }),
         })
     }
@@ -369,6 +383,8 @@ struct Inner {
     store: Option<RankingStore>,
     /// CPUs the probe concurrency is sized from.
     cpus: usize,
+    /// What a ranking refresh asks each server (empty: connect only).
+    probe_queries: Vec<Request>,
 }
 
 impl Inner {
@@ -840,7 +856,9 @@ impl Client {
         let concurrency = crate::supervisor::default_connect_concurrency(candidates.len(), self.inner.cpus);
         let connector = Arc::new(TcpConnector::default());
         let store = self.inner.store.as_ref();
-        let round = crate::ranking::probe_and_save(connector, candidates, concurrency, self.inner.timeout, store).await;
+        let queries = (!self.inner.probe_queries.is_empty()).then_some(self.inner.probe_queries.as_slice());
+        let timeout = self.inner.timeout;
+        let round = crate::ranking::probe_and_save(connector, candidates, concurrency, timeout, queries, store).await;
         if let (Err(e), Some(store)) = (&round.saved, store) {
             tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
         }

@@ -2,13 +2,20 @@
 //! effect, checked once at build time.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::proto::Request;
+
 /// Most slots one engine may hold. 160 is the largest pool in use; this
 /// leaves room while keeping every per-slot scan cheap.
 pub const SLOTS_MAX: usize = 4096;
+
+/// Most probe queries in a data canary: each one delays a new server's use
+/// by a round trip.
+pub const CANARY_PROBE_STEPS_MAX: usize = 8;
 
 /// A server the pool may connect to. The Supervisor treats it as a label;
 /// the driver resolves and connects.
@@ -80,6 +87,15 @@ pub struct SupervisorConfig {
     /// (the canary) before the server's other slots connect; a server whose
     /// canary fails is replaced by the next ranked endpoint. Default true.
     pub canary: bool,
+    /// Probe queries a server must answer with data (see
+    /// [`judge`](super::judge)) after its handshake before it is accepted:
+    /// the data canary. It runs, with `canary` on, on the first connection
+    /// to each endpoint not yet found good (group canaries and fallbacks
+    /// alike), within that connection's connect deadline. Empty: the
+    /// handshake alone accepts a server. Default empty; the client sets
+    /// [`default_probe`](super::default_probe).
+    #[serde(skip)]
+    pub canary_probe: Vec<Arc<Request>>,
     /// Connects (TCP plus handshake) in flight at once over the whole pool.
     /// Default `None`: `min(pool, max(4, min(2 x available_cpus, 32)))`.
     pub connect_concurrency: Option<usize>,
@@ -131,6 +147,7 @@ impl Default for SupervisorConfig {
             close_gate: Duration::from_secs(1),
             rng_seed: 0,
             canary: true,
+            canary_probe: Vec::new(),
             connect_concurrency: None,
             connects_per_host: 2,
             max_connections_per_host: None,
@@ -260,6 +277,12 @@ impl SupervisorConfig {
         }
         if self.probe_timeout.is_zero() {
             return err("probe_timeout", "must be positive");
+        }
+        if self.canary_probe.len() > CANARY_PROBE_STEPS_MAX {
+            return Err(ConfigError {
+                field: "canary_probe",
+                reason: format!("{} queries; at most {CANARY_PROBE_STEPS_MAX}", self.canary_probe.len()),
+            });
         }
         if self.probe_concurrency == 0 {
             return err("probe_concurrency", "must be at least 1");

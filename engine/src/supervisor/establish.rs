@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::ids::SlotId;
+use super::verdict::Verdict;
 
 /// Deadline slicing: a canary with many candidates divides the connect
 /// deadline by at most this, so each attempt gets at least an eighth.
@@ -40,6 +41,8 @@ pub(crate) struct Establishment {
     pub(crate) groups: Vec<Group>,
     /// Slots waiting for a connect permit, FIFO.
     pub(crate) queue: VecDeque<SlotId>,
+    /// By endpoint index: what its last validating connection found.
+    pub(crate) verdicts: Vec<Option<Verdict>>,
 }
 
 impl Establishment {
@@ -55,7 +58,13 @@ impl Establishment {
                 parked: Vec::new(),
             })
             .collect();
-        Self { probing: false, order: (0..endpoints).collect(), groups, queue: VecDeque::new() }
+        Self {
+            probing: false,
+            order: (0..endpoints).collect(),
+            groups,
+            queue: VecDeque::new(),
+            verdicts: vec![None; endpoints],
+        }
     }
 
     /// Orders the endpoints by probe latency: reachable ones fastest first,
@@ -103,6 +112,11 @@ impl Establishment {
         group.tried[e] = true;
         group.endpoint = Some(e);
         (e, left.clamp(1, DEADLINE_SLICES_MAX) as u32)
+    }
+
+    /// Endpoint `e` failed its last validation.
+    pub(crate) fn is_rejected(&self, e: usize) -> bool {
+        matches!(self.verdicts.get(e), Some(Some(Verdict::Rejected(_))))
     }
 
     pub(crate) fn is_parked(&self, slot: SlotId) -> bool {

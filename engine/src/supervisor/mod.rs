@@ -53,6 +53,7 @@ mod push;
 mod rng;
 mod slot;
 mod timer;
+mod verdict;
 
 #[cfg(any(test, feature = "testing"))]
 #[cfg_attr(not(test), allow(dead_code))]
@@ -75,10 +76,13 @@ pub mod testing {
     pub use super::harness::run_seed;
 }
 
-pub use config::{default_connect_concurrency, ConfigError, Endpoint, StartProbe, SupervisorConfig, SLOTS_MAX};
+pub use config::{
+    default_connect_concurrency, ConfigError, Endpoint, StartProbe, SupervisorConfig, CANARY_PROBE_STEPS_MAX, SLOTS_MAX,
+};
 pub use diagnostics::{Counters, Diagnostics, SlotDiagnostics};
 pub use ids::{Epoch, Generation, PinId, RequestId, SlotId};
 pub use io::{Action, CloseState, FrameBody, Input, RequestError, SlotError};
+pub use verdict::{default_probe, judge, RejectReason, Verdict};
 
 use establish::Establishment;
 use push::{PushBuffer, PushFrame};
@@ -276,6 +280,7 @@ impl Supervisor {
             endpoints: self.config.endpoints.iter().map(ToString::to_string).collect(),
             endpoint_order: self.establish.order.clone(),
             servers: self.establish.groups.iter().map(|g| g.endpoint.filter(|_| g.accepted)).collect(),
+            verdicts: self.establish.verdicts.clone(),
             connects_queued: self.establish.queue.len(),
             slots: self
                 .slots
@@ -582,7 +587,10 @@ impl Supervisor {
             if let (true, Some(home)) = (self.establish.groups[g].accepted, self.establish.groups[g].endpoint) {
                 let s = &self.slots[slot.index()];
                 let mut endpoint = s.fallback.unwrap_or(home);
-                if s.consecutive_failures >= self.config.failures_before_fallback && self.config.endpoints.len() > 1 {
+                let rejected = self.establish.is_rejected(endpoint);
+                if (rejected || s.consecutive_failures >= self.config.failures_before_fallback)
+                    && self.config.endpoints.len() > 1
+                {
                     let previous = endpoint;
                     endpoint = self.fallback_endpoint(slot, endpoint).unwrap_or(endpoint);
                     self.counters.fallbacks += u64::from(endpoint != previous);
@@ -619,6 +627,9 @@ impl Supervisor {
         let at = order.iter().position(|&e| e == current).unwrap_or(0);
         let max = self.config.max_connections_per_host();
         (1..order.len()).map(|k| order[(at + k) % order.len()]).find(|&e| {
+            if self.establish.is_rejected(e) {
+                return false;
+            }
             let users = (0..self.slots.len())
                 .filter(|&i| {
                     i != slot.index() && self.slots[i].endpoint == e && !self.establish.is_parked(SlotId(i as u32))
@@ -745,14 +756,109 @@ impl Supervisor {
         let s = &mut self.slots[slot.index()];
         match s.state {
             SlotState::Connecting { deadline } | SlotState::Handshaking { deadline } => {
-                s.consecutive_failures = 0;
                 let endpoint = s.endpoint;
                 self.timers.cancel(deadline, Timer::Connect(slot, generation));
-                self.accept_server(slot, endpoint);
-                self.release(slot);
+                if self.needs_data_canary(endpoint) {
+                    // Not usable yet: the probe queries run on it first.
+                    self.slots[slot.index()].state = SlotState::Ready;
+                    return self.canary_step(slot, 0);
+                }
+                self.server_good(slot, endpoint);
             }
             _ => self.ignore("ready while not connecting"),
         }
+    }
+
+    /// A connection to `endpoint` must pass the data canary before use:
+    /// canaries are on, a probe is configured, and the endpoint has not
+    /// been found good in this epoch.
+    fn needs_data_canary(&self, endpoint: usize) -> bool {
+        self.config.canary
+            && !self.config.canary_probe.is_empty()
+            && self.establish.verdicts[endpoint] != Some(Verdict::Good)
+    }
+
+    /// The slot's connection is good (handshake, and data if asked): its
+    /// server is accepted for its group and the slot becomes available.
+    fn server_good(&mut self, slot: SlotId, endpoint: usize) {
+        self.slots[slot.index()].consecutive_failures = 0;
+        self.establish.verdicts[endpoint] = Some(Verdict::Good);
+        self.accept_server(slot, endpoint);
+        self.release(slot);
+    }
+
+    /// Sends the data canary's probe query `step` on a ready slot, with the
+    /// slot's connect-deadline share as its reply deadline.
+    fn canary_step(&mut self, slot: SlotId, step: usize) {
+        debug_assert!(step < self.config.canary_probe.len(), "canary step {step} past the probe");
+        let request = self.config.canary_probe[step].clone();
+        // Bounded by CANARY_PROBE_STEPS_MAX (checked by validate).
+        self.start_exchange(slot, Owner::Canary(step as u8), request);
+        let s = &self.slots[slot.index()];
+        let SlotState::Busy(ex) = s.state else { unreachable!("exchange just started") };
+        let deadline = self.now + self.config.connect_timeout / s.deadline_slices.max(1);
+        self.timers.set(deadline, Timer::CanaryReply(slot, s.generation, ex.msg_id));
+    }
+
+    /// The data canary's reply to query `step`: the next query, acceptance
+    /// after the last, or rejection.
+    fn canary_reply(&mut self, slot: SlotId, step: u8, body: FrameBody) {
+        let verdict = match body {
+            FrameBody::Reply(reply) => judge(&reply),
+            FrameBody::Invalid(e) => Err(RejectReason::BadData(e.to_string())),
+            FrameBody::ServerMessage(text) => Err(RejectReason::Mismatch(text)),
+            FrameBody::Raw(_) => Err(RejectReason::BadData("reply was not parsed".into())),
+        };
+        if let Err(reason) = verdict {
+            return self.reject_server(slot, reason);
+        }
+        let s = &mut self.slots[slot.index()];
+        s.exchanges += 1;
+        s.state = SlotState::Ready;
+        let next = usize::from(step) + 1;
+        if next < self.config.canary_probe.len() {
+            return self.canary_step(slot, next);
+        }
+        let endpoint = s.endpoint;
+        tracing::debug!(slot = slot.0, endpoint = %self.config.endpoints[endpoint], "data canary passed");
+        self.server_good(slot, endpoint);
+    }
+
+    /// Records why the slot's server failed validation.
+    fn record_rejection(&mut self, slot: SlotId, reason: RejectReason) {
+        let endpoint = self.slots[slot.index()].endpoint;
+        tracing::info!(endpoint = %self.config.endpoints[endpoint], %reason, "server rejected");
+        self.establish.verdicts[endpoint] = Some(Verdict::Rejected(reason));
+    }
+
+    /// The data canary failed: the server is rejected and the connection
+    /// retires as a failure, so a group canary moves to its next candidate
+    /// and a fallback slot to another server.
+    fn reject_server(&mut self, slot: SlotId, reason: RejectReason) {
+        self.counters.data_rejections += 1;
+        let error = RequestError::ConnectionLost(SlotError::Protocol(format!("server rejected: {reason}")));
+        self.record_rejection(slot, reason);
+        self.retire(slot, Some(error));
+    }
+
+    /// A validating connection (one that has not passed the data canary,
+    /// or any canary connection) failed before it was good: its verdict.
+    fn rejection_on_failure(&mut self, slot: SlotId, error: &SlotError, timed_out: bool) {
+        let s = &self.slots[slot.index()];
+        let g = self.config.group_of(slot.index());
+        let group = &self.establish.groups[g];
+        let canary = group.canary == Some(slot) && !group.accepted;
+        if !canary && !self.needs_data_canary(s.endpoint) {
+            return;
+        }
+        let reason = match (s.state, error) {
+            (_, SlotError::Mismatch(text)) => RejectReason::Mismatch(text.clone()),
+            (SlotState::Connecting { .. }, _) => RejectReason::Unreachable,
+            (SlotState::Handshaking { .. }, _) if timed_out => RejectReason::Stalled,
+            (SlotState::Handshaking { .. }, _) => RejectReason::HandshakeFailed,
+            _ => RejectReason::Unreachable,
+        };
+        self.record_rejection(slot, reason);
     }
 
     /// A canary's handshake succeeded: its group uses this server, and the
@@ -783,6 +889,7 @@ impl Supervisor {
             return;
         }
         tracing::debug!(slot = slot.0, ?error, "slot failed");
+        self.rejection_on_failure(slot, &error, false);
         let s = &mut self.slots[slot.index()];
         if let SlotState::Connecting { deadline } | SlotState::Handshaking { deadline } = s.state {
             self.timers.cancel(deadline, Timer::Connect(slot, generation));
@@ -929,12 +1036,17 @@ impl Supervisor {
             }
             // The slot task parsed it, so it believed it was the reply; the
             // Supervisor's stricter match says no: treat it as stale.
-            FrameBody::Reply(_) | FrameBody::Invalid(_) => self.counters.stale_frames += 1,
+            FrameBody::Reply(_) | FrameBody::Invalid(_) | FrameBody::ServerMessage(_) => {
+                self.counters.stale_frames += 1
+            }
         }
     }
 
     fn reply(&mut self, slot: SlotId, ex: Exchange, body: FrameBody) {
         let sent_at = ex.sent_at.expect("a reply follows its send");
+        if let Owner::Canary(step) = ex.owner {
+            return self.canary_reply(slot, step, body);
+        }
         let latency_us = self.now.saturating_duration_since(sent_at).as_secs_f64() * 1e6;
         let reply = match body {
             FrameBody::Reply(reply) => reply,
@@ -948,6 +1060,10 @@ impl Supervisor {
             FrameBody::Raw(_) => {
                 self.counters.bad_replies += 1;
                 return self.retire(slot, Some(RequestError::BadReply("reply was not parsed".into())));
+            }
+            FrameBody::ServerMessage(text) => {
+                self.counters.bad_replies += 1;
+                return self.retire(slot, Some(RequestError::BadReply(format!("the server said: {text}"))));
             }
         };
         let s = &mut self.slots[slot.index()];
@@ -1135,7 +1251,9 @@ impl Supervisor {
                     let s = &self.slots[slot.index()];
                     let connecting = matches!(s.state, SlotState::Connecting { .. } | SlotState::Handshaking { .. });
                     if s.generation == generation && connecting {
-                        self.retire(slot, Some(RequestError::ConnectionLost(SlotError::Connect("timed out".into()))));
+                        let error = SlotError::Connect("timed out".into());
+                        self.rejection_on_failure(slot, &error, true);
+                        self.retire(slot, Some(RequestError::ConnectionLost(error)));
                     }
                 }
                 Timer::Reconnect(slot, generation) => {
@@ -1149,6 +1267,13 @@ impl Supervisor {
                 }
                 Timer::Heartbeat(slot, generation) => self.heartbeat_due(slot, generation),
                 Timer::HeartbeatReply(slot, generation, msg_id) => self.heartbeat_expired(slot, generation, msg_id),
+                Timer::CanaryReply(slot, generation, msg_id) => {
+                    let s = &self.slots[slot.index()];
+                    let waiting = matches!(s.state, SlotState::Busy(ex) if matches!(ex.owner, Owner::Canary(_)) && ex.msg_id == msg_id);
+                    if s.generation == generation && waiting {
+                        self.reject_server(slot, RejectReason::Stalled);
+                    }
+                }
                 Timer::Probe => {
                     if self.establish.probing {
                         tracing::warn!("the start probe did not answer in time; connecting on the ranked order");

@@ -13,6 +13,8 @@ use super::ids::{Epoch, Generation, PinId, RequestId, SlotId};
 pub(crate) enum Owner {
     Request(RequestId),
     Heartbeat,
+    /// The data canary's probe query number `step`.
+    Canary(u8),
 }
 
 /// The one request (or heartbeat) in flight on a socket.

@@ -24,6 +24,8 @@ pub(crate) enum Timer {
     Heartbeat(SlotId, Generation),
     /// A heartbeat exchange's reply deadline.
     HeartbeatReply(SlotId, Generation, u32),
+    /// A data canary probe query's reply deadline.
+    CanaryReply(SlotId, Generation, u32),
     /// The start probe is overdue: connect on the order as it is.
     Probe,
     /// Close must be proven by now.
