@@ -786,3 +786,81 @@ fn without_canaries_the_start_probe_still_picks_the_servers() {
     let picked: Vec<_> = connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect();
     assert_eq!(picked, vec![(0, 2), (1, 1)]);
 }
+
+// ---- data canary ----
+
+fn probing(endpoints: usize, probe: usize) -> SupervisorConfig {
+    SupervisorConfig { canary_probe: vec![count_request(); probe], ..establishing(endpoints, 1, 2) }
+}
+
+/// Answers the one probe query in `actions` on `slot` with `body`.
+fn answer_probe(hand: &mut Hand, actions: &[Action], body: FrameBody) -> Vec<Action> {
+    let (slot, msg_id) = the_send(actions);
+    hand.sent(slot, msg_id);
+    hand.frame(slot, msg_id, COUNT, body)
+}
+
+fn retire_and_close(hand: &mut Hand, actions: &[Action]) -> Vec<Action> {
+    let (slot, generation) = actions
+        .iter()
+        .find_map(|a| match a {
+            Action::Retire { slot, generation, .. } => Some((*slot, *generation)),
+            _ => None,
+        })
+        .expect("a retire");
+    hand.input(Input::SlotClosed { slot, epoch: Epoch(0), generation })
+}
+
+/// Why: a server that completes the handshake and then serves nothing (the
+/// "read-only" servers of 2026) must never carry a request; only a probe
+/// answered with data accepts a server, and the reason for a rejection is kept.
+#[test]
+fn the_data_canary_accepts_a_server_only_after_its_probe_answers_with_data() {
+    let (mut hand, _) = Hand::new(probing(3, 2));
+    let out = hand.ready(0);
+    assert!(connects(&out, hand.t0).is_empty(), "the others wait for the probe");
+    // A request waits meanwhile: the canary is not in the pool yet.
+    assert!(hand.submit(1, 60_000).iter().all(|a| !matches!(a, Action::Send { .. })));
+    let out = answer_probe(&mut hand, &out, count_reply(5));
+    // Step two answers empty: endpoint 0 holds no data.
+    let out = answer_probe(&mut hand, &out, count_reply(0));
+    assert!(completions(&out).is_empty(), "the waiting request never sees the empty server");
+    let d = hand.sup.diagnostics();
+    assert_eq!(d.verdicts[0], Some(Verdict::Rejected(RejectReason::EmptyData)));
+    assert_eq!(d.counters.data_rejections, 1);
+    let out = retire_and_close(&mut hand, &out);
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| c.1).collect::<Vec<_>>(), vec![1], "the next candidate");
+    let out = hand.ready(0);
+    let out = answer_probe(&mut hand, &out, count_reply(5));
+    let out = answer_probe(&mut hand, &out, count_reply(5));
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(), vec![(1, 1)]);
+    let (slot, _) = the_send(&out);
+    assert_eq!(slot, SlotId(0), "the waiting request goes out on the accepted canary");
+    let d = hand.sup.diagnostics();
+    assert_eq!(d.servers, vec![Some(1)]);
+    assert_eq!(d.verdicts, vec![Some(Verdict::Rejected(RejectReason::EmptyData)), Some(Verdict::Good), None]);
+}
+
+/// Why: a server that turns the client away in words, or never answers
+/// the probe, is rejected with that reason, and the canary moves on.
+#[test]
+fn the_data_canary_names_mismatches_and_stalls() {
+    let (mut hand, _) = Hand::new(probing(3, 1));
+    let text = "客户端与行情主站不匹配,不能使用!";
+    let out = fail(&mut hand, 0, SlotError::Mismatch(text.into()));
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| c.1).collect::<Vec<_>>(), vec![1]);
+    let out = hand.ready(0);
+    let (slot, msg_id) = the_send(&out);
+    hand.sent(slot, msg_id);
+    // No reply within the attempt's share of the connect deadline.
+    hand.now = hand.sup.poll_timeout().unwrap();
+    let out = hand.input(Input::Tick);
+    assert!(out.iter().any(|a| matches!(a, Action::Retire { .. })), "{out:?}");
+    let out = retire_and_close(&mut hand, &out);
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| c.1).collect::<Vec<_>>(), vec![2]);
+    let out = hand.ready(0);
+    answer_probe(&mut hand, &out, FrameBody::ServerMessage(text.into()));
+    let d = hand.sup.diagnostics();
+    let mismatch = Some(Verdict::Rejected(RejectReason::Mismatch(text.into())));
+    assert_eq!(d.verdicts, vec![mismatch.clone(), Some(Verdict::Rejected(RejectReason::Stalled)), mismatch]);
+}

@@ -101,6 +101,7 @@ mod tests {
         assert_eq!(judge(&Reply::Bars(Vec::new())), Err(RejectReason::EmptyData));
         let probe = default_probe();
         assert_eq!(probe.len(), 2);
-        assert_eq!(probe[0].name(), "security count");
+        assert_eq!(probe[0].msg_type(), 0x044e);
+        assert_eq!(probe[1].msg_type(), 0x052d);
     }
 }

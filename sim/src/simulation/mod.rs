@@ -457,7 +457,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
     }
     let counters = &d.supervisor.counters;
     shared.trace(format!(
-        "counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} pushes={} bad_replies={} ignored={}",
+        "counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} pushes={} bad_replies={} ignored={} data_rejections={}",
         counters.admitted,
         counters.replies,
         counters.errors,
@@ -468,7 +468,8 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         counters.late_frames,
         counters.pushes,
         counters.bad_replies,
-        counters.ignored_inputs
+        counters.ignored_inputs,
+        counters.data_rejections
     ));
     drop(client);
     tokio::time::sleep(Duration::from_millis(100)).await;

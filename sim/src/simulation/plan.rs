@@ -133,6 +133,9 @@ impl Plan {
         };
         // Drawn last, so the draws above keep their worlds.
         plan.cpus = 1 + rng.below(16) as usize;
+        // Servers as they behave in 2026 (drawn after the rest, for the same reason).
+        plan.faults.extend(servers_of_2026(&mut rng, servers, fault_phase));
+        plan.faults.sort_by_key(|s| s.at);
         // Budgets at or just above the smallest the engine accepts, where a
         // stall would show first.
         if rng.below(4) == 0 {
@@ -182,6 +185,40 @@ fn schedule(rng: &mut Rng, servers: usize, in_use: usize, phase: Duration) -> Ve
     }
     // Stable: events at the same time keep their generation order.
     out.sort_by_key(|s| s.at);
+    out
+}
+
+/// Half the seeds get some servers of 2026: servers that serve empty data
+/// or answer the handshake with the mismatch message from the start (the
+/// data canary must keep them out of the pool), and throttling servers
+/// (stall, then close a connection over its rate) for a while.
+fn servers_of_2026(rng: &mut Rng, servers: usize, phase: Duration) -> Vec<Scheduled> {
+    let mut out = Vec::new();
+    if rng.below(2) == 0 {
+        return out;
+    }
+    let phase_ms = phase.as_millis() as u64;
+    for _ in 0..1 + rng.below(3) {
+        let server = rng.below(servers as u64) as usize;
+        match rng.below(3) {
+            0 => {
+                let faults = Faults { empty_data: true, ..Faults::default() };
+                out.push(Scheduled { at: Duration::ZERO, event: FaultEvent::Set(server, faults) });
+            }
+            1 => {
+                let faults = Faults { mismatch: true, ..Faults::default() };
+                let at = if rng.below(2) == 0 { 0 } else { rng.below(phase_ms) };
+                out.push(Scheduled { at: Duration::from_millis(at), event: FaultEvent::Set(server, faults) });
+            }
+            _ => {
+                let faults = Faults { throttle_per_sec: Some(2 + rng.below(40) as u32), ..Faults::default() };
+                let start = rng.below(phase_ms * 3 / 4);
+                let end = start + 1 + rng.below(phase_ms - start);
+                out.push(Scheduled { at: Duration::from_millis(start), event: FaultEvent::Set(server, faults) });
+                out.push(Scheduled { at: Duration::from_millis(end), event: FaultEvent::Clear(server) });
+            }
+        }
+    }
     out
 }
 
