@@ -45,6 +45,7 @@ pub struct ClientBuilder {
     candidates: Option<Vec<String>>,
     canary: bool,
     canary_probe: Vec<Request>,
+    second_opinion: bool,
     connect_concurrency: Option<usize>,
     connects_per_host: usize,
     max_connections_per_host: Option<usize>,
@@ -74,6 +75,7 @@ impl Default for ClientBuilder {
             candidates: None,
             canary: sup.canary,
             canary_probe: crate::supervisor::default_probe(),
+            second_opinion: true,
             connect_concurrency: sup.connect_concurrency,
             connects_per_host: sup.connects_per_host,
             max_connections_per_host: sup.max_connections_per_host,
@@ -126,6 +128,14 @@ impl ClientBuilder {
     /// [`CANARY_PROBE_STEPS_MAX`](crate::supervisor::CANARY_PROBE_STEPS_MAX).
     pub fn canary_probe(mut self, queries: Vec<Request>) -> Self {
         self.canary_probe = queries;
+        self
+    }
+    /// Ask a reply that is empty where data is expected once more, on
+    /// another server, before returning it, and demote a server another
+    /// contradicts (default on; needs `server_count >= 2`). The rule is in
+    /// docs/ARCHITECTURE.md, "Servers validated by data".
+    pub fn second_opinion(mut self, on: bool) -> Self {
+        self.second_opinion = on;
         self
     }
     /// Connects in flight at once over the pool (default
@@ -309,6 +319,7 @@ impl ClientBuilder {
             rng_seed: self.rng_seed,
             canary: self.canary,
             canary_probe: self.canary_probe.iter().cloned().map(Arc::new).collect(),
+            second_opinion: self.second_opinion,
             connect_concurrency: self.connect_concurrency,
             connects_per_host: self.connects_per_host,
             max_connections_per_host: self.max_connections_per_host,

@@ -96,6 +96,12 @@ pub struct SupervisorConfig {
     /// [`default_probe`](super::default_probe).
     #[serde(skip)]
     pub canary_probe: Vec<Arc<Request>>,
+    /// Ask a request whose reply is empty where data is expected once more,
+    /// on another server, within its deadline (the rule:
+    /// `supervisor::second_opinion`); a server contradicted by the other is
+    /// demoted. Needs `server_count >= 2`. Default false here; the client
+    /// turns it on.
+    pub second_opinion: bool,
     /// Connects (TCP plus handshake) in flight at once over the whole pool.
     /// Default `None`: `min(pool, max(4, min(2 x available_cpus, 32)))`.
     pub connect_concurrency: Option<usize>,
@@ -148,6 +154,7 @@ impl Default for SupervisorConfig {
             rng_seed: 0,
             canary: true,
             canary_probe: Vec::new(),
+            second_opinion: false,
             connect_concurrency: None,
             connects_per_host: 2,
             max_connections_per_host: None,

@@ -41,6 +41,13 @@ pub struct Counters {
     /// Servers the data canary rejected (empty data, a mismatch message,
     /// a stall or a bad reply to the probe query).
     pub data_rejections: u64,
+    /// Replies empty where data was expected, asked again of another server.
+    pub second_opinions: u64,
+    /// Second opinions that found data where the first server said empty.
+    pub contradictions: u64,
+    /// Servers demoted after a contradiction: their slots move to the next
+    /// ranked server.
+    pub demotions: u64,
     /// Slots moved to another server after repeated failures.
     pub fallbacks: u64,
     /// Generations retired (by the Supervisor or by a failing slot).

@@ -51,6 +51,7 @@ mod ids;
 mod io;
 mod push;
 mod rng;
+mod second_opinion;
 mod slot;
 mod timer;
 mod verdict;
@@ -87,6 +88,7 @@ pub use verdict::{default_probe, judge, RejectReason, Verdict};
 use establish::Establishment;
 use push::{PushBuffer, PushFrame};
 use rng::Rng;
+use second_opinion::KnownEnds;
 use slot::{Exchange, IdleSet, Owner, Slot, SlotState};
 use timer::{Timer, TimerTable};
 
@@ -123,6 +125,9 @@ enum Place {
     PinQueued(PinId),
     /// In flight on a slot.
     OnSlot(SlotId),
+    /// Waiting for a slot on another server than the one that answered it
+    /// empty (in the second-opinion FIFO).
+    Second,
 }
 
 #[derive(Debug)]
@@ -133,6 +138,9 @@ struct Req {
     retried: bool,
     pin: Option<PinId>,
     place: Place,
+    /// The endpoint whose empty answer is being checked: the second
+    /// opinion goes to any other.
+    avoid: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -162,6 +170,11 @@ pub struct Supervisor {
     idle: IdleSet,
     /// Invariant: holds exactly the `Queued` requests and the pins without a slot.
     waiters: VecDeque<Waiter>,
+    /// Invariant: holds exactly the `Second` requests, and no idle slot is
+    /// on an endpoint any of them may use.
+    second: VecDeque<RequestId>,
+    /// Where paged series end, for the second-opinion rule.
+    known_ends: KnownEnds,
     requests: IdMap<RequestId, Req>,
     pins: IdMap<PinId, Pin>,
     /// Invariant: queued requests (both FIFOs) plus pins without a slot.
@@ -199,6 +212,8 @@ impl Supervisor {
             slots,
             idle: IdleSet::new(pool_size),
             waiters: VecDeque::new(),
+            second: VecDeque::new(),
+            known_ends: KnownEnds::default(),
             requests: IdMap::default(),
             pins: IdMap::default(),
             waiting: 0,
@@ -404,7 +419,7 @@ impl Supervisor {
                 Place::Queued
             }
         };
-        self.requests.insert(id, Req { request, deadline, retry_safe, retried: false, pin, place });
+        self.requests.insert(id, Req { request, deadline, retry_safe, retried: false, pin, place, avoid: None });
         self.waiting += 1;
         self.counters.admitted += 1;
         self.timers.set(deadline, Timer::Request(id));
@@ -413,8 +428,10 @@ impl Supervisor {
         }
     }
 
-    /// Hands idle slots to the head of the FIFO while both exist.
+    /// Hands idle slots to the head of the FIFO while both exist; second
+    /// opinions (older than every waiter) go first.
     fn dispatch(&mut self) {
+        self.dispatch_second();
         while self.idle.len() > 0 {
             let Some(waiter) = self.waiters.pop_front() else {
                 break;
@@ -444,9 +461,31 @@ impl Supervisor {
         chosen
     }
 
+    /// Each second opinion takes an idle slot on a server other than the
+    /// one it avoids, in FIFO order; one that finds none waits.
+    fn dispatch_second(&mut self) {
+        let mut i = 0;
+        // Bounded: each turn removes an entry or moves past one.
+        while i < self.second.len() && self.idle.len() > 0 {
+            let id = self.second[i];
+            let avoid = self.requests.get(&id).and_then(|r| r.avoid);
+            debug_assert!(avoid.is_some(), "a second opinion avoids a server");
+            let found =
+                (0..self.idle.len()).map(|k| self.idle.get(k)).find(|s| Some(self.slots[s.index()].endpoint) != avoid);
+            match found {
+                Some(slot) => {
+                    self.second.remove(i);
+                    self.idle.remove(slot);
+                    self.lease(id, slot);
+                }
+                None => i += 1,
+            }
+        }
+    }
+
     fn lease(&mut self, id: RequestId, slot: SlotId) {
         let req = self.requests.get_mut(&id).expect("waiters hold live requests");
-        debug_assert!(matches!(req.place, Place::Queued | Place::PinQueued(_)));
+        debug_assert!(matches!(req.place, Place::Queued | Place::PinQueued(_) | Place::Second));
         req.place = Place::OnSlot(slot);
         let request = req.request.clone();
         self.waiting -= 1;
@@ -474,6 +513,10 @@ impl Supervisor {
     fn release(&mut self, slot: SlotId) {
         let s = &mut self.slots[slot.index()];
         s.state = SlotState::Ready;
+        if std::mem::take(&mut s.retire_when_idle) {
+            // Its server was demoted: nothing more goes to it.
+            return self.retire(slot, None);
+        }
         s.idle_since = self.now;
         if self.close.is_closing() {
             return self.retire(slot, None);
@@ -505,6 +548,10 @@ impl Supervisor {
                 if let Some(pin) = self.pins.get_mut(&p) {
                     pin.queue.retain(|r| *r != id);
                 }
+                self.waiting -= 1;
+            }
+            Place::Second => {
+                self.second.retain(|r| *r != id);
                 self.waiting -= 1;
             }
             Place::OnSlot(_) => self.active -= 1,
@@ -539,12 +586,17 @@ impl Supervisor {
             return self.finish(id, Err(error));
         }
         req.retried = true;
-        req.place = Place::Queued;
         self.active -= 1;
         self.waiting += 1;
         self.counters.retries += 1;
         // It was older than every waiter, so FIFO puts it first.
-        self.waiters.push_front(Waiter::Request(id));
+        if req.avoid.is_some() {
+            req.place = Place::Second;
+            self.second.push_front(id);
+        } else {
+            req.place = Place::Queued;
+            self.waiters.push_front(Waiter::Request(id));
+        }
     }
 
     fn cancel(&mut self, id: RequestId) {
@@ -687,6 +739,7 @@ impl Supervisor {
         let deadline = self.now + self.config.connect_timeout / s.deadline_slices.max(1);
         s.state = SlotState::Connecting { deadline };
         s.heartbeat_armed = false;
+        s.retire_when_idle = false;
         s.last_msg_id = None;
         let (generation, endpoint) = (s.generation, s.endpoint);
         self.timers.set(deadline, Timer::Connect(slot, generation));
@@ -848,7 +901,11 @@ impl Supervisor {
         let g = self.config.group_of(slot.index());
         let group = &self.establish.groups[g];
         let canary = group.canary == Some(slot) && !group.accepted;
-        if !canary && !self.needs_data_canary(s.endpoint) {
+        // A server found good stays good through a failed connection (a
+        // flaky one is the fallback rule's business).
+        if self.establish.verdicts[s.endpoint] == Some(Verdict::Good)
+            || (!canary && !self.needs_data_canary(s.endpoint))
+        {
             return;
         }
         let reason = match (s.state, error) {
@@ -1070,13 +1127,95 @@ impl Supervisor {
         s.record_latency(latency_us);
         s.exchanges += 1;
         s.last_msg_id = Some(ex.msg_id);
+        let endpoint = s.endpoint;
+        let mut contradicted = None;
         if let Owner::Request(id) = ex.owner {
+            if self.ask_again(id, endpoint, &reply) {
+                return self.release(slot);
+            }
+            if let Some(req) = self.requests.get(&id) {
+                let doubtful = self.known_ends.doubtful(&req.request, &reply);
+                if let (Some(first), false) = (req.avoid, doubtful) {
+                    contradicted = Some(first);
+                }
+                self.known_ends.learn(&req.request, &reply);
+            }
             if mutant(Mutant::ReplyCompletedTwice) {
                 self.actions.push_back(Action::Complete { id, outcome: Ok(reply.clone()) });
             }
             self.finish(id, Ok(reply));
         }
         self.release(slot);
+        if let Some(first) = contradicted {
+            self.counters.contradictions += 1;
+            self.demote(first);
+        }
+    }
+
+    /// A reply empty where data is expected (see [`second_opinion`]) goes
+    /// back for a second opinion from another server, once, within the
+    /// request's deadline. True when it did.
+    fn ask_again(&mut self, id: RequestId, endpoint: usize, reply: &Reply) -> bool {
+        if !self.config.second_opinion || self.config.server_count < 2 || self.close.is_closing() {
+            return false;
+        }
+        let Some(req) = self.requests.get_mut(&id) else { return false };
+        if req.avoid.is_some() || req.pin.is_some() || self.now >= req.deadline {
+            return false;
+        }
+        if !self.known_ends.doubtful(&req.request, reply) {
+            return false;
+        }
+        tracing::debug!(request = id.0, endpoint = %self.config.endpoints[endpoint], "empty reply: asking another server");
+        req.avoid = Some(endpoint);
+        req.place = Place::Second;
+        self.active -= 1;
+        self.waiting += 1;
+        self.counters.second_opinions += 1;
+        self.second.push_back(id);
+        true
+    }
+
+    /// Another server had data where `endpoint` said empty: `endpoint` is
+    /// rejected, its group looks for a new server through its canary, and
+    /// its slots move: idle and connecting ones retire now, busy ones when
+    /// their exchange ends (so no request in flight is lost).
+    fn demote(&mut self, endpoint: usize) {
+        if self.establish.is_rejected(endpoint) {
+            return;
+        }
+        self.counters.demotions += 1;
+        tracing::info!(endpoint = %self.config.endpoints[endpoint], "server contradicted: demoted");
+        self.establish.verdicts[endpoint] = Some(Verdict::Rejected(RejectReason::EmptyData));
+        for group in &mut self.establish.groups {
+            if group.endpoint == Some(endpoint) {
+                group.accepted = false;
+                group.endpoint = None;
+                group.canary = None;
+                group.tried.iter_mut().for_each(|t| *t = false);
+                group.tried[endpoint] = true;
+            }
+        }
+        for i in 0..self.slots.len() {
+            let slot = SlotId(i as u32);
+            if self.slots[i].endpoint != endpoint {
+                continue;
+            }
+            match self.slots[i].state {
+                SlotState::Ready | SlotState::Connecting { .. } | SlotState::Handshaking { .. } => {
+                    self.retire(slot, None)
+                }
+                SlotState::Busy(_) => self.slots[i].retire_when_idle = true,
+                SlotState::Disconnected => {
+                    if let Some(at) = self.establish.queue.iter().position(|s| *s == slot) {
+                        // Queued for this server: choose again.
+                        self.establish.queue.remove(at);
+                        self.connect(slot);
+                    }
+                }
+                SlotState::Retiring { .. } => {}
+            }
+        }
     }
 
     /// The [`Mutant::RetryOnSameConnection`] bug: resends a retry-safe
@@ -1462,6 +1601,30 @@ impl Supervisor {
         self.check_establishment();
         if !self.waiters.is_empty() {
             assert_eq!(self.idle.len(), 0, "no idle slot while someone waits");
+        }
+        assert_eq!(
+            self.second.len(),
+            self.requests.values().filter(|r| r.place == Place::Second).count(),
+            "the second-opinion FIFO holds exactly the second opinions"
+        );
+        for id in &self.second {
+            let avoid = self.requests.get(id).and_then(|r| r.avoid);
+            assert!(avoid.is_some(), "a second opinion avoids a server");
+            for k in 0..self.idle.len() {
+                let s = self.idle.get(k);
+                assert_eq!(
+                    Some(self.slots[s.index()].endpoint),
+                    avoid,
+                    "second opinion {} waits beside an idle slot",
+                    id.0
+                );
+            }
+        }
+        for k in 0..self.idle.len() {
+            // Rejected (demoted) servers carry nothing: an idle slot's server passed.
+            let s = self.idle.get(k);
+            let e = self.slots[s.index()].endpoint;
+            assert_eq!(self.establish.verdicts[e], Some(Verdict::Good), "idle slot {} on endpoint {e}", s.0);
         }
     }
 

@@ -84,6 +84,9 @@ pub(crate) struct Slot {
     pub(crate) frames: u64,
     pub(crate) bytes: u64,
     pub(crate) exchanges: u64,
+    /// Its server was demoted while it was busy: retire it when its
+    /// exchange ends instead of making it available.
+    pub(crate) retire_when_idle: bool,
 }
 
 /// Latency assumed for a slot that has not answered yet: 1 ms.
@@ -109,6 +112,7 @@ impl Slot {
             frames: 0,
             bytes: 0,
             exchanges: 0,
+            retire_when_idle: false,
         }
     }
 

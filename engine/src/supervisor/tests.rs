@@ -864,3 +864,101 @@ fn the_data_canary_names_mismatches_and_stalls() {
     let mismatch = Some(Verdict::Rejected(RejectReason::Mismatch(text.into())));
     assert_eq!(d.verdicts, vec![mismatch.clone(), Some(Verdict::Rejected(RejectReason::Stalled)), mismatch]);
 }
+
+// ---- second opinion ----
+
+fn second_opinions() -> SupervisorConfig {
+    SupervisorConfig { second_opinion: true, ..config(2, 1) }
+}
+
+/// Why: a server that turned empty mid-run must not hand a caller an empty
+/// answer another server contradicts; the contradicted server leaves the
+/// pool, its slot moving to the next candidate.
+#[test]
+fn an_empty_reply_is_asked_again_elsewhere_and_a_contradicted_server_is_demoted() {
+    let (mut hand, _) = Hand::new(second_opinions());
+    hand.ready_all();
+    let out = hand.submit(1, 5_000);
+    let (first, msg_id) = the_send(&out);
+    hand.sent(first, msg_id);
+    let out = hand.frame(first, msg_id, COUNT, count_reply(0));
+    assert!(completions(&out).is_empty(), "an empty count is not returned yet");
+    let (second, msg_id) = the_send(&out);
+    assert_ne!(second, first, "the second opinion goes to the other server");
+    hand.sent(second, msg_id);
+    let out = hand.frame(second, msg_id, COUNT, count_reply(7));
+    assert_eq!(completions(&out), vec![(1, Ok(7))], "the server with data answers");
+    let retired: Vec<SlotId> =
+        out.iter().filter_map(|a| if let Action::Retire { slot, .. } = a { Some(*slot) } else { None }).collect();
+    assert_eq!(retired, vec![first], "the contradicted server's idle slot leaves at once");
+    let d = hand.sup.diagnostics();
+    assert_eq!((d.counters.second_opinions, d.counters.contradictions, d.counters.demotions), (1, 1, 1));
+    let e = hand.connects[first.index()].unwrap().1;
+    assert_eq!(d.verdicts[e], Some(Verdict::Rejected(RejectReason::EmptyData)));
+    // Its slot reconnects elsewhere: to the spare endpoint, not back.
+    let out = retire_and_close(&mut hand, &out);
+    let next: Vec<usize> = connects(&out, hand.t0).iter().map(|c| c.1).collect();
+    assert_eq!(next, vec![2]);
+}
+
+/// Why: an empty answer both servers agree on is the answer (a code with
+/// no data); and a page past the known end of its series is not re-asked.
+#[test]
+fn agreed_empty_answers_and_pages_past_the_known_end_are_returned() {
+    let (mut hand, _) = Hand::new(second_opinions());
+    hand.ready_all();
+    let out = hand.submit(1, 5_000);
+    let (first, msg_id) = the_send(&out);
+    hand.sent(first, msg_id);
+    let out = hand.frame(first, msg_id, COUNT, count_reply(0));
+    let (second, msg_id) = the_send(&out);
+    hand.sent(second, msg_id);
+    let out = hand.frame(second, msg_id, COUNT, count_reply(0));
+    assert_eq!(completions(&out), vec![(1, Ok(0))]);
+    let d = hand.sup.diagnostics();
+    assert_eq!((d.counters.second_opinions, d.counters.contradictions, d.counters.demotions), (1, 0, 0));
+    // A count of 5 ends Sz's code list: an empty page from 5 on is the end.
+    let out = hand.submit(2, 5_000);
+    let (slot, msg_id) = the_send(&out);
+    hand.sent(slot, msg_id);
+    hand.frame(slot, msg_id, COUNT, count_reply(5));
+    let list =
+        Arc::new(Request::from(crate::proto::commands::SecurityList { market: Market::Sz, start: 5, limit: 100 }));
+    let deadline = hand.now + Duration::from_secs(5);
+    let out = hand.input(Input::Submit { id: RequestId(3), request: list, deadline, retry_safe: true, pin: None });
+    let (slot, msg_id) = the_send(&out);
+    hand.sent(slot, msg_id);
+    let out = hand.frame(slot, msg_id, 0x044d, FrameBody::Reply(Box::new(Reply::SecurityList(Vec::new()))));
+    assert_eq!(completions(&out).len(), 1, "returned at once");
+    assert_eq!(hand.sup.diagnostics().counters.second_opinions, 1);
+}
+
+/// Why: with one server in use there is nobody to ask; the empty answer
+/// comes back as it is, not after a wait.
+#[test]
+fn with_one_server_there_is_no_second_opinion() {
+    let (mut hand, _) = Hand::new(SupervisorConfig { second_opinion: true, ..config(1, 2) });
+    hand.ready_all();
+    let out = hand.submit(1, 5_000);
+    let (slot, msg_id) = the_send(&out);
+    hand.sent(slot, msg_id);
+    let out = hand.frame(slot, msg_id, COUNT, count_reply(0));
+    assert_eq!(completions(&out), vec![(1, Ok(0))]);
+}
+
+/// Why: a second opinion that finds no other server before the deadline
+/// ends as a timeout, never as the doubtful empty answer.
+#[test]
+fn a_second_opinion_waits_for_another_server_within_the_deadline() {
+    let (mut hand, _) = Hand::new(second_opinions());
+    hand.ready(0);
+    let out = hand.submit(1, 1_000);
+    let (slot, msg_id) = the_send(&out);
+    assert_eq!(slot, SlotId(0));
+    hand.sent(slot, msg_id);
+    let out = hand.frame(slot, msg_id, COUNT, count_reply(0));
+    assert!(completions(&out).is_empty() && the_send_none(&out), "waits for the other server");
+    hand.at_ms(1_000);
+    let out = hand.input(Input::Tick);
+    assert_eq!(completions(&out), vec![(1, Err(RequestError::TimedOut))]);
+}
