@@ -1160,7 +1160,9 @@ impl Supervisor {
             return false;
         }
         let Some(req) = self.requests.get_mut(&id) else { return false };
-        if req.avoid.is_some() || req.pin.is_some() || self.now >= req.deadline {
+        // A pinned request too: data commands carry no session state, so
+        // its second opinion may run off its pin's connection.
+        if req.avoid.is_some() || self.now >= req.deadline {
             return false;
         }
         if !self.known_ends.doubtful(&req.request, reply) {

@@ -457,7 +457,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
     }
     let counters = &d.supervisor.counters;
     shared.trace(format!(
-        "counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} pushes={} bad_replies={} ignored={} data_rejections={}",
+        "counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} pushes={} bad_replies={} ignored={} data_rejections={} second_opinions={} contradictions={} demotions={}",
         counters.admitted,
         counters.replies,
         counters.errors,
@@ -469,7 +469,10 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         counters.pushes,
         counters.bad_replies,
         counters.ignored_inputs,
-        counters.data_rejections
+        counters.data_rejections,
+        counters.second_opinions,
+        counters.contradictions,
+        counters.demotions
     ));
     drop(client);
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -134,7 +134,7 @@ impl Plan {
         // Drawn last, so the draws above keep their worlds.
         plan.cpus = 1 + rng.below(16) as usize;
         // Servers as they behave in 2026 (drawn after the rest, for the same reason).
-        plan.faults.extend(servers_of_2026(&mut rng, servers, fault_phase));
+        plan.faults.extend(servers_of_2026(&mut rng, servers, server_count, fault_phase));
         plan.faults.sort_by_key(|s| s.at);
         // Budgets at or just above the smallest the engine accepts, where a
         // stall would show first.
@@ -190,14 +190,26 @@ fn schedule(rng: &mut Rng, servers: usize, in_use: usize, phase: Duration) -> Ve
 
 /// Half the seeds get some servers of 2026: servers that serve empty data
 /// or answer the handshake with the mismatch message from the start (the
-/// data canary must keep them out of the pool), and throttling servers
-/// (stall, then close a connection over its rate) for a while.
-fn servers_of_2026(rng: &mut Rng, servers: usize, phase: Duration) -> Vec<Scheduled> {
+/// data canary must keep them out of the pool), throttling servers (stall,
+/// then close a connection over its rate) for a while, and, with two
+/// servers in use or more, one in use that turns empty mid-run (second
+/// opinions must keep its empty answers from callers and demote it).
+fn servers_of_2026(rng: &mut Rng, servers: usize, in_use: usize, phase: Duration) -> Vec<Scheduled> {
     let mut out = Vec::new();
     if rng.below(2) == 0 {
         return out;
     }
     let phase_ms = phase.as_millis() as u64;
+    if in_use >= 2 && rng.below(2) == 0 {
+        let server = rng.below(in_use as u64) as usize;
+        let start = rng.below(phase_ms * 3 / 4);
+        let faults = Faults { empty_data: true, ..Faults::default() };
+        out.push(Scheduled { at: Duration::from_millis(start), event: FaultEvent::Set(server, faults) });
+        if rng.below(2) == 0 {
+            let end = start + 1 + rng.below(phase_ms - start);
+            out.push(Scheduled { at: Duration::from_millis(end), event: FaultEvent::Clear(server) });
+        }
+    }
     for _ in 0..1 + rng.below(3) {
         let server = rng.below(servers as u64) as usize;
         match rng.below(3) {
