@@ -235,3 +235,71 @@ fn explicit_hosts_the_data_canary_passes_over_bad_servers() {
     });
     sim.run().expect("simulation completes");
 }
+
+/// Why: a server that served well can turn "read-only" while the engine
+/// runs. Its empty answers must never reach a caller while another server
+/// has the data, and it must leave the pool at its first contradiction.
+#[test]
+fn a_server_turning_empty_mid_run_is_demoted_and_no_caller_sees_its_empty_answers() {
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(12)
+        .simulation_duration(Duration::from_secs(60))
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(Duration::from_millis(3))
+        .build();
+    let market = Arc::new(Market::new(5));
+    let handles: Vec<tdx_sim::FaultHandle> = (0..3).map(|_| tdx_sim::FaultHandle::new(Faults::default())).collect();
+    for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
+        let (market, faults) = (market.clone(), handles[i].clone());
+        sim.host(name, move || {
+            let server = ReferenceServer::with_handles(market.clone(), 0, faults.clone(), Arc::default());
+            async move {
+                server.run(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
+                Ok(())
+            }
+        });
+    }
+    let market_c = market.clone();
+    let turn_empty = handles[0].clone();
+    sim.client("engine", async move {
+        let client = Client::builder()
+            .hosts(["a:7709", "b:7709", "c:7709"])
+            .server_count(2)
+            .connections_per_server(2)
+            .runtime_flavor(RuntimeFlavor::External(tokio::runtime::Handle::current()))
+            .build_with(TurmoilConnector)
+            .expect("engine starts");
+        let requests: Vec<Request> = vec![
+            Bars::new("sz000001".parse().unwrap(), Period::Day, 0, 30).into(),
+            SecurityCount { market: Exchange::Sh, client_date: 0 }.into(),
+            Bars::new("sh600000".parse().unwrap(), Period::Min5, 0, 100).into(),
+        ];
+        for round in 0..20 {
+            if round == 5 {
+                turn_empty.set(Faults { empty_data: true, ..Faults::default() });
+            }
+            // Concurrent calls, so every slot (both servers') carries some.
+            let mut calls = tokio::task::JoinSet::new();
+            for request in requests.iter().cloned() {
+                let client = client.clone();
+                calls.spawn(async move { (client.call(request.clone()).await, request) });
+            }
+            while let Some(done) = calls.join_next().await {
+                let (reply, request) = done.expect("a call task");
+                assert_eq!(reply.expect("reply"), respond(&market_c, 0, &request), "round {round}: never an empty answer");
+            }
+        }
+        let diagnostics = client.diagnostics();
+        let sup = &diagnostics.supervisor;
+        assert_eq!(sup.counters.demotions, 1, "{:?}", sup.counters);
+        assert!(sup.counters.contradictions >= 1);
+        assert_eq!(sup.verdicts[0], Some(Verdict::Rejected(RejectReason::EmptyData)));
+        let mut used: Vec<usize> = sup.servers.iter().map(|s| s.expect("every group has a server")).collect();
+        used.sort_unstable();
+        assert_eq!(used, [1, 2], "the demoted server's group moved to c");
+        assert!(sup.slots.iter().all(|s| s.endpoint != 0 || s.state != "ready"), "nothing idles on a");
+        assert_eq!(client.close().await, CloseState::Closed);
+        Ok(())
+    });
+    sim.run().expect("simulation completes");
+}
