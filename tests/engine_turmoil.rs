@@ -286,7 +286,11 @@ fn a_server_turning_empty_mid_run_is_demoted_and_no_caller_sees_its_empty_answer
             }
             while let Some(done) = calls.join_next().await {
                 let (reply, request) = done.expect("a call task");
-                assert_eq!(reply.expect("reply"), respond(&market_c, 0, &request), "round {round}: never an empty answer");
+                assert_eq!(
+                    reply.expect("reply"),
+                    respond(&market_c, 0, &request),
+                    "round {round}: never an empty answer"
+                );
             }
         }
         let diagnostics = client.diagnostics();

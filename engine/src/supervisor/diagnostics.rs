@@ -48,6 +48,10 @@ pub struct Counters {
     /// Servers demoted after a contradiction: their slots move to the next
     /// ranked server.
     pub demotions: u64,
+    /// Groups moved to a faster server found by a background probe.
+    pub moves: u64,
+    /// Moves given up because the new server's first connection failed.
+    pub moves_abandoned: u64,
     /// Slots moved to another server after repeated failures.
     pub fallbacks: u64,
     /// Generations retired (by the Supervisor or by a failing slot).

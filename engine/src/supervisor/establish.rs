@@ -30,6 +30,11 @@ pub(crate) struct Group {
     pub(crate) tried: Vec<bool>,
     /// Slots waiting for the canary.
     pub(crate) parked: Vec<SlotId>,
+    /// A faster server this accepted group is moving to (found by a
+    /// background probe), tried by `mover` while the others keep serving.
+    pub(crate) moving_to: Option<usize>,
+    /// The slot opening the first connection to `moving_to`.
+    pub(crate) mover: Option<SlotId>,
 }
 
 #[derive(Debug)]
@@ -56,6 +61,8 @@ impl Establishment {
                 canary: None,
                 tried: vec![false; endpoints],
                 parked: Vec::new(),
+                moving_to: None,
+                mover: None,
             })
             .collect();
         Self {
@@ -79,9 +86,20 @@ impl Establishment {
         }
     }
 
-    /// Endpoint `e` is in use or on trial by a group other than `g`.
-    fn held_by_other(&self, g: usize, e: usize) -> bool {
-        self.groups.iter().enumerate().any(|(i, other)| i != g && other.endpoint == Some(e))
+    /// Re-sorts the endpoints by a background probe's latencies (fastest
+    /// first, failed ones last in their previous order) without touching
+    /// the groups' servers: the order fallbacks, canaries and moves follow.
+    pub(crate) fn reorder(&mut self, latencies: &[Option<Duration>]) {
+        let latency = |e: usize| latencies.get(e).copied().flatten().unwrap_or(Duration::MAX);
+        self.order.sort_by_key(|&e| latency(e));
+    }
+
+    /// Endpoint `e` is in use, on trial or being moved to by a group other than `g`.
+    pub(crate) fn held_by_other(&self, g: usize, e: usize) -> bool {
+        self.groups
+            .iter()
+            .enumerate()
+            .any(|(i, other)| i != g && (other.endpoint == Some(e) || other.moving_to == Some(e)))
     }
 
     fn untried(&self, g: usize) -> impl Iterator<Item = usize> + '_ {

@@ -96,6 +96,11 @@ use crate::mutants::{on as mutant, Mutant};
 use crate::proto::commands::Heartbeat;
 use crate::proto::{Reply, Request, ResponseHeader};
 
+/// A background probe moves a group only to a server at least this much
+/// faster (percent of the current one's probe latency): smaller gains are
+/// within the noise of one probe and would make groups flap.
+pub const MOVE_GAIN_PERCENT: u32 = 20;
+
 /// Sequential ids hash well with one multiply; SipHash would dominate a cycle.
 #[derive(Default)]
 struct IdHasher(u64);
@@ -635,37 +640,40 @@ impl Supervisor {
             return;
         }
         let g = self.config.group_of(slot.index());
-        let (endpoint, slices) =
-            if let (true, Some(home)) = (self.establish.groups[g].accepted, self.establish.groups[g].endpoint) {
-                let s = &self.slots[slot.index()];
-                let mut endpoint = s.fallback.unwrap_or(home);
-                let rejected = self.establish.is_rejected(endpoint);
-                if (rejected || s.consecutive_failures >= self.config.failures_before_fallback)
-                    && self.config.endpoints.len() > 1
-                {
-                    let previous = endpoint;
-                    endpoint = self.fallback_endpoint(slot, endpoint).unwrap_or(endpoint);
-                    self.counters.fallbacks += u64::from(endpoint != previous);
-                    let s = &mut self.slots[slot.index()];
-                    s.fallback = (endpoint != home).then_some(endpoint);
-                    s.consecutive_failures = 0;
-                }
-                (endpoint, 1)
-            } else {
-                let group = &mut self.establish.groups[g];
-                match group.canary {
-                    Some(canary) if canary != slot => {
-                        if !group.parked.contains(&slot) {
-                            group.parked.push(slot);
-                        }
-                        return;
+        let group = &self.establish.groups[g];
+        let moving = group.moving_to.filter(|_| group.mover == Some(slot));
+        let (endpoint, slices) = if let Some(target) = moving {
+            (target, 1)
+        } else if let (true, Some(home)) = (self.establish.groups[g].accepted, self.establish.groups[g].endpoint) {
+            let s = &self.slots[slot.index()];
+            let mut endpoint = s.fallback.unwrap_or(home);
+            let rejected = self.establish.is_rejected(endpoint);
+            if (rejected || s.consecutive_failures >= self.config.failures_before_fallback)
+                && self.config.endpoints.len() > 1
+            {
+                let previous = endpoint;
+                endpoint = self.fallback_endpoint(slot, endpoint).unwrap_or(endpoint);
+                self.counters.fallbacks += u64::from(endpoint != previous);
+                let s = &mut self.slots[slot.index()];
+                s.fallback = (endpoint != home).then_some(endpoint);
+                s.consecutive_failures = 0;
+            }
+            (endpoint, 1)
+        } else {
+            let group = &mut self.establish.groups[g];
+            match group.canary {
+                Some(canary) if canary != slot => {
+                    if !group.parked.contains(&slot) {
+                        group.parked.push(slot);
                     }
-                    _ => {
-                        group.canary = Some(slot);
-                        self.establish.choose(g)
-                    }
+                    return;
                 }
-            };
+                _ => {
+                    group.canary = Some(slot);
+                    self.establish.choose(g)
+                }
+            }
+        };
         let s = &mut self.slots[slot.index()];
         s.endpoint = endpoint;
         s.deadline_slices = slices;
@@ -749,13 +757,101 @@ impl Supervisor {
 
     /// The start probe answered (or ran out of time): rank, then connect.
     fn probe_done(&mut self, epoch: Epoch, latencies: Vec<Option<Duration>>) {
-        if epoch != self.epoch || !self.establish.probing {
-            // A background probe, or one from before an epoch change: the
-            // driver saved it for the next start; the pool keeps its servers.
+        if epoch != self.epoch {
+            // From before an epoch change: the driver saved it for the next start.
             return;
+        }
+        if !self.establish.probing {
+            // A background probe: re-sort, and move to faster servers.
+            self.establish.reorder(&latencies);
+            return self.plan_moves(&latencies);
         }
         self.establish.rank(&latencies);
         self.finish_probing();
+    }
+
+    /// Each accepted group whose server is slower than the best free one
+    /// by more than [`MOVE_GAIN_PERCENT`] (or failed the probe) moves to it.
+    fn plan_moves(&mut self, latencies: &[Option<Duration>]) {
+        if self.close.is_closing() {
+            return;
+        }
+        let latency = |e: usize| latencies.get(e).copied().flatten();
+        for g in 0..self.establish.groups.len() {
+            let group = &self.establish.groups[g];
+            let (true, Some(current), None) = (group.accepted, group.endpoint, group.moving_to) else { continue };
+            let best = self.establish.order.iter().copied().find(|&e| {
+                e != current
+                    && latency(e).is_some()
+                    && !self.establish.held_by_other(g, e)
+                    && !self.establish.is_rejected(e)
+            });
+            let Some(best) = best else { continue };
+            let gain = match (latency(best), latency(current)) {
+                (Some(new), Some(old)) => new.as_nanos() * 100 < old.as_nanos() * u128::from(100 - MOVE_GAIN_PERCENT),
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if gain {
+                self.start_move(g, best);
+            }
+        }
+    }
+
+    /// Moves group `g` to `endpoint`: one of its slots (idle now, or busy
+    /// when its exchange ends) reconnects there first, validated like any
+    /// new server; the others keep serving on the old one until it passes.
+    fn start_move(&mut self, g: usize, endpoint: usize) {
+        let current = self.establish.groups[g].endpoint;
+        let candidates = (0..self.slots.len()).filter(|&i| {
+            let s = &self.slots[i];
+            self.config.group_of(i) == g && Some(s.endpoint) == current && s.pin.is_none() && !s.retire_when_idle
+        });
+        let pick = |ready: bool| {
+            candidates.clone().find(|&i| match self.slots[i].state {
+                SlotState::Ready => ready,
+                SlotState::Busy(_) => !ready,
+                _ => false,
+            })
+        };
+        let Some(i) = pick(true).or_else(|| pick(false)) else { return };
+        let slot = SlotId(i as u32);
+        tracing::info!(group = g, to = %self.config.endpoints[endpoint], "moving to a faster server");
+        let group = &mut self.establish.groups[g];
+        group.moving_to = Some(endpoint);
+        group.mover = Some(slot);
+        match self.slots[i].state {
+            SlotState::Ready => self.retire(slot, None),
+            _ => self.slots[i].retire_when_idle = true,
+        }
+    }
+
+    /// The mover's connection passed: the group's server is the new one,
+    /// and its other slots on the old one move as soon as each is idle.
+    fn finish_move(&mut self, slot: SlotId, endpoint: usize) {
+        let g = self.config.group_of(slot.index());
+        let group = &mut self.establish.groups[g];
+        if group.mover != Some(slot) || group.moving_to != Some(endpoint) {
+            return;
+        }
+        let old = group.endpoint;
+        group.endpoint = Some(endpoint);
+        group.moving_to = None;
+        group.mover = None;
+        self.counters.moves += 1;
+        tracing::info!(group = g, to = %self.config.endpoints[endpoint], "moved");
+        for i in 0..self.slots.len() {
+            let s = &self.slots[i];
+            if i == slot.index() || self.config.group_of(i) != g || Some(s.endpoint) != old || s.fallback.is_some() {
+                continue;
+            }
+            match s.state {
+                SlotState::Ready if s.pin.is_none() => self.retire(SlotId(i as u32), None),
+                SlotState::Connecting { .. } | SlotState::Handshaking { .. } => self.retire(SlotId(i as u32), None),
+                SlotState::Ready | SlotState::Busy(_) => self.slots[i].retire_when_idle = true,
+                SlotState::Disconnected | SlotState::Retiring { .. } => {}
+            }
+        }
     }
 
     fn finish_probing(&mut self) {
@@ -837,6 +933,7 @@ impl Supervisor {
         self.slots[slot.index()].consecutive_failures = 0;
         self.establish.verdicts[endpoint] = Some(Verdict::Good);
         self.accept_server(slot, endpoint);
+        self.finish_move(slot, endpoint);
         self.release(slot);
     }
 
@@ -1017,8 +1114,15 @@ impl Supervisor {
             return self.check_closed();
         }
         let failures = self.slots[slot.index()].consecutive_failures;
-        // A canary that failed tries its next candidate at once: another server.
         let g = self.config.group_of(slot.index());
+        let group = &mut self.establish.groups[g];
+        if group.mover == Some(slot) && failures > 0 {
+            // The faster server failed its first connection: stay.
+            group.mover = None;
+            group.moving_to = None;
+            self.counters.moves_abandoned += 1;
+        }
+        // A canary that failed tries its next candidate at once: another server.
         let group = &self.establish.groups[g];
         let canary = group.canary == Some(slot) && !group.accepted;
         self.counters.servers_rejected += u64::from(canary && failures > 0);
@@ -1190,6 +1294,10 @@ impl Supervisor {
         tracing::info!(endpoint = %self.config.endpoints[endpoint], "server contradicted: demoted");
         self.establish.verdicts[endpoint] = Some(Verdict::Rejected(RejectReason::EmptyData));
         for group in &mut self.establish.groups {
+            if group.endpoint == Some(endpoint) || group.moving_to == Some(endpoint) {
+                group.moving_to = None;
+                group.mover = None;
+            }
             if group.endpoint == Some(endpoint) {
                 group.accepted = false;
                 group.endpoint = None;
@@ -1652,6 +1760,8 @@ impl Supervisor {
             }
         }
         for (g, group) in self.establish.groups.iter().enumerate() {
+            assert_eq!(group.mover.is_some(), group.moving_to.is_some(), "group {g}: a move has a mover");
+            assert!(group.moving_to.is_none() || group.accepted, "group {g} moves only from an accepted server");
             assert!(group.parked.is_empty() || !group.accepted, "group {g} accepted with parked slots");
             assert!(!group.accepted || group.canary.is_none(), "group {g} accepted with a canary");
             for slot in &group.parked {

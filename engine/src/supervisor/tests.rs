@@ -962,3 +962,78 @@ fn a_second_opinion_waits_for_another_server_within_the_deadline() {
     let out = hand.input(Input::Tick);
     assert_eq!(completions(&out), vec![(1, Err(RequestError::TimedOut))]);
 }
+
+// ---- moving while running ----
+
+/// Why: a background probe that finds a clearly faster server moves the
+/// group there without failing anything: one connection to the new server
+/// first, then each old one as soon as it is idle; a request in flight on
+/// an old connection completes there.
+#[test]
+fn a_background_probe_moves_a_group_to_a_faster_server_without_failing_a_request() {
+    let (mut hand, out) = Hand::new(SupervisorConfig { start_probe: StartProbe::Background, ..config(2, 2) });
+    assert!(out.iter().any(|a| matches!(a, Action::Probe { .. })));
+    hand.ready_all();
+    // Keep both of group 0's slots busy with a request each, so the move waits for them.
+    let mut in_flight = Vec::new();
+    for id in 1..=4 {
+        let out = hand.submit(id, 60_000);
+        let (slot, msg_id) = the_send(&out);
+        hand.sent(slot, msg_id);
+        in_flight.push((id, slot, msg_id));
+    }
+    let ms = |n| Some(Duration::from_millis(n));
+    let out = hand.input(Input::ProbeDone { epoch: Epoch(0), latencies: vec![ms(50), ms(10), ms(5)] });
+    assert!(out.iter().all(|a| !matches!(a, Action::Retire { .. } | Action::Complete { .. })), "busy slots wait");
+    assert_eq!(hand.sup.diagnostics().endpoint_order, vec![2, 1, 0], "re-sorted by speed");
+    let mut retired = Vec::new();
+    for (id, slot, msg_id) in in_flight {
+        let out = hand.frame(slot, msg_id, COUNT, count_reply(id as u16));
+        assert_eq!(completions(&out), vec![(id, Ok(id as u16))], "the request completes on its old connection");
+        retired.extend(out.iter().filter_map(|a| match a {
+            Action::Retire { slot, generation, .. } => Some((*slot, *generation)),
+            _ => None,
+        }));
+    }
+    // One slot of group 0 (endpoint 0, 50 ms) leaves first, for endpoint 2 (5 ms).
+    assert_eq!(retired.len(), 1, "{retired:?}");
+    let (mover, generation) = retired[0];
+    assert!(mover.index() < 2, "a slot of group 0");
+    let out = hand.input(Input::SlotClosed { slot: mover, epoch: Epoch(0), generation });
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(), vec![(mover.0, 2)]);
+    let out = hand.ready(mover.0);
+    // It passed: the group's other slot (idle now) follows at once.
+    let other = SlotId(1 - mover.0);
+    let (slot, generation) = out
+        .iter()
+        .find_map(|a| match a {
+            Action::Retire { slot, generation, .. } => Some((*slot, *generation)),
+            _ => None,
+        })
+        .expect("the old connection retires");
+    assert_eq!(slot, other);
+    let out = hand.input(Input::SlotClosed { slot, epoch: Epoch(0), generation });
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(), vec![(other.0, 2)]);
+    let d = hand.sup.diagnostics();
+    assert_eq!(d.servers, vec![Some(2), Some(1)], "group 1 (10 ms) was fast enough to stay");
+    assert_eq!((d.counters.moves, d.counters.errors), (1, 0));
+}
+
+/// Why: a move to a server that turns out bad is given up; the group stays.
+#[test]
+fn a_move_whose_first_connection_fails_is_abandoned() {
+    let (mut hand, _) = Hand::new(SupervisorConfig { start_probe: StartProbe::Background, ..config(2, 2) });
+    hand.ready_all();
+    let ms = |n| Some(Duration::from_millis(n));
+    let out = hand.input(Input::ProbeDone { epoch: Epoch(0), latencies: vec![ms(50), ms(10), ms(5)] });
+    let out = retire_and_close(&mut hand, &out);
+    let (mover, endpoint) = connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).next().expect("the mover connects");
+    assert_eq!(endpoint, 2);
+    fail(&mut hand, mover, SlotError::Connect("refused".into()));
+    let d = hand.sup.diagnostics();
+    assert_eq!((d.counters.moves, d.counters.moves_abandoned), (0, 1));
+    assert_eq!(d.servers, vec![Some(0), Some(1)]);
+    hand.now = hand.sup.poll_timeout().unwrap();
+    let out = hand.input(Input::Tick);
+    assert_eq!(connects(&out, hand.t0).iter().map(|c| c.1).collect::<Vec<_>>(), vec![0], "back home");
+}
