@@ -307,3 +307,91 @@ fn a_server_turning_empty_mid_run_is_demoted_and_no_caller_sees_its_empty_answer
     });
     sim.run().expect("simulation completes");
 }
+
+/// Why: a saved ranking goes stale; the background probe of a start on it
+/// finds a faster server, and the pool moves there while callers keep
+/// calling, with zero failed calls.
+#[test]
+fn a_background_probe_finding_a_faster_server_moves_the_pool_with_zero_failed_calls() {
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(13)
+        .simulation_duration(Duration::from_secs(60))
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(Duration::from_millis(1))
+        .build();
+    let market = Arc::new(Market::new(5));
+    for name in ["slow", "fast"] {
+        let market = market.clone();
+        sim.host(name, move || {
+            let server = ReferenceServer::new(market.clone(), 0, Faults::default());
+            async move {
+                server.run(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
+                Ok(())
+            }
+        });
+    }
+    let dir = std::env::temp_dir().join(format!("tdx-turmoil-move-{}", std::process::id()));
+    let ranking_file = dir.join("ranking.json");
+    // Saved by an earlier start, when "slow" was the better one.
+    let mut stale = tdx_engine::ranking::Ranking::new();
+    stale.apply_probe(
+        &[
+            tdx_engine::ranking::ProbeResult {
+                endpoint: tdx_engine::supervisor::Endpoint::new("slow", 7709),
+                latency: Some(Duration::from_millis(1)),
+                rejected: None,
+            },
+            tdx_engine::ranking::ProbeResult {
+                endpoint: tdx_engine::supervisor::Endpoint::new("fast", 7709),
+                latency: Some(Duration::from_millis(9)),
+                rejected: None,
+            },
+        ],
+        1,
+    );
+    tdx_engine::ranking::RankingStore::at(&ranking_file).save(&stale).unwrap();
+    let file = ranking_file.clone();
+    let market_c = market.clone();
+    sim.client("engine", async move {
+        let client = Client::builder()
+            .candidates(["slow:7709", "fast:7709"])
+            .server_count(1)
+            .connections_per_server(3)
+            .ranking_file(&file)
+            .runtime_flavor(RuntimeFlavor::External(tokio::runtime::Handle::current()))
+            .build_with(TurmoilConnector)
+            .expect("engine starts");
+        let request: Request = Bars::new("sz000001".parse().unwrap(), Period::Day, 0, 10).into();
+        let mut failed = 0;
+        for _ in 0..60 {
+            let mut calls = tokio::task::JoinSet::new();
+            for _ in 0..3 {
+                let (client, request) = (client.clone(), request.clone());
+                calls.spawn(async move { client.call(request).await });
+            }
+            while let Some(done) = calls.join_next().await {
+                match done.expect("a call task") {
+                    Ok(reply) => assert_eq!(reply, respond(&market_c, 0, &request)),
+                    Err(_) => failed += 1,
+                }
+            }
+        }
+        assert_eq!(failed, 0, "the move failed no call");
+        let diagnostics = client.diagnostics();
+        let sup = &diagnostics.supervisor;
+        assert_eq!(sup.endpoints, ["slow:7709", "fast:7709"], "started on the saved order");
+        assert_eq!(sup.counters.moves, 1, "{:?}", sup.counters);
+        assert_eq!(sup.servers, [Some(1)], "on the fast server now");
+        assert_eq!(sup.endpoint_order, [1, 0], "re-sorted by speed");
+        assert!(sup.slots.iter().all(|s| s.endpoint == 1), "every connection moved");
+        assert_eq!(sup.counters.errors, 0);
+        assert_eq!(client.close().await, CloseState::Closed);
+        Ok(())
+    });
+    sim.set_link_latency("engine", "slow", Duration::from_millis(40));
+    sim.set_link_latency("engine", "fast", Duration::from_millis(2));
+    sim.run().expect("simulation completes");
+    let saved = tdx_engine::ranking::RankingStore::at(&ranking_file).load();
+    assert_eq!(saved.servers[0].host, "fast:7709", "the probe saved the new order");
+    let _ = std::fs::remove_dir_all(dir);
+}

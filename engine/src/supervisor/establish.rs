@@ -48,6 +48,9 @@ pub(crate) struct Establishment {
     pub(crate) queue: VecDeque<SlotId>,
     /// By endpoint index: what its last validating connection found.
     pub(crate) verdicts: Vec<Option<Verdict>>,
+    /// The last background probe's latencies (`None` where it failed): a
+    /// group accepted after it came still moves to a faster server.
+    pub(crate) probed: Option<Vec<Option<Duration>>>,
 }
 
 impl Establishment {
@@ -71,6 +74,7 @@ impl Establishment {
             groups,
             queue: VecDeque::new(),
             verdicts: vec![None; endpoints],
+            probed: None,
         }
     }
 

@@ -517,6 +517,12 @@ impl Supervisor {
     /// A slot whose exchange ended (or that just came up) becomes available.
     fn release(&mut self, slot: SlotId) {
         let s = &mut self.slots[slot.index()];
+        assert!(
+            !matches!(s.state, SlotState::Disconnected | SlotState::Retiring { .. }),
+            "slot {} released with no connection ({})",
+            slot.0,
+            s.state.name()
+        );
         s.state = SlotState::Ready;
         if std::mem::take(&mut s.retire_when_idle) {
             // Its server was demoted: nothing more goes to it.
@@ -764,7 +770,8 @@ impl Supervisor {
         if !self.establish.probing {
             // A background probe: re-sort, and move to faster servers.
             self.establish.reorder(&latencies);
-            return self.plan_moves(&latencies);
+            self.establish.probed = Some(latencies);
+            return self.plan_moves();
         }
         self.establish.rank(&latencies);
         self.finish_probing();
@@ -772,10 +779,11 @@ impl Supervisor {
 
     /// Each accepted group whose server is slower than the best free one
     /// by more than [`MOVE_GAIN_PERCENT`] (or failed the probe) moves to it.
-    fn plan_moves(&mut self, latencies: &[Option<Duration>]) {
+    fn plan_moves(&mut self) {
         if self.close.is_closing() {
             return;
         }
+        let Some(latencies) = self.establish.probed.take() else { return };
         let latency = |e: usize| latencies.get(e).copied().flatten();
         for g in 0..self.establish.groups.len() {
             let group = &self.establish.groups[g];
@@ -796,6 +804,7 @@ impl Supervisor {
                 self.start_move(g, best);
             }
         }
+        self.establish.probed = Some(latencies);
     }
 
     /// Moves group `g` to `endpoint`: one of its slots (idle now, or busy
@@ -935,6 +944,9 @@ impl Supervisor {
         self.accept_server(slot, endpoint);
         self.finish_move(slot, endpoint);
         self.release(slot);
+        // A background probe that answered before this group had a server
+        // (after the release: a move may take this very slot).
+        self.plan_moves();
     }
 
     /// Sends the data canary's probe query `step` on a ready slot, with the
