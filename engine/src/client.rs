@@ -37,6 +37,14 @@ use crate::supervisor::{
     CloseState, ConfigError, Endpoint, PinId, RequestError, RequestId, SlotId, StartProbe, SupervisorConfig,
 };
 
+/// The default request-rate cap per server for the bundled public list:
+/// 30 requests/s. tdxrs paces each connection at 15, 30 or 60 requests/s by
+/// trading session; 30 for a whole server (all of our connections to it
+/// together) stays at its middle setting whatever the pool size, far below
+/// what gets a client throttled, and still pages 800-bar history at 24 000
+/// bars/s per server.
+pub const PUBLIC_RATE_CAP_PER_SEC: u32 = 30;
+
 /// Builds a [`Client`]. Every setting has a default; bad values are refused
 /// by [`build`](Self::build) with an error naming the field.
 #[derive(Debug, Clone)]
@@ -46,6 +54,8 @@ pub struct ClientBuilder {
     canary: bool,
     canary_probe: Vec<Request>,
     second_opinion: bool,
+    /// `None`: the default for the servers in use; `Some(cap)`: as set.
+    rate_cap_per_sec: Option<Option<u32>>,
     connect_concurrency: Option<usize>,
     connects_per_host: usize,
     max_connections_per_host: Option<usize>,
@@ -76,6 +86,7 @@ impl Default for ClientBuilder {
             canary: sup.canary,
             canary_probe: crate::supervisor::default_probe(),
             second_opinion: true,
+            rate_cap_per_sec: None,
             connect_concurrency: sup.connect_concurrency,
             connects_per_host: sup.connects_per_host,
             max_connections_per_host: sup.max_connections_per_host,
@@ -136,6 +147,15 @@ impl ClientBuilder {
     /// docs/ARCHITECTURE.md, "Servers validated by data".
     pub fn second_opinion(mut self, on: bool) -> Self {
         self.second_opinion = on;
+        self
+    }
+    /// Requests per second sent to one server at most (all connections to
+    /// it together), or `None` for no cap. Default: off for explicit
+    /// `hosts` and `candidates`, [`PUBLIC_RATE_CAP_PER_SEC`] for the
+    /// bundled public list. A request waits for its turn within its own
+    /// deadline; `PoolBusy` is unchanged.
+    pub fn rate_cap(mut self, per_sec: Option<u32>) -> Self {
+        self.rate_cap_per_sec = Some(per_sec);
         self
     }
     /// Connects in flight at once over the pool (default
@@ -320,6 +340,10 @@ impl ClientBuilder {
             canary: self.canary,
             canary_probe: self.canary_probe.iter().cloned().map(Arc::new).collect(),
             second_opinion: self.second_opinion,
+            rate_cap_per_sec: self.rate_cap_per_sec.unwrap_or_else(|| {
+                let public = self.hosts.is_empty() && self.candidates.is_none();
+                public.then_some(PUBLIC_RATE_CAP_PER_SEC)
+            }),
             connect_concurrency: self.connect_concurrency,
             connects_per_host: self.connects_per_host,
             max_connections_per_host: self.max_connections_per_host,

@@ -30,7 +30,7 @@ mod sync;
 #[cfg(not(loom))]
 pub use client::{
     BlockingClient, Client, ClientBuilder, Pinned, PushStream, Pushes, BLOCKING_WAKE, CAPITAL_CHANGES_BATCH,
-    HISTORY_TRADES_LANES,
+    HISTORY_TRADES_LANES, PUBLIC_RATE_CAP_PER_SEC,
 };
 pub use error::Error;
 #[cfg(not(loom))]

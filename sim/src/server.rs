@@ -111,6 +111,8 @@ pub struct ServerStats {
     pub pipelined: AtomicU64,
     /// Requests decoded (every command).
     pub requests: AtomicU64,
+    /// Connections stalled and closed for going over the throttle rate.
+    pub throttled: AtomicU64,
 }
 
 impl ReferenceServer {
@@ -246,6 +248,7 @@ impl ReferenceServer {
                             }
                             if recent.len() > rate as usize {
                                 debug!(server = self.index, rate, "throttled: stalling, then closing");
+                                self.stats.throttled.fetch_add(1, Ordering::Relaxed);
                                 tokio::time::sleep(THROTTLE_STALL).await;
                                 return Ok(());
                             }

@@ -102,6 +102,14 @@ pub struct SupervisorConfig {
     /// demoted. Needs `server_count >= 2`. Default false here; the client
     /// turns it on.
     pub second_opinion: bool,
+    /// Requests per second one server (all the pool's connections to it
+    /// together) is sent at most, spaced evenly (a token bucket of one
+    /// token, refilled at this rate; heartbeats, handshakes and canary
+    /// probes are not counted). A request waits for its server's token
+    /// within its own deadline; admission and `PoolBusy` do not change.
+    /// Default `None` (off); the client turns it on for the bundled
+    /// public list.
+    pub rate_cap_per_sec: Option<u32>,
     /// Connects (TCP plus handshake) in flight at once over the whole pool.
     /// Default `None`: `min(pool, max(4, min(2 x available_cpus, 32)))`.
     pub connect_concurrency: Option<usize>,
@@ -155,6 +163,7 @@ impl Default for SupervisorConfig {
             canary: true,
             canary_probe: Vec::new(),
             second_opinion: false,
+            rate_cap_per_sec: None,
             connect_concurrency: None,
             connects_per_host: 2,
             max_connections_per_host: None,
@@ -290,6 +299,9 @@ impl SupervisorConfig {
                 field: "canary_probe",
                 reason: format!("{} queries; at most {CANARY_PROBE_STEPS_MAX}", self.canary_probe.len()),
             });
+        }
+        if self.rate_cap_per_sec == Some(0) {
+            return err("rate_cap_per_sec", "must be at least 1, or None for no cap");
         }
         if self.probe_concurrency == 0 {
             return err("probe_concurrency", "must be at least 1");

@@ -147,6 +147,7 @@ impl World {
             canary: rng.below(4) != 0,
             canary_probe: Vec::new(),
             second_opinion: false,
+            rate_cap_per_sec: None,
             connect_concurrency: if rng.below(2) == 0 { None } else { Some(1 + rng.below(6) as usize) },
             connects_per_host: 1 + rng.below(3) as usize,
             max_connections_per_host: None,

@@ -180,6 +180,8 @@ pub struct Supervisor {
     second: VecDeque<RequestId>,
     /// Where paged series end, for the second-opinion rule.
     known_ends: KnownEnds,
+    /// By endpoint: when its next request may start (rate cap; unused without one).
+    next_token: Vec<Instant>,
     requests: IdMap<RequestId, Req>,
     pins: IdMap<PinId, Pin>,
     /// Invariant: queued requests (both FIFOs) plus pins without a slot.
@@ -219,6 +221,7 @@ impl Supervisor {
             waiters: VecDeque::new(),
             second: VecDeque::new(),
             known_ends: KnownEnds::default(),
+            next_token: Vec::new(),
             requests: IdMap::default(),
             pins: IdMap::default(),
             waiting: 0,
@@ -229,6 +232,7 @@ impl Supervisor {
             heartbeat: Arc::new(Request::from(Heartbeat)),
             counters: Counters::default(),
         };
+        sup.next_token = vec![now; sup.config.endpoints.len()];
         let probe = sup.config.start_probe;
         if probe != StartProbe::Off {
             let (timeout, concurrency) = (sup.config.probe_timeout, sup.config.probe_concurrency);
@@ -438,10 +442,11 @@ impl Supervisor {
     fn dispatch(&mut self) {
         self.dispatch_second();
         while self.idle.len() > 0 {
-            let Some(waiter) = self.waiters.pop_front() else {
+            if self.waiters.is_empty() {
                 break;
-            };
-            let slot = self.pick_slot();
+            }
+            let Some(slot) = self.pick_slot() else { break };
+            let waiter = self.waiters.pop_front().expect("checked above");
             match waiter {
                 Waiter::Request(id) => self.lease(id, slot),
                 Waiter::Pin(p) => self.grant_pin(p, slot),
@@ -449,8 +454,56 @@ impl Supervisor {
         }
     }
 
-    /// Power of two choices over idle slots; removes the chosen one.
-    fn pick_slot(&mut self) -> SlotId {
+    /// The server of `slot` may take a request now (rate cap).
+    fn has_token(&self, slot: SlotId) -> bool {
+        self.config.rate_cap_per_sec.is_none() || self.next_token[self.slots[slot.index()].endpoint] <= self.now
+    }
+
+    /// Takes the server's token for a request starting on `slot`: the
+    /// next one is due one interval after this one.
+    fn take_token(&mut self, slot: SlotId) {
+        let Some(rate) = self.config.rate_cap_per_sec else { return };
+        let e = self.slots[slot.index()].endpoint;
+        debug_assert!(self.next_token[e] <= self.now, "a request started on endpoint {e} before its token");
+        self.next_token[e] = self.next_token[e].max(self.now) + Duration::from_secs(1) / rate;
+    }
+
+    /// With no idle slot whose server has a token: wake when the first is due.
+    fn await_token(&mut self) {
+        let due = (0..self.idle.len()).map(|k| self.next_token[self.slots[self.idle.get(k).index()].endpoint]).min();
+        if let Some(due) = due {
+            debug_assert!(due > self.now, "a token is due and unused");
+            self.timers.set(due, Timer::RateToken);
+        }
+    }
+
+    /// Power of two choices over idle slots whose server has a token;
+    /// removes the chosen one. `None` (and a wake-up armed) when none has.
+    fn pick_slot(&mut self) -> Option<SlotId> {
+        if self.config.rate_cap_per_sec.is_some() {
+            let eligible: Vec<SlotId> =
+                (0..self.idle.len()).map(|k| self.idle.get(k)).filter(|&s| self.has_token(s)).collect();
+            if eligible.is_empty() {
+                self.await_token();
+                return None;
+            }
+            let n = eligible.len() as u64;
+            let first = self.rng.below(n);
+            let mut chosen = eligible[first as usize];
+            if n > 1 {
+                let other = eligible[((first + 1 + self.rng.below(n - 1)) % n) as usize];
+                if self.slots[other.index()].cost() < self.slots[chosen.index()].cost() {
+                    chosen = other;
+                }
+            }
+            self.idle.remove(chosen);
+            return Some(chosen);
+        }
+        Some(self.pick_any())
+    }
+
+    /// Power of two choices over every idle slot; removes the chosen one.
+    fn pick_any(&mut self) -> SlotId {
         let n = self.idle.len() as u64;
         assert!(n > 0, "pick_slot needs an idle slot");
         let first = self.rng.below(n);
@@ -475,8 +528,9 @@ impl Supervisor {
             let id = self.second[i];
             let avoid = self.requests.get(&id).and_then(|r| r.avoid);
             debug_assert!(avoid.is_some(), "a second opinion avoids a server");
-            let found =
-                (0..self.idle.len()).map(|k| self.idle.get(k)).find(|s| Some(self.slots[s.index()].endpoint) != avoid);
+            let found = (0..self.idle.len())
+                .map(|k| self.idle.get(k))
+                .find(|&s| Some(self.slots[s.index()].endpoint) != avoid && self.has_token(s));
             match found {
                 Some(slot) => {
                     self.second.remove(i);
@@ -485,6 +539,9 @@ impl Supervisor {
                 }
                 None => i += 1,
             }
+        }
+        if !self.second.is_empty() && self.config.rate_cap_per_sec.is_some() {
+            self.await_token();
         }
     }
 
@@ -495,6 +552,7 @@ impl Supervisor {
         let request = req.request.clone();
         self.waiting -= 1;
         self.active += 1;
+        self.take_token(slot);
         self.start_exchange(slot, Owner::Request(id), request);
     }
 
@@ -1414,6 +1472,11 @@ impl Supervisor {
         if !matches!(self.slots[slot.index()].state, SlotState::Ready) {
             return;
         }
+        if !pin.queue.is_empty() && !self.has_token(slot) {
+            let due = self.next_token[self.slots[slot.index()].endpoint];
+            return self.timers.set(due, Timer::RateToken);
+        }
+        let pin = self.pins.get_mut(&id).expect("looked up above");
         if let Some(request) = pin.queue.pop_front() {
             self.lease(request, slot);
         }
@@ -1535,6 +1598,14 @@ impl Supervisor {
                         self.reject_server(slot, RejectReason::Stalled);
                     }
                 }
+                Timer::RateToken => {
+                    // Granted pins wait here; the main FIFO is served after every input.
+                    let mut pins: Vec<PinId> = self.pins.keys().copied().collect();
+                    pins.sort_unstable();
+                    for id in pins {
+                        self.pin_dispatch(id);
+                    }
+                }
                 Timer::Probe => {
                     if self.establish.probing {
                         tracing::warn!("the start probe did not answer in time; connecting on the ranked order");
@@ -1585,6 +1656,7 @@ impl Supervisor {
         }
         self.epoch = Epoch(self.epoch.0 + 1);
         self.config.endpoints = endpoints;
+        self.next_token = vec![self.now; self.config.endpoints.len()];
         self.establish = Establishment::new(self.config.endpoints.len(), self.config.server_count, self.config.canary);
         self.timers.cancel_all(Timer::Probe);
         for i in 0..self.slots.len() {
@@ -1722,7 +1794,8 @@ impl Supervisor {
         }
         self.check_establishment();
         if !self.waiters.is_empty() {
-            assert_eq!(self.idle.len(), 0, "no idle slot while someone waits");
+            let usable = (0..self.idle.len()).filter(|&k| self.has_token(self.idle.get(k))).count();
+            assert_eq!(usable, 0, "no idle slot (whose server has a token) while someone waits");
         }
         assert_eq!(
             self.second.len(),
@@ -1734,12 +1807,8 @@ impl Supervisor {
             assert!(avoid.is_some(), "a second opinion avoids a server");
             for k in 0..self.idle.len() {
                 let s = self.idle.get(k);
-                assert_eq!(
-                    Some(self.slots[s.index()].endpoint),
-                    avoid,
-                    "second opinion {} waits beside an idle slot",
-                    id.0
-                );
+                let usable = Some(self.slots[s.index()].endpoint) != avoid && self.has_token(s);
+                assert!(!usable, "second opinion {} waits beside an idle slot", id.0);
             }
         }
         for k in 0..self.idle.len() {

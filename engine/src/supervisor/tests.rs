@@ -1037,3 +1037,35 @@ fn a_move_whose_first_connection_fails_is_abandoned() {
     let out = hand.input(Input::Tick);
     assert_eq!(connects(&out, hand.t0).iter().map(|c| c.1).collect::<Vec<_>>(), vec![0], "back home");
 }
+
+// ---- rate cap ----
+
+/// Why: politeness to public servers. With a cap, requests to one server
+/// start at most `rate` per second, spaced evenly, whatever the number of
+/// idle connections; a request waiting for its turn still ends by its
+/// deadline, and admission (`PoolBusy`) is unchanged.
+#[test]
+fn the_rate_cap_spaces_requests_per_server_within_their_deadlines() {
+    let (mut hand, _) = Hand::new(SupervisorConfig { rate_cap_per_sec: Some(10), ..config(1, 3) });
+    hand.ready_all();
+    let sends = |out: &[Action]| out.iter().filter(|a| matches!(a, Action::Send { .. })).count();
+    let mut sent = sends(&hand.submit(1, 60_000));
+    sent += sends(&hand.submit(2, 60_000));
+    sent += sends(&hand.submit(3, 150));
+    assert_eq!(sent, 1, "one request now, the others wait for their turn");
+    assert_eq!(hand.sup.poll_timeout(), Some(hand.t0 + Duration::from_millis(100)));
+    hand.at_ms(100);
+    let out = hand.input(Input::Tick);
+    assert_eq!(sends(&out), 1, "the next one 100 ms later");
+    hand.at_ms(150);
+    let out = hand.input(Input::Tick);
+    assert_eq!(completions(&out), vec![(3, Err(RequestError::TimedOut))], "never held past its deadline");
+    assert_eq!(sends(&out), 0);
+    // Admission is as without a cap: 3 slots + 4 pending.
+    let refused: usize = (10..20)
+        .map(|id| hand.submit(id, 60_000))
+        .filter(|out| completions(out).iter().any(|(_, r)| *r == Err(RequestError::PoolBusy)))
+        .count();
+    // Capacity 3 slots + 4 pending, two requests in flight: five more fit.
+    assert_eq!(refused, 10 - 5, "capacity is unchanged by the cap");
+}

@@ -26,6 +26,8 @@ pub(crate) enum Timer {
     HeartbeatReply(SlotId, Generation, u32),
     /// A data canary probe query's reply deadline.
     CanaryReply(SlotId, Generation, u32),
+    /// A server's next request token is due (rate cap).
+    RateToken,
     /// The start probe is overdue: connect on the order as it is.
     Probe,
     /// Close must be proven by now.

@@ -125,7 +125,7 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
     let plan = Plan::from_seed(seed);
     let shared = Arc::new(Shared::default());
     shared.trace(format!(
-        "plan servers={} pool={}x{} raw={} decoded={} push={:?} pending={} timeout={:?} callers={} cpus={}",
+        "plan servers={} pool={}x{} raw={} decoded={} push={:?} pending={} timeout={:?} callers={} cpus={} rate_cap={:?}",
         plan.servers,
         plan.server_count,
         plan.connections_per_server,
@@ -135,7 +135,8 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
         plan.max_pending_requests,
         plan.timeout,
         plan.callers,
-        plan.cpus
+        plan.cpus,
+        plan.rate_cap
     ));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| simulate(&plan, &shared)));
     let trace = std::mem::take(&mut *shared.trace.lock().unwrap_or_else(|e| e.into_inner()));
@@ -241,6 +242,10 @@ fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
         }
     }
     for (i, s) in stats.iter().enumerate() {
+        let throttled = s.throttled.load(Ordering::SeqCst);
+        if plan.rate_cap.is_some() && throttled > 0 {
+            return Err(format!("server {i} throttled {throttled} connections despite the rate cap"));
+        }
         let pipelined = s.pipelined.load(Ordering::SeqCst);
         if pipelined > 0 {
             return Err(format!("server {i} saw {pipelined} requests pipelined on one socket"));
@@ -376,6 +381,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         .heartbeat_interval(Some(Duration::from_secs(2)))
         .rng_seed(plan.seed)
         .available_cpus(plan.cpus)
+        .rate_cap(plan.rate_cap)
         .runtime_flavor(RuntimeFlavor::External(runtime.clone()))
         .build_with(Counting::new(TurmoilConnector, sockets.clone()))
         .map_err(|e| format!("engine did not start: {e}"))?;

@@ -93,7 +93,16 @@ pub struct Plan {
     /// The CPU count the engine's defaults are sized from: part of the
     /// world, so the machine running the simulation does not leak in.
     pub cpus: usize,
+    /// The engine's request-rate cap per server, when on. Throttling
+    /// servers then allow the cap plus [`THROTTLE_SLACK`]: they must never
+    /// trip.
+    pub rate_cap: Option<u32>,
 }
+
+/// Requests a connection sends that the rate cap does not count, within
+/// one second at most: the handshake, the canary's probe queries, a
+/// heartbeat, and timer and network jitter.
+pub const THROTTLE_SLACK: u32 = 8;
 
 impl Plan {
     /// The world of `seed`.
@@ -130,12 +139,24 @@ impl Plan {
             fault_phase,
             latency: (min_latency, min_latency + Duration::from_micros(rng.below(30_000))),
             cpus: 0,
+            rate_cap: None,
         };
         // Drawn last, so the draws above keep their worlds.
         plan.cpus = 1 + rng.below(16) as usize;
         // Servers as they behave in 2026 (drawn after the rest, for the same reason).
         plan.faults.extend(servers_of_2026(&mut rng, servers, server_count, fault_phase));
         plan.faults.sort_by_key(|s| s.at);
+        if rng.below(3) == 0 {
+            let cap = 5 + rng.below(60) as u32;
+            plan.rate_cap = Some(cap);
+            for scheduled in &mut plan.faults {
+                if let FaultEvent::Set(_, faults) = &mut scheduled.event {
+                    if let Some(rate) = &mut faults.throttle_per_sec {
+                        *rate = (*rate).max(cap + THROTTLE_SLACK);
+                    }
+                }
+            }
+        }
         // Budgets at or just above the smallest the engine accepts, where a
         // stall would show first.
         if rng.below(4) == 0 {
