@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use counting::{Counted, Counting};
-pub use plan::{FaultEvent, Mix, Plan, Scheduled};
+pub use plan::{FaultEvent, Mix, Plan, Scheduled, THROTTLE_SLACK};
 
 use tdx_engine::proto::commands::{
     Adjust, Bars, CapitalChanges, FinanceInfo, HistoryMinutes, HistoryTrades, Period, Quotes, SecurityCount,
