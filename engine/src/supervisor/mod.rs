@@ -468,11 +468,16 @@ impl Supervisor {
         self.next_token[e] = self.next_token[e].max(self.now) + Duration::from_secs(1) / rate;
     }
 
-    /// With no idle slot whose server has a token: wake when the first is due.
+    /// Someone waits for a token: wake when the next one of an idle slot's
+    /// server is due (a slot whose token is due now is unusable for the
+    /// waiter, its server avoided by a second opinion).
     fn await_token(&mut self) {
-        let due = (0..self.idle.len()).map(|k| self.next_token[self.slots[self.idle.get(k).index()].endpoint]).min();
+        let now = self.now;
+        let due = (0..self.idle.len())
+            .map(|k| self.next_token[self.slots[self.idle.get(k).index()].endpoint])
+            .filter(|&due| due > now)
+            .min();
         if let Some(due) = due {
-            debug_assert!(due > self.now, "a token is due and unused");
             self.timers.set(due, Timer::RateToken);
         }
     }
