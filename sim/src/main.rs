@@ -552,3 +552,22 @@ mod mutants {
         Err("this tdx-sim was built without the mutants: `cargo run --release -p tdx-sim --features mutants -- mutants`".into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_index_and_kind() {
+        let mode = |s| parse_mode(s).map(|m| (m.index, m.kind));
+        assert_eq!(mode("1:empty-data"), Ok((1, ModeKind::EmptyData)));
+        assert_eq!(mode("2:mismatch"), Ok((2, ModeKind::Mismatch)));
+        assert_eq!(mode("0:throttle=15"), Ok((0, ModeKind::Throttle(15))));
+        assert_eq!(mode("0:throttle 15"), Ok((0, ModeKind::Throttle(15))));
+        assert_eq!(mode("3:empty-after=10"), Ok((3, ModeKind::EmptyAfter(Duration::from_secs(10)))));
+        assert!(mode("1:throttle").is_err(), "a rate is needed");
+        assert!(mode("x:mismatch").is_err());
+        assert!(mode("1:read-only").is_err());
+        assert!(mode("mismatch").is_err());
+    }
+}
