@@ -506,27 +506,35 @@ pub async fn rank(global: &Global) -> Result<(), CliError> {
     let endpoints: Vec<_> = candidates.iter().filter_map(|h| tdx_engine::ranking::parse_endpoint(h)).collect();
     let connector = std::sync::Arc::new(TcpConnector::default());
     let timeout = global.timeout().min(std::time::Duration::from_secs(2));
-    let Round { results, ranking, saved } = probe_and_save(connector, &endpoints, 16, timeout, store.as_ref()).await;
+    // Judged by data, as the engine's canary judges: handshake, Shenzhen's
+    // count and one daily bar of sz000001.
+    let queries = tdx_engine::supervisor::default_probe();
+    let Round { results, ranking, saved } =
+        probe_and_save(connector, &endpoints, 16, timeout, Some(&queries), store.as_ref()).await;
     if let Some(store) = &store {
         saved.map_err(|e| CliError::new(format!("cannot save the ranking to {}: {e}", store.path().display())))?;
         eprintln!("saved to {}", store.path().display());
     }
-    let mut table = Table::new(&["rank", "server", "latency_ms", "failures", "reachable"]);
+    let mut table = Table::new(&["rank", "server", "latency_ms", "verdict", "reason", "failures"]);
     for (i, s) in ranking.servers.iter().filter(|s| candidates.contains(&s.host)).enumerate() {
-        let reachable = s.consecutive_failures == 0 && s.last_latency_us.is_some();
+        // This round's result decides the verdict; the file keeps the history.
+        let result = results.iter().find(|r| r.endpoint.to_string() == s.host);
+        let good = result.is_some_and(|r| r.is_good());
+        let reason = result.and_then(|r| r.rejected.as_ref());
         table.push(vec![
             (i + 1).into(),
             s.host.clone().into(),
             s.last_latency_us.map_or(Cell::Missing, |us| Cell::Fixed(us as f64 / 1000.0, 2)),
+            if good { "good" } else { "rejected" }.into(),
+            reason.map_or(Cell::Missing, |r| r.to_string().into()),
             i64::from(s.consecutive_failures).into(),
-            if reachable { "yes" } else { "no" }.into(),
         ]);
     }
     let format = crate::output::Format::resolve(global.output);
     let mut out = std::io::stdout().lock();
     table.write(format, &mut out)?;
-    if !results.iter().any(|r| r.latency.is_some()) {
-        return Err(CliError::new("no server answered the probe"));
+    if !results.iter().any(|r| r.is_good()) {
+        return Err(CliError::new("no server answered the probe with data"));
     }
     Ok(())
 }

@@ -126,23 +126,77 @@ fn diag_shows_the_pool() {
     assert!(v["budgets"].as_array().unwrap().len() == 2);
 }
 
+/// Reference servers on 127.0.0.1 with these faults, served from a thread
+/// of their own for the life of the test process; their addresses.
+fn reference_servers(faults: Vec<tdx_sim::Faults>) -> Vec<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let market = std::sync::Arc::new(Market::new(1));
+            let mut addrs = Vec::new();
+            for (i, f) in faults.into_iter().enumerate() {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addrs.push(listener.local_addr().unwrap().to_string());
+                tokio::spawn(tdx_sim::ReferenceServer::new(market.clone(), i, f).run(listener));
+            }
+            tx.send(addrs).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// Why: `tdx rank` judges servers by data, as the engine's canary does, and
+/// says per server why one is not used (the servers of 2026 that accept the
+/// handshake and serve nothing, or turn the client away in words).
 #[test]
-fn rank_probes_and_saves() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let open = listener.local_addr().unwrap().to_string();
+fn rank_probes_judges_by_data_and_saves_reasons() {
+    let faults = |f: fn(&mut tdx_sim::Faults)| {
+        let mut faults = tdx_sim::Faults::default();
+        f(&mut faults);
+        faults
+    };
+    let servers = reference_servers(vec![
+        faults(|f| f.empty_data = true),
+        faults(|_| {}),
+        faults(|f| f.mismatch = true),
+        faults(|f| f.fail_handshake = true),
+    ]);
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
     let dir = std::env::temp_dir().join(format!("tdx-cli-rank-{}", std::process::id()));
-    let hosts = format!("{closed},{open}");
+    let hosts = format!("{closed},{}", servers.join(","));
     let out = tdx(&["rank", "--hosts", &hosts, "-o", "json"]).env("TDX_ENGINE_DATA_DIR", &dir).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v[0]["server"], open);
-    assert_eq!(v[0]["reachable"], "yes");
-    assert_eq!(v[1]["server"], closed);
-    assert_eq!(v[1]["reachable"], "no");
+    assert_eq!(v[0]["server"], servers[1], "the one good server ranks first: {v}");
+    assert_eq!(v[0]["verdict"], "good");
+    assert_eq!(v[0]["reason"], Value::Null);
+    let reason = |host: &str| {
+        let row = v.as_array().unwrap().iter().find(|r| r["server"] == host).unwrap();
+        assert_eq!(row["verdict"], "rejected", "{row}");
+        row["reason"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(reason(&servers[0]), "empty data");
+    assert_eq!(reason(&servers[2]), "mismatch: 客户端与行情主站不匹配,不能使用!");
+    assert_eq!(reason(&servers[3]), "handshake failed");
+    assert_eq!(reason(&closed), "unreachable");
     let saved = tdx_engine::ranking::RankingStore::at(dir.join("ranking.json")).load();
-    assert_eq!(saved.servers[0].host, open);
+    assert_eq!(saved.servers[0].host, servers[1]);
+    let empty = saved.servers.iter().find(|s| s.host == servers[0]).unwrap();
+    assert_eq!(empty.rejected, Some(tdx_engine::supervisor::RejectReason::EmptyData), "the reason is saved");
     let _ = std::fs::remove_dir_all(dir);
+
+    // The engine's own canary skips the bad servers: bars never come back empty.
+    let hosts = format!("{},{},{}", servers[0], servers[2], servers[1]);
+    let v = {
+        let out = tdx(&["bars", "sz000001", "--count", "5", "--hosts", &hosts, "--server-count", "1", "-o", "json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(v.as_array().unwrap().len(), 5, "bars from the good server: {v}");
     // With --local the ranking is shown, not saved.
     let v = json(&["rank", "--server-count", "3"]);
     assert_eq!(v.as_array().unwrap().len(), 3);

@@ -38,6 +38,14 @@ use crate::supervisor::{
     CloseState, ConfigError, Endpoint, PinId, RequestError, RequestId, SlotId, StartProbe, SupervisorConfig,
 };
 
+/// The default request-rate cap per server for the bundled public list:
+/// 30 requests/s. tdxrs paces each connection at 15, 30 or 60 requests/s by
+/// trading session; 30 for a whole server (all of our connections to it
+/// together) stays at its middle setting whatever the pool size, far below
+/// what gets a client throttled, and still pages 800-bar history at 24 000
+/// bars/s per server.
+pub const PUBLIC_RATE_CAP_PER_SEC: u32 = 30;
+
 /// Builds a [`Client`]. Every setting has a default; bad values are refused
 /// by [`build`](Self::build) with an error naming the field.
 #[derive(Debug, Clone)]
@@ -45,6 +53,10 @@ pub struct ClientBuilder {
     hosts: Vec<String>,
     candidates: Option<Vec<String>>,
     canary: bool,
+    canary_probe: Vec<Request>,
+    second_opinion: bool,
+    /// `None`: the default for the servers in use; `Some(cap)`: as set.
+    rate_cap_per_sec: Option<Option<u32>>,
     connect_concurrency: Option<usize>,
     connects_per_host: usize,
     max_connections_per_host: Option<usize>,
@@ -73,6 +85,9 @@ impl Default for ClientBuilder {
             hosts: Vec::new(),
             candidates: None,
             canary: sup.canary,
+            canary_probe: crate::supervisor::default_probe(),
+            second_opinion: true,
+            rate_cap_per_sec: None,
             connect_concurrency: sup.connect_concurrency,
             connects_per_host: sup.connects_per_host,
             max_connections_per_host: sup.max_connections_per_host,
@@ -115,6 +130,33 @@ impl ClientBuilder {
     /// to the next ranked server when it fails (default on).
     pub fn canary(mut self, on: bool) -> Self {
         self.canary = on;
+        self
+    }
+    /// The probe queries a new server must answer with data before it is
+    /// used (the data canary, and the ranking probe): default Shenzhen's
+    /// security count and one daily bar of sz000001
+    /// ([`default_probe`](crate::supervisor::default_probe)); empty
+    /// accepts a server on its handshake alone. At most
+    /// [`CANARY_PROBE_STEPS_MAX`](crate::supervisor::CANARY_PROBE_STEPS_MAX).
+    pub fn canary_probe(mut self, queries: Vec<Request>) -> Self {
+        self.canary_probe = queries;
+        self
+    }
+    /// Ask a reply that is empty where data is expected once more, on
+    /// another server, before returning it, and demote a server another
+    /// contradicts (default on; needs `server_count >= 2`). The rule is in
+    /// docs/ARCHITECTURE.md, "Servers validated by data".
+    pub fn second_opinion(mut self, on: bool) -> Self {
+        self.second_opinion = on;
+        self
+    }
+    /// Requests per second sent to one server at most (all connections to
+    /// it together), or `None` for no cap. Default: off for explicit
+    /// `hosts` and `candidates`, [`PUBLIC_RATE_CAP_PER_SEC`] for the
+    /// bundled public list. A request waits for its turn within its own
+    /// deadline; `PoolBusy` is unchanged.
+    pub fn rate_cap(mut self, per_sec: Option<u32>) -> Self {
+        self.rate_cap_per_sec = Some(per_sec);
         self
     }
     /// Connects in flight at once over the pool (default
@@ -297,6 +339,12 @@ impl ClientBuilder {
             push_bytes_max: self.push_bytes_max,
             rng_seed: self.rng_seed,
             canary: self.canary,
+            canary_probe: self.canary_probe.iter().cloned().map(Arc::new).collect(),
+            second_opinion: self.second_opinion,
+            rate_cap_per_sec: self.rate_cap_per_sec.unwrap_or_else(|| {
+                let public = self.hosts.is_empty() && self.candidates.is_none();
+                public.then_some(PUBLIC_RATE_CAP_PER_SEC)
+            }),
             connect_concurrency: self.connect_concurrency,
             connects_per_host: self.connects_per_host,
             max_connections_per_host: self.max_connections_per_host,
@@ -343,6 +391,7 @@ impl ClientBuilder {
                 endpoints,
                 store,
                 cpus: config_cpus,
+                probe_queries: self.canary_probe.clone(),
             }),
         })
     }
@@ -370,6 +419,8 @@ struct Inner {
     store: Option<RankingStore>,
     /// CPUs the probe concurrency is sized from.
     cpus: usize,
+    /// What a ranking refresh asks each server (empty: connect only).
+    probe_queries: Vec<Request>,
 }
 
 impl Inner {
@@ -1027,7 +1078,9 @@ impl Client {
         let concurrency = crate::supervisor::default_connect_concurrency(candidates.len(), self.inner.cpus);
         let connector = Arc::new(TcpConnector::default());
         let store = self.inner.store.as_ref();
-        let round = crate::ranking::probe_and_save(connector, candidates, concurrency, self.inner.timeout, store).await;
+        let queries = (!self.inner.probe_queries.is_empty()).then_some(self.inner.probe_queries.as_slice());
+        let timeout = self.inner.timeout;
+        let round = crate::ranking::probe_and_save(connector, candidates, concurrency, timeout, queries, store).await;
         if let (Err(e), Some(store)) = (&round.saved, store) {
             tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
         }

@@ -36,7 +36,7 @@ mod sync;
 #[cfg(not(loom))]
 pub use client::{
     BlockingClient, Client, ClientBuilder, Pinned, PushStream, Pushes, BLOCKING_WAKE, CAPITAL_CHANGES_BATCH,
-    CATEGORY_PAGE_ROWS, HISTORY_TRADES_LANES,
+    CATEGORY_PAGE_ROWS, HISTORY_TRADES_LANES, PUBLIC_RATE_CAP_PER_SEC,
 };
 pub use error::Error;
 #[cfg(not(loom))]

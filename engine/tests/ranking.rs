@@ -48,7 +48,7 @@ async fn probes_rank_reachable_servers_first_within_the_bound() {
         in_flight: AtomicUsize::new(0),
         peak: AtomicUsize::new(0),
     });
-    let results = probe(connector.clone(), &candidates, 3, Duration::from_secs(2)).await;
+    let results = probe(connector.clone(), &candidates, 3, Duration::from_secs(2), None).await;
     assert_eq!(results.len(), 7);
     assert!(connector.peak.load(Ordering::SeqCst) <= 3, "concurrency bound");
     assert_eq!(results.iter().filter(|r| r.latency.is_some()).count(), 5);
@@ -85,6 +85,7 @@ fn ranking(order: &[u16]) -> Ranking {
         .map(|(i, p)| tdx_engine::ranking::ProbeResult {
             endpoint: parse_endpoint(&format!("127.0.0.1:{p}")).unwrap(),
             latency: Some(Duration::from_millis(1 + i as u64)),
+            rejected: None,
         })
         .collect();
     let mut r = Ranking::new();

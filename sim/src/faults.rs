@@ -51,7 +51,24 @@ pub struct Faults {
     pub refuse_connections: bool,
     /// Answer the handshake with a payload too short to be one.
     pub fail_handshake: bool,
+    /// Answer every data command (all but the handshake, the pytdx setup
+    /// and the heartbeat) with an empty 2-byte body: the "read-only"
+    /// public servers of 2026, which accept the handshake and serve nothing.
+    pub empty_data: bool,
+    /// Answer the handshake and the pytdx setup with the GBK message
+    /// [`MISMATCH_MESSAGE`] instead of their reply.
+    pub mismatch: bool,
+    /// A connection that sends more than this many requests within one
+    /// second is stalled for [`THROTTLE_STALL`], then closed.
+    pub throttle_per_sec: Option<u32>,
 }
+
+/// What a 2026 server tells a client it no longer serves ("the client does
+/// not match this server, cannot be used!").
+pub const MISMATCH_MESSAGE: &str = "客户端与行情主站不匹配,不能使用!";
+
+/// How long a throttling server stalls a connection before closing it.
+pub const THROTTLE_STALL: Duration = Duration::from_secs(2);
 
 impl Faults {
     /// True when no fault is set.
@@ -76,6 +93,9 @@ impl Faults {
             FaultKind::PushFlood(flood) => self.push_flood = Some(flood),
             FaultKind::RefuseConnections => self.refuse_connections = true,
             FaultKind::FailHandshake => self.fail_handshake = true,
+            FaultKind::EmptyData => self.empty_data = true,
+            FaultKind::Mismatch => self.mismatch = true,
+            FaultKind::Throttle { per_sec } => self.throttle_per_sec = Some(per_sec),
         }
     }
 
@@ -157,6 +177,17 @@ pub enum FaultKind {
     RefuseConnections,
     /// Answer the handshake with a payload too short to be one.
     FailHandshake,
+    /// Answer every data command with an empty 2-byte body (the
+    /// "read-only" servers of 2026).
+    EmptyData,
+    /// Answer the handshake and the pytdx setup with [`MISMATCH_MESSAGE`].
+    Mismatch,
+    /// Stall for [`THROTTLE_STALL`], then close, a connection that sends
+    /// more than `per_sec` requests within one second.
+    Throttle {
+        /// Requests a connection may send per second.
+        per_sec: u32,
+    },
 }
 
 impl FromIterator<FaultKind> for Faults {

@@ -2,7 +2,7 @@
 //! server holds.
 //!
 //! ```text
-//! tdx-sim serve --servers N --base-port P --seed S [fault flags]
+//! tdx-sim serve --servers N --base-port P --seed S [fault flags] [--mode INDEX:KIND ...]
 //! tdx-sim truth --seed S count MARKET
 //! tdx-sim truth --seed S codes MARKET --start N --limit N
 //! tdx-sim truth --seed S bars CODE --period P --start N --count N
@@ -47,7 +47,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Listen on 127.0.0.1:P .. P+N-1 until killed; faults apply to every server.
+    /// Listen on 127.0.0.1:P .. P+N-1 until killed; fault flags apply to
+    /// every server, `--mode` to one.
     Serve(Serve),
     /// Print, as JSON, what the server with this seed holds.
     Truth {
@@ -149,6 +150,51 @@ struct Serve {
     /// Answer handshakes with a short payload.
     #[arg(long)]
     fail_handshake: bool,
+    /// One server's behaviour, INDEX:KIND (repeatable; INDEX from 0): KIND
+    /// is `empty-data` (data commands answered with empty bodies),
+    /// `mismatch` (handshake answered with the GBK "client does not match"
+    /// message), `throttle=RATE` (a connection over RATE requests/s is
+    /// stalled, then closed) or `empty-after=SECS` (turns empty-data SECS
+    /// seconds after start).
+    #[arg(long = "mode", value_parser = parse_mode)]
+    modes: Vec<ServerMode>,
+}
+
+/// A per-server behaviour from `--mode INDEX:KIND`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ServerMode {
+    index: u16,
+    kind: ModeKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ModeKind {
+    EmptyData,
+    Mismatch,
+    Throttle(u32),
+    EmptyAfter(Duration),
+}
+
+fn parse_mode(s: &str) -> Result<ServerMode, String> {
+    let (index, kind) = s.split_once(':').ok_or("expected INDEX:KIND, for example 1:empty-data")?;
+    let index = index.trim().parse().map_err(|_| format!("bad server index {index:?}"))?;
+    let (name, value) = match kind.trim().split_once(['=', ':', ' ']) {
+        Some((name, value)) => (name, Some(value.trim())),
+        None => (kind.trim(), None),
+    };
+    let number = |what: &str| -> Result<u64, String> {
+        value.ok_or(format!("{name} needs a value: {name}={what}"))?.parse().map_err(|_| format!("bad {what} in {s:?}"))
+    };
+    let kind = match name {
+        "empty-data" => ModeKind::EmptyData,
+        "mismatch" => ModeKind::Mismatch,
+        "throttle" => ModeKind::Throttle(u32::try_from(number("RATE")?).map_err(|_| "throttle rate too large")?),
+        "empty-after" => ModeKind::EmptyAfter(Duration::from_secs(number("SECS")?)),
+        other => {
+            return Err(format!("unknown mode {other:?}: use empty-data, mismatch, throttle=RATE or empty-after=SECS"))
+        }
+    };
+    Ok(ServerMode { index, kind })
 }
 
 fn parse_flood(s: &str) -> Result<PushFlood, String> {
@@ -256,7 +302,11 @@ fn run_serve(serve: Serve) -> Result<(), String> {
         push_flood: serve.push_flood,
         refuse_connections: serve.refuse_connections,
         fail_handshake: serve.fail_handshake,
+        ..Faults::default()
     };
+    if let Some(bad) = serve.modes.iter().find(|m| m.index >= serve.servers) {
+        return Err(format!("--mode {}: there are only {} servers (indices from 0)", bad.index, serve.servers));
+    }
     let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async move {
         let market = Arc::new(Market::new(serve.seed));
@@ -271,7 +321,24 @@ fn run_serve(serve: Serve) -> Result<(), String> {
                 .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
             let addr = listener.local_addr().map_err(|e| e.to_string())?;
             println!("listening {addr}");
-            let server = ReferenceServer::new(market.clone(), usize::from(i), faults.clone());
+            let mut own = faults.clone();
+            let mut empty_after = None;
+            for mode in serve.modes.iter().filter(|m| m.index == i) {
+                match mode.kind {
+                    ModeKind::EmptyData => own.empty_data = true,
+                    ModeKind::Mismatch => own.mismatch = true,
+                    ModeKind::Throttle(rate) => own.throttle_per_sec = Some(rate),
+                    ModeKind::EmptyAfter(after) => empty_after = Some(after),
+                }
+            }
+            let server = ReferenceServer::new(market.clone(), usize::from(i), own);
+            if let Some(after) = empty_after {
+                let handle = server.faults();
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    handle.set(Faults { empty_data: true, ..handle.get() });
+                });
+            }
             tokio::spawn(server.run(listener));
         }
         std::io::stdout().flush().map_err(|e| e.to_string())?;
@@ -353,5 +420,24 @@ mod mutants {
 mod mutants {
     pub fn run(_only: Option<String>, _model_seeds: u64, _sim_seeds: u64) -> Result<bool, String> {
         Err("this tdx-sim was built without the mutants: `cargo run --release -p tdx-sim --features mutants -- mutants`".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_index_and_kind() {
+        let mode = |s| parse_mode(s).map(|m| (m.index, m.kind));
+        assert_eq!(mode("1:empty-data"), Ok((1, ModeKind::EmptyData)));
+        assert_eq!(mode("2:mismatch"), Ok((2, ModeKind::Mismatch)));
+        assert_eq!(mode("0:throttle=15"), Ok((0, ModeKind::Throttle(15))));
+        assert_eq!(mode("0:throttle 15"), Ok((0, ModeKind::Throttle(15))));
+        assert_eq!(mode("3:empty-after=10"), Ok((3, ModeKind::EmptyAfter(Duration::from_secs(10)))));
+        assert!(mode("1:throttle").is_err(), "a rate is needed");
+        assert!(mode("x:mismatch").is_err());
+        assert!(mode("1:read-only").is_err());
+        assert!(mode("mismatch").is_err());
     }
 }

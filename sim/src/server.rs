@@ -23,7 +23,7 @@ use tdx_engine::proto::commands::{Command, Refresh, RefreshReply};
 use tdx_engine::proto::frame::{encode_response, ResponseHeader};
 use tdx_engine::proto::{Compression, Reply, Request, RequestDecoder};
 
-use crate::faults::{FaultHandle, Faults};
+use crate::faults::{FaultHandle, Faults, MISMATCH_MESSAGE, THROTTLE_STALL};
 use crate::market::Market;
 use crate::responder::{refresh_record, respond};
 use crate::rng::Rng;
@@ -111,6 +111,8 @@ pub struct ServerStats {
     pub pipelined: AtomicU64,
     /// Requests decoded (every command).
     pub requests: AtomicU64,
+    /// Connections stalled and closed for going over the throttle rate.
+    pub throttled: AtomicU64,
 }
 
 impl ReferenceServer {
@@ -192,6 +194,8 @@ impl ReferenceServer {
         pushes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut flood = tokio::time::interval(Duration::from_secs(3600));
         let mut flood_rate = 0;
+        // Arrival times of this connection's requests in the last second (throttle).
+        let mut recent: std::collections::VecDeque<tokio::time::Instant> = std::collections::VecDeque::new();
         loop {
             let faults = self.faults.get();
             let rate = faults.push_flood.map_or(0, |f| f.rate_per_sec);
@@ -236,19 +240,34 @@ impl ReferenceServer {
                             subscription = Some(r.clone());
                         }
                         let faults = self.faults.get();
+                        if let Some(rate) = faults.throttle_per_sec {
+                            let now = tokio::time::Instant::now();
+                            recent.push_back(now);
+                            while recent.front().is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1)) {
+                                recent.pop_front();
+                            }
+                            if recent.len() > rate as usize {
+                                debug!(server = self.index, rate, "throttled: stalling, then closing");
+                                self.stats.throttled.fetch_add(1, Ordering::Relaxed);
+                                tokio::time::sleep(THROTTLE_STALL).await;
+                                return Ok(());
+                            }
+                        }
                         if rng.chance(faults.stall_per_mille) {
                             tokio::time::sleep(faults.stall).await;
                         }
-                        let reply = if faults.fail_handshake && matches!(request, Request::Handshake(_)) {
-                            None
+                        let session = matches!(request, Request::Handshake(_) | Request::LegacySetup(_));
+                        let payload = if faults.fail_handshake && matches!(request, Request::Handshake(_)) {
+                            vec![0u8; 10]
+                        } else if faults.mismatch && session {
+                            mismatch_payload()
+                        } else if faults.empty_data && !session && !matches!(request, Request::Heartbeat(_)) {
+                            vec![0u8; 2]
                         } else {
-                            Some(respond(&self.market, self.index, &request))
+                            let mut payload = Vec::new();
+                            request.encode_reply(&respond(&self.market, self.index, &request), &mut payload).map_err(invalid)?;
+                            payload
                         };
-                        let mut payload = Vec::new();
-                        match &reply {
-                            Some(reply) => request.encode_reply(reply, &mut payload).map_err(invalid)?,
-                            None => payload.extend_from_slice(&[0u8; 10]),
-                        }
                         let delay = faults.latency + jitter(&mut rng, faults.jitter);
                         if !delay.is_zero() {
                             tokio::time::sleep(delay).await;
@@ -354,6 +373,13 @@ impl ReferenceServer {
         }
         Ok(true)
     }
+}
+
+/// [`MISMATCH_MESSAGE`] in GBK, as the whole reply payload.
+pub fn mismatch_payload() -> Vec<u8> {
+    let (bytes, _, unmappable) = encoding_rs::GBK.encode(MISMATCH_MESSAGE);
+    debug_assert!(!unmappable, "the mismatch message is GBK");
+    bytes.into_owned()
 }
 
 fn jitter(rng: &mut Rng, max: Duration) -> Duration {

@@ -26,8 +26,32 @@ pub fn encode_gbk(out: &mut Vec<u8>, text: &str, width: usize, what: &'static st
     Ok(())
 }
 
+/// The text of a payload that is a server's plain GBK message instead of
+/// the reply asked for: servers of 2026 answer older clients' handshake or
+/// setup with `客户端与行情主站不匹配,不能使用!` ("client does not match this
+/// server"). `None` unless the whole payload (trailing NULs aside) is
+/// well-formed GBK of printable characters, at least two of them.
+pub fn server_message(payload: &[u8]) -> Option<String> {
+    let end = payload.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    let text = GBK.decode_without_bom_handling_and_without_replacement(&payload[..end])?;
+    let printable = text.chars().all(|c| !c.is_control() || c == '\n' || c == '\r' || c == '\t');
+    let text = text.trim();
+    (printable && text.chars().count() >= 2).then(|| text.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn server_messages_are_whole_printable_gbk() {
+        let (gbk, _, _) = GBK.encode("客户端与行情主站不匹配,不能使用!");
+        let mut padded = gbk.to_vec();
+        padded.extend([0, 0]);
+        assert_eq!(super::server_message(&padded).as_deref(), Some("客户端与行情主站不匹配,不能使用!"));
+        assert_eq!(super::server_message(&[0; 10]), None, "zeros are no message");
+        assert_eq!(super::server_message(&[0x0c, 0x01, 0x00, 0xff]), None, "binary is no message");
+        assert_eq!(super::server_message(&[0x81]), None, "a cut GBK pair is no message");
+    }
+
     use super::*;
 
     #[test]

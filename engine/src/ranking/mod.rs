@@ -23,7 +23,7 @@ pub use store::{RankingStore, SaveStep, DATA_DIR_ENV};
 
 use serde::{Deserialize, Serialize};
 
-use crate::supervisor::Endpoint;
+use crate::supervisor::{Endpoint, RejectReason};
 
 /// Version of the ranking file's schema.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -70,6 +70,10 @@ pub struct ServerRecord {
     pub last_success_unix_ms: Option<u64>,
     /// Probes failed since the last success.
     pub consecutive_failures: u32,
+    /// Why the last probe found it unusable; `None` when it passed (or was
+    /// never probed). Absent in files written before data probes.
+    #[serde(default)]
+    pub rejected: Option<RejectReason>,
 }
 
 impl ServerRecord {
@@ -80,6 +84,7 @@ impl ServerRecord {
             last_probe_unix_ms: None,
             last_success_unix_ms: None,
             consecutive_failures: 0,
+            rejected: None,
         }
     }
 }
@@ -109,24 +114,26 @@ impl Ranking {
         }
     }
 
-    /// Folds one probe round in. Reachable servers move to the front by
-    /// latency; unreachable ones keep their relative order behind them. A
-    /// round where every probe failed only counts the failures: the order
-    /// and the success times stay as they were.
+    /// Folds one probe round in. Good servers move to the front by
+    /// latency; unreachable and rejected ones keep their relative order
+    /// behind them, with the reason. A round where every probe failed only
+    /// counts the failures: the order and the success times stay as they were.
     pub fn apply_probe(&mut self, results: &[ProbeResult], now_unix_ms: u64) {
         self.merge_candidates(&results.iter().map(|r| r.endpoint.clone()).collect::<Vec<_>>());
-        let any_success = results.iter().any(|r| r.latency.is_some());
+        let any_success = results.iter().any(ProbeResult::is_good);
         for r in results {
             let host = r.endpoint.to_string();
             let Some(record) = self.servers.iter_mut().find(|s| s.host == host) else { continue };
             record.last_probe_unix_ms = Some(now_unix_ms);
-            match r.latency {
-                Some(latency) => {
-                    record.last_latency_us = Some(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX));
-                    record.last_success_unix_ms = Some(now_unix_ms);
-                    record.consecutive_failures = 0;
-                }
-                None => record.consecutive_failures = record.consecutive_failures.saturating_add(1),
+            if let Some(latency) = r.latency {
+                record.last_latency_us = Some(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX));
+            }
+            record.rejected = r.rejected.clone();
+            if r.is_good() {
+                record.last_success_unix_ms = Some(now_unix_ms);
+                record.consecutive_failures = 0;
+            } else {
+                record.consecutive_failures = record.consecutive_failures.saturating_add(1);
             }
         }
         if !any_success {
@@ -155,7 +162,8 @@ mod tests {
     use super::*;
 
     fn result(host: &str, ms: Option<u64>) -> ProbeResult {
-        ProbeResult { endpoint: parse_endpoint(host).unwrap(), latency: ms.map(Duration::from_millis) }
+        let rejected = ms.is_none().then_some(RejectReason::Unreachable);
+        ProbeResult { endpoint: parse_endpoint(host).unwrap(), latency: ms.map(Duration::from_millis), rejected }
     }
 
     #[test]

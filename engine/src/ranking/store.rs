@@ -146,6 +146,7 @@ mod tests {
             .map(|(i, port)| ProbeResult {
                 endpoint: parse_endpoint(&format!("127.0.0.1:{port}")).unwrap(),
                 latency: Some(std::time::Duration::from_millis(1 + i as u64)),
+                rejected: None,
             })
             .collect();
         r.apply_probe(&results, 42);

@@ -434,13 +434,19 @@ impl<C: Connector> Driver<C> {
         let (connector, endpoints, store) =
             (self.connector.clone(), self.endpoints.clone(), self.ranking_store.clone());
         let done = self.probe_tx.clone();
+        // The probe judges servers by the canary's own queries.
+        let queries: Vec<crate::proto::Request> =
+            self.sup.config().canary_probe.iter().map(|q| (**q).clone()).collect();
         let task = async move {
+            let queries = (!queries.is_empty()).then_some(queries.as_slice());
             let round =
-                crate::ranking::probe_and_save(connector, &endpoints, concurrency, timeout, store.as_ref()).await;
+                crate::ranking::probe_and_save(connector, &endpoints, concurrency, timeout, queries, store.as_ref())
+                    .await;
             if let (Err(e), Some(store)) = (&round.saved, &store) {
                 tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
             }
-            let latencies = round.results.iter().map(|r| r.latency).collect();
+            // A rejected server ranks with the unreachable ones: behind every good one.
+            let latencies = round.results.iter().map(|r| r.latency.filter(|_| r.is_good())).collect();
             let _ = done.send(ProbeOutcome { epoch, latencies, ranking: round.ranking.servers }).await;
         };
         tokio::spawn(task.instrument(tracing::debug_span!("probe", endpoints = self.endpoints.len())));

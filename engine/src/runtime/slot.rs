@@ -313,7 +313,10 @@ impl<C: Connector> SlotTask<C> {
                                 *awaiting = None;
                                 match parsed {
                                     Ok(reply) => FrameBody::Reply(Box::new(reply)),
-                                    Err(e) => FrameBody::Invalid(e),
+                                    Err(e) => match crate::proto::text::server_message(&frame.payload) {
+                                        Some(text) => FrameBody::ServerMessage(text),
+                                        None => FrameBody::Invalid(e),
+                                    },
                                 }
                             }
                             _ => FrameBody::Raw(frame.payload.clone()),
@@ -499,7 +502,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     return Handshake::default()
                         .parse_reply(&frame.payload)
                         .map(|reply| debug!(server = %reply.server_name, "handshake done"))
-                        .map_err(|e| SlotError::Handshake(e.to_string()));
+                        .map_err(|e| match crate::proto::text::server_message(&frame.payload) {
+                            // A 2026 server turning this client away in words.
+                            Some(text) => SlotError::Mismatch(text),
+                            None => SlotError::Handshake(e.to_string()),
+                        });
                 }
             }
             // The handshake's reply is due: it never waits for the budget.

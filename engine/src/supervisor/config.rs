@@ -2,13 +2,20 @@
 //! effect, checked once at build time.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::proto::Request;
+
 /// Most slots one engine may hold. 160 is the largest pool in use; this
 /// leaves room while keeping every per-slot scan cheap.
 pub const SLOTS_MAX: usize = 4096;
+
+/// Most probe queries in a data canary: each one delays a new server's use
+/// by a round trip.
+pub const CANARY_PROBE_STEPS_MAX: usize = 8;
 
 /// A server the pool may connect to. The Supervisor treats it as a label;
 /// the driver resolves and connects.
@@ -80,6 +87,29 @@ pub struct SupervisorConfig {
     /// (the canary) before the server's other slots connect; a server whose
     /// canary fails is replaced by the next ranked endpoint. Default true.
     pub canary: bool,
+    /// Probe queries a server must answer with data (see
+    /// [`judge`](super::judge)) after its handshake before it is accepted:
+    /// the data canary. It runs, with `canary` on, on the first connection
+    /// to each endpoint not yet found good (group canaries and fallbacks
+    /// alike), within that connection's connect deadline. Empty: the
+    /// handshake alone accepts a server. Default empty; the client sets
+    /// [`default_probe`](super::default_probe).
+    #[serde(skip)]
+    pub canary_probe: Vec<Arc<Request>>,
+    /// Ask a request whose reply is empty where data is expected once more,
+    /// on another server, within its deadline (the rule:
+    /// `supervisor::second_opinion`); a server contradicted by the other is
+    /// demoted. Needs `server_count >= 2`. Default false here; the client
+    /// turns it on.
+    pub second_opinion: bool,
+    /// Requests per second one server (all the pool's connections to it
+    /// together) is sent at most, spaced evenly (a token bucket of one
+    /// token, refilled at this rate; heartbeats, handshakes and canary
+    /// probes are not counted). A request waits for its server's token
+    /// within its own deadline; admission and `PoolBusy` do not change.
+    /// Default `None` (off); the client turns it on for the bundled
+    /// public list.
+    pub rate_cap_per_sec: Option<u32>,
     /// Connects (TCP plus handshake) in flight at once over the whole pool.
     /// Default `None`: `min(pool, max(4, min(2 x available_cpus, 32)))`.
     pub connect_concurrency: Option<usize>,
@@ -131,6 +161,9 @@ impl Default for SupervisorConfig {
             close_gate: Duration::from_secs(1),
             rng_seed: 0,
             canary: true,
+            canary_probe: Vec::new(),
+            second_opinion: false,
+            rate_cap_per_sec: None,
             connect_concurrency: None,
             connects_per_host: 2,
             max_connections_per_host: None,
@@ -260,6 +293,15 @@ impl SupervisorConfig {
         }
         if self.probe_timeout.is_zero() {
             return err("probe_timeout", "must be positive");
+        }
+        if self.canary_probe.len() > CANARY_PROBE_STEPS_MAX {
+            return Err(ConfigError {
+                field: "canary_probe",
+                reason: format!("{} queries; at most {CANARY_PROBE_STEPS_MAX}", self.canary_probe.len()),
+            });
+        }
+        if self.rate_cap_per_sec == Some(0) {
+            return err("rate_cap_per_sec", "must be at least 1, or None for no cap");
         }
         if self.probe_concurrency == 0 {
             return err("probe_concurrency", "must be at least 1");

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use super::ids::{Epoch, Generation, PinId};
 use super::io::CloseState;
+use super::verdict::Verdict;
 
 /// Running totals since the engine started.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -37,6 +38,20 @@ pub struct Counters {
     pub connects_deferred: u64,
     /// Servers whose canary failed, replaced by the next ranked candidate.
     pub servers_rejected: u64,
+    /// Servers the data canary rejected (empty data, a mismatch message,
+    /// a stall or a bad reply to the probe query).
+    pub data_rejections: u64,
+    /// Replies empty where data was expected, asked again of another server.
+    pub second_opinions: u64,
+    /// Second opinions that found data where the first server said empty.
+    pub contradictions: u64,
+    /// Servers demoted after a contradiction: their slots move to the next
+    /// ranked server.
+    pub demotions: u64,
+    /// Groups moved to a faster server found by a background probe.
+    pub moves: u64,
+    /// Moves given up because the new server's first connection failed.
+    pub moves_abandoned: u64,
     /// Slots moved to another server after repeated failures.
     pub fallbacks: u64,
     /// Generations retired (by the Supervisor or by a failing slot).
@@ -110,6 +125,9 @@ pub struct Diagnostics {
     /// The server each group uses: `None` while its canary is still
     /// looking for one.
     pub servers: Vec<Option<usize>>,
+    /// What establishment found about each endpoint in this epoch: `None`
+    /// until a connection to it was tried.
+    pub verdicts: Vec<Option<Verdict>>,
     /// Slots waiting for a connect permit.
     pub connects_queued: usize,
     /// Every slot.

@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::ids::SlotId;
+use super::verdict::Verdict;
 
 /// Deadline slicing: a canary with many candidates divides the connect
 /// deadline by at most this, so each attempt gets at least an eighth.
@@ -29,6 +30,11 @@ pub(crate) struct Group {
     pub(crate) tried: Vec<bool>,
     /// Slots waiting for the canary.
     pub(crate) parked: Vec<SlotId>,
+    /// A faster server this accepted group is moving to (found by a
+    /// background probe), tried by `mover` while the others keep serving.
+    pub(crate) moving_to: Option<usize>,
+    /// The slot opening the first connection to `moving_to`.
+    pub(crate) mover: Option<SlotId>,
 }
 
 #[derive(Debug)]
@@ -40,6 +46,11 @@ pub(crate) struct Establishment {
     pub(crate) groups: Vec<Group>,
     /// Slots waiting for a connect permit, FIFO.
     pub(crate) queue: VecDeque<SlotId>,
+    /// By endpoint index: what its last validating connection found.
+    pub(crate) verdicts: Vec<Option<Verdict>>,
+    /// The last background probe's latencies (`None` where it failed): a
+    /// group accepted after it came still moves to a faster server.
+    pub(crate) probed: Option<Vec<Option<Duration>>>,
 }
 
 impl Establishment {
@@ -53,9 +64,18 @@ impl Establishment {
                 canary: None,
                 tried: vec![false; endpoints],
                 parked: Vec::new(),
+                moving_to: None,
+                mover: None,
             })
             .collect();
-        Self { probing: false, order: (0..endpoints).collect(), groups, queue: VecDeque::new() }
+        Self {
+            probing: false,
+            order: (0..endpoints).collect(),
+            groups,
+            queue: VecDeque::new(),
+            verdicts: vec![None; endpoints],
+            probed: None,
+        }
     }
 
     /// Orders the endpoints by probe latency: reachable ones fastest first,
@@ -70,9 +90,20 @@ impl Establishment {
         }
     }
 
-    /// Endpoint `e` is in use or on trial by a group other than `g`.
-    fn held_by_other(&self, g: usize, e: usize) -> bool {
-        self.groups.iter().enumerate().any(|(i, other)| i != g && other.endpoint == Some(e))
+    /// Re-sorts the endpoints by a background probe's latencies (fastest
+    /// first, failed ones last in their previous order) without touching
+    /// the groups' servers: the order fallbacks, canaries and moves follow.
+    pub(crate) fn reorder(&mut self, latencies: &[Option<Duration>]) {
+        let latency = |e: usize| latencies.get(e).copied().flatten().unwrap_or(Duration::MAX);
+        self.order.sort_by_key(|&e| latency(e));
+    }
+
+    /// Endpoint `e` is in use, on trial or being moved to by a group other than `g`.
+    pub(crate) fn held_by_other(&self, g: usize, e: usize) -> bool {
+        self.groups
+            .iter()
+            .enumerate()
+            .any(|(i, other)| i != g && (other.endpoint == Some(e) || other.moving_to == Some(e)))
     }
 
     fn untried(&self, g: usize) -> impl Iterator<Item = usize> + '_ {
@@ -103,6 +134,11 @@ impl Establishment {
         group.tried[e] = true;
         group.endpoint = Some(e);
         (e, left.clamp(1, DEADLINE_SLICES_MAX) as u32)
+    }
+
+    /// Endpoint `e` failed its last validation.
+    pub(crate) fn is_rejected(&self, e: usize) -> bool {
+        matches!(self.verdicts.get(e), Some(Some(Verdict::Rejected(_))))
     }
 
     pub(crate) fn is_parked(&self, slot: SlotId) -> bool {

@@ -151,6 +151,9 @@ pub enum FrameBody {
     Invalid(ProtoError),
     /// Not parsed (not the awaited reply): a push, or stale.
     Raw(Bytes),
+    /// The slot task expected this reply but the server sent a plain text
+    /// message instead ([`server_message`](crate::proto::text::server_message)).
+    ServerMessage(String),
 }
 
 /// Why a slot task ended.
@@ -168,6 +171,10 @@ pub enum SlotError {
     /// The peer closed the connection.
     #[error("the server closed the connection")]
     PeerClosed,
+    /// The server answered the handshake with a plain message instead (it
+    /// does not serve this client).
+    #[error("the server does not serve this client: {0}")]
+    Mismatch(String),
     /// The byte stream broke the protocol (framing, zlib, resync).
     #[error("protocol error: {0}")]
     Protocol(String),

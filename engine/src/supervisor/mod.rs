@@ -51,8 +51,10 @@ mod ids;
 mod io;
 mod push;
 mod rng;
+mod second_opinion;
 mod slot;
 mod timer;
+mod verdict;
 
 #[cfg(any(test, feature = "testing"))]
 #[cfg_attr(not(test), allow(dead_code))]
@@ -75,20 +77,29 @@ pub mod testing {
     pub use super::harness::run_seed;
 }
 
-pub use config::{default_connect_concurrency, ConfigError, Endpoint, StartProbe, SupervisorConfig, SLOTS_MAX};
+pub use config::{
+    default_connect_concurrency, ConfigError, Endpoint, StartProbe, SupervisorConfig, CANARY_PROBE_STEPS_MAX, SLOTS_MAX,
+};
 pub use diagnostics::{Counters, Diagnostics, SlotDiagnostics};
 pub use ids::{Epoch, Generation, PinId, RequestId, SlotId};
 pub use io::{Action, CloseState, FrameBody, Input, RequestError, SlotError};
+pub use verdict::{default_probe, judge, RejectReason, Verdict};
 
 use establish::Establishment;
 use push::{PushBuffer, PushFrame};
 use rng::Rng;
+use second_opinion::KnownEnds;
 use slot::{Exchange, IdleSet, Owner, Slot, SlotState};
 use timer::{Timer, TimerTable};
 
 use crate::mutants::{on as mutant, Mutant};
 use crate::proto::commands::Heartbeat;
 use crate::proto::{Reply, Request, ResponseHeader};
+
+/// A background probe moves a group only to a server at least this much
+/// faster (percent of the current one's probe latency): smaller gains are
+/// within the noise of one probe and would make groups flap.
+pub const MOVE_GAIN_PERCENT: u32 = 20;
 
 /// Sequential ids hash well with one multiply; SipHash would dominate a cycle.
 #[derive(Default)]
@@ -119,6 +130,9 @@ enum Place {
     PinQueued(PinId),
     /// In flight on a slot.
     OnSlot(SlotId),
+    /// Waiting for a slot on another server than the one that answered it
+    /// empty (in the second-opinion FIFO).
+    Second,
 }
 
 #[derive(Debug)]
@@ -129,6 +143,9 @@ struct Req {
     retried: bool,
     pin: Option<PinId>,
     place: Place,
+    /// The endpoint whose empty answer is being checked: the second
+    /// opinion goes to any other.
+    avoid: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -158,6 +175,13 @@ pub struct Supervisor {
     idle: IdleSet,
     /// Invariant: holds exactly the `Queued` requests and the pins without a slot.
     waiters: VecDeque<Waiter>,
+    /// Invariant: holds exactly the `Second` requests, and no idle slot is
+    /// on an endpoint any of them may use.
+    second: VecDeque<RequestId>,
+    /// Where paged series end, for the second-opinion rule.
+    known_ends: KnownEnds,
+    /// By endpoint: when its next request may start (rate cap; unused without one).
+    next_token: Vec<Instant>,
     requests: IdMap<RequestId, Req>,
     pins: IdMap<PinId, Pin>,
     /// Invariant: queued requests (both FIFOs) plus pins without a slot.
@@ -195,6 +219,9 @@ impl Supervisor {
             slots,
             idle: IdleSet::new(pool_size),
             waiters: VecDeque::new(),
+            second: VecDeque::new(),
+            known_ends: KnownEnds::default(),
+            next_token: Vec::new(),
             requests: IdMap::default(),
             pins: IdMap::default(),
             waiting: 0,
@@ -205,6 +232,7 @@ impl Supervisor {
             heartbeat: Arc::new(Request::from(Heartbeat)),
             counters: Counters::default(),
         };
+        sup.next_token = vec![now; sup.config.endpoints.len()];
         let probe = sup.config.start_probe;
         if probe != StartProbe::Off {
             let (timeout, concurrency) = (sup.config.probe_timeout, sup.config.probe_concurrency);
@@ -276,6 +304,7 @@ impl Supervisor {
             endpoints: self.config.endpoints.iter().map(ToString::to_string).collect(),
             endpoint_order: self.establish.order.clone(),
             servers: self.establish.groups.iter().map(|g| g.endpoint.filter(|_| g.accepted)).collect(),
+            verdicts: self.establish.verdicts.clone(),
             connects_queued: self.establish.queue.len(),
             slots: self
                 .slots
@@ -399,7 +428,7 @@ impl Supervisor {
                 Place::Queued
             }
         };
-        self.requests.insert(id, Req { request, deadline, retry_safe, retried: false, pin, place });
+        self.requests.insert(id, Req { request, deadline, retry_safe, retried: false, pin, place, avoid: None });
         self.waiting += 1;
         self.counters.admitted += 1;
         self.timers.set(deadline, Timer::Request(id));
@@ -408,13 +437,16 @@ impl Supervisor {
         }
     }
 
-    /// Hands idle slots to the head of the FIFO while both exist.
+    /// Hands idle slots to the head of the FIFO while both exist; second
+    /// opinions (older than every waiter) go first.
     fn dispatch(&mut self) {
+        self.dispatch_second();
         while self.idle.len() > 0 {
-            let Some(waiter) = self.waiters.pop_front() else {
+            if self.waiters.is_empty() {
                 break;
-            };
-            let slot = self.pick_slot();
+            }
+            let Some(slot) = self.pick_slot() else { break };
+            let waiter = self.waiters.pop_front().expect("checked above");
             match waiter {
                 Waiter::Request(id) => self.lease(id, slot),
                 Waiter::Pin(p) => self.grant_pin(p, slot),
@@ -422,8 +454,61 @@ impl Supervisor {
         }
     }
 
-    /// Power of two choices over idle slots; removes the chosen one.
-    fn pick_slot(&mut self) -> SlotId {
+    /// The server of `slot` may take a request now (rate cap).
+    fn has_token(&self, slot: SlotId) -> bool {
+        self.config.rate_cap_per_sec.is_none() || self.next_token[self.slots[slot.index()].endpoint] <= self.now
+    }
+
+    /// Takes the server's token for a request starting on `slot`: the
+    /// next one is due one interval after this one.
+    fn take_token(&mut self, slot: SlotId) {
+        let Some(rate) = self.config.rate_cap_per_sec else { return };
+        let e = self.slots[slot.index()].endpoint;
+        debug_assert!(self.next_token[e] <= self.now, "a request started on endpoint {e} before its token");
+        self.next_token[e] = self.next_token[e].max(self.now) + Duration::from_secs(1) / rate;
+    }
+
+    /// Someone waits for a token: wake when the next one of an idle slot's
+    /// server is due (a slot whose token is due now is unusable for the
+    /// waiter, its server avoided by a second opinion).
+    fn await_token(&mut self) {
+        let now = self.now;
+        let due = (0..self.idle.len())
+            .map(|k| self.next_token[self.slots[self.idle.get(k).index()].endpoint])
+            .filter(|&due| due > now)
+            .min();
+        if let Some(due) = due {
+            self.timers.set(due, Timer::RateToken);
+        }
+    }
+
+    /// Power of two choices over idle slots whose server has a token;
+    /// removes the chosen one. `None` (and a wake-up armed) when none has.
+    fn pick_slot(&mut self) -> Option<SlotId> {
+        if self.config.rate_cap_per_sec.is_some() {
+            let eligible: Vec<SlotId> =
+                (0..self.idle.len()).map(|k| self.idle.get(k)).filter(|&s| self.has_token(s)).collect();
+            if eligible.is_empty() {
+                self.await_token();
+                return None;
+            }
+            let n = eligible.len() as u64;
+            let first = self.rng.below(n);
+            let mut chosen = eligible[first as usize];
+            if n > 1 {
+                let other = eligible[((first + 1 + self.rng.below(n - 1)) % n) as usize];
+                if self.slots[other.index()].cost() < self.slots[chosen.index()].cost() {
+                    chosen = other;
+                }
+            }
+            self.idle.remove(chosen);
+            return Some(chosen);
+        }
+        Some(self.pick_any())
+    }
+
+    /// Power of two choices over every idle slot; removes the chosen one.
+    fn pick_any(&mut self) -> SlotId {
         let n = self.idle.len() as u64;
         assert!(n > 0, "pick_slot needs an idle slot");
         let first = self.rng.below(n);
@@ -439,13 +524,40 @@ impl Supervisor {
         chosen
     }
 
+    /// Each second opinion takes an idle slot on a server other than the
+    /// one it avoids, in FIFO order; one that finds none waits.
+    fn dispatch_second(&mut self) {
+        let mut i = 0;
+        // Bounded: each turn removes an entry or moves past one.
+        while i < self.second.len() && self.idle.len() > 0 {
+            let id = self.second[i];
+            let avoid = self.requests.get(&id).and_then(|r| r.avoid);
+            debug_assert!(avoid.is_some(), "a second opinion avoids a server");
+            let found = (0..self.idle.len())
+                .map(|k| self.idle.get(k))
+                .find(|&s| Some(self.slots[s.index()].endpoint) != avoid && self.has_token(s));
+            match found {
+                Some(slot) => {
+                    self.second.remove(i);
+                    self.idle.remove(slot);
+                    self.lease(id, slot);
+                }
+                None => i += 1,
+            }
+        }
+        if !self.second.is_empty() && self.config.rate_cap_per_sec.is_some() {
+            self.await_token();
+        }
+    }
+
     fn lease(&mut self, id: RequestId, slot: SlotId) {
         let req = self.requests.get_mut(&id).expect("waiters hold live requests");
-        debug_assert!(matches!(req.place, Place::Queued | Place::PinQueued(_)));
+        debug_assert!(matches!(req.place, Place::Queued | Place::PinQueued(_) | Place::Second));
         req.place = Place::OnSlot(slot);
         let request = req.request.clone();
         self.waiting -= 1;
         self.active += 1;
+        self.take_token(slot);
         self.start_exchange(slot, Owner::Request(id), request);
     }
 
@@ -468,7 +580,17 @@ impl Supervisor {
     /// A slot whose exchange ended (or that just came up) becomes available.
     fn release(&mut self, slot: SlotId) {
         let s = &mut self.slots[slot.index()];
+        assert!(
+            !matches!(s.state, SlotState::Disconnected | SlotState::Retiring { .. }),
+            "slot {} released with no connection ({})",
+            slot.0,
+            s.state.name()
+        );
         s.state = SlotState::Ready;
+        if std::mem::take(&mut s.retire_when_idle) {
+            // Its server was demoted: nothing more goes to it.
+            return self.retire(slot, None);
+        }
         s.idle_since = self.now;
         if self.close.is_closing() {
             return self.retire(slot, None);
@@ -500,6 +622,10 @@ impl Supervisor {
                 if let Some(pin) = self.pins.get_mut(&p) {
                     pin.queue.retain(|r| *r != id);
                 }
+                self.waiting -= 1;
+            }
+            Place::Second => {
+                self.second.retain(|r| *r != id);
                 self.waiting -= 1;
             }
             Place::OnSlot(_) => self.active -= 1,
@@ -534,12 +660,17 @@ impl Supervisor {
             return self.finish(id, Err(error));
         }
         req.retried = true;
-        req.place = Place::Queued;
         self.active -= 1;
         self.waiting += 1;
         self.counters.retries += 1;
         // It was older than every waiter, so FIFO puts it first.
-        self.waiters.push_front(Waiter::Request(id));
+        if req.avoid.is_some() {
+            req.place = Place::Second;
+            self.second.push_front(id);
+        } else {
+            req.place = Place::Queued;
+            self.waiters.push_front(Waiter::Request(id));
+        }
     }
 
     fn cancel(&mut self, id: RequestId) {
@@ -578,34 +709,40 @@ impl Supervisor {
             return;
         }
         let g = self.config.group_of(slot.index());
-        let (endpoint, slices) =
-            if let (true, Some(home)) = (self.establish.groups[g].accepted, self.establish.groups[g].endpoint) {
-                let s = &self.slots[slot.index()];
-                let mut endpoint = s.fallback.unwrap_or(home);
-                if s.consecutive_failures >= self.config.failures_before_fallback && self.config.endpoints.len() > 1 {
-                    let previous = endpoint;
-                    endpoint = self.fallback_endpoint(slot, endpoint).unwrap_or(endpoint);
-                    self.counters.fallbacks += u64::from(endpoint != previous);
-                    let s = &mut self.slots[slot.index()];
-                    s.fallback = (endpoint != home).then_some(endpoint);
-                    s.consecutive_failures = 0;
-                }
-                (endpoint, 1)
-            } else {
-                let group = &mut self.establish.groups[g];
-                match group.canary {
-                    Some(canary) if canary != slot => {
-                        if !group.parked.contains(&slot) {
-                            group.parked.push(slot);
-                        }
-                        return;
+        let group = &self.establish.groups[g];
+        let moving = group.moving_to.filter(|_| group.mover == Some(slot));
+        let (endpoint, slices) = if let Some(target) = moving {
+            (target, 1)
+        } else if let (true, Some(home)) = (self.establish.groups[g].accepted, self.establish.groups[g].endpoint) {
+            let s = &self.slots[slot.index()];
+            let mut endpoint = s.fallback.unwrap_or(home);
+            let rejected = self.establish.is_rejected(endpoint);
+            if (rejected || s.consecutive_failures >= self.config.failures_before_fallback)
+                && self.config.endpoints.len() > 1
+            {
+                let previous = endpoint;
+                endpoint = self.fallback_endpoint(slot, endpoint).unwrap_or(endpoint);
+                self.counters.fallbacks += u64::from(endpoint != previous);
+                let s = &mut self.slots[slot.index()];
+                s.fallback = (endpoint != home).then_some(endpoint);
+                s.consecutive_failures = 0;
+            }
+            (endpoint, 1)
+        } else {
+            let group = &mut self.establish.groups[g];
+            match group.canary {
+                Some(canary) if canary != slot => {
+                    if !group.parked.contains(&slot) {
+                        group.parked.push(slot);
                     }
-                    _ => {
-                        group.canary = Some(slot);
-                        self.establish.choose(g)
-                    }
+                    return;
                 }
-            };
+                _ => {
+                    group.canary = Some(slot);
+                    self.establish.choose(g)
+                }
+            }
+        };
         let s = &mut self.slots[slot.index()];
         s.endpoint = endpoint;
         s.deadline_slices = slices;
@@ -619,6 +756,9 @@ impl Supervisor {
         let at = order.iter().position(|&e| e == current).unwrap_or(0);
         let max = self.config.max_connections_per_host();
         (1..order.len()).map(|k| order[(at + k) % order.len()]).find(|&e| {
+            if self.establish.is_rejected(e) {
+                return false;
+            }
             let users = (0..self.slots.len())
                 .filter(|&i| {
                     i != slot.index() && self.slots[i].endpoint == e && !self.establish.is_parked(SlotId(i as u32))
@@ -676,6 +816,7 @@ impl Supervisor {
         let deadline = self.now + self.config.connect_timeout / s.deadline_slices.max(1);
         s.state = SlotState::Connecting { deadline };
         s.heartbeat_armed = false;
+        s.retire_when_idle = false;
         s.last_msg_id = None;
         let (generation, endpoint) = (s.generation, s.endpoint);
         self.timers.set(deadline, Timer::Connect(slot, generation));
@@ -685,13 +826,104 @@ impl Supervisor {
 
     /// The start probe answered (or ran out of time): rank, then connect.
     fn probe_done(&mut self, epoch: Epoch, latencies: Vec<Option<Duration>>) {
-        if epoch != self.epoch || !self.establish.probing {
-            // A background probe, or one from before an epoch change: the
-            // driver saved it for the next start; the pool keeps its servers.
+        if epoch != self.epoch {
+            // From before an epoch change: the driver saved it for the next start.
             return;
+        }
+        if !self.establish.probing {
+            // A background probe: re-sort, and move to faster servers.
+            self.establish.reorder(&latencies);
+            self.establish.probed = Some(latencies);
+            return self.plan_moves();
         }
         self.establish.rank(&latencies);
         self.finish_probing();
+    }
+
+    /// Each accepted group whose server is slower than the best free one
+    /// by more than [`MOVE_GAIN_PERCENT`] (or failed the probe) moves to it.
+    fn plan_moves(&mut self) {
+        if self.close.is_closing() {
+            return;
+        }
+        let Some(latencies) = self.establish.probed.take() else { return };
+        let latency = |e: usize| latencies.get(e).copied().flatten();
+        for g in 0..self.establish.groups.len() {
+            let group = &self.establish.groups[g];
+            let (true, Some(current), None) = (group.accepted, group.endpoint, group.moving_to) else { continue };
+            let best = self.establish.order.iter().copied().find(|&e| {
+                e != current
+                    && latency(e).is_some()
+                    && !self.establish.held_by_other(g, e)
+                    && !self.establish.is_rejected(e)
+            });
+            let Some(best) = best else { continue };
+            let gain = match (latency(best), latency(current)) {
+                (Some(new), Some(old)) => new.as_nanos() * 100 < old.as_nanos() * u128::from(100 - MOVE_GAIN_PERCENT),
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if gain {
+                self.start_move(g, best);
+            }
+        }
+        self.establish.probed = Some(latencies);
+    }
+
+    /// Moves group `g` to `endpoint`: one of its slots (idle now, or busy
+    /// when its exchange ends) reconnects there first, validated like any
+    /// new server; the others keep serving on the old one until it passes.
+    fn start_move(&mut self, g: usize, endpoint: usize) {
+        let current = self.establish.groups[g].endpoint;
+        let candidates = (0..self.slots.len()).filter(|&i| {
+            let s = &self.slots[i];
+            self.config.group_of(i) == g && Some(s.endpoint) == current && s.pin.is_none() && !s.retire_when_idle
+        });
+        let pick = |ready: bool| {
+            candidates.clone().find(|&i| match self.slots[i].state {
+                SlotState::Ready => ready,
+                SlotState::Busy(_) => !ready,
+                _ => false,
+            })
+        };
+        let Some(i) = pick(true).or_else(|| pick(false)) else { return };
+        let slot = SlotId(i as u32);
+        tracing::info!(group = g, to = %self.config.endpoints[endpoint], "moving to a faster server");
+        let group = &mut self.establish.groups[g];
+        group.moving_to = Some(endpoint);
+        group.mover = Some(slot);
+        match self.slots[i].state {
+            SlotState::Ready => self.retire(slot, None),
+            _ => self.slots[i].retire_when_idle = true,
+        }
+    }
+
+    /// The mover's connection passed: the group's server is the new one,
+    /// and its other slots on the old one move as soon as each is idle.
+    fn finish_move(&mut self, slot: SlotId, endpoint: usize) {
+        let g = self.config.group_of(slot.index());
+        let group = &mut self.establish.groups[g];
+        if group.mover != Some(slot) || group.moving_to != Some(endpoint) {
+            return;
+        }
+        let old = group.endpoint;
+        group.endpoint = Some(endpoint);
+        group.moving_to = None;
+        group.mover = None;
+        self.counters.moves += 1;
+        tracing::info!(group = g, to = %self.config.endpoints[endpoint], "moved");
+        for i in 0..self.slots.len() {
+            let s = &self.slots[i];
+            if i == slot.index() || self.config.group_of(i) != g || Some(s.endpoint) != old || s.fallback.is_some() {
+                continue;
+            }
+            match s.state {
+                SlotState::Ready if s.pin.is_none() => self.retire(SlotId(i as u32), None),
+                SlotState::Connecting { .. } | SlotState::Handshaking { .. } => self.retire(SlotId(i as u32), None),
+                SlotState::Ready | SlotState::Busy(_) => self.slots[i].retire_when_idle = true,
+                SlotState::Disconnected | SlotState::Retiring { .. } => {}
+            }
+        }
     }
 
     fn finish_probing(&mut self) {
@@ -745,14 +977,117 @@ impl Supervisor {
         let s = &mut self.slots[slot.index()];
         match s.state {
             SlotState::Connecting { deadline } | SlotState::Handshaking { deadline } => {
-                s.consecutive_failures = 0;
                 let endpoint = s.endpoint;
                 self.timers.cancel(deadline, Timer::Connect(slot, generation));
-                self.accept_server(slot, endpoint);
-                self.release(slot);
+                if self.needs_data_canary(endpoint) {
+                    // Not usable yet: the probe queries run on it first.
+                    self.slots[slot.index()].state = SlotState::Ready;
+                    return self.canary_step(slot, 0);
+                }
+                self.server_good(slot, endpoint);
             }
             _ => self.ignore("ready while not connecting"),
         }
+    }
+
+    /// A connection to `endpoint` must pass the data canary before use:
+    /// canaries are on, a probe is configured, and the endpoint has not
+    /// been found good in this epoch.
+    fn needs_data_canary(&self, endpoint: usize) -> bool {
+        self.config.canary
+            && !self.config.canary_probe.is_empty()
+            && self.establish.verdicts[endpoint] != Some(Verdict::Good)
+    }
+
+    /// The slot's connection is good (handshake, and data if asked): its
+    /// server is accepted for its group and the slot becomes available.
+    fn server_good(&mut self, slot: SlotId, endpoint: usize) {
+        self.slots[slot.index()].consecutive_failures = 0;
+        self.establish.verdicts[endpoint] = Some(Verdict::Good);
+        self.accept_server(slot, endpoint);
+        self.finish_move(slot, endpoint);
+        self.release(slot);
+        // A background probe that answered before this group had a server
+        // (after the release: a move may take this very slot).
+        self.plan_moves();
+    }
+
+    /// Sends the data canary's probe query `step` on a ready slot, with the
+    /// slot's connect-deadline share as its reply deadline.
+    fn canary_step(&mut self, slot: SlotId, step: usize) {
+        debug_assert!(step < self.config.canary_probe.len(), "canary step {step} past the probe");
+        let request = self.config.canary_probe[step].clone();
+        // Bounded by CANARY_PROBE_STEPS_MAX (checked by validate).
+        self.start_exchange(slot, Owner::Canary(step as u8), request);
+        let s = &self.slots[slot.index()];
+        let SlotState::Busy(ex) = s.state else { unreachable!("exchange just started") };
+        let deadline = self.now + self.config.connect_timeout / s.deadline_slices.max(1);
+        self.timers.set(deadline, Timer::CanaryReply(slot, s.generation, ex.msg_id));
+    }
+
+    /// The data canary's reply to query `step`: the next query, acceptance
+    /// after the last, or rejection.
+    fn canary_reply(&mut self, slot: SlotId, step: u8, body: FrameBody) {
+        let verdict = match body {
+            FrameBody::Reply(reply) => judge(&reply),
+            FrameBody::Invalid(e) => Err(RejectReason::BadData(e.to_string())),
+            FrameBody::ServerMessage(text) => Err(RejectReason::Mismatch(text)),
+            FrameBody::Raw(_) => Err(RejectReason::BadData("reply was not parsed".into())),
+        };
+        if let Err(reason) = verdict {
+            return self.reject_server(slot, reason);
+        }
+        let s = &mut self.slots[slot.index()];
+        s.exchanges += 1;
+        s.state = SlotState::Ready;
+        let next = usize::from(step) + 1;
+        if next < self.config.canary_probe.len() {
+            return self.canary_step(slot, next);
+        }
+        let endpoint = s.endpoint;
+        tracing::debug!(slot = slot.0, endpoint = %self.config.endpoints[endpoint], "data canary passed");
+        self.server_good(slot, endpoint);
+    }
+
+    /// Records why the slot's server failed validation.
+    fn record_rejection(&mut self, slot: SlotId, reason: RejectReason) {
+        let endpoint = self.slots[slot.index()].endpoint;
+        tracing::info!(endpoint = %self.config.endpoints[endpoint], %reason, "server rejected");
+        self.establish.verdicts[endpoint] = Some(Verdict::Rejected(reason));
+    }
+
+    /// The data canary failed: the server is rejected and the connection
+    /// retires as a failure, so a group canary moves to its next candidate
+    /// and a fallback slot to another server.
+    fn reject_server(&mut self, slot: SlotId, reason: RejectReason) {
+        self.counters.data_rejections += 1;
+        let error = RequestError::ConnectionLost(SlotError::Protocol(format!("server rejected: {reason}")));
+        self.record_rejection(slot, reason);
+        self.retire(slot, Some(error));
+    }
+
+    /// A validating connection (one that has not passed the data canary,
+    /// or any canary connection) failed before it was good: its verdict.
+    fn rejection_on_failure(&mut self, slot: SlotId, error: &SlotError, timed_out: bool) {
+        let s = &self.slots[slot.index()];
+        let g = self.config.group_of(slot.index());
+        let group = &self.establish.groups[g];
+        let canary = group.canary == Some(slot) && !group.accepted;
+        // A server found good stays good through a failed connection (a
+        // flaky one is the fallback rule's business).
+        if self.establish.verdicts[s.endpoint] == Some(Verdict::Good)
+            || (!canary && !self.needs_data_canary(s.endpoint))
+        {
+            return;
+        }
+        let reason = match (s.state, error) {
+            (_, SlotError::Mismatch(text)) => RejectReason::Mismatch(text.clone()),
+            (SlotState::Connecting { .. }, _) => RejectReason::Unreachable,
+            (SlotState::Handshaking { .. }, _) if timed_out => RejectReason::Stalled,
+            (SlotState::Handshaking { .. }, _) => RejectReason::HandshakeFailed,
+            _ => RejectReason::Unreachable,
+        };
+        self.record_rejection(slot, reason);
     }
 
     /// A canary's handshake succeeded: its group uses this server, and the
@@ -783,6 +1118,7 @@ impl Supervisor {
             return;
         }
         tracing::debug!(slot = slot.0, ?error, "slot failed");
+        self.rejection_on_failure(slot, &error, false);
         let s = &mut self.slots[slot.index()];
         if let SlotState::Connecting { deadline } | SlotState::Handshaking { deadline } = s.state {
             self.timers.cancel(deadline, Timer::Connect(slot, generation));
@@ -853,8 +1189,15 @@ impl Supervisor {
             return self.check_closed();
         }
         let failures = self.slots[slot.index()].consecutive_failures;
-        // A canary that failed tries its next candidate at once: another server.
         let g = self.config.group_of(slot.index());
+        let group = &mut self.establish.groups[g];
+        if group.mover == Some(slot) && failures > 0 {
+            // The faster server failed its first connection: stay.
+            group.mover = None;
+            group.moving_to = None;
+            self.counters.moves_abandoned += 1;
+        }
+        // A canary that failed tries its next candidate at once: another server.
         let group = &self.establish.groups[g];
         let canary = group.canary == Some(slot) && !group.accepted;
         self.counters.servers_rejected += u64::from(canary && failures > 0);
@@ -929,12 +1272,17 @@ impl Supervisor {
             }
             // The slot task parsed it, so it believed it was the reply; the
             // Supervisor's stricter match says no: treat it as stale.
-            FrameBody::Reply(_) | FrameBody::Invalid(_) => self.counters.stale_frames += 1,
+            FrameBody::Reply(_) | FrameBody::Invalid(_) | FrameBody::ServerMessage(_) => {
+                self.counters.stale_frames += 1
+            }
         }
     }
 
     fn reply(&mut self, slot: SlotId, ex: Exchange, body: FrameBody) {
         let sent_at = ex.sent_at.expect("a reply follows its send");
+        if let Owner::Canary(step) = ex.owner {
+            return self.canary_reply(slot, step, body);
+        }
         let latency_us = self.now.saturating_duration_since(sent_at).as_secs_f64() * 1e6;
         let reply = match body {
             FrameBody::Reply(reply) => reply,
@@ -949,18 +1297,110 @@ impl Supervisor {
                 self.counters.bad_replies += 1;
                 return self.retire(slot, Some(RequestError::BadReply("reply was not parsed".into())));
             }
+            FrameBody::ServerMessage(text) => {
+                self.counters.bad_replies += 1;
+                return self.retire(slot, Some(RequestError::BadReply(format!("the server said: {text}"))));
+            }
         };
         let s = &mut self.slots[slot.index()];
         s.record_latency(latency_us);
         s.exchanges += 1;
         s.last_msg_id = Some(ex.msg_id);
+        let endpoint = s.endpoint;
+        let mut contradicted = None;
         if let Owner::Request(id) = ex.owner {
+            if self.ask_again(id, endpoint, &reply) {
+                return self.release(slot);
+            }
+            if let Some(req) = self.requests.get(&id) {
+                let doubtful = self.known_ends.doubtful(&req.request, &reply);
+                if let (Some(first), false) = (req.avoid, doubtful) {
+                    contradicted = Some(first);
+                }
+                self.known_ends.learn(&req.request, &reply);
+            }
             if mutant(Mutant::ReplyCompletedTwice) {
                 self.actions.push_back(Action::Complete { id, outcome: Ok(reply.clone()) });
             }
             self.finish(id, Ok(reply));
         }
         self.release(slot);
+        if let Some(first) = contradicted {
+            self.counters.contradictions += 1;
+            self.demote(first);
+        }
+    }
+
+    /// A reply empty where data is expected (see [`second_opinion`]) goes
+    /// back for a second opinion from another server, once, within the
+    /// request's deadline. True when it did.
+    fn ask_again(&mut self, id: RequestId, endpoint: usize, reply: &Reply) -> bool {
+        if !self.config.second_opinion || self.config.server_count < 2 || self.close.is_closing() {
+            return false;
+        }
+        let Some(req) = self.requests.get_mut(&id) else { return false };
+        // A pinned request too: data commands carry no session state, so
+        // its second opinion may run off its pin's connection.
+        if req.avoid.is_some() || self.now >= req.deadline {
+            return false;
+        }
+        if !self.known_ends.doubtful(&req.request, reply) {
+            return false;
+        }
+        tracing::debug!(request = id.0, endpoint = %self.config.endpoints[endpoint], "empty reply: asking another server");
+        req.avoid = Some(endpoint);
+        req.place = Place::Second;
+        self.active -= 1;
+        self.waiting += 1;
+        self.counters.second_opinions += 1;
+        self.second.push_back(id);
+        true
+    }
+
+    /// Another server had data where `endpoint` said empty: `endpoint` is
+    /// rejected, its group looks for a new server through its canary, and
+    /// its slots move: idle and connecting ones retire now, busy ones when
+    /// their exchange ends (so no request in flight is lost).
+    fn demote(&mut self, endpoint: usize) {
+        if self.establish.is_rejected(endpoint) {
+            return;
+        }
+        self.counters.demotions += 1;
+        tracing::info!(endpoint = %self.config.endpoints[endpoint], "server contradicted: demoted");
+        self.establish.verdicts[endpoint] = Some(Verdict::Rejected(RejectReason::EmptyData));
+        for group in &mut self.establish.groups {
+            if group.endpoint == Some(endpoint) || group.moving_to == Some(endpoint) {
+                group.moving_to = None;
+                group.mover = None;
+            }
+            if group.endpoint == Some(endpoint) {
+                group.accepted = false;
+                group.endpoint = None;
+                group.canary = None;
+                group.tried.iter_mut().for_each(|t| *t = false);
+                group.tried[endpoint] = true;
+            }
+        }
+        for i in 0..self.slots.len() {
+            let slot = SlotId(i as u32);
+            if self.slots[i].endpoint != endpoint {
+                continue;
+            }
+            match self.slots[i].state {
+                SlotState::Ready | SlotState::Connecting { .. } | SlotState::Handshaking { .. } => {
+                    self.retire(slot, None)
+                }
+                SlotState::Busy(_) => self.slots[i].retire_when_idle = true,
+                SlotState::Disconnected => {
+                    if let Some(at) = self.establish.queue.iter().position(|s| *s == slot) {
+                        // Queued for this server: choose again.
+                        self.establish.queue.remove(at);
+                        self.connect(slot);
+                    }
+                }
+                SlotState::Retiring { .. } => {}
+            }
+        }
     }
 
     /// The [`Mutant::RetryOnSameConnection`] bug: resends a retry-safe
@@ -1037,6 +1477,11 @@ impl Supervisor {
         if !matches!(self.slots[slot.index()].state, SlotState::Ready) {
             return;
         }
+        if !pin.queue.is_empty() && !self.has_token(slot) {
+            let due = self.next_token[self.slots[slot.index()].endpoint];
+            return self.timers.set(due, Timer::RateToken);
+        }
+        let pin = self.pins.get_mut(&id).expect("looked up above");
         if let Some(request) = pin.queue.pop_front() {
             self.lease(request, slot);
         }
@@ -1135,7 +1580,9 @@ impl Supervisor {
                     let s = &self.slots[slot.index()];
                     let connecting = matches!(s.state, SlotState::Connecting { .. } | SlotState::Handshaking { .. });
                     if s.generation == generation && connecting {
-                        self.retire(slot, Some(RequestError::ConnectionLost(SlotError::Connect("timed out".into()))));
+                        let error = SlotError::Connect("timed out".into());
+                        self.rejection_on_failure(slot, &error, true);
+                        self.retire(slot, Some(RequestError::ConnectionLost(error)));
                     }
                 }
                 Timer::Reconnect(slot, generation) => {
@@ -1149,6 +1596,21 @@ impl Supervisor {
                 }
                 Timer::Heartbeat(slot, generation) => self.heartbeat_due(slot, generation),
                 Timer::HeartbeatReply(slot, generation, msg_id) => self.heartbeat_expired(slot, generation, msg_id),
+                Timer::CanaryReply(slot, generation, msg_id) => {
+                    let s = &self.slots[slot.index()];
+                    let waiting = matches!(s.state, SlotState::Busy(ex) if matches!(ex.owner, Owner::Canary(_)) && ex.msg_id == msg_id);
+                    if s.generation == generation && waiting {
+                        self.reject_server(slot, RejectReason::Stalled);
+                    }
+                }
+                Timer::RateToken => {
+                    // Granted pins wait here; the main FIFO is served after every input.
+                    let mut pins: Vec<PinId> = self.pins.keys().copied().collect();
+                    pins.sort_unstable();
+                    for id in pins {
+                        self.pin_dispatch(id);
+                    }
+                }
                 Timer::Probe => {
                     if self.establish.probing {
                         tracing::warn!("the start probe did not answer in time; connecting on the ranked order");
@@ -1199,6 +1661,7 @@ impl Supervisor {
         }
         self.epoch = Epoch(self.epoch.0 + 1);
         self.config.endpoints = endpoints;
+        self.next_token = vec![self.now; self.config.endpoints.len()];
         self.establish = Establishment::new(self.config.endpoints.len(), self.config.server_count, self.config.canary);
         self.timers.cancel_all(Timer::Probe);
         for i in 0..self.slots.len() {
@@ -1336,7 +1799,28 @@ impl Supervisor {
         }
         self.check_establishment();
         if !self.waiters.is_empty() {
-            assert_eq!(self.idle.len(), 0, "no idle slot while someone waits");
+            let usable = (0..self.idle.len()).filter(|&k| self.has_token(self.idle.get(k))).count();
+            assert_eq!(usable, 0, "no idle slot (whose server has a token) while someone waits");
+        }
+        assert_eq!(
+            self.second.len(),
+            self.requests.values().filter(|r| r.place == Place::Second).count(),
+            "the second-opinion FIFO holds exactly the second opinions"
+        );
+        for id in &self.second {
+            let avoid = self.requests.get(id).and_then(|r| r.avoid);
+            assert!(avoid.is_some(), "a second opinion avoids a server");
+            for k in 0..self.idle.len() {
+                let s = self.idle.get(k);
+                let usable = Some(self.slots[s.index()].endpoint) != avoid && self.has_token(s);
+                assert!(!usable, "second opinion {} waits beside an idle slot", id.0);
+            }
+        }
+        for k in 0..self.idle.len() {
+            // Rejected (demoted) servers carry nothing: an idle slot's server passed.
+            let s = self.idle.get(k);
+            let e = self.slots[s.index()].endpoint;
+            assert_eq!(self.establish.verdicts[e], Some(Verdict::Good), "idle slot {} on endpoint {e}", s.0);
         }
     }
 
@@ -1362,6 +1846,8 @@ impl Supervisor {
             }
         }
         for (g, group) in self.establish.groups.iter().enumerate() {
+            assert_eq!(group.mover.is_some(), group.moving_to.is_some(), "group {g}: a move has a mover");
+            assert!(group.moving_to.is_none() || group.accepted, "group {g} moves only from an accepted server");
             assert!(group.parked.is_empty() || !group.accepted, "group {g} accepted with parked slots");
             assert!(!group.accepted || group.canary.is_none(), "group {g} accepted with a canary");
             for slot in &group.parked {

@@ -13,6 +13,8 @@ use super::ids::{Epoch, Generation, PinId, RequestId, SlotId};
 pub(crate) enum Owner {
     Request(RequestId),
     Heartbeat,
+    /// The data canary's probe query number `step`.
+    Canary(u8),
 }
 
 /// The one request (or heartbeat) in flight on a socket.
@@ -82,6 +84,9 @@ pub(crate) struct Slot {
     pub(crate) frames: u64,
     pub(crate) bytes: u64,
     pub(crate) exchanges: u64,
+    /// Its server was demoted while it was busy: retire it when its
+    /// exchange ends instead of making it available.
+    pub(crate) retire_when_idle: bool,
 }
 
 /// Latency assumed for a slot that has not answered yet: 1 ms.
@@ -107,6 +112,7 @@ impl Slot {
             frames: 0,
             bytes: 0,
             exchanges: 0,
+            retire_when_idle: false,
         }
     }
 

@@ -24,6 +24,10 @@ pub(crate) enum Timer {
     Heartbeat(SlotId, Generation),
     /// A heartbeat exchange's reply deadline.
     HeartbeatReply(SlotId, Generation, u32),
+    /// A data canary probe query's reply deadline.
+    CanaryReply(SlotId, Generation, u32),
+    /// A server's next request token is due (rate cap).
+    RateToken,
     /// The start probe is overdue: connect on the order as it is.
     Probe,
     /// Close must be proven by now.

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 pub use counting::{Counted, Counting};
 pub(crate) use plan::swarm;
-pub use plan::{Fault, FaultEvent, Mix, Plan, Scheduled, Window};
+pub use plan::{Fault, FaultEvent, Mix, Plan, Scheduled, Window, THROTTLE_SLACK};
 pub(crate) use world::{endpoints, Shape, World, CLIENT_HOST};
 
 use tdx_engine::proto::commands::{
@@ -122,7 +122,7 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
     let plan = Plan::from_seed(seed);
     let shared = Arc::new(Shared::default());
     shared.trace(format!(
-        "plan servers={} pool={}x{} raw={} decoded={} push={:?} pending={} timeout={:?} callers={} cpus={}",
+        "plan servers={} pool={}x{} raw={} decoded={} push={:?} pending={} timeout={:?} callers={} cpus={} rate_cap={:?}",
         plan.servers,
         plan.server_count,
         plan.connections_per_server,
@@ -132,7 +132,8 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
         plan.max_pending_requests,
         plan.timeout,
         plan.callers,
-        plan.cpus
+        plan.cpus,
+        plan.rate_cap
     ));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| simulate(&plan, &shared)));
     let trace = std::mem::take(&mut *shared.trace.lock().unwrap_or_else(|e| e.into_inner()));
@@ -213,6 +214,7 @@ fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
             Err(e) => return Err(format!("simulation error: {e}")),
         }
     }
+    world.check_throttling(plan.rate_cap.is_some())?;
     world.check_no_pipelining()
 }
 
@@ -328,6 +330,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         .heartbeat_interval(Some(Duration::from_secs(2)))
         .rng_seed(plan.seed)
         .available_cpus(plan.cpus)
+        .rate_cap(plan.rate_cap)
         .runtime_flavor(RuntimeFlavor::External(runtime.clone()))
         .build_with(Counting::new(TurmoilConnector, sockets.clone()))
         .map_err(|e| format!("engine did not start: {e}"))?;
@@ -409,7 +412,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
     }
     let counters = &d.supervisor.counters;
     shared.trace(format!(
-        "counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} pushes={} bad_replies={} ignored={}",
+        "counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} pushes={} bad_replies={} ignored={} data_rejections={} second_opinions={} contradictions={} demotions={}",
         counters.admitted,
         counters.replies,
         counters.errors,
@@ -420,7 +423,11 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         counters.late_frames,
         counters.pushes,
         counters.bad_replies,
-        counters.ignored_inputs
+        counters.ignored_inputs,
+        counters.data_rejections,
+        counters.second_opinions,
+        counters.contradictions,
+        counters.demotions
     ));
     drop(client);
     tokio::time::sleep(Duration::from_millis(100)).await;

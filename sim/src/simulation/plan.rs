@@ -93,7 +93,16 @@ pub struct Plan {
     /// The CPU count the engine's defaults are sized from: part of the
     /// world, so the machine running the simulation does not leak in.
     pub cpus: usize,
+    /// The engine's request-rate cap per server, when on. Throttling
+    /// servers then allow the cap plus [`THROTTLE_SLACK`]: they must never
+    /// trip.
+    pub rate_cap: Option<u32>,
 }
+
+/// Requests a connection sends that the rate cap does not count, within
+/// one second at most: the handshake, the canary's probe queries, a
+/// heartbeat, and timer and network jitter.
+pub const THROTTLE_SLACK: u32 = 8;
 
 impl Plan {
     /// The world of `seed`.
@@ -130,9 +139,24 @@ impl Plan {
             fault_phase,
             latency: (min_latency, min_latency + Duration::from_micros(rng.below(30_000))),
             cpus: 0,
+            rate_cap: None,
         };
         // Drawn last, so the draws above keep their worlds.
         plan.cpus = 1 + rng.below(16) as usize;
+        // Servers as they behave in 2026 (drawn after the rest, for the same reason).
+        plan.faults.extend(servers_of_2026(&mut rng, servers, server_count, fault_phase));
+        plan.faults.sort_by_key(|s| s.at);
+        if rng.below(3) == 0 {
+            let cap = 5 + rng.below(60) as u32;
+            plan.rate_cap = Some(cap);
+            for scheduled in &mut plan.faults {
+                if let FaultEvent::Set(_, faults) = &mut scheduled.event {
+                    if let Some(rate) = &mut faults.throttle_per_sec {
+                        *rate = (*rate).max(cap + THROTTLE_SLACK);
+                    }
+                }
+            }
+        }
         // Budgets at or just above the smallest the engine accepts, where a
         // stall would show first.
         if rng.below(4) == 0 {
@@ -232,6 +256,52 @@ pub(crate) fn swarm(rng: &mut Rng, servers: usize, in_use: usize, phase: Duratio
             _ => Fault::Server(refusal(rng)),
         };
         out.push(Window { server, from: Duration::from_millis(start), until: Some(Duration::from_millis(end)), fault });
+    }
+    out
+}
+
+/// Half the seeds get some servers of 2026: servers that serve empty data
+/// or answer the handshake with the mismatch message from the start (the
+/// data canary must keep them out of the pool), throttling servers (stall,
+/// then close a connection over its rate) for a while, and, with two
+/// servers in use or more, one in use that turns empty mid-run (second
+/// opinions must keep its empty answers from callers and demote it).
+fn servers_of_2026(rng: &mut Rng, servers: usize, in_use: usize, phase: Duration) -> Vec<Scheduled> {
+    let mut out = Vec::new();
+    if rng.below(2) == 0 {
+        return out;
+    }
+    let phase_ms = phase.as_millis() as u64;
+    if in_use >= 2 && rng.below(2) == 0 {
+        let server = rng.below(in_use as u64) as usize;
+        let start = rng.below(phase_ms * 3 / 4);
+        let faults = Faults::from(FaultKind::EmptyData);
+        out.push(Scheduled { at: Duration::from_millis(start), event: FaultEvent::Set(server, faults) });
+        if rng.below(2) == 0 {
+            let end = start + 1 + rng.below(phase_ms - start);
+            out.push(Scheduled { at: Duration::from_millis(end), event: FaultEvent::Clear(server) });
+        }
+    }
+    for _ in 0..1 + rng.below(3) {
+        let server = rng.below(servers as u64) as usize;
+        match rng.below(3) {
+            0 => {
+                let faults = Faults::from(FaultKind::EmptyData);
+                out.push(Scheduled { at: Duration::ZERO, event: FaultEvent::Set(server, faults) });
+            }
+            1 => {
+                let faults = Faults::from(FaultKind::Mismatch);
+                let at = if rng.below(2) == 0 { 0 } else { rng.below(phase_ms) };
+                out.push(Scheduled { at: Duration::from_millis(at), event: FaultEvent::Set(server, faults) });
+            }
+            _ => {
+                let faults = Faults::from(FaultKind::Throttle { per_sec: 2 + rng.below(40) as u32 });
+                let start = rng.below(phase_ms * 3 / 4);
+                let end = start + 1 + rng.below(phase_ms - start);
+                out.push(Scheduled { at: Duration::from_millis(start), event: FaultEvent::Set(server, faults) });
+                out.push(Scheduled { at: Duration::from_millis(end), event: FaultEvent::Clear(server) });
+            }
+        }
     }
     out
 }

@@ -111,6 +111,18 @@ impl World<'_> {
         &self.stats
     }
 
+    /// Fails if a server throttled a connection while the engine's rate cap
+    /// was on (the cap must keep every connection under the server's rate).
+    pub fn check_throttling(&self, rate_cap_on: bool) -> Result<(), String> {
+        for (i, s) in self.stats.iter().enumerate() {
+            let throttled = s.throttled.load(Ordering::SeqCst);
+            if rate_cap_on && throttled > 0 {
+                return Err(format!("server {i} throttled {throttled} connections despite the rate cap"));
+            }
+        }
+        Ok(())
+    }
+
     /// Fails if any server saw a request pipelined on one socket (the
     /// engine sends one at a time).
     pub fn check_no_pipelining(&self) -> Result<(), String> {

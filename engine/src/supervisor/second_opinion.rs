@@ -1,0 +1,210 @@
+//! The second-opinion rule: which empty replies are asked again of another
+//! server before a caller sees them.
+//!
+//! A server of 2026 may answer every data request with an empty body, and
+//! one that served well may turn empty while the engine runs. An empty
+//! answer is therefore *doubtful* when the request expects data:
+//!
+//! - a count of zero (a market is never empty);
+//! - a page (bars, code list, ticks, a day's ticks) with zero records,
+//!   unless the page starts at or past the series' **known end**;
+//! - a quote or snapshot list shorter than the codes asked;
+//! - a minute line or call-auction series with no points, corporate
+//!   records with none for any code asked.
+//!
+//! The known end of a series is learned from replies: a non-empty page
+//! shorter than a full page ends its series at `start + records`, and a
+//! security count ends that market's code list. So the pagers, which stop
+//! at a short page or ask one page past the end, never pay for a second
+//! opinion when the series' length is not an exact multiple of a page.
+//! What stays doubtful costs one more request: a first page of an unknown
+//! code, or a page right at an exact multiple.
+//!
+//! The Supervisor asks a doubtful request once more, on a server other than
+//! the one that answered empty, within the same deadline. If that server
+//! has data, the first one is contradicted: it is demoted and the data is
+//! returned. If it agrees, the empty answer is returned. With one server in
+//! use there is nobody to ask: the answer is returned as it is.
+
+use std::collections::HashMap;
+
+use crate::proto::commands::{Adjust, Period};
+use crate::proto::limits::{
+    BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX,
+    TRADES_PER_PAGE_MAX,
+};
+use crate::proto::{Market, Reply, Request, SecurityCode, TradeDate};
+
+/// Series whose end is remembered; past this the memory starts afresh
+/// (it only saves second opinions, so forgetting is safe).
+pub(crate) const KNOWN_ENDS_MAX: usize = 4096;
+
+/// A paged series: the request without its `start` and `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Series {
+    Bars { code: SecurityCode, period: Period, adjust: u8, anchor: u32 },
+    Codes(Market),
+    Trades(SecurityCode),
+    HistoryTrades(TradeDate, SecurityCode),
+}
+
+/// `(series, start, records a full page holds for this request)`.
+fn page(request: &Request) -> Option<(Series, u32, u32)> {
+    let adjust = |a: Adjust| match a {
+        Adjust::None => 0,
+        Adjust::Forward => 1,
+        Adjust::Backward => 2,
+        Adjust::FixedForward => 3,
+        Adjust::FixedBackward => 4,
+    };
+    Some(match request {
+        Request::Bars(b) => {
+            let series =
+                Series::Bars { code: b.code, period: b.period, adjust: adjust(b.adjust), anchor: b.anchor_date };
+            (series, b.start.into(), b.count.min(BARS_PER_PAGE_MAX).into())
+        }
+        Request::SecurityList(r) => (Series::Codes(r.market), r.start, r.limit.min(SECURITIES_PER_PAGE_MAX)),
+        Request::LegacySecurityList(r) => (Series::Codes(r.market), r.start.into(), LEGACY_SECURITIES_PER_PAGE.into()),
+        Request::Trades(t) => (Series::Trades(t.code), t.start.into(), t.count.min(TRADES_PER_PAGE_MAX).into()),
+        Request::HistoryTrades(t) => {
+            (Series::HistoryTrades(t.date, t.code), t.start.into(), t.count.min(HISTORY_TRADES_PER_PAGE_MAX).into())
+        }
+        _ => return None,
+    })
+}
+
+/// Records in a reply that can be empty; `None` for the others.
+fn records(reply: &Reply) -> Option<usize> {
+    Some(match reply {
+        Reply::SecurityCount(n) => usize::from(*n),
+        Reply::SecurityList(v) => v.len(),
+        Reply::LegacySecurityList(v) => v.len(),
+        Reply::Bars(v) => v.len(),
+        Reply::Trades(v) => v.len(),
+        Reply::Auction(v) => v.len(),
+        Reply::FinanceInfo(v) => v.len(),
+        Reply::CapitalChanges(v) => v.iter().map(|b| b.records.len()).sum(),
+        Reply::HistoryTrades(p) => p.trades.len(),
+        Reply::Minutes(m) => m.points.len(),
+        Reply::HistoryMinutes(m) => m.points.len(),
+        Reply::RecentMinutes(m) => m.points.len(),
+        Reply::LegacyMinutes(m) => m.points.len(),
+        Reply::Quotes(q) => q.quotes.len(),
+        Reply::Snapshots(s) => s.snapshots.len(),
+        _ => return None,
+    })
+}
+
+/// What the Supervisor has learned about where paged series end.
+#[derive(Debug, Default)]
+pub(crate) struct KnownEnds {
+    /// Invariant: at most [`KNOWN_ENDS_MAX`] entries.
+    ends: HashMap<Series, u32>,
+}
+
+impl KnownEnds {
+    /// Learns from a reply that is to be returned: a short non-empty page
+    /// ends its series; a security count ends its market's code list.
+    pub(crate) fn learn(&mut self, request: &Request, reply: &Reply) {
+        let Some(n) = records(reply) else { return };
+        let end = match request {
+            Request::SecurityCount(c) if n > 0 => Some((Series::Codes(c.market), n as u32)),
+            _ => page(request).and_then(|(series, start, full)| {
+                (n > 0 && (n as u32) < full).then(|| (series, start.saturating_add(n as u32)))
+            }),
+        };
+        if let Some((series, end)) = end {
+            if self.ends.len() >= KNOWN_ENDS_MAX && !self.ends.contains_key(&series) {
+                self.ends.clear();
+            }
+            self.ends.insert(series, end);
+        }
+        debug_assert!(self.ends.len() <= KNOWN_ENDS_MAX, "known ends are bounded");
+    }
+
+    /// The reply is empty where the request expects data (see the module docs).
+    pub(crate) fn doubtful(&self, request: &Request, reply: &Reply) -> bool {
+        let Some(n) = records(reply) else { return false };
+        match request {
+            Request::Quotes(q) => n < q.targets.len(),
+            Request::Snapshots(s) => n < s.targets.len(),
+            Request::CapitalChanges(c) => n == 0 && !c.codes.is_empty(),
+            Request::FinanceInfo(f) => n == 0 && !f.codes.is_empty(),
+            _ => match page(request) {
+                Some((series, start, _)) => n == 0 && self.ends.get(&series).is_none_or(|&end| start < end),
+                None => n == 0,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::commands::{Bar, Bars, SecurityCount, SecurityList};
+    use crate::proto::{Date, DateTime, Price, TimeOfDay};
+
+    fn bar() -> Bar {
+        let date = Date::new(2026, 7, 1).unwrap();
+        let time = DateTime { date, time: TimeOfDay::new(15, 0, 0, 0).unwrap() };
+        Bar {
+            time,
+            open: Price(1),
+            close: Price(1),
+            high: Price(1),
+            low: Price(1),
+            volume: 1.0,
+            amount: 1.0,
+            breadth: None,
+        }
+    }
+
+    fn bars(start: u16, count: u16) -> Request {
+        Bars::new("sz000001".parse().unwrap(), Period::Day, start, count).into()
+    }
+
+    #[test]
+    fn empty_pages_are_doubtful_until_the_series_end_is_known() {
+        let mut known = KnownEnds::default();
+        let empty = Reply::Bars(Vec::new());
+        assert!(known.doubtful(&bars(0, 800), &empty), "a first page of nothing");
+        assert!(known.doubtful(&bars(800, 800), &empty), "end unknown");
+        // A full page says nothing about the end; a short one does.
+        let page = |n| Reply::Bars(vec![bar(); n]);
+        known.learn(&bars(0, 800), &page(800));
+        assert!(known.doubtful(&bars(800, 800), &empty));
+        known.learn(&bars(800, 800), &page(300));
+        assert!(!known.doubtful(&bars(1100, 800), &empty), "a page past the known end is not re-asked");
+        assert!(known.doubtful(&bars(900, 800), &empty), "inside the series, an empty page is doubtful");
+        assert!(!known.doubtful(&bars(0, 800), &page(1)));
+    }
+
+    #[test]
+    fn counts_end_code_lists_and_zero_counts_are_doubtful() {
+        let mut known = KnownEnds::default();
+        let count: Request = SecurityCount { market: Market::Sh, client_date: 0 }.into();
+        assert!(known.doubtful(&count, &Reply::SecurityCount(0)));
+        known.learn(&count, &Reply::SecurityCount(2000));
+        let list = |start| Request::from(SecurityList { market: Market::Sh, start, limit: 1600 });
+        assert!(!known.doubtful(&list(2000), &Reply::SecurityList(Vec::new())));
+        assert!(known.doubtful(&list(1600), &Reply::SecurityList(Vec::new())));
+        // A limit above what a page holds is no short page.
+        let big = Request::from(Bars::new("sz000001".parse().unwrap(), Period::Day, 0, 5000));
+        known.learn(&big, &Reply::Bars(vec![bar(); 800]));
+        assert!(known.doubtful(&bars(800, 800), &Reply::Bars(Vec::new())));
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let mut known = KnownEnds::default();
+        let bar = Reply::Bars(vec![bar(); 1]);
+        for anchor in 0..(KNOWN_ENDS_MAX as u32 + 10) {
+            let request = Request::from(Bars {
+                anchor_date: anchor,
+                ..Bars::new("sz000001".parse().unwrap(), Period::Day, 0, 800)
+            });
+            known.learn(&request, &bar);
+        }
+        assert!(known.ends.len() <= KNOWN_ENDS_MAX);
+    }
+}

@@ -1,0 +1,107 @@
+//! Verdicts on servers: what the data canary (and the ranking probe) found.
+//!
+//! Since July 2026 many public servers accept the connection and the
+//! handshake and then serve nothing: empty bodies, or a GBK message saying
+//! the client does not match. So a server is accepted only when a probe
+//! query answers with real data; the default probe asks the security count
+//! of Shenzhen (must be above 0) and one daily bar of `sz000001` (must be
+//! there). Both are cheap (a 2-byte reply and one 32-byte record), every
+//! server of the protocol serves them, and their answer is never
+//! legitimately empty on a server that has a market at all.
+
+use serde::{Deserialize, Serialize};
+
+use crate::proto::commands::{Bars, Period, SecurityCount};
+use crate::proto::{Market, Reply, Request, SecurityCode};
+
+/// Why a server was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, thiserror::Error)]
+pub enum RejectReason {
+    /// The TCP connect failed or timed out, or the connection dropped
+    /// before the probe finished.
+    #[error("unreachable")]
+    Unreachable,
+    /// The handshake reply was missing or malformed.
+    #[error("handshake failed")]
+    HandshakeFailed,
+    /// The server answered with a plain message instead of a reply
+    /// (typically `客户端与行情主站不匹配,不能使用!`).
+    #[error("mismatch: {0}")]
+    Mismatch(String),
+    /// A probe query came back empty: the server holds no data.
+    #[error("empty data")]
+    EmptyData,
+    /// The handshake or a probe query was not answered in time.
+    #[error("stalled")]
+    Stalled,
+    /// A probe reply did not parse.
+    #[error("bad data: {0}")]
+    BadData(String),
+}
+
+impl RejectReason {
+    /// The reason's name without its text, for tables.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Unreachable => "Unreachable",
+            Self::HandshakeFailed => "HandshakeFailed",
+            Self::Mismatch(_) => "Mismatch",
+            Self::EmptyData => "EmptyData",
+            Self::Stalled => "Stalled",
+            Self::BadData(_) => "BadData",
+        }
+    }
+}
+
+/// What is known about one server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Verdict {
+    /// It answered the probe with data.
+    Good,
+    /// It did not, for this reason.
+    Rejected(RejectReason),
+}
+
+/// The default probe: Shenzhen's security count, then one daily bar of
+/// `sz000001` (Ping An Bank, listed since 1991 and traded every day).
+pub fn default_probe() -> Vec<Request> {
+    let code = SecurityCode::new(Market::Sz, *b"000001").expect("sz000001 is a valid code");
+    vec![
+        SecurityCount { market: Market::Sz, client_date: SecurityCount::PYTDX_CLIENT_DATE }.into(),
+        Bars::new(code, Period::Day, 0, 1).into(),
+    ]
+}
+
+/// Whether a probe reply carries data: a count above zero, at least one
+/// record in a list. Replies of other commands are taken as they are.
+pub fn judge(reply: &Reply) -> Result<(), RejectReason> {
+    let has_data = match reply {
+        Reply::SecurityCount(n) => *n > 0,
+        Reply::Bars(bars) => !bars.is_empty(),
+        Reply::SecurityList(list) => !list.is_empty(),
+        Reply::LegacySecurityList(list) => !list.is_empty(),
+        Reply::Trades(trades) => !trades.is_empty(),
+        _ => true,
+    };
+    if has_data {
+        Ok(())
+    } else {
+        Err(RejectReason::EmptyData)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_counts_and_lists_are_empty_data() {
+        assert_eq!(judge(&Reply::SecurityCount(0)), Err(RejectReason::EmptyData));
+        assert_eq!(judge(&Reply::SecurityCount(3)), Ok(()));
+        assert_eq!(judge(&Reply::Bars(Vec::new())), Err(RejectReason::EmptyData));
+        let probe = default_probe();
+        assert_eq!(probe.len(), 2);
+        assert_eq!(probe[0].msg_type(), 0x044e);
+        assert_eq!(probe[1].msg_type(), 0x052d);
+    }
+}
