@@ -9,8 +9,12 @@
 //! - a page (bars, code list, ticks, a day's ticks) with zero records,
 //!   unless the page starts at or past the series' **known end**;
 //! - a quote or snapshot list shorter than the codes asked;
-//! - a minute line or call-auction series with no points, corporate
-//!   records with none for any code asked.
+//! - a minute line, minute aux series, sparkline or call-auction series
+//!   with no points, corporate records with none for any code asked;
+//! - a category list, limit table or delisted security's bars with no
+//!   rows (paged like the others; every empty 0x0452 page, whose page size
+//!   is the server's own), a company directory or section, or a file
+//!   chunk, with nothing in it.
 //!
 //! The known end of a series is learned from replies: a non-empty page
 //! shorter than a full page ends its series at `start + records`, and a
@@ -30,8 +34,8 @@ use std::collections::HashMap;
 
 use crate::proto::commands::{Adjust, Period};
 use crate::proto::limits::{
-    BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX,
-    TRADES_PER_PAGE_MAX,
+    BARS_PER_PAGE_MAX, CATEGORY_ROWS_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE,
+    SECURITIES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX,
 };
 use crate::proto::{Market, Reply, Request, SecurityCode, TradeDate};
 
@@ -46,6 +50,9 @@ enum Series {
     Codes(Market),
     Trades(SecurityCode),
     HistoryTrades(TradeDate, SecurityCode),
+    DetailedHistoryTrades(TradeDate, SecurityCode),
+    DelistedBars(SecurityCode),
+    Category { category: u16, sort: u16, order: u16 },
 }
 
 /// `(series, start, records a full page holds for this request)`.
@@ -69,6 +76,19 @@ fn page(request: &Request) -> Option<(Series, u32, u32)> {
         Request::HistoryTrades(t) => {
             (Series::HistoryTrades(t.date, t.code), t.start.into(), t.count.min(HISTORY_TRADES_PER_PAGE_MAX).into())
         }
+        Request::DetailedHistoryTrades(t) => {
+            (Series::DetailedHistoryTrades(t.date, t.code), t.start.into(), t.count.min(TRADES_PER_PAGE_MAX).into())
+        }
+        Request::DelistedBars(b) => {
+            (Series::DelistedBars(b.code), b.start.into(), b.count.min(BARS_PER_PAGE_MAX).into())
+        }
+        Request::CategoryQuotes(c) => {
+            let series = Series::Category { category: c.category, sort: c.sort, order: c.order };
+            let full = if c.count == 0 { CATEGORY_ROWS_MAX } else { c.count.min(CATEGORY_ROWS_MAX) };
+            (series, c.start.into(), full.into())
+        }
+        // 0x0452's page size is the server's own, so no page is known to
+        // be short: every empty page of it stays doubtful.
         _ => return None,
     })
 }
@@ -91,6 +111,15 @@ fn records(reply: &Reply) -> Option<usize> {
         Reply::LegacyMinutes(m) => m.points.len(),
         Reply::Quotes(q) => q.quotes.len(),
         Reply::Snapshots(s) => s.snapshots.len(),
+        Reply::DetailedHistoryTrades(p) => p.trades.len(),
+        Reply::MinuteAux(a) => a.len(),
+        Reply::Sparkline(s) => s.prices.len(),
+        Reply::CategoryQuotes(s) => s.snapshots.len(),
+        Reply::CompanyCategory(v) => v.len(),
+        Reply::CompanyContent(t) => t.text_raw.len(),
+        Reply::SpecialLimits(v) => v.len(),
+        Reply::DelistedBars(v) => v.len(),
+        Reply::FileRead(v) => v.len(),
         _ => return None,
     })
 }
@@ -206,5 +235,105 @@ mod tests {
             known.learn(&request, &bar);
         }
         assert!(known.ends.len() <= KNOWN_ENDS_MAX);
+    }
+
+    /// One request of every command. The match below has no wildcard, so a
+    /// new command fails to compile here until it is added.
+    fn one_of_each() -> Vec<Request> {
+        use crate::proto::commands::*;
+        let sz: SecurityCode = "sz000001".parse().unwrap();
+        let date = TradeDate::from_yyyymmdd(20260511).unwrap();
+        let all: Vec<Request> = vec![
+            Handshake::default().into(),
+            LegacySetup::default().into(),
+            Heartbeat.into(),
+            SecurityCount { market: Market::Sz, client_date: 0 }.into(),
+            LegacySecurityList { market: Market::Sh, start: 0 }.into(),
+            SecurityList { market: Market::Sz, start: 0, limit: 1600 }.into(),
+            bars(0, 800),
+            Quotes { targets: vec![sz.into()] }.into(),
+            Snapshots { targets: vec![sz.into()] }.into(),
+            Refresh { targets: vec![RefreshTarget { target: sz.into(), cursor: 0 }] }.into(),
+            Minutes::from(QuoteTarget::from(sz)).into(),
+            Trades { code: sz, start: 0, count: 1800 }.into(),
+            CapitalChanges { codes: vec![sz] }.into(),
+            FinanceInfo { codes: vec![sz] }.into(),
+            HistoryMinutes { date, code: sz }.into(),
+            HistoryTrades { date, code: sz, start: 0, count: 2000 }.into(),
+            LegacyMinutes { code: sz, reserved_tail: 0 }.into(),
+            Auction::new(sz, None).into(),
+            RecentMinutes { date, code: sz }.into(),
+            DetailedHistoryTrades { date, code: sz, start: 0, count: 1800 }.into(),
+            MinuteAux { code: sz, kind: AuxKind::BUY_SELL_STRENGTH }.into(),
+            MinuteAux { code: sz, kind: AuxKind::VOLUME_COMPARISON }.into(),
+            Sparkline::new(sz).into(),
+            FileMeta { name: "block_gn.dat".into() }.into(),
+            FileRead::new("block_gn.dat", 0, 30_000).into(),
+            CategoryQuotes::new(QuoteCategory::AShare, category_sort::CODE, 0, 80, false).into(),
+            CompanyCategory::from(sz).into(),
+            CompanyContent {
+                code: sz,
+                reserved_a: 0,
+                filename: "000001.txt".into(),
+                start: 0,
+                length: 600,
+                reserved_b: 0,
+            }
+            .into(),
+            SpecialLimits::new(0).into(),
+            DelistedBars { code: sz, start: 0, count: 800 }.into(),
+        ];
+        for request in &all {
+            match request {
+                Request::Handshake(_)
+                | Request::LegacySetup(_)
+                | Request::Heartbeat(_)
+                | Request::SecurityCount(_)
+                | Request::LegacySecurityList(_)
+                | Request::SecurityList(_)
+                | Request::Bars(_)
+                | Request::Quotes(_)
+                | Request::Snapshots(_)
+                | Request::Refresh(_)
+                | Request::Minutes(_)
+                | Request::Trades(_)
+                | Request::CapitalChanges(_)
+                | Request::FinanceInfo(_)
+                | Request::HistoryMinutes(_)
+                | Request::HistoryTrades(_)
+                | Request::LegacyMinutes(_)
+                | Request::Auction(_)
+                | Request::RecentMinutes(_)
+                | Request::DetailedHistoryTrades(_)
+                | Request::MinuteAux(_)
+                | Request::Sparkline(_)
+                | Request::FileMeta(_)
+                | Request::FileRead(_)
+                | Request::CategoryQuotes(_)
+                | Request::CompanyCategory(_)
+                | Request::CompanyContent(_)
+                | Request::SpecialLimits(_)
+                | Request::DelistedBars(_) => {}
+            }
+        }
+        all
+    }
+
+    /// What a server of 2026 sends for every data command (a 2-byte empty
+    /// body) must never reach a caller unquestioned: wherever it parses,
+    /// the reply is counted and doubtful, and the rest refuse it as a bad
+    /// reply (retried elsewhere).
+    #[test]
+    fn every_command_questions_an_empty_data_body() {
+        let known = KnownEnds::default();
+        for request in one_of_each() {
+            if matches!(request, Request::Handshake(_) | Request::LegacySetup(_) | Request::Heartbeat(_)) {
+                continue;
+            }
+            if let Ok(reply) = request.parse_reply(&[0, 0]) {
+                assert!(records(&reply).is_some(), "{}: an empty body parses but is not counted", request.name());
+                assert!(known.doubtful(&request, &reply), "{}: an empty body is not doubtful", request.name());
+            }
+        }
     }
 }
