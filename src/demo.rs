@@ -55,7 +55,7 @@ pub async fn run(global: &Global, args: DemoArgs) -> Result<(), CliError> {
     }
     let servers = args.servers.max(1);
     let started = Instant::now();
-    let exchange = Exchange::start(servers, global.seed, 2)?;
+    let exchange = Exchange::start(servers, global.seed, global.as_of, 2)?;
     let data_dir = std::env::temp_dir().join(format!("tdx-demo-{}", std::process::id()));
     let server_count = global.server_count.unwrap_or(servers).min(servers);
     let per_server = global.connections_per_server.unwrap_or(8);
