@@ -12,14 +12,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{
-    Array, ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
-    UInt16Array, UInt32Array, UInt8Array,
+    Array, ArrayRef, Date32Array, Float32Array, Float64Array, Int64Array, RecordBatch, StringArray,
+    TimestampMillisecondArray, UInt16Array, UInt32Array, UInt8Array,
 };
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
+use parquet::basic::{Compression, Encoding};
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
 use tdx_engine::adjust::AdjustmentFactors;
 use tdx_engine::proto::commands::{Bar, Breadth, CapitalChange, Period};
@@ -266,7 +267,8 @@ fn from_epoch_millis(ms: i64) -> Option<DateTime> {
     let rest = local.rem_euclid(86_400_000);
     let date = Date::from_days_since_epoch(days)?;
     let seconds = rest / 1000;
-    let time = TimeOfDay::new((seconds / 3600) as u8, (seconds / 60 % 60) as u8, (seconds % 60) as u8, (rest % 1000) as u16)?;
+    let time =
+        TimeOfDay::new((seconds / 3600) as u8, (seconds / 60 % 60) as u8, (seconds % 60) as u8, (rest % 1000) as u16)?;
     Some(DateTime { date, time })
 }
 
@@ -288,8 +290,12 @@ pub fn bars_schema() -> Schema {
     for name in ["open_milli", "high_milli", "low_milli", "close_milli"] {
         fields.push(Field::new(name, DataType::Int64, false));
     }
-    for name in ["open", "high", "low", "close", "volume", "amount"] {
+    for name in ["open", "high", "low", "close"] {
         fields.push(Field::new(name, DataType::Float64, false));
+    }
+    // The wire's float32, unwidened: the exact values the server sent.
+    for name in ["volume", "amount"] {
+        fields.push(Field::new(name, DataType::Float32, false));
     }
     fields.push(Field::new("up_count", DataType::UInt16, true));
     fields.push(Field::new("down_count", DataType::UInt16, true));
@@ -297,8 +303,18 @@ pub fn bars_schema() -> Schema {
 }
 
 fn props() -> WriterProperties {
-    // Snappy: pure Rust (fast to build), cheap to decode, every reader has it.
-    WriterProperties::builder().set_compression(Compression::SNAPPY).build()
+    // Snappy: pure Rust (fast to build), cheap to decode, every reader has
+    // it. Integers (stamps, milli-yuan prices) are delta-coded: a price
+    // walk's deltas are small, so they pack to a few bits; floats are split
+    // by byte so the compressor sees their slowly changing high bytes.
+    let mut b = WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_enabled(false);
+    for name in ["time", "date", "open_milli", "high_milli", "low_milli", "close_milli"] {
+        b = b.set_column_encoding(ColumnPath::from(name), Encoding::DELTA_BINARY_PACKED);
+    }
+    for name in ["open", "high", "low", "close", "volume", "amount"] {
+        b = b.set_column_encoding(ColumnPath::from(name), Encoding::BYTE_STREAM_SPLIT);
+    }
+    b.set_column_dictionary_enabled(ColumnPath::from("code"), true).build()
 }
 
 fn encode(batch: &RecordBatch) -> Result<Vec<u8>, parquet::errors::ParquetError> {
@@ -311,13 +327,18 @@ fn encode(batch: &RecordBatch) -> Result<Vec<u8>, parquet::errors::ParquetError>
 
 /// The Parquet bytes of `bars` of `code`.
 pub fn encode_bars(code: SecurityCode, bars: &[Bar]) -> Result<Vec<u8>, parquet::errors::ParquetError> {
-    let milli = |f: fn(&Bar) -> Price| -> ArrayRef { Arc::new(Int64Array::from_iter_values(bars.iter().map(|b| f(b).milli()))) };
+    let milli = |f: fn(&Bar) -> Price| -> ArrayRef {
+        Arc::new(Int64Array::from_iter_values(bars.iter().map(|b| f(b).milli())))
+    };
     let yuan = |f: fn(&Bar) -> Price| -> ArrayRef {
         Arc::new(Float64Array::from_iter_values(bars.iter().map(|b| f(b).milli() as f64 / 1000.0)))
     };
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(bars.iter().map(|_| code.to_string()))),
-        Arc::new(TimestampMillisecondArray::from_iter_values(bars.iter().map(|b| epoch_millis(b.time))).with_timezone(TIME_ZONE)),
+        Arc::new(
+            TimestampMillisecondArray::from_iter_values(bars.iter().map(|b| epoch_millis(b.time)))
+                .with_timezone(TIME_ZONE),
+        ),
         Arc::new(Date32Array::from_iter_values(bars.iter().map(|b| date32(b.time.date)))),
         milli(|b| b.open),
         milli(|b| b.high),
@@ -327,8 +348,8 @@ pub fn encode_bars(code: SecurityCode, bars: &[Bar]) -> Result<Vec<u8>, parquet:
         yuan(|b| b.high),
         yuan(|b| b.low),
         yuan(|b| b.close),
-        Arc::new(Float64Array::from_iter_values(bars.iter().map(|b| f64::from(b.volume)))),
-        Arc::new(Float64Array::from_iter_values(bars.iter().map(|b| f64::from(b.amount)))),
+        Arc::new(Float32Array::from_iter_values(bars.iter().map(|b| b.volume))),
+        Arc::new(Float32Array::from_iter_values(bars.iter().map(|b| b.amount))),
         Arc::new(UInt16Array::from(bars.iter().map(|b| b.breadth.map(|x| x.up)).collect::<Vec<_>>())),
         Arc::new(UInt16Array::from(bars.iter().map(|b| b.breadth.map(|x| x.down)).collect::<Vec<_>>())),
     ];
@@ -337,12 +358,14 @@ pub fn encode_bars(code: SecurityCode, bars: &[Bar]) -> Result<Vec<u8>, parquet:
 }
 
 fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, String> {
-    batch
-        .column_by_name(name)
-        .ok_or_else(|| format!("no column {name}"))?
-        .as_any()
-        .downcast_ref::<T>()
-        .ok_or_else(|| format!("column {name} has type {}", batch.column_by_name(name).map_or(DataType::Null, |c| c.data_type().clone())))
+    batch.column_by_name(name).ok_or_else(|| format!("no column {name}"))?.as_any().downcast_ref::<T>().ok_or_else(
+        || {
+            format!(
+                "column {name} has type {}",
+                batch.column_by_name(name).map_or(DataType::Null, |c| c.data_type().clone())
+            )
+        },
+    )
 }
 
 fn bars_from_batch(batch: &RecordBatch, out: &mut Vec<Bar>) -> Result<(), String> {
@@ -351,8 +374,8 @@ fn bars_from_batch(batch: &RecordBatch, out: &mut Vec<Bar>) -> Result<(), String
         .iter()
         .map(|n| column::<Int64Array>(batch, n))
         .collect::<Result<_, _>>()?;
-    let volume = column::<Float64Array>(batch, "volume")?;
-    let amount = column::<Float64Array>(batch, "amount")?;
+    let volume = column::<Float32Array>(batch, "volume")?;
+    let amount = column::<Float32Array>(batch, "amount")?;
     let up = column::<UInt16Array>(batch, "up_count")?;
     let down = column::<UInt16Array>(batch, "down_count")?;
     for i in 0..batch.num_rows() {
@@ -363,8 +386,8 @@ fn bars_from_batch(batch: &RecordBatch, out: &mut Vec<Bar>) -> Result<(), String
             close: Price(prices[1].value(i)),
             high: Price(prices[2].value(i)),
             low: Price(prices[3].value(i)),
-            volume: volume.value(i) as f32,
-            amount: amount.value(i) as f32,
+            volume: volume.value(i),
+            amount: amount.value(i),
             breadth: (!up.is_null(i)).then(|| Breadth { up: up.value(i), down: down.value(i) }),
         });
     }
@@ -446,8 +469,12 @@ pub fn encode_finance(rows: &[tdx_engine::proto::commands::Finance]) -> Result<V
         Arc::new(Float64Array::from_iter_values(rows.iter().map(|f| f64::from(f.float_shares)))),
         Arc::new(UInt16Array::from_iter_values(rows.iter().map(|f| f.province))),
         Arc::new(UInt16Array::from_iter_values(rows.iter().map(|f| f.industry))),
-        Arc::new(Date32Array::from(rows.iter().map(|f| Date::from_yyyymmdd(f.updated_date_raw).map(date32)).collect::<Vec<_>>())),
-        Arc::new(Date32Array::from(rows.iter().map(|f| Date::from_yyyymmdd(f.ipo_date_raw).map(date32)).collect::<Vec<_>>())),
+        Arc::new(Date32Array::from(
+            rows.iter().map(|f| Date::from_yyyymmdd(f.updated_date_raw).map(date32)).collect::<Vec<_>>(),
+        )),
+        Arc::new(Date32Array::from(
+            rows.iter().map(|f| Date::from_yyyymmdd(f.ipo_date_raw).map(date32)).collect::<Vec<_>>(),
+        )),
     ];
     for k in 0..30 {
         fields.push(Field::new(format!("field_{k:02}"), DataType::Float64, false));
@@ -463,10 +490,31 @@ mod tests {
     #[test]
     fn bars_round_trip_through_parquet() {
         let code: SecurityCode = "sz399001".parse().unwrap();
-        let at = |d: u32, h: u8, m: u8| DateTime { date: Date::from_yyyymmdd(d).unwrap(), time: TimeOfDay::new(h, m, 0, 0).unwrap() };
+        let at = |d: u32, h: u8, m: u8| DateTime {
+            date: Date::from_yyyymmdd(d).unwrap(),
+            time: TimeOfDay::new(h, m, 0, 0).unwrap(),
+        };
         let bars = vec![
-            Bar { time: at(20261126, 15, 0), open: Price(10_010), close: Price(10_020), high: Price(10_100), low: Price(9_990), volume: 123_456.0, amount: 1.5e8, breadth: Some(Breadth { up: 10, down: 20 }) },
-            Bar { time: at(20261127, 9, 31), open: Price(1), close: Price(2), high: Price(3), low: Price(1), volume: 0.5, amount: 7.25, breadth: None },
+            Bar {
+                time: at(20261126, 15, 0),
+                open: Price(10_010),
+                close: Price(10_020),
+                high: Price(10_100),
+                low: Price(9_990),
+                volume: 123_456.0,
+                amount: 1.5e8,
+                breadth: Some(Breadth { up: 10, down: 20 }),
+            },
+            Bar {
+                time: at(20261127, 9, 31),
+                open: Price(1),
+                close: Price(2),
+                high: Price(3),
+                low: Price(1),
+                volume: 0.5,
+                amount: 7.25,
+                breadth: None,
+            },
         ];
         let dir = std::env::temp_dir().join(format!("tdx-store-test-{}", std::process::id()));
         let store = Store::new(&dir);

@@ -97,7 +97,14 @@ struct Update {
     fixed: usize,
 }
 
-async fn page(client: &Client, tally: &Tally, code: SecurityCode, period: Period, start: u32, count: u16) -> Result<Vec<Bar>, CliError> {
+async fn page(
+    client: &Client,
+    tally: &Tally,
+    code: SecurityCode,
+    period: Period,
+    start: u32,
+    count: u16,
+) -> Result<Vec<Bar>, CliError> {
     let Ok(start) = u16::try_from(start) else {
         return Ok(Vec::new());
     };
@@ -105,10 +112,19 @@ async fn page(client: &Client, tally: &Tally, code: SecurityCode, period: Period
     Ok(client.bars(code, period, Adjust::None, start, count).await?)
 }
 
-/// `old` brought up to date: the bars after its last one, and that last
-/// one replaced if the server's differs (an unfinished day or week).
-async fn update(client: &Client, tally: &Tally, code: SecurityCode, period: Period, old: Vec<Bar>, since: Option<u32>) -> Result<Update, CliError> {
-    let Some(last) = old.last().copied() else {
+/// `old` brought up to date: the server's bars after its second-to-last
+/// one (final whatever the period) replace the rest, so a last bar that
+/// changed (an unfinished day) or was superseded (a week bar restamped on
+/// the week's next day) is fixed, and newer bars are appended.
+async fn update(
+    client: &Client,
+    tally: &Tally,
+    code: SecurityCode,
+    period: Period,
+    old: Vec<Bar>,
+    since: Option<u32>,
+) -> Result<Update, CliError> {
+    if old.len() < 2 {
         // First download: every page, or back to --since.
         let mut pages: Vec<Vec<Bar>> = Vec::new();
         let mut fetched = 0u32;
@@ -125,13 +141,16 @@ async fn update(client: &Client, tally: &Tally, code: SecurityCode, period: Peri
         if let Some(s) = since {
             bars.retain(|b| b.time.date.yyyymmdd() >= s);
         }
-        let new = bars.len();
-        return Ok(Update { bars, new, fixed: 0 });
-    };
+        let new = bars.len().saturating_sub(old.len());
+        let fixed = usize::from(old.first().is_some_and(|o| !bars.contains(o)));
+        return Ok(Update { bars, new, fixed });
+    }
+    let anchor = old[old.len() - 2];
+    let last = old[old.len() - 1];
     let first = update_page(period);
     let mut fetched = page(client, tally, code, period, 0, first).await?;
     let mut asked = u32::from(first);
-    while fetched.first().is_some_and(|b| b.time > last.time) && fetched.len() as u32 == asked {
+    while fetched.first().is_some_and(|b| b.time > anchor.time) && fetched.len() as u32 == asked {
         let more = page(client, tally, code, period, asked, 800).await?;
         asked += 800;
         let full = more.len() == 800;
@@ -140,17 +159,16 @@ async fn update(client: &Client, tally: &Tally, code: SecurityCode, period: Peri
             break;
         }
     }
-    let mut bars = old;
-    let mut fixed = 0;
-    if let Some(server) = fetched.iter().find(|b| b.time == last.time) {
-        if *server != last {
-            *bars.last_mut().expect("not empty") = *server;
-            fixed = 1;
-        }
+    let tail: Vec<Bar> = fetched.into_iter().filter(|b| b.time > anchor.time).collect();
+    if tail.is_empty() {
+        // The server has nothing after the anchor: keep what we have.
+        return Ok(Update { bars: old, new: 0, fixed: 0 });
     }
-    let newer: Vec<Bar> = fetched.into_iter().filter(|b| b.time > last.time).collect();
-    let new = newer.len();
-    bars.extend(newer);
+    let fixed = usize::from(tail.iter().find(|b| b.time >= last.time) != Some(&last));
+    let new = tail.iter().filter(|b| b.time > last.time).count();
+    let mut bars = old;
+    bars.pop();
+    bars.extend(tail);
     Ok(Update { bars, new, fixed })
 }
 
@@ -188,12 +206,16 @@ async fn sync_security(
         let factors = AdjustmentFactors::new(code, changes, None, None);
         if !unchanged && !changes.is_empty() {
             let bytes = store::encode_factors(&factors).map_err(|e| CliError::new(format!("{code}: {e}")))?;
-            let n = ctx.store.write_atomic(&Store::factors_file(code), &bytes).map_err(|e| CliError::new(e.to_string()))?;
+            let n =
+                ctx.store.write_atomic(&Store::factors_file(code), &bytes).map_err(|e| CliError::new(e.to_string()))?;
             ctx.tally.factor_files.fetch_add(1, Ordering::Relaxed);
             ctx.tally.bytes.fetch_add(n, Ordering::Relaxed);
             if ctx.xdxr {
                 let bytes = store::encode_xdxr(code, changes).map_err(|e| CliError::new(format!("{code}: {e}")))?;
-                let n = ctx.store.write_atomic(&Store::xdxr_file(code), &bytes).map_err(|e| CliError::new(e.to_string()))?;
+                let n = ctx
+                    .store
+                    .write_atomic(&Store::xdxr_file(code), &bytes)
+                    .map_err(|e| CliError::new(e.to_string()))?;
                 ctx.tally.xdxr_files.fetch_add(1, Ordering::Relaxed);
                 ctx.tally.bytes.fetch_add(n, Ordering::Relaxed);
             }
@@ -306,7 +328,8 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
     }
     // The manifest follows the data: rewritten every second while files land.
     let ticker = {
-        let (manifest, job, store, progress, tally) = (manifest.clone(), job.clone(), store.clone(), progress.clone(), tally.clone());
+        let (manifest, job, store, progress, tally) =
+            (manifest.clone(), job.clone(), store.clone(), progress.clone(), tally.clone());
         let client = ctx.client.clone();
         tokio::spawn(async move {
             loop {
@@ -333,7 +356,9 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         tally.requests.fetch_add(stocks.len().div_ceil(tdx_engine::CAPITAL_CHANGES_BATCH) as u64, Ordering::Relaxed);
         let rows = ctx.client.finance(&stocks).await?;
         let bytes = store::encode_finance(&rows).map_err(|e| CliError::new(e.to_string()))?;
-        let n = store.write_atomic(std::path::Path::new("finance/finance.parquet"), &bytes).map_err(|e| CliError::new(e.to_string()))?;
+        let n = store
+            .write_atomic(std::path::Path::new("finance/finance.parquet"), &bytes)
+            .map_err(|e| CliError::new(e.to_string()))?;
         tally.bytes.fetch_add(n, Ordering::Relaxed);
     }
     store.write_manifest(&snapshot(&manifest, &job)).map_err(|e| CliError::new(e.to_string()))?;
@@ -402,7 +427,13 @@ fn summary(
     }
     let mut table = Table::new(&["period", "new bars", "fixed bars", "files written", "bytes written"]);
     for (p, r) in &periods {
-        table.push(vec![Cell::Text(p.clone()), Cell::Int(r[0] as i64), Cell::Int(r[1] as i64), Cell::Int(r[2] as i64), Cell::Int(r[3] as i64)]);
+        table.push(vec![
+            Cell::Text(p.clone()),
+            Cell::Int(r[0] as i64),
+            Cell::Int(r[1] as i64),
+            Cell::Int(r[2] as i64),
+            Cell::Int(r[3] as i64),
+        ]);
     }
     table.write(ctx.format, &mut out)?;
     if ctx.format == Format::Table {
@@ -419,7 +450,12 @@ fn summary(
     Ok(())
 }
 
-fn dry_run(ctx: &Context, args: &SyncArgs, manifest: &Manifest, codes: &[(SecurityCode, bool)]) -> Result<(), CliError> {
+fn dry_run(
+    ctx: &Context,
+    args: &SyncArgs,
+    manifest: &Manifest,
+    codes: &[(SecurityCode, bool)],
+) -> Result<(), CliError> {
     let mut table = Table::new(&["period", "full downloads", "updates", "stored bars", "updates since"]);
     let mut rows = Vec::new();
     for &period in &args.periods {
@@ -447,7 +483,12 @@ fn dry_run(ctx: &Context, args: &SyncArgs, manifest: &Manifest, codes: &[(Securi
     }
     let mut out = std::io::stdout().lock();
     if ctx.format == Format::Json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&json!({"dry_run": true, "securities": codes.len(), "periods": rows})).unwrap_or_default())?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&json!({"dry_run": true, "securities": codes.len(), "periods": rows}))
+                .unwrap_or_default()
+        )?;
     } else {
         table.write(ctx.format, &mut out)?;
     }
