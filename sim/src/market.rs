@@ -544,10 +544,13 @@ impl Market {
         if l.category != Category::Index {
             return bars;
         }
-        let mut rng = Rng::derive(l.seed, 3);
         bars.into_iter()
             .map(|mut b| {
-                let up = rng.range(100, 3000) as u16;
+                // Seeded by the bar's stamp, so a bar's breadth is the same
+                // whatever window or as-of day serves it.
+                let minute = b.time.date.days_since_epoch() as u64 * 1440 + u64::from(b.time.time.hour()) * 60;
+                let minute = minute + u64::from(b.time.time.minute());
+                let up = Rng::derive(l.seed, (3 << 40) + minute).range(100, 3000) as u16;
                 b.breadth = Some(Breadth { up, down: 3100 - up });
                 b
             })
@@ -1195,6 +1198,39 @@ mod tests {
             }
         }
         assert!(checked > 100, "only {checked} ex-dates");
+    }
+
+    /// A later as-of day extends every series without changing a past
+    /// byte: that is what makes an incremental sync testable.
+    #[test]
+    fn a_later_as_of_day_only_appends() {
+        let day = |raw| Date::from_yyyymmdd(raw).unwrap();
+        let early = Market::as_of(2, day(20261110)).unwrap();
+        let today = Market::new(2);
+        let later = Market::as_of(2, day(20261204)).unwrap();
+        assert_eq!(early.today(), day(20261110));
+        assert_eq!(Market::as_of(2, day(20261129)).unwrap().today(), day(20261127), "a weekend is its Friday");
+        assert_eq!(later.today(), day(20261204));
+        for code in ["sz000001", "sh600000", "sh510300", "sz399001", "bj430047"] {
+            let code = code.parse().unwrap();
+            let (a, b, c) = (early.listing(code).unwrap(), today.listing(code).unwrap(), later.listing(code).unwrap());
+            let (da, db, dc) = (early.daily(a), today.daily(b), later.daily(c));
+            assert_eq!(db.len(), DAILY_HISTORY_DAYS);
+            assert_eq!(dc.len(), DAILY_HISTORY_DAYS + 5);
+            assert_eq!(da[..], db[..da.len()], "{code}");
+            assert_eq!(db[..], dc[..db.len()], "{code}");
+            let cut = |m: &Market, l: &Listing, to: Date| -> Vec<CapitalChange> {
+                m.capital_changes(l).iter().filter(|x| x.date().is_some_and(|d| d <= to)).copied().collect()
+            };
+            assert_eq!(cut(&today, b, today.today()), cut(&later, c, today.today()), "{code}");
+            assert_eq!(early.capital_changes(a)[..], cut(&today, b, early.today())[..], "{code}");
+            // Minute bars of the days both windows hold are the same.
+            let (mb, mc) = (today.bars(b, Period::Min5), later.bars(c, Period::Min5));
+            assert_eq!(mb[5 * 48..], mc[..mc.len() - 5 * 48], "{code}");
+        }
+        let (first, last) = as_of_range();
+        assert!(Market::as_of(1, Date::from_days_since_epoch(first.days_since_epoch() - 1).unwrap()).is_err());
+        assert!(Market::as_of(1, Date::from_days_since_epoch(last.days_since_epoch() + 1).unwrap()).is_err());
     }
 
     #[test]
