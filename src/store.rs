@@ -434,9 +434,8 @@ pub fn encode_xdxr(code: SecurityCode, changes: &[CapitalChange]) -> Result<Vec<
         Field::new("raw3", DataType::UInt32, false),
         Field::new("raw4", DataType::UInt32, false),
     ]);
-    let value = |k: usize| -> ArrayRef {
-        Arc::new(Float64Array::from_iter_values(changes.iter().map(|c| f64::from(f32::from_bits(c.words[k])))))
-    };
+    let value =
+        |k: usize| -> ArrayRef { Arc::new(Float64Array::from_iter_values(changes.iter().map(|c| c.values()[k]))) };
     let raw = |k: usize| -> ArrayRef { Arc::new(UInt32Array::from_iter_values(changes.iter().map(|c| c.words[k]))) };
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(changes.iter().map(|_| code.to_string()))),
