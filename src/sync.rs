@@ -192,8 +192,8 @@ async fn sync_security(
             continue;
         }
         if u.bars.is_empty() {
-            coverage.push((key, None));
-            continue;
+            // Nothing stored and nothing served: not a security the server knows.
+            return Err(CliError::new(format!("the server has no {} bars for it", store::period_name(period))));
         }
         let bytes = store::encode_bars(code, &u.bars).map_err(|e| CliError::new(format!("{code}: {e}")))?;
         let written = ctx.store.write_atomic(&relative, &bytes).map_err(|e| CliError::new(e.to_string()))?;
@@ -439,7 +439,7 @@ fn summary(
     if ctx.format == Format::Table {
         writeln!(
             out,
-            "{securities} securities, {} requests, {} factor files, {} MB written, {} failed, {:.1}s",
+            "{securities} securities, {} requests, {} factor files, {:.1} MB written, {} failed, {:.1}s",
             tally.requests.load(Ordering::Relaxed),
             tally.factor_files.load(Ordering::Relaxed),
             tally.bytes.load(Ordering::Relaxed) as f64 / 1e6,

@@ -179,3 +179,39 @@ fn killed_syncs_resume_to_the_clean_store() {
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
+
+#[test]
+fn the_demo_writes_a_store_and_says_how_to_query_it() {
+    let dir = scratch("demo");
+    let out = tdx(&["demo", "--servers", "2", "--limit", "6", "-o", "json", "--sync", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("read_parquet(") && stderr.contains("scan_parquet("), "{stderr}");
+    let stored = files(&dir);
+    assert_eq!(stored.keys().filter(|k| k.starts_with("bars/period=day/market=sz/")).count(), 6, "{stored:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn dry_run_writes_nothing_and_failures_name_the_security() {
+    let dir = scratch("dry");
+    let out =
+        tdx(&["--local", "-o", "json", "sync", "--out", dir.to_str().unwrap(), "--codes", "sz000001", "--dry-run"])
+            .output()
+            .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["periods"][0]["full_downloads"], 1);
+    assert!(!dir.exists(), "a dry run creates nothing");
+    // A code no market lists: the run stores the rest, then fails naming it.
+    let out =
+        tdx(&["--local", "sync", "--out", dir.to_str().unwrap(), "--codes", "sz000001,sh999999", "--periods", "day"])
+            .output()
+            .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("sh999999"), "{stderr}");
+}
