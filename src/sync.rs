@@ -407,6 +407,8 @@ fn summary(
     elapsed: Duration,
 ) -> Result<(), CliError> {
     let periods = tally.periods.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let d = ctx.client.diagnostics();
+    let (retries, timeouts, read) = (d.supervisor.counters.retries, d.supervisor.counters.timeouts, d.bytes_read);
     let mut out = std::io::stdout().lock();
     if ctx.format == Format::Json {
         let value = json!({
@@ -420,6 +422,9 @@ fn summary(
             "factor_files_written": tally.factor_files.load(Ordering::Relaxed),
             "xdxr_files_written": tally.xdxr_files.load(Ordering::Relaxed),
             "bytes_written": tally.bytes.load(Ordering::Relaxed),
+            "bytes_read": read,
+            "retries": retries,
+            "timeouts": timeouts,
             "failed": failed.iter().map(|(c, e)| json!({"code": c.to_string(), "error": e})).collect::<Vec<_>>(),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())?;
@@ -439,8 +444,10 @@ fn summary(
     if ctx.format == Format::Table {
         writeln!(
             out,
-            "{securities} securities, {} requests, {} factor files, {:.1} MB written, {} failed, {:.1}s",
+            "{securities} securities, {} requests ({retries} retries, {timeouts} timeouts), {:.1} MB read, \
+             {} factor files, {:.1} MB written, {} failed, {:.1}s",
             tally.requests.load(Ordering::Relaxed),
+            read as f64 / 1e6,
             tally.factor_files.load(Ordering::Relaxed),
             tally.bytes.load(Ordering::Relaxed) as f64 / 1e6,
             failed.len(),
