@@ -305,16 +305,21 @@ pub fn bars_schema() -> Schema {
 fn props() -> WriterProperties {
     // Snappy: pure Rust (fast to build), cheap to decode, every reader has
     // it. Integers (stamps, milli-yuan prices) are delta-coded: a price
-    // walk's deltas are small, so they pack to a few bits; floats are split
-    // by byte so the compressor sees their slowly changing high bytes.
+    // walk's deltas are small, so they pack to a few bits. Float prices
+    // take few distinct values (ticks), so a dictionary halves them;
+    // volume and amount are split by byte so the compressor sees their
+    // slowly changing high bytes.
     let mut b = WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_enabled(false);
     for name in ["time", "date", "open_milli", "high_milli", "low_milli", "close_milli"] {
         b = b.set_column_encoding(ColumnPath::from(name), Encoding::DELTA_BINARY_PACKED);
     }
-    for name in ["open", "high", "low", "close", "volume", "amount"] {
+    for name in ["volume", "amount"] {
         b = b.set_column_encoding(ColumnPath::from(name), Encoding::BYTE_STREAM_SPLIT);
     }
-    b.set_column_dictionary_enabled(ColumnPath::from("code"), true).build()
+    for name in ["code", "open", "high", "low", "close"] {
+        b = b.set_column_dictionary_enabled(ColumnPath::from(name), true);
+    }
+    b.build()
 }
 
 fn encode(batch: &RecordBatch) -> Result<Vec<u8>, parquet::errors::ParquetError> {
