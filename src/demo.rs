@@ -30,6 +30,10 @@ pub struct DemoArgs {
     /// Stop after this many securities (default: all of SZ and SH).
     #[arg(long)]
     limit: Option<usize>,
+    /// Afterwards, `tdx sync` the exchange's daily bars and factors into
+    /// this directory and print how to query it with DuckDB or Polars.
+    #[arg(long, value_name = "DIR")]
+    sync: Option<std::path::PathBuf>,
 }
 
 /// Counters the download tasks share.
@@ -55,7 +59,7 @@ pub async fn run(global: &Global, args: DemoArgs) -> Result<(), CliError> {
     }
     let servers = args.servers.max(1);
     let started = Instant::now();
-    let exchange = Exchange::start(servers, global.seed, 2)?;
+    let exchange = Exchange::start(servers, global.seed, global.as_of, 2)?;
     let data_dir = std::env::temp_dir().join(format!("tdx-demo-{}", std::process::id()));
     let server_count = global.server_count.unwrap_or(servers).min(servers);
     let per_server = global.connections_per_server.unwrap_or(8);
@@ -72,16 +76,63 @@ pub async fn run(global: &Global, args: DemoArgs) -> Result<(), CliError> {
         .max_pending_requests(concurrency.max(256))
         .build()?;
     let result = download(&client, &exchange, server_count, per_server, concurrency, args.limit, started).await;
+    let format = Format::resolve(global.output);
+    if let (Ok((table, ok)), Some(dir)) = (&result, &args.sync) {
+        table.write(format, &mut std::io::stdout().lock())?;
+        let synced = store_demo(&client, format, dir, args.limit).await;
+        client.close().await;
+        let _ = std::fs::remove_dir_all(&data_dir);
+        synced?;
+        return if *ok { Ok(()) } else { Err(CliError::new("some results did not match the exchange's truth")) };
+    }
     client.close().await;
     let _ = std::fs::remove_dir_all(&data_dir);
     let (table, ok) = result?;
     let mut out = std::io::stdout().lock();
-    table.write(Format::resolve(global.output), &mut out)?;
+    table.write(format, &mut out)?;
     if ok {
         Ok(())
     } else {
         Err(CliError::new("some results did not match the exchange's truth (see the summary)"))
     }
+}
+
+/// `demo --sync DIR`: the exchange's store, and how to read it.
+async fn store_demo(
+    client: &Client,
+    format: Format,
+    dir: &std::path::Path,
+    limit: Option<usize>,
+) -> Result<(), CliError> {
+    let ctx = crate::Context { client: client.clone(), format, exchange: None };
+    // With --limit, the same first securities the download took.
+    let mut codes = Vec::new();
+    if let Some(limit) = limit {
+        for market in [Market::Sz, Market::Sh] {
+            codes.extend(client.all_codes(market).await?.into_iter().map(|s| s.code));
+        }
+        codes.truncate(limit);
+    }
+    let args = crate::sync::SyncArgs {
+        out: dir.to_owned(),
+        periods: vec![Period::Day],
+        markets: vec![Market::Sz, Market::Sh, Market::Bj],
+        codes,
+        with: Vec::new(),
+        since: None,
+        jobs: None,
+        dry_run: false,
+    };
+    crate::sync::run(&ctx, args).await?;
+    let d = dir.display();
+    eprintln!("\nthe store is in {d} (layout and schema: docs/SYNC.md). Query it with DuckDB:");
+    eprintln!("  duckdb -c \"SELECT code, count(*) AS bars, max(time) AS last, round(avg(close), 2) AS avg_close");
+    eprintln!("    FROM read_parquet('{d}/bars/*/*/*.parquet', hive_partitioning = true)");
+    eprintln!("    WHERE period = 'day' GROUP BY code ORDER BY bars DESC LIMIT 5\"");
+    eprintln!("or Polars:");
+    eprintln!("  python -c \"import polars as pl; print(pl.scan_parquet('{d}/bars/period=day/**/*.parquet', hive_partitioning=True)");
+    eprintln!("    .group_by('market').agg(pl.len(), pl.col('time').max()).collect())\"");
+    Ok(())
 }
 
 async fn download(

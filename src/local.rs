@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use tdx_engine::proto::Date;
 use tdx_sim::testkit::LocalExchange;
 use tdx_sim::Market;
 
@@ -19,8 +20,12 @@ pub struct Exchange {
 
 impl Exchange {
     /// Starts `servers` reference servers over the market of `seed`.
-    pub fn start(servers: usize, seed: u64, threads: usize) -> Result<Self, CliError> {
-        let exchange = LocalExchange::builder()
+    pub fn start(servers: usize, seed: u64, as_of: Option<Date>, threads: usize) -> Result<Self, CliError> {
+        let mut builder = LocalExchange::builder();
+        if let Some(day) = as_of {
+            builder = builder.as_of(day);
+        }
+        let exchange = builder
             .servers(servers)
             .market_seed(seed)
             .threads(threads)

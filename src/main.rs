@@ -12,6 +12,8 @@ mod commands;
 mod demo;
 mod local;
 mod output;
+mod store;
+mod sync;
 
 use std::fmt;
 use std::process::ExitCode;
@@ -50,6 +52,11 @@ pub struct Global {
     /// Market seed of the embedded exchange.
     #[arg(long, global = true, default_value_t = 1, requires = "local")]
     seed: u64,
+    /// Serve the embedded exchange's market as of this trading day
+    /// (YYYYMMDD) instead of its today: a later day is the market some
+    /// evenings later, every earlier bar unchanged.
+    #[arg(long, global = true, requires = "local", value_parser = parse_as_of)]
+    as_of: Option<tdx_engine::proto::Date>,
     /// Servers used at once.
     #[arg(long, global = true)]
     server_count: Option<usize>,
@@ -228,6 +235,9 @@ enum Command {
     Rank,
     /// The engine's diagnostics snapshot.
     Diag,
+    /// Keep a local Parquet store of bars, factors and corporate actions
+    /// up to date: the first run downloads, later runs fetch only what is new.
+    Sync(sync::SyncArgs),
     /// Download daily bars for every SZ and SH security from an embedded
     /// exchange, check them against its truth, and report.
     Demo(demo::DemoArgs),
@@ -311,6 +321,16 @@ fn parse_sort(s: &str) -> Result<u16, String> {
     category_sort::parse(s)
 }
 
+fn parse_as_of(s: &str) -> Result<tdx_engine::proto::Date, String> {
+    let raw = parse_date(s)?;
+    let date = tdx_engine::proto::Date::from_yyyymmdd(raw).ok_or_else(|| format!("{s:?} is not a date"))?;
+    let (first, last) = tdx_sim::market::as_of_range();
+    if date < first || date > last {
+        return Err(format!("{s:?} is outside the days the embedded market serves, {first}..={last}"));
+    }
+    Ok(date)
+}
+
 fn parse_code(s: &str) -> Result<SecurityCode, String> {
     s.parse::<SecurityCode>().map_err(|e| e.to_string())
 }
@@ -374,7 +394,7 @@ impl Global {
             return Ok(None);
         }
         let servers = self.server_count.unwrap_or(2).max(1);
-        local::Exchange::start(servers, self.seed, 1).map(Some)
+        local::Exchange::start(servers, self.seed, self.as_of, 1).map(Some)
     }
 
     /// Starts the exchange (with `--local`) and the engine.
@@ -444,6 +464,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Board { name } => commands::board(&ctx, &name).await,
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,
                 Command::Diag => commands::diag(&ctx).await,
+                Command::Sync(args) => sync::run(&ctx, args).await,
                 Command::Demo(_) | Command::Rank => unreachable!("handled above"),
             };
             let result = result.map_err(|e| explain_timeout(&ctx, &global, e));

@@ -2,8 +2,8 @@
 //! server holds.
 //!
 //! ```text
-//! tdx-sim serve --servers N --base-port P --seed S [fault flags] [--mode INDEX:KIND ...]
-//! tdx-sim truth --seed S count MARKET
+//! tdx-sim serve --servers N --base-port P --seed S [--as-of YYYYMMDD] [fault flags] [--mode INDEX:KIND ...]
+//! tdx-sim truth --seed S [--as-of YYYYMMDD] count MARKET
 //! tdx-sim truth --seed S codes MARKET --start N --limit N
 //! tdx-sim truth --seed S bars CODE --period P --start N --count N
 //! tdx-sim truth --seed S bars CODE --adjust none|qfq|hfq [--anchor YYYYMMDD]
@@ -35,6 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use tdx_engine::proto::Date;
 use tdx_sim::truth::{Query, Truth};
 use tdx_sim::{simulation, Faults, Market, PushFlood, ReferenceServer};
 
@@ -55,6 +56,9 @@ enum Command {
         /// Market seed.
         #[arg(long)]
         seed: u64,
+        /// The market as of this trading day (YYYYMMDD) [default: its today].
+        #[arg(long, value_parser = parse_as_of)]
+        as_of: Option<Date>,
         #[command(subcommand)]
         query: Query,
     },
@@ -102,6 +106,9 @@ struct Serve {
     /// Market seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Serve the market as of this trading day (YYYYMMDD) [default: its today].
+    #[arg(long, value_parser = parse_as_of)]
+    as_of: Option<Date>,
     /// Latency added before every reply.
     #[arg(long, default_value_t = 0)]
     latency_ms: u64,
@@ -209,7 +216,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(serve) => run_serve(serve),
-        Command::Truth { seed, query } => run_truth(seed, query),
+        Command::Truth { seed, as_of, query } => run_truth(seed, as_of, query),
         Command::Run { seeds, start } => match run_seeds(start, seeds) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,
@@ -274,8 +281,23 @@ fn replay(seed: u64, trace: bool) -> Result<(), String> {
     }
 }
 
-fn run_truth(seed: u64, query: Query) -> Result<(), String> {
-    let value = Truth::new(seed).answer(&query).map_err(|e| e.to_string())?;
+/// A YYYYMMDD (or YYYY-MM-DD) day the market can be served as of.
+fn parse_as_of(s: &str) -> Result<Date, String> {
+    let raw: u32 = s.replace('-', "").parse().map_err(|_| format!("{s:?} is not a date: use YYYYMMDD"))?;
+    let date = Date::from_yyyymmdd(raw).ok_or_else(|| format!("{s:?} is not a date"))?;
+    let (first, last) = tdx_sim::market::as_of_range();
+    if date < first || date > last {
+        return Err(format!("{s:?} is outside {first}..={last}"));
+    }
+    Ok(date)
+}
+
+fn run_truth(seed: u64, as_of: Option<Date>, query: Query) -> Result<(), String> {
+    let truth = match as_of {
+        Some(day) => Truth::of(Arc::new(Market::as_of(seed, day).map_err(|e| e.to_string())?)),
+        None => Truth::new(seed),
+    };
+    let value = truth.answer(&query).map_err(|e| e.to_string())?;
     println!("{value}");
     Ok(())
 }
@@ -309,7 +331,11 @@ fn run_serve(serve: Serve) -> Result<(), String> {
     }
     let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async move {
-        let market = Arc::new(Market::new(serve.seed));
+        let market = match serve.as_of {
+            Some(day) => Market::as_of(serve.seed, day).map_err(|e| e.to_string())?,
+            None => Market::new(serve.seed),
+        };
+        let market = Arc::new(market);
         for i in 0..serve.servers {
             let port = if serve.base_port == 0 {
                 0

@@ -23,10 +23,16 @@ use tdx_engine::proto::{Category, Date, DateTime, Market as Exchange, Price, Pri
 use crate::boards::BoardFiles;
 use crate::rng::Rng;
 
-/// The market's "today": the last trading day, whose session is complete.
+/// The market's default "today": the last trading day, whose session is complete.
 pub const TODAY: (u16, u8, u8) = (2026, 11, 27);
-/// Trading days of daily history.
+/// Trading days of daily history up to [`TODAY`]; the history starts on
+/// the same day whatever the as-of day, so a later as-of day has more.
 pub const DAILY_HISTORY_DAYS: usize = 4000;
+/// How far before [`TODAY`] an as-of day may be, in trading days: the
+/// days from there on are minute-backed for every as-of day.
+pub const AS_OF_DAYS_BEFORE: usize = 20;
+/// The latest as-of day.
+pub const AS_OF_LAST: (u16, u8, u8) = (2027, 12, 31);
 /// Trading days of one-minute history (240 bars each).
 pub const MINUTE_HISTORY_DAYS: usize = 20;
 /// One-minute bars per trading day.
@@ -110,8 +116,15 @@ pub struct Market {
     seed: u64,
     lists: [Vec<Listing>; 3],
     by_code: HashMap<SecurityCode, (usize, usize)>,
-    /// The last `DAILY_HISTORY_DAYS` weekdays, oldest first, ending today.
+    /// Weekdays from the fixed first day up to the as-of day, oldest first.
     days: Vec<Date>,
+    /// Weekdays from the first day to the end of the as-of day's year: the
+    /// corporate-action plan runs over whole years, so it does not depend
+    /// on the as-of day.
+    plan_days: Vec<Date>,
+    /// Days from this index on take their high, low and amount from their
+    /// minute path: fixed, so a day's bar is the same for every as-of day.
+    minute_backed_from: usize,
     /// Recently computed series. The market is pure, so this changes no
     /// byte; it only spares a server recomputing 4,000 days per request.
     cache: Mutex<SeriesCache>,
@@ -205,8 +218,21 @@ const ALWAYS: &[&str] =
     &["sz000001", "sz399001", "sz159915", "sh000001", "sh510300", "sh600000", "bj430047", "bj899050"];
 
 impl Market {
-    /// The market for `seed`.
+    /// The market for `seed`, as of [`TODAY`].
     pub fn new(seed: u64) -> Self {
+        let (y, m, d) = TODAY;
+        Self::as_of(seed, Date::new(y, m, d).expect("TODAY is a date")).expect("TODAY is a valid as-of day")
+    }
+
+    /// The market for `seed` as of the last trading day on or before
+    /// `as_of`: the same listings, and every series up to a day `D` the
+    /// same for each as-of day from `D` on, so a later as-of day is the
+    /// market a few evenings later.
+    pub fn as_of(seed: u64, as_of: Date) -> Result<Self, AsOfError> {
+        let (first, last) = as_of_range();
+        if as_of < first || as_of > last {
+            return Err(AsOfError { asked: as_of, first, last });
+        }
         let mut rng = Rng::derive(seed, 1);
         let mut lists: [Vec<Listing>; 3] = Default::default();
         for &(exchange, prefix, count, category) in BLOCKS {
@@ -229,15 +255,22 @@ impl Market {
             .enumerate()
             .flat_map(|(m, list)| list.iter().enumerate().map(move |(i, l)| (l.code, (m, i))))
             .collect();
-        Self {
+        let start = first_day();
+        let days = weekdays(start, as_of);
+        let year_end = Date::new(as_of.year(), 12, 31).expect("a date");
+        let plan_days = weekdays(start, year_end);
+        let minute_backed_from = DAILY_HISTORY_DAYS - MINUTE_HISTORY_DAYS - AS_OF_DAYS_BEFORE;
+        Ok(Self {
             seed,
             lists,
             by_code,
-            days: trading_days(DAILY_HISTORY_DAYS),
+            days,
+            plan_days,
+            minute_backed_from,
             cache: Mutex::default(),
             boards: OnceLock::new(),
             special_limits: OnceLock::new(),
-        }
+        })
     }
 
     /// The seed.
@@ -326,10 +359,10 @@ impl Market {
     /// so raw bars gap by exactly the events' amount.
     fn compute_daily(&self, l: &Listing) -> (Vec<Day>, Vec<CapitalChange>) {
         let mut rng = Rng::derive(l.seed, 2);
-        let mut actions = CorporateActions::plan(l, &self.days);
+        let mut actions = CorporateActions::plan(l, &self.plan_days);
         let mut days = Vec::with_capacity(self.days.len());
         let mut close = l.base_price;
-        let minute_from = self.days.len() - MINUTE_HISTORY_DAYS;
+        let minute_from = self.minute_backed_from;
         for (i, &date) in self.days.iter().enumerate() {
             if let Some(reference) = actions.on_day(l, i, date, close) {
                 close = reference;
@@ -542,10 +575,13 @@ impl Market {
         if l.category != Category::Index {
             return bars;
         }
-        let mut rng = Rng::derive(l.seed, 3);
         bars.into_iter()
             .map(|mut b| {
-                let up = rng.range(100, 3000) as u16;
+                // Seeded by the bar's stamp, so a bar's breadth is the same
+                // whatever window or as-of day serves it.
+                let minute = b.time.date.days_since_epoch() as u64 * 1440 + u64::from(b.time.time.hour()) * 60;
+                let minute = minute + u64::from(b.time.time.minute());
+                let up = Rng::derive(l.seed, (3 << 40) + minute).range(100, 3000) as u16;
                 b.breadth = Some(Breadth { up, down: 3100 - up });
                 b
             })
@@ -956,13 +992,13 @@ impl CorporateActions {
                 let bonus = rng.chance(150);
                 let rights = rng.chance(30);
                 let day = pick(&mut rng, 95, 150);
-                if (dividend || bonus || rights) && year.contains(&day) && day > 0 && day + 1 < days.len() {
+                if (dividend || bonus || rights) && year.contains(&day) && day > 0 {
                     plan.insert(day, Plan { dividend, bonus, rights, capital: None });
                 }
                 if rng.chance(250) {
                     let category = [3, 5, 6, 7][rng.below(4) as usize];
                     let day = pick(&mut rng, 10, 240);
-                    if year.contains(&day) && day > 0 && day + 1 < days.len() {
+                    if year.contains(&day) && day > 0 {
                         plan.entry(day).or_insert_with(Plan::default).capital = Some(category);
                     }
                 }
@@ -1094,20 +1130,54 @@ fn round_tick(milli: i64, tick: i64) -> i64 {
     (milli + tick / 2).div_euclid(tick) * tick
 }
 
-/// The last `n` weekdays ending [`TODAY`], oldest first.
-fn trading_days(n: usize) -> Vec<Date> {
+/// An as-of day outside the range the market serves.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("as-of day {asked} is outside {first}..={last}")]
+pub struct AsOfError {
+    /// The day asked for.
+    pub asked: Date,
+    /// The earliest as-of day.
+    pub first: Date,
+    /// The latest as-of day.
+    pub last: Date,
+}
+
+fn is_weekday(day: i64) -> bool {
+    // 1970-01-01 was a Thursday: weekday = (days + 3) mod 7, Monday = 0.
+    (day + 3).rem_euclid(7) < 5
+}
+
+/// The first day of history: `DAILY_HISTORY_DAYS` weekdays before [`TODAY`], inclusive.
+fn first_day() -> Date {
     let (y, m, d) = TODAY;
     let mut day = Date::new(y, m, d).expect("TODAY is a date").days_since_epoch();
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
-        // 1970-01-01 was a Thursday: weekday = (days + 3) mod 7, Monday = 0.
-        if (day + 3).rem_euclid(7) < 5 {
-            out.push(Date::from_days_since_epoch(day).expect("in range"));
+    let mut seen = 0;
+    loop {
+        if is_weekday(day) {
+            seen += 1;
+            if seen == DAILY_HISTORY_DAYS {
+                return Date::from_days_since_epoch(day).expect("in range");
+            }
         }
         day -= 1;
     }
-    out.reverse();
-    out
+}
+
+/// The earliest and latest as-of days.
+pub fn as_of_range() -> (Date, Date) {
+    let (y, m, d) = TODAY;
+    let today = Date::new(y, m, d).expect("TODAY is a date");
+    let days = weekdays(first_day(), today);
+    let (y, m, d) = AS_OF_LAST;
+    (days[days.len() - 1 - AS_OF_DAYS_BEFORE], Date::new(y, m, d).expect("a date"))
+}
+
+/// Weekdays from `from` to `to`, both included, oldest first.
+fn weekdays(from: Date, to: Date) -> Vec<Date> {
+    (from.days_since_epoch()..=to.days_since_epoch())
+        .filter(|&d| is_weekday(d))
+        .map(|d| Date::from_days_since_epoch(d).expect("in range"))
+        .collect()
 }
 
 fn close_time(date: Date) -> DateTime {
@@ -1248,6 +1318,39 @@ mod tests {
             }
         }
         assert!(checked > 100, "only {checked} ex-dates");
+    }
+
+    /// A later as-of day extends every series without changing a past
+    /// byte: that is what makes an incremental sync testable.
+    #[test]
+    fn a_later_as_of_day_only_appends() {
+        let day = |raw| Date::from_yyyymmdd(raw).unwrap();
+        let early = Market::as_of(2, day(20261110)).unwrap();
+        let today = Market::new(2);
+        let later = Market::as_of(2, day(20261204)).unwrap();
+        assert_eq!(early.today(), day(20261110));
+        assert_eq!(Market::as_of(2, day(20261129)).unwrap().today(), day(20261127), "a weekend is its Friday");
+        assert_eq!(later.today(), day(20261204));
+        for code in ["sz000001", "sh600000", "sh510300", "sz399001", "bj430047"] {
+            let code = code.parse().unwrap();
+            let (a, b, c) = (early.listing(code).unwrap(), today.listing(code).unwrap(), later.listing(code).unwrap());
+            let (da, db, dc) = (early.daily(a), today.daily(b), later.daily(c));
+            assert_eq!(db.len(), DAILY_HISTORY_DAYS);
+            assert_eq!(dc.len(), DAILY_HISTORY_DAYS + 5);
+            assert_eq!(da[..], db[..da.len()], "{code}");
+            assert_eq!(db[..], dc[..db.len()], "{code}");
+            let cut = |m: &Market, l: &Listing, to: Date| -> Vec<CapitalChange> {
+                m.capital_changes(l).iter().filter(|x| x.date().is_some_and(|d| d <= to)).copied().collect()
+            };
+            assert_eq!(cut(&today, b, today.today()), cut(&later, c, today.today()), "{code}");
+            assert_eq!(early.capital_changes(a)[..], cut(&today, b, early.today())[..], "{code}");
+            // Minute bars of the days both windows hold are the same.
+            let (mb, mc) = (today.bars(b, Period::Min5), later.bars(c, Period::Min5));
+            assert_eq!(mb[5 * 48..], mc[..mc.len() - 5 * 48], "{code}");
+        }
+        let (first, last) = as_of_range();
+        assert!(Market::as_of(1, Date::from_days_since_epoch(first.days_since_epoch() - 1).unwrap()).is_err());
+        assert!(Market::as_of(1, Date::from_days_since_epoch(last.days_since_epoch() + 1).unwrap()).is_err());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Interop tests: pytdx 1.72, eltdx 3.3.0 and tdxrs 0.6.7, unchanged, against `tdx-sim serve`
+# Interop tests: pytdx 1.72, eltdx 3.3.0 and tdxrs 0.6.7, unchanged, against `tdx-sim serve`,
+# and `tdx sync`'s Parquet store read back by pyarrow 26.0.1,
 # on loopback. Creates a venv under target/ and installs the pinned clients,
 # builds tdx-sim, then runs the servers and the clients inside a fresh
 # network namespace with only loopback up. Both clients get explicit
@@ -13,7 +14,7 @@ source tests/interop/lib.sh
 SEED="${INTEROP_SEED:-7}"
 SERVERS=3
 
-[ "${TDX_LOOPBACK_NETNS:-}" = 1 ] || cargo build --quiet -p tdx-sim
+[ "${TDX_LOOPBACK_NETNS:-}" = 1 ] || cargo build --quiet -p tdx-sim -p tdx
 loopback_only "$0" "$@"
 make_scratch
 SIM="$(pwd)/target/debug/tdx-sim"
@@ -24,3 +25,6 @@ ports="$(echo "$hosts" | sed "s/127\.0\.0\.1://g")"
 mkdir -p "$scratch/home" "$scratch/eltdx"
 HOME="$scratch/home" XDG_DATA_HOME="$scratch/home" ELTDX_DATA_DIR="$scratch/eltdx" \
     "$VENV/bin/python" tests/interop/check.py --sim "$SIM" --seed "$SEED" --ports "$ports"
+# `tdx sync`'s Parquet store, read by pyarrow, against the same truth.
+TDX_ENGINE_LOOPBACK_ONLY=1 "$VENV/bin/python" tests/interop/sync_check.py \
+    --sim "$SIM" --tdx "$(pwd)/target/debug/tdx" --seed "$SEED" --hosts "$hosts"

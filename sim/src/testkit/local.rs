@@ -4,6 +4,7 @@
 use std::io;
 use std::sync::Arc;
 
+use tdx_engine::proto::Date;
 use tdx_engine::{Client, ClientBuilder};
 
 use crate::faults::{FaultHandle, FaultKind, Faults};
@@ -39,6 +40,7 @@ pub struct LocalExchange {
 pub struct LocalExchangeBuilder {
     servers: usize,
     market_seed: u64,
+    as_of: Option<Date>,
     threads: usize,
     faults: Vec<(usize, FaultKind)>,
 }
@@ -51,7 +53,7 @@ impl LocalExchange {
 
     /// Servers, market seed, threads and faults to choose.
     pub fn builder() -> LocalExchangeBuilder {
-        LocalExchangeBuilder { servers: 2, market_seed: 1, threads: 1, faults: Vec::new() }
+        LocalExchangeBuilder { servers: 2, market_seed: 1, as_of: None, threads: 1, faults: Vec::new() }
     }
 
     /// `127.0.0.1:PORT` of every server, in order.
@@ -94,6 +96,13 @@ impl LocalExchangeBuilder {
         self
     }
 
+    /// Serve the market as of this day ([`Market::as_of`]) instead of its
+    /// default today: a later day is the market some evenings later.
+    pub fn as_of(mut self, day: Date) -> Self {
+        self.as_of = Some(day);
+        self
+    }
+
     /// Threads the servers run on (1 by default).
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n;
@@ -122,7 +131,11 @@ impl LocalExchangeBuilder {
             .thread_name("tdx-local-exchange")
             .enable_all()
             .build()?;
-        let market = Arc::new(Market::new(self.market_seed));
+        let market = match self.as_of {
+            Some(day) => Market::as_of(self.market_seed, day).map_err(|e| invalid(e.to_string()))?,
+            None => Market::new(self.market_seed),
+        };
+        let market = Arc::new(market);
         let mut hosts = Vec::with_capacity(self.servers);
         let mut handles = Vec::with_capacity(self.servers);
         for index in 0..self.servers {

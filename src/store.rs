@@ -1,0 +1,533 @@
+//! The on-disk store of `tdx sync`: Parquet files written kill-safely and
+//! a JSON manifest (layout and schema in docs/SYNC.md).
+//!
+//! Every file is written to a hidden temporary name in its own directory,
+//! fsynced, renamed over the old one and the directory fsynced, so a
+//! reader or a `kill -9` only ever sees a whole old or a whole new file.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{
+    Array, ArrayRef, Date32Array, Float32Array, Float64Array, Int64Array, RecordBatch, StringArray,
+    TimestampMillisecondArray, UInt16Array, UInt32Array, UInt8Array,
+};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding};
+use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
+use serde::{Deserialize, Serialize};
+use tdx_engine::adjust::AdjustmentFactors;
+use tdx_engine::proto::commands::{Bar, Breadth, CapitalChange, Period};
+use tdx_engine::proto::{Date, DateTime, Price, SecurityCode, TimeOfDay};
+
+/// The exchange's time zone: timestamps are stored as instants in it.
+pub const TIME_ZONE: &str = "Asia/Shanghai";
+/// Asia/Shanghai is UTC+8 all year (no daylight saving since 1991).
+const UTC_OFFSET_SECONDS: i64 = 8 * 3600;
+/// Bumped when a column changes meaning.
+pub const SCHEMA_VERSION: u32 = 1;
+/// The manifest's name in the store's root.
+pub const MANIFEST: &str = "manifest.json";
+
+/// A store failure: which file, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Reading or writing a file.
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    /// A Parquet file we cannot encode or decode.
+    #[error("{path}: {source}")]
+    Parquet { path: PathBuf, source: parquet::errors::ParquetError },
+    /// A Parquet file whose columns are not the documented schema.
+    #[error("{path}: not a tdx sync file ({why})")]
+    Schema { path: PathBuf, why: String },
+    /// A manifest that is not ours.
+    #[error("{path}: {source}")]
+    Manifest { path: PathBuf, source: serde_json::Error },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io { path: path.to_owned(), source }
+}
+
+fn pq_err(path: &Path) -> impl FnOnce(parquet::errors::ParquetError) -> StoreError + '_ {
+    move |source| StoreError::Parquet { path: path.to_owned(), source }
+}
+
+/// `day`, `5m`, ...: the partition value of a period.
+pub fn period_name(period: Period) -> String {
+    match period {
+        Period::Day => "day".into(),
+        Period::Week => "week".into(),
+        Period::Month => "month".into(),
+        Period::Quarter => "quarter".into(),
+        Period::Year => "year".into(),
+        Period::Min1 => "1m".into(),
+        Period::Min5 => "5m".into(),
+        Period::Min15 => "15m".into(),
+        Period::Min30 => "30m".into(),
+        Period::Min60 => "60m".into(),
+        Period::Minutes(n) => format!("{n}m"),
+        Period::Days(n) => format!("{n}d"),
+        Period::Seconds(n) => format!("{n}s"),
+    }
+}
+
+/// A store rooted at a directory.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+impl Store {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// `bars/period=P/market=M/CODE.parquet`, relative to the root.
+    pub fn bars_file(period: Period, code: SecurityCode) -> PathBuf {
+        let market = code.market().prefix().to_owned();
+        PathBuf::from(format!("bars/period={}/market={market}/{code}.parquet", period_name(period)))
+    }
+
+    /// `factors/market=M/CODE.parquet`, relative to the root.
+    pub fn factors_file(code: SecurityCode) -> PathBuf {
+        PathBuf::from(format!("factors/market={}/{code}.parquet", code.market().prefix()))
+    }
+
+    /// `xdxr/market=M/CODE.parquet`, relative to the root.
+    pub fn xdxr_file(code: SecurityCode) -> PathBuf {
+        PathBuf::from(format!("xdxr/market={}/{code}.parquet", code.market().prefix()))
+    }
+
+    pub fn path(&self, relative: &Path) -> PathBuf {
+        self.root.join(relative)
+    }
+
+    /// Removes temporary files a killed run left behind (they never
+    /// match `*.parquet`, so readers ignore them anyway).
+    pub fn remove_leftovers(&self) -> Result<usize, StoreError> {
+        fn walk(dir: &Path, removed: &mut usize) -> Result<(), StoreError> {
+            let entries = match fs::read_dir(dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(StoreError::Io { path: dir.to_owned(), source: e }),
+            };
+            for entry in entries {
+                let entry = entry.map_err(io_err(dir))?;
+                let path = entry.path();
+                let kind = entry.file_type().map_err(io_err(&path))?;
+                if kind.is_dir() {
+                    walk(&path, removed)?;
+                } else if entry.file_name().to_string_lossy().contains(".tmp-") {
+                    fs::remove_file(&path).map_err(io_err(&path))?;
+                    *removed += 1;
+                }
+            }
+            Ok(())
+        }
+        let mut removed = 0;
+        walk(&self.root, &mut removed)?;
+        Ok(removed)
+    }
+
+    /// Writes `bytes` to `relative` atomically; returns the bytes written.
+    pub fn write_atomic(&self, relative: &Path, bytes: &[u8]) -> Result<u64, StoreError> {
+        let path = self.path(relative);
+        let dir = path.parent().unwrap_or(&self.root).to_owned();
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let mut file = File::create(&temp).map_err(io_err(&temp))?;
+        file.write_all(bytes).map_err(io_err(&temp))?;
+        file.sync_all().map_err(io_err(&temp))?;
+        drop(file);
+        fs::rename(&temp, &path).map_err(io_err(&path))?;
+        // The rename itself is durable once the directory is.
+        File::open(&dir).and_then(|d| d.sync_all()).map_err(io_err(&dir))?;
+        Ok(bytes.len() as u64)
+    }
+
+    pub fn read_manifest(&self) -> Result<Manifest, StoreError> {
+        let path = self.root.join(MANIFEST);
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| StoreError::Manifest { path, source }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Manifest::default()),
+            Err(e) => Err(StoreError::Io { path, source: e }),
+        }
+    }
+
+    /// Writes the manifest atomically (after the data it describes).
+    pub fn write_manifest(&self, manifest: &Manifest) -> Result<(), StoreError> {
+        let path = self.root.join(MANIFEST);
+        let mut bytes = serde_json::to_vec_pretty(manifest).map_err(|source| StoreError::Manifest { path, source })?;
+        bytes.push(b'\n');
+        self.write_atomic(Path::new(MANIFEST), &bytes).map(|_| ())
+    }
+
+    /// The stored bars of `code` and `period`, oldest first (empty when none).
+    pub fn read_bars(&self, period: Period, code: SecurityCode) -> Result<Vec<Bar>, StoreError> {
+        let path = self.path(&Self::bars_file(period, code));
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::Io { path, source: e }),
+        };
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file).and_then(|b| b.build()).map_err(pq_err(&path))?;
+        let mut out = Vec::new();
+        for batch in reader {
+            let batch = batch.map_err(|e| StoreError::Schema { path: path.clone(), why: e.to_string() })?;
+            bars_from_batch(&batch, &mut out).map_err(|why| StoreError::Schema { path: path.clone(), why })?;
+        }
+        Ok(out)
+    }
+}
+
+/// What the store holds, per file; rewritten after the data.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`SCHEMA_VERSION`] of the files.
+    pub schema_version: u32,
+    /// `PERIOD/CODE` -> coverage of its bars file.
+    pub bars: BTreeMap<String, Coverage>,
+    /// `CODE` -> its corporate actions as last stored.
+    pub corporate: BTreeMap<String, Corporate>,
+}
+
+/// One bars file's coverage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// Relative path.
+    pub file: String,
+    pub rows: usize,
+    /// First and last bar stamps, `YYYY-MM-DD HH:MM` Asia/Shanghai.
+    pub first: String,
+    pub last: String,
+    pub bytes: u64,
+}
+
+/// One security's corporate actions as last stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Corporate {
+    /// FNV-1a of its capital-change records: a change means rewrite.
+    pub hash: String,
+    /// Capital-change records.
+    pub records: usize,
+    /// Ex-dates with factors.
+    pub factor_rows: usize,
+}
+
+impl Manifest {
+    pub fn key(period: Period, code: SecurityCode) -> String {
+        format!("{}/{code}", period_name(period))
+    }
+}
+
+/// The bar's stamp as `YYYY-MM-DD HH:MM`.
+pub fn stamp(t: DateTime) -> String {
+    format!("{} {:02}:{:02}", t.date, t.time.hour(), t.time.minute())
+}
+
+/// FNV-1a over the records' wire fields.
+pub fn changes_hash(changes: &[CapitalChange]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for c in changes {
+        eat(&c.date_raw.to_le_bytes());
+        eat(&[c.category, c.reserved]);
+        for w in c.words {
+            eat(&w.to_le_bytes());
+        }
+    }
+    format!("{h:016x}")
+}
+
+fn epoch_millis(t: DateTime) -> i64 {
+    let seconds = t.date.days_since_epoch() * 86_400
+        + i64::from(t.time.hour()) * 3600
+        + i64::from(t.time.minute()) * 60
+        + i64::from(t.time.second());
+    (seconds - UTC_OFFSET_SECONDS) * 1000 + i64::from(t.time.millis())
+}
+
+fn from_epoch_millis(ms: i64) -> Option<DateTime> {
+    let local = ms + UTC_OFFSET_SECONDS * 1000;
+    let days = local.div_euclid(86_400_000);
+    let rest = local.rem_euclid(86_400_000);
+    let date = Date::from_days_since_epoch(days)?;
+    let seconds = rest / 1000;
+    let time =
+        TimeOfDay::new((seconds / 3600) as u8, (seconds / 60 % 60) as u8, (seconds % 60) as u8, (rest % 1000) as u16)?;
+    Some(DateTime { date, time })
+}
+
+fn date32(date: Date) -> i32 {
+    date.days_since_epoch() as i32
+}
+
+fn timestamp_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Millisecond, Some(TIME_ZONE.into()))
+}
+
+/// The bars schema (docs/SYNC.md).
+pub fn bars_schema() -> Schema {
+    let mut fields = vec![
+        Field::new("code", DataType::Utf8, false),
+        Field::new("time", timestamp_type(), false),
+        Field::new("date", DataType::Date32, false),
+    ];
+    for name in ["open_milli", "high_milli", "low_milli", "close_milli"] {
+        fields.push(Field::new(name, DataType::Int64, false));
+    }
+    for name in ["open", "high", "low", "close"] {
+        fields.push(Field::new(name, DataType::Float64, false));
+    }
+    // The wire's float32, unwidened: the exact values the server sent.
+    for name in ["volume", "amount"] {
+        fields.push(Field::new(name, DataType::Float32, false));
+    }
+    fields.push(Field::new("up_count", DataType::UInt16, true));
+    fields.push(Field::new("down_count", DataType::UInt16, true));
+    Schema::new(fields)
+}
+
+fn props() -> WriterProperties {
+    // Snappy: pure Rust (fast to build), cheap to decode, every reader has
+    // it. Integers (stamps, milli-yuan prices) are delta-coded: a price
+    // walk's deltas are small, so they pack to a few bits. Float prices
+    // take few distinct values (ticks), so a dictionary halves them;
+    // volume and amount are split by byte so the compressor sees their
+    // slowly changing high bytes.
+    let mut b = WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_enabled(false);
+    for name in ["time", "date", "open_milli", "high_milli", "low_milli", "close_milli"] {
+        b = b.set_column_encoding(ColumnPath::from(name), Encoding::DELTA_BINARY_PACKED);
+    }
+    for name in ["volume", "amount"] {
+        b = b.set_column_encoding(ColumnPath::from(name), Encoding::BYTE_STREAM_SPLIT);
+    }
+    for name in ["code", "open", "high", "low", "close"] {
+        b = b.set_column_dictionary_enabled(ColumnPath::from(name), true);
+    }
+    b.build()
+}
+
+fn encode(batch: &RecordBatch) -> Result<Vec<u8>, parquet::errors::ParquetError> {
+    let mut bytes = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut bytes, batch.schema(), Some(props()))?;
+    writer.write(batch)?;
+    writer.close()?;
+    Ok(bytes)
+}
+
+/// The Parquet bytes of `bars` of `code`.
+pub fn encode_bars(code: SecurityCode, bars: &[Bar]) -> Result<Vec<u8>, parquet::errors::ParquetError> {
+    let milli = |f: fn(&Bar) -> Price| -> ArrayRef {
+        Arc::new(Int64Array::from_iter_values(bars.iter().map(|b| f(b).milli())))
+    };
+    let yuan = |f: fn(&Bar) -> Price| -> ArrayRef {
+        Arc::new(Float64Array::from_iter_values(bars.iter().map(|b| f(b).milli() as f64 / 1000.0)))
+    };
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(bars.iter().map(|_| code.to_string()))),
+        Arc::new(
+            TimestampMillisecondArray::from_iter_values(bars.iter().map(|b| epoch_millis(b.time)))
+                .with_timezone(TIME_ZONE),
+        ),
+        Arc::new(Date32Array::from_iter_values(bars.iter().map(|b| date32(b.time.date)))),
+        milli(|b| b.open),
+        milli(|b| b.high),
+        milli(|b| b.low),
+        milli(|b| b.close),
+        yuan(|b| b.open),
+        yuan(|b| b.high),
+        yuan(|b| b.low),
+        yuan(|b| b.close),
+        Arc::new(Float32Array::from_iter_values(bars.iter().map(|b| b.volume))),
+        Arc::new(Float32Array::from_iter_values(bars.iter().map(|b| b.amount))),
+        Arc::new(UInt16Array::from(bars.iter().map(|b| b.breadth.map(|x| x.up)).collect::<Vec<_>>())),
+        Arc::new(UInt16Array::from(bars.iter().map(|b| b.breadth.map(|x| x.down)).collect::<Vec<_>>())),
+    ];
+    let batch = RecordBatch::try_new(Arc::new(bars_schema()), columns)?;
+    encode(&batch)
+}
+
+fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, String> {
+    batch.column_by_name(name).ok_or_else(|| format!("no column {name}"))?.as_any().downcast_ref::<T>().ok_or_else(
+        || {
+            format!(
+                "column {name} has type {}",
+                batch.column_by_name(name).map_or(DataType::Null, |c| c.data_type().clone())
+            )
+        },
+    )
+}
+
+fn bars_from_batch(batch: &RecordBatch, out: &mut Vec<Bar>) -> Result<(), String> {
+    let time = column::<TimestampMillisecondArray>(batch, "time")?;
+    let prices: Vec<&Int64Array> = ["open_milli", "close_milli", "high_milli", "low_milli"]
+        .iter()
+        .map(|n| column::<Int64Array>(batch, n))
+        .collect::<Result<_, _>>()?;
+    let volume = column::<Float32Array>(batch, "volume")?;
+    let amount = column::<Float32Array>(batch, "amount")?;
+    let up = column::<UInt16Array>(batch, "up_count")?;
+    let down = column::<UInt16Array>(batch, "down_count")?;
+    for i in 0..batch.num_rows() {
+        let at = from_epoch_millis(time.value(i)).ok_or_else(|| format!("row {i}: time out of range"))?;
+        out.push(Bar {
+            time: at,
+            open: Price(prices[0].value(i)),
+            close: Price(prices[1].value(i)),
+            high: Price(prices[2].value(i)),
+            low: Price(prices[3].value(i)),
+            volume: volume.value(i),
+            amount: amount.value(i),
+            breadth: (!up.is_null(i)).then(|| Breadth { up: up.value(i), down: down.value(i) }),
+        });
+    }
+    Ok(())
+}
+
+/// The Parquet bytes of `code`'s factor rows (docs/SYNC.md).
+pub fn encode_factors(factors: &AdjustmentFactors) -> Result<Vec<u8>, parquet::errors::ParquetError> {
+    let rows = &factors.rows;
+    let f = |g: fn(&tdx_engine::adjust::FactorRow) -> f64| -> ArrayRef {
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(g)))
+    };
+    let schema = Schema::new(vec![
+        Field::new("code", DataType::Utf8, false),
+        Field::new("date", DataType::Date32, false),
+        Field::new("qfq_scale", DataType::Float64, false),
+        Field::new("qfq_offset", DataType::Float64, false),
+        Field::new("hfq_scale", DataType::Float64, false),
+        Field::new("hfq_offset", DataType::Float64, false),
+    ]);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|_| factors.code.to_string()))),
+        Arc::new(Date32Array::from_iter_values(rows.iter().map(|r| date32(r.date)))),
+        f(|r| r.qfq.scale),
+        f(|r| r.qfq.offset),
+        f(|r| r.hfq.scale),
+        f(|r| r.hfq.offset),
+    ];
+    encode(&RecordBatch::try_new(Arc::new(schema), columns)?)
+}
+
+/// The Parquet bytes of `code`'s capital-change records (0x000f).
+pub fn encode_xdxr(code: SecurityCode, changes: &[CapitalChange]) -> Result<Vec<u8>, parquet::errors::ParquetError> {
+    let schema = Schema::new(vec![
+        Field::new("code", DataType::Utf8, false),
+        Field::new("date", DataType::Date32, true),
+        Field::new("category", DataType::UInt8, false),
+        Field::new("value1", DataType::Float64, false),
+        Field::new("value2", DataType::Float64, false),
+        Field::new("value3", DataType::Float64, false),
+        Field::new("value4", DataType::Float64, false),
+        Field::new("raw1", DataType::UInt32, false),
+        Field::new("raw2", DataType::UInt32, false),
+        Field::new("raw3", DataType::UInt32, false),
+        Field::new("raw4", DataType::UInt32, false),
+    ]);
+    let value =
+        |k: usize| -> ArrayRef { Arc::new(Float64Array::from_iter_values(changes.iter().map(|c| c.values()[k]))) };
+    let raw = |k: usize| -> ArrayRef { Arc::new(UInt32Array::from_iter_values(changes.iter().map(|c| c.words[k]))) };
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(changes.iter().map(|_| code.to_string()))),
+        Arc::new(Date32Array::from(changes.iter().map(|c| c.date().map(date32)).collect::<Vec<_>>())),
+        Arc::new(UInt8Array::from_iter_values(changes.iter().map(|c| c.category))),
+        value(0),
+        value(1),
+        value(2),
+        value(3),
+        raw(0),
+        raw(1),
+        raw(2),
+        raw(3),
+    ];
+    encode(&RecordBatch::try_new(Arc::new(schema), columns)?)
+}
+
+/// The Parquet bytes of the finance table: one row per security.
+pub fn encode_finance(rows: &[tdx_engine::proto::commands::Finance]) -> Result<Vec<u8>, parquet::errors::ParquetError> {
+    let mut fields = vec![
+        Field::new("code", DataType::Utf8, false),
+        Field::new("float_shares", DataType::Float64, false),
+        Field::new("province", DataType::UInt16, false),
+        Field::new("industry", DataType::UInt16, false),
+        Field::new("updated_date", DataType::Date32, true),
+        Field::new("ipo_date", DataType::Date32, true),
+    ];
+    let mut columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|f| f.code.to_string()))),
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(|f| f64::from(f.float_shares)))),
+        Arc::new(UInt16Array::from_iter_values(rows.iter().map(|f| f.province))),
+        Arc::new(UInt16Array::from_iter_values(rows.iter().map(|f| f.industry))),
+        Arc::new(Date32Array::from(
+            rows.iter().map(|f| Date::from_yyyymmdd(f.updated_date_raw).map(date32)).collect::<Vec<_>>(),
+        )),
+        Arc::new(Date32Array::from(
+            rows.iter().map(|f| Date::from_yyyymmdd(f.ipo_date_raw).map(date32)).collect::<Vec<_>>(),
+        )),
+    ];
+    for k in 0..30 {
+        fields.push(Field::new(format!("field_{k:02}"), DataType::Float64, false));
+        columns.push(Arc::new(Float64Array::from_iter_values(rows.iter().map(|f| f64::from(f.fields[k])))));
+    }
+    encode(&RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_round_trip_through_parquet() {
+        let code: SecurityCode = "sz399001".parse().unwrap();
+        let at = |d: u32, h: u8, m: u8| DateTime {
+            date: Date::from_yyyymmdd(d).unwrap(),
+            time: TimeOfDay::new(h, m, 0, 0).unwrap(),
+        };
+        let bars = vec![
+            Bar {
+                time: at(20261126, 15, 0),
+                open: Price(10_010),
+                close: Price(10_020),
+                high: Price(10_100),
+                low: Price(9_990),
+                volume: 123_456.0,
+                amount: 1.5e8,
+                breadth: Some(Breadth { up: 10, down: 20 }),
+            },
+            Bar {
+                time: at(20261127, 9, 31),
+                open: Price(1),
+                close: Price(2),
+                high: Price(3),
+                low: Price(1),
+                volume: 0.5,
+                amount: 7.25,
+                breadth: None,
+            },
+        ];
+        let dir = std::env::temp_dir().join(format!("tdx-store-test-{}", std::process::id()));
+        let store = Store::new(&dir);
+        let bytes = encode_bars(code, &bars).unwrap();
+        store.write_atomic(&Store::bars_file(Period::Day, code), &bytes).unwrap();
+        assert_eq!(store.read_bars(Period::Day, code).unwrap(), bars);
+        assert_eq!(epoch_millis(at(19700101, 8, 0)), 0, "08:00 in Shanghai is the epoch");
+        assert_eq!(from_epoch_millis(epoch_millis(bars[1].time)), Some(bars[1].time));
+        assert_eq!(store.remove_leftovers().unwrap(), 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,217 @@
+//! `tdx sync` against the embedded exchange: an incremental run one
+//! trading day later fetches only the new day and leaves the store a clean
+//! sync would write; a sync killed again and again resumes to the same
+//! store; the stored bars are the exchange's.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use arrow_array::{Array, Int64Array, RecordBatch, TimestampMillisecondArray};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde_json::Value;
+use tdx_engine::proto::commands::Period;
+use tdx_engine::proto::Date;
+use tdx_sim::Market;
+
+/// Codes every market seed lists: a stock, an index and a fund per market.
+const CODES: &str = "sz000001,sz399001,sz159915,sh000001,sh510300,sh600000,bj430047,bj899050";
+const STOCKS: usize = 3;
+
+fn tdx(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdx"));
+    cmd.args(args).env("TDX_ENGINE_LOOPBACK_ONLY", "1").env_remove("RUST_LOG");
+    cmd
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tdx-sync-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// `tdx --local --as-of DAY sync --out DIR ARGS -o json`, which must succeed.
+fn sync(dir: &Path, as_of: &str, args: &[&str]) -> Value {
+    let out = dir.to_str().unwrap();
+    let mut all = vec!["--local", "--as-of", as_of, "-o", "json", "sync", "--out", out];
+    all.extend(args);
+    let result = tdx(&all).output().expect("tdx runs");
+    assert!(result.status.success(), "tdx {all:?}: {}", String::from_utf8_lossy(&result.stderr));
+    serde_json::from_slice(&result.stdout).expect("a JSON summary")
+}
+
+/// Every file under `dir` (relative path -> bytes), the manifest apart.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                out.insert(path.strip_prefix(root).unwrap().display().to_string(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out.remove("manifest.json");
+    out
+}
+
+fn manifest(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+fn batches(path: &Path) -> Vec<RecordBatch> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap().build().unwrap();
+    reader.map(|b| b.unwrap()).collect()
+}
+
+/// (time ms, close milli-yuan) of every row of a bars file.
+fn closes(path: &Path) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    for b in batches(path) {
+        let t = b.column_by_name("time").unwrap().as_any().downcast_ref::<TimestampMillisecondArray>().unwrap();
+        let c = b.column_by_name("close_milli").unwrap().as_any().downcast_ref::<Int64Array>().unwrap();
+        out.extend((0..b.num_rows()).map(|i| (t.value(i), c.value(i))));
+    }
+    out
+}
+
+fn day(raw: u32) -> Date {
+    Date::from_yyyymmdd(raw).unwrap()
+}
+
+#[test]
+fn the_next_day_fetches_only_that_day_and_equals_a_clean_sync() {
+    let (a, b) = (scratch("incremental"), scratch("clean"));
+    let args = ["--codes", CODES, "--periods", "day,5m", "--with", "xdxr,finance"];
+    let first = sync(&a, "20261127", &args);
+    assert_eq!(first["failed"], serde_json::json!([]));
+    assert_eq!(first["periods"]["day"]["files_written"], 8);
+    let next = sync(&a, "20261130", &args);
+    // One page per security and period, one 0x000f batch, one 0x0010 batch.
+    assert_eq!(next["requests"], 8 * 2 + 1 + 1, "{next}");
+    assert_eq!(next["periods"]["day"]["new_bars"], 8);
+    assert_eq!(next["periods"]["5m"]["new_bars"], 8 * 48);
+    assert_eq!(next["periods"]["day"]["fixed_bars"], 0);
+    sync(&b, "20261130", &args);
+    let (fa, fb) = (files(&a), files(&b));
+    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+    for (name, bytes) in &fb {
+        if name.contains("period=5m") {
+            // The store keeps the day the server's minute window dropped.
+            let (kept, clean) = (closes(&a.join(name)), closes(&b.join(name)));
+            assert_eq!(kept.len(), clean.len() + 48, "{name}");
+            assert_eq!(kept[48..], clean[..], "{name}");
+        } else {
+            assert_eq!(&fa[name], bytes, "{name} differs from a clean sync");
+        }
+    }
+    // The stored bars are the exchange's.
+    let market = Market::as_of(1, day(20261130)).unwrap();
+    for code in CODES.split(',') {
+        let l = market.listing(code.parse().unwrap()).unwrap();
+        let truth: Vec<i64> = market.bars(l, Period::Day).iter().map(|b| b.close.milli()).collect();
+        let market_dir = &code[..2];
+        let stored = closes(&a.join(format!("bars/period=day/market={market_dir}/{code}.parquet")));
+        assert_eq!(stored.iter().map(|r| r.1).collect::<Vec<_>>(), truth, "{code}");
+    }
+    assert_eq!(manifest(&a)["corporate"], manifest(&b)["corporate"]);
+    assert_eq!(manifest(&a)["bars"]["day/sz000001"], manifest(&b)["bars"]["day/sz000001"]);
+    // Nothing new: one request per file, nothing written.
+    let again = sync(&a, "20261130", &args);
+    assert_eq!(again["periods"]["day"]["files_written"], 0, "{again}");
+    assert_eq!(again["factor_files_written"], 0);
+    let _ = STOCKS;
+    for dir in [a, b] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+/// A week bar is restamped on the week's next day: the update replaces it.
+#[test]
+fn an_unfinished_week_is_fixed_not_duplicated() {
+    let (a, b) = (scratch("week"), scratch("week-clean"));
+    let args = ["--codes", "sz000001,sh000001", "--periods", "week,day"];
+    sync(&a, "20261125", &args);
+    let next = sync(&a, "20261126", &args);
+    assert_eq!(next["periods"]["week"]["fixed_bars"], 2, "{next}");
+    assert_eq!(next["periods"]["week"]["new_bars"], 2, "{next}");
+    sync(&b, "20261126", &args);
+    assert_eq!(files(&a), files(&b));
+    for dir in [a, b] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+#[test]
+fn killed_syncs_resume_to_the_clean_store() {
+    let (a, b) = (scratch("killed"), scratch("killed-clean"));
+    let out = a.to_str().unwrap().to_owned();
+    let args = ["--local", "-o", "json", "sync", "--out", &out, "--markets", "bj", "--periods", "day,5m"];
+    let mut kills = 0;
+    for delay_ms in [150u64, 250, 350, 450, 550, 650, 800, 1000] {
+        let mut child = tdx(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL
+            kills += 1;
+        }
+        child.wait().unwrap();
+    }
+    assert!(kills > 0, "no run was killed");
+    let last = tdx(&args).output().unwrap();
+    assert!(last.status.success(), "{}", String::from_utf8_lossy(&last.stderr));
+    let clean_out = b.to_str().unwrap().to_owned();
+    let clean: Vec<&str> = args.iter().map(|s| if *s == out { clean_out.as_str() } else { s }).collect();
+    assert!(tdx(&clean).output().unwrap().status.success());
+    let (fa, fb) = (files(&a), files(&b));
+    assert!(fa.keys().all(|k| !k.contains(".tmp-")), "temporaries left");
+    assert_eq!(fa.len(), fb.len());
+    for (name, bytes) in &fb {
+        assert!(fa.get(name) == Some(bytes), "{name} differs after {kills} kills");
+    }
+    assert_eq!(manifest(&a), manifest(&b));
+    for dir in [a, b] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+#[test]
+fn the_demo_writes_a_store_and_says_how_to_query_it() {
+    let dir = scratch("demo");
+    let out = tdx(&["demo", "--servers", "2", "--limit", "6", "-o", "json", "--sync", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("read_parquet(") && stderr.contains("scan_parquet("), "{stderr}");
+    let stored = files(&dir);
+    assert_eq!(stored.keys().filter(|k| k.starts_with("bars/period=day/market=sz/")).count(), 6, "{stored:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn dry_run_writes_nothing_and_failures_name_the_security() {
+    let dir = scratch("dry");
+    let out =
+        tdx(&["--local", "-o", "json", "sync", "--out", dir.to_str().unwrap(), "--codes", "sz000001", "--dry-run"])
+            .output()
+            .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["periods"][0]["full_downloads"], 1);
+    assert!(!dir.exists(), "a dry run creates nothing");
+    // A code no market lists: the run stores the rest, then fails naming it.
+    let out =
+        tdx(&["--local", "sync", "--out", dir.to_str().unwrap(), "--codes", "sz000001,sh999999", "--periods", "day"])
+            .output()
+            .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("sh999999"), "{stderr}");
+}
