@@ -122,6 +122,7 @@ async fn store_demo(
         since: None,
         jobs: None,
         dry_run: false,
+        views: Vec::new(),
     };
     crate::sync::run(&ctx, args).await?;
     let d = dir.display();

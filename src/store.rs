@@ -96,6 +96,13 @@ impl Store {
         PathBuf::from(format!("bars/period={}/market={market}/{code}.parquet", period_name(period)))
     }
 
+    /// `bars_VIEW/period=P/market=M/CODE.parquet` (VIEW: qfq or hfq), an
+    /// adjusted view of [`bars_file`](Self::bars_file), relative to the root.
+    pub fn view_file(view: &str, period: Period, code: SecurityCode) -> PathBuf {
+        let market = code.market().prefix().to_owned();
+        PathBuf::from(format!("bars_{view}/period={}/market={market}/{code}.parquet", period_name(period)))
+    }
+
     /// `factors/market=M/CODE.parquet`, relative to the root.
     pub fn factors_file(code: SecurityCode) -> PathBuf {
         PathBuf::from(format!("factors/market={}/{code}.parquet", code.market().prefix()))

@@ -52,6 +52,20 @@ pub struct SyncArgs {
     /// Print what would be fetched; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Also write adjusted views beside the raw bars, computed from them and
+    /// the factors: qfq (前复权, forward) into `bars_qfq/`, hfq (后复权,
+    /// backward) into `bars_hfq/`, same schema and layout as `bars/`.
+    #[arg(long, value_delimiter = ',', value_parser = ["qfq", "hfq"])]
+    pub views: Vec<String>,
+}
+
+/// A `--views` name as the engine's adjust mode.
+fn view_mode(view: &str) -> Adjust {
+    if view == "hfq" {
+        Adjust::Backward
+    } else {
+        Adjust::Forward
+    }
 }
 
 /// Counters of one run.
@@ -62,6 +76,7 @@ struct Tally {
     periods: Mutex<BTreeMap<String, [u64; 4]>>,
     factor_files: AtomicU64,
     xdxr_files: AtomicU64,
+    view_files: AtomicU64,
     bytes: AtomicU64,
 }
 
@@ -179,12 +194,21 @@ async fn sync_security(
     changes: Option<&[CapitalChange]>,
 ) -> Result<Vec<(String, Option<Coverage>)>, CliError> {
     let mut coverage = Vec::new();
+    let hash = changes.map(store::changes_hash);
+    let factors_changed = hash.as_ref().is_some_and(|h| ctx.known.get(&code.to_string()).is_none_or(|c| c.hash != *h));
+    let factors = AdjustmentFactors::new(code, changes.unwrap_or_default(), None, None);
     for &period in &ctx.periods {
         let old = ctx.store.read_bars(period, code).map_err(|e| CliError::new(e.to_string()))?;
         let had = old.len();
         let u = update(&ctx.client, &ctx.tally, code, period, old, ctx.since).await?;
         let relative = Store::bars_file(period, code);
         let key = Manifest::key(period, code);
+        let raw_changes = u.new > 0 || u.fixed > 0 || had == 0;
+        // Views first: a run killed between them and the raw file fetches
+        // the raw update again and rewrites both.
+        if !u.bars.is_empty() {
+            write_views(ctx, code, period, &u.bars, &factors, raw_changes || factors_changed)?;
+        }
         if u.new == 0 && u.fixed == 0 && had > 0 {
             let bytes = std::fs::metadata(ctx.store.path(&relative)).map(|m| m.len()).unwrap_or(0);
             coverage.push((key, Some(cover(&relative, &u.bars, bytes))));
@@ -200,11 +224,8 @@ async fn sync_security(
         ctx.tally.add(period, u.new as u64, u.fixed as u64, 1, written);
         coverage.push((key, Some(cover(&relative, &u.bars, written))));
     }
-    if let Some(changes) = changes {
-        let hash = store::changes_hash(changes);
-        let unchanged = ctx.known.get(&code.to_string()).is_some_and(|c| c.hash == hash);
-        let factors = AdjustmentFactors::new(code, changes, None, None);
-        if !unchanged && !changes.is_empty() {
+    if let (Some(changes), Some(hash)) = (changes, hash) {
+        if factors_changed && !changes.is_empty() {
             let bytes = store::encode_factors(&factors).map_err(|e| CliError::new(format!("{code}: {e}")))?;
             let n =
                 ctx.store.write_atomic(&Store::factors_file(code), &bytes).map_err(|e| CliError::new(e.to_string()))?;
@@ -236,6 +257,31 @@ fn cover(relative: &std::path::Path, bars: &[Bar], bytes: u64) -> Coverage {
     }
 }
 
+/// Writes the `--views` files of one security and period from its raw
+/// bars: when `stale` (raw bars or factors changed) or when a view file is
+/// missing (a run killed before it, or `--views` newly asked).
+fn write_views(
+    ctx: &Job,
+    code: SecurityCode,
+    period: Period,
+    raw: &[Bar],
+    factors: &AdjustmentFactors,
+    stale: bool,
+) -> Result<(), CliError> {
+    for view in &ctx.views {
+        let relative = Store::view_file(view, period, code);
+        if !stale && ctx.store.path(&relative).exists() {
+            continue;
+        }
+        let adjusted = tdx_engine::adjust::adjust_locally(raw, factors, view_mode(view));
+        let bytes = store::encode_bars(code, &adjusted).map_err(|e| CliError::new(format!("{code}: {e}")))?;
+        let n = ctx.store.write_atomic(&relative, &bytes).map_err(|e| CliError::new(e.to_string()))?;
+        ctx.tally.view_files.fetch_add(1, Ordering::Relaxed);
+        ctx.tally.bytes.fetch_add(n, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
 /// What every worker shares.
 struct Job {
     client: Client,
@@ -243,6 +289,8 @@ struct Job {
     periods: Vec<Period>,
     since: Option<u32>,
     xdxr: bool,
+    /// `--views`: qfq, hfq.
+    views: Vec<String>,
     tally: Arc<Tally>,
     /// Corporate actions as the manifest had them when the run started.
     known: BTreeMap<String, Corporate>,
@@ -294,6 +342,7 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         periods: args.periods.clone(),
         since: args.since,
         xdxr: args.with.iter().any(|w| w == "xdxr"),
+        views: args.views.clone(),
         tally: tally.clone(),
         known: manifest.corporate.clone(),
         corporate: Mutex::new(BTreeMap::new()),
@@ -421,6 +470,7 @@ fn summary(
             }))).collect::<serde_json::Map<_, _>>(),
             "factor_files_written": tally.factor_files.load(Ordering::Relaxed),
             "xdxr_files_written": tally.xdxr_files.load(Ordering::Relaxed),
+            "view_files_written": tally.view_files.load(Ordering::Relaxed),
             "bytes_written": tally.bytes.load(Ordering::Relaxed),
             "bytes_read": read,
             "retries": retries,
@@ -445,10 +495,11 @@ fn summary(
         writeln!(
             out,
             "{securities} securities, {} requests ({retries} retries, {timeouts} timeouts), {:.1} MB read, \
-             {} factor files, {:.1} MB written, {} failed, {:.1}s",
+             {} factor files, {} view files, {:.1} MB written, {} failed, {:.1}s",
             tally.requests.load(Ordering::Relaxed),
             read as f64 / 1e6,
             tally.factor_files.load(Ordering::Relaxed),
+            tally.view_files.load(Ordering::Relaxed),
             tally.bytes.load(Ordering::Relaxed) as f64 / 1e6,
             failed.len(),
             elapsed.as_secs_f64()
