@@ -67,6 +67,53 @@ fn step(what: &'static str, value: i64, previous: i64) -> Result<i64, ProtoError
     value.checked_sub(previous).ok_or(ProtoError::ValueOutOfRange { what, value })
 }
 
+/// The 16-byte request 0x0fb5 and 0x0fc6 share: `u32 date` (YYYYMMDD),
+/// `u16 market`, 6 digits, `u16 start`, `u16 count` with count in 1..=`max`.
+fn put_day_page(
+    out: &mut Vec<u8>,
+    what: &'static str,
+    max: u16,
+    date: TradeDate,
+    code: SecurityCode,
+    start: u16,
+    count: u16,
+) -> Result<(), ProtoError> {
+    if !(1..=max).contains(&count) {
+        return Err(ProtoError::CountOutOfRange { what, count: count.into(), max: max.into() });
+    }
+    out.put_u32_le(date.yyyymmdd());
+    put_code_u16(out, code);
+    out.put_u16_le(start);
+    out.put_u16_le(count);
+    Ok(())
+}
+
+/// Reads [`put_day_page`]'s layout: `(date, code, start, count)`.
+fn read_day_page(
+    msg_type: u16,
+    what: &'static str,
+    body: &[u8],
+) -> Result<(TradeDate, SecurityCode, u16, u16), ProtoError> {
+    expect_len(msg_type, body, 16)?;
+    let mut r = Reader::new(body);
+    let date = TradeDate::from_wire(r.u32("date")?, what)?;
+    Ok((date, read_code_u16(&mut r)?, r.u16("start")?, r.u16("count")?))
+}
+
+/// [`read_head`] of a page asked for `requested` records: more is an error.
+fn read_page_head(
+    r: &mut Reader<'_>,
+    what: &'static str,
+    record_min: usize,
+    requested: u16,
+) -> Result<(usize, f32), ProtoError> {
+    let (count, head) = read_head(r, what, record_min)?;
+    if count > usize::from(requested) {
+        return Err(ProtoError::CountOverRequest { what, count, requested: requested.into() });
+    }
+    Ok((count, head))
+}
+
 /// Reads the `u16 count` and, when records follow, the f32 after it.
 /// An empty reply may end after the count or after the f32 (both seen).
 /// A lying count fails before anything is reserved.
@@ -191,33 +238,17 @@ impl Command for HistoryTrades {
     type Reply = HistoryTradePage;
 
     fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
-        if !(1..=HISTORY_TRADES_PER_PAGE_MAX).contains(&self.count) {
-            return Err(ProtoError::CountOutOfRange {
-                what: "history trades",
-                count: self.count.into(),
-                max: HISTORY_TRADES_PER_PAGE_MAX.into(),
-            });
-        }
-        out.put_u32_le(self.date.yyyymmdd());
-        put_code_u16(out, self.code);
-        out.put_u16_le(self.start);
-        out.put_u16_le(self.count);
-        Ok(())
+        put_day_page(out, Self::NAME, HISTORY_TRADES_PER_PAGE_MAX, self.date, self.code, self.start, self.count)
     }
 
     fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
-        expect_len(Self::MSG_TYPE, body, 16)?;
-        let mut r = Reader::new(body);
-        let date = TradeDate::from_wire(r.u32("date")?, "history trades")?;
-        Ok(Self { date, code: read_code_u16(&mut r)?, start: r.u16("start")?, count: r.u16("count")? })
+        let (date, code, start, count) = read_day_page(Self::MSG_TYPE, Self::NAME, body)?;
+        Ok(Self { date, code, start, count })
     }
 
     fn parse_reply(&self, payload: &[u8]) -> Result<HistoryTradePage, ProtoError> {
         let mut r = Reader::new(payload);
-        let (count, price_base_raw) = read_head(&mut r, "history trades", HISTORY_TICK_BYTES_MIN)?;
-        if count > usize::from(self.count) {
-            return Err(ProtoError::CountOverRequest { what: "history trades", count, requested: self.count.into() });
-        }
+        let (count, price_base_raw) = read_page_head(&mut r, Self::NAME, HISTORY_TICK_BYTES_MIN, self.count)?;
         let mut trades = Vec::with_capacity(count);
         let mut price_raw = 0i64;
         for _ in 0..count {
@@ -283,37 +314,17 @@ impl Command for DetailedHistoryTrades {
     type Reply = DetailedHistoryTradePage;
 
     fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
-        if !(1..=TRADES_PER_PAGE_MAX).contains(&self.count) {
-            return Err(ProtoError::CountOutOfRange {
-                what: "detailed history trades",
-                count: self.count.into(),
-                max: TRADES_PER_PAGE_MAX.into(),
-            });
-        }
-        out.put_u32_le(self.date.yyyymmdd());
-        put_code_u16(out, self.code);
-        out.put_u16_le(self.start);
-        out.put_u16_le(self.count);
-        Ok(())
+        put_day_page(out, Self::NAME, TRADES_PER_PAGE_MAX, self.date, self.code, self.start, self.count)
     }
 
     fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
-        expect_len(Self::MSG_TYPE, body, 16)?;
-        let mut r = Reader::new(body);
-        let date = TradeDate::from_wire(r.u32("date")?, "detailed history trades")?;
-        Ok(Self { date, code: read_code_u16(&mut r)?, start: r.u16("start")?, count: r.u16("count")? })
+        let (date, code, start, count) = read_day_page(Self::MSG_TYPE, Self::NAME, body)?;
+        Ok(Self { date, code, start, count })
     }
 
     fn parse_reply(&self, payload: &[u8]) -> Result<DetailedHistoryTradePage, ProtoError> {
         let mut r = Reader::new(payload);
-        let (count, price_base_raw) = read_head(&mut r, "detailed history trades", TICK_BYTES_MIN)?;
-        if count > usize::from(self.count) {
-            return Err(ProtoError::CountOverRequest {
-                what: "detailed history trades",
-                count,
-                requested: self.count.into(),
-            });
-        }
+        let (count, price_base_raw) = read_page_head(&mut r, Self::NAME, TICK_BYTES_MIN, self.count)?;
         let trades = read_trades(&mut r, count)?;
         r.finish("detailed history trades payload")?;
         Ok(DetailedHistoryTradePage { price_base_raw, trades })
