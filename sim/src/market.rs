@@ -1325,7 +1325,10 @@ mod tests {
         }
         assert!(checked > 100, "only {checked} ex-dates");
         println!("{checked} ex-dates, {discriminating} where raw bars fail the adjusted check");
-        assert!(discriminating * 10 >= checked * 9, "only {discriminating} of {checked} ex-dates tell raw from adjusted");
+        assert!(
+            discriminating * 10 >= checked * 9,
+            "only {discriminating} of {checked} ex-dates tell raw from adjusted"
+        );
     }
 
     /// A later as-of day extends every series without changing a past
