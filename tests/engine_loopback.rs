@@ -343,6 +343,9 @@ async fn capital_changes_complete_prefix_replies() {
         .map(|l| l.code)
         .collect();
     assert_eq!(stocks.len(), 300);
+    // Count only the capital-change requests: no handshake or canary may
+    // land between the two counts (heartbeats come every 30 s).
+    diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.slots.iter().all(|s| s.state == "ready")).await;
     let before: u64 = s.handles.iter().map(ReferenceServer::requests).sum();
     let blocks = client.capital_changes(&stocks).await.unwrap();
     let after: u64 = s.handles.iter().map(ReferenceServer::requests).sum();
@@ -351,9 +354,20 @@ async fn capital_changes_complete_prefix_replies() {
         assert_eq!(b.records, *s.market.capital_changes(s.market.listing(b.code).unwrap()));
     }
     let batches = stocks.len().div_ceil(CAPITAL_CHANGES_BATCH) as u64;
+    // The requests the server's prefix rule implies: each batch re-asked
+    // for the codes after the prefix answered, until none is left.
+    let mut expected = 0;
+    for batch in stocks.chunks(CAPITAL_CHANGES_BATCH) {
+        let mut rest = batch;
+        while !rest.is_empty() {
+            rest = &rest[tdx_sim::responder::capital_changes(&s.market, rest).len()..];
+            expected += 1;
+        }
+    }
     let requests = after - before;
     println!("capital changes: {} codes, {batches} batches, {requests} requests", stocks.len());
-    assert!(requests > batches, "the server answered prefixes ({requests} requests for {batches} batches)");
+    assert!(expected > batches, "the server answers prefixes ({expected} requests for {batches} batches)");
+    assert_eq!(requests, expected, "one request per prefix, none more");
     // Finance and factors on the same pool, and the blocking facade.
     let finance = client.finance(&stocks).await.unwrap();
     assert_eq!(finance.len(), stocks.len());
