@@ -382,6 +382,36 @@ async fn capital_changes_complete_prefix_replies() {
     assert_eq!(client.close().await, CloseState::Closed);
 }
 
+/// Why: a server that answers a capital-change request with no block at
+/// all makes no progress: the client reports it (async and blocking)
+/// after that one request instead of asking again forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capital_changes_without_any_block_are_an_error() {
+    let s = servers(1, |_| Faults { empty_data: true, ..Default::default() });
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(1)
+        .canary(false)
+        .second_opinion(false)
+        .build()
+        .unwrap();
+    diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.slots.iter().all(|s| s.state == "ready")).await;
+    let codes = vec![code("sz000001"), code("sh600000")];
+    let before = s.handles[0].requests();
+    let expect_no_block = |r: Result<Vec<CapitalChangeBlock>, Error>| match r {
+        Err(Error::Request(RequestError::BadReply(why))) => assert!(why.contains("no block for 2"), "{why}"),
+        other => panic!("expected a bad reply, got {other:?}"),
+    };
+    expect_no_block(client.capital_changes(&codes).await);
+    assert_eq!(s.handles[0].requests() - before, 1, "one request, not a loop");
+    let blocking = client.blocking();
+    let again = codes.clone();
+    expect_no_block(tokio::task::spawn_blocking(move || blocking.capital_changes(&again)).await.unwrap());
+    assert_eq!(s.handles[0].requests() - before, 2);
+    client.close().await;
+}
+
 #[test]
 fn blocking_facade_and_cancel_flag() {
     let s = servers(1, |_| Faults { latency: Duration::from_millis(300), ..Default::default() });
