@@ -269,11 +269,14 @@ fn corporate_data_and_adjusted_bars_match_truth() {
     let v = json(&["finance", "sz000001", "sh600000"]);
     assert_eq!(v, printed(tdx_sim::truth::finance(&m, &codes))["records"]);
 
+    // Anchors inside the 300 bars' window (sz000001's ex-date 2026-06-30
+    // falls in it), so every mode moves some bar.
+    let raw = json(&["bars", "sz000001", "--count", "300"]);
     for (adjust, anchor, mode) in [
         ("qfq", None, Adjust::Forward),
         ("hfq", None, Adjust::Backward),
-        ("qfq", Some("20200101"), Adjust::FixedForward),
-        ("hfq", Some("2020-01-01"), Adjust::FixedBackward),
+        ("qfq", Some("20260731"), Adjust::FixedForward),
+        ("hfq", Some("2026-01-01"), Adjust::FixedBackward),
     ] {
         let mut args = vec!["bars", "sz000001", "--adjust", adjust, "--count", "300"];
         if let Some(anchor) = anchor {
@@ -284,6 +287,10 @@ fn corporate_data_and_adjusted_bars_match_truth() {
         let truth = printed(tdx_sim::truth::adjusted_bars(&m, codes[0], Period::Day, 0, 300, mode, anchor));
         let (ours, truth) = (v.as_array().unwrap(), truth["bars"].as_array().unwrap());
         assert_eq!(ours.len(), 300);
+        assert!(
+            ours.iter().zip(raw.as_array().unwrap()).any(|(a, r)| a["close"] != r["close"]),
+            "{adjust} {anchor:?}: no bar moved, the comparison would not test the adjustment"
+        );
         assert_eq!(ours.len(), truth.len());
         for (a, b) in ours.iter().zip(truth) {
             assert_eq!(a["time"].as_str().unwrap().replace('T', " ")[..16], *b["time"].as_str().unwrap());

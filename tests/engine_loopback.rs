@@ -319,9 +319,11 @@ async fn close_while_busy_ends_every_call() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     let state = client.close().await;
     assert_eq!(state, CloseState::Closed);
+    // 100 calls fit the admission capacity (pool + 256 pending): none is
+    // refused as busy; each one is answered or ends `Closed`.
     for call in calls {
         match call.await.unwrap() {
-            Ok(_) | Err(Error::Request(RequestError::Closed | RequestError::PoolBusy)) => {}
+            Ok(_) | Err(Error::Request(RequestError::Closed)) => {}
             Err(e) => panic!("{e}"),
         }
     }
@@ -341,6 +343,9 @@ async fn capital_changes_complete_prefix_replies() {
         .map(|l| l.code)
         .collect();
     assert_eq!(stocks.len(), 300);
+    // Count only the capital-change requests: no handshake or canary may
+    // land between the two counts (heartbeats come every 30 s).
+    diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.slots.iter().all(|s| s.state == "ready")).await;
     let before: u64 = s.handles.iter().map(ReferenceServer::requests).sum();
     let blocks = client.capital_changes(&stocks).await.unwrap();
     let after: u64 = s.handles.iter().map(ReferenceServer::requests).sum();
@@ -349,9 +354,20 @@ async fn capital_changes_complete_prefix_replies() {
         assert_eq!(b.records, *s.market.capital_changes(s.market.listing(b.code).unwrap()));
     }
     let batches = stocks.len().div_ceil(CAPITAL_CHANGES_BATCH) as u64;
+    // The requests the server's prefix rule implies: each batch re-asked
+    // for the codes after the prefix answered, until none is left.
+    let mut expected = 0;
+    for batch in stocks.chunks(CAPITAL_CHANGES_BATCH) {
+        let mut rest = batch;
+        while !rest.is_empty() {
+            rest = &rest[tdx_sim::responder::capital_changes(&s.market, rest).len()..];
+            expected += 1;
+        }
+    }
     let requests = after - before;
     println!("capital changes: {} codes, {batches} batches, {requests} requests", stocks.len());
-    assert!(requests > batches, "the server answered prefixes ({requests} requests for {batches} batches)");
+    assert!(expected > batches, "the server answers prefixes ({expected} requests for {batches} batches)");
+    assert_eq!(requests, expected, "one request per prefix, none more");
     // Finance and factors on the same pool, and the blocking facade.
     let finance = client.finance(&stocks).await.unwrap();
     assert_eq!(finance.len(), stocks.len());
@@ -364,6 +380,36 @@ async fn capital_changes_complete_prefix_replies() {
     let blocks_again = tokio::task::spawn_blocking(move || blocking.capital_changes(&stocks)).await.unwrap().unwrap();
     assert_eq!(blocks_again, blocks);
     assert_eq!(client.close().await, CloseState::Closed);
+}
+
+/// Why: a server that answers a capital-change request with no block at
+/// all makes no progress: the client reports it (async and blocking)
+/// after that one request instead of asking again forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capital_changes_without_any_block_are_an_error() {
+    let s = servers(1, |_| Faults { empty_data: true, ..Default::default() });
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(1)
+        .canary(false)
+        .second_opinion(false)
+        .build()
+        .unwrap();
+    diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.slots.iter().all(|s| s.state == "ready")).await;
+    let codes = vec![code("sz000001"), code("sh600000")];
+    let before = s.handles[0].requests();
+    let expect_no_block = |r: Result<Vec<CapitalChangeBlock>, Error>| match r {
+        Err(Error::Request(RequestError::BadReply(why))) => assert!(why.contains("no block for 2"), "{why}"),
+        other => panic!("expected a bad reply, got {other:?}"),
+    };
+    expect_no_block(client.capital_changes(&codes).await);
+    assert_eq!(s.handles[0].requests() - before, 1, "one request, not a loop");
+    let blocking = client.blocking();
+    let again = codes.clone();
+    expect_no_block(tokio::task::spawn_blocking(move || blocking.capital_changes(&again)).await.unwrap());
+    assert_eq!(s.handles[0].requests() - before, 2);
+    client.close().await;
 }
 
 #[test]

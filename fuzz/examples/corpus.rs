@@ -155,8 +155,39 @@ fn request_from_params(msg_type: u16, p: &Value) -> Option<Request> {
         }
         0x0537 => Minutes::from(QuoteTarget::from(code_of(p)?)).into(),
         0x0fc5 => Trades { code: code_of(p)?, start: u("start", 0) as u16, count: u("count", 1800) as u16 }.into(),
+        0x051d => LegacyMinutes::from(code_of(p)?).into(),
+        0x056a => Auction::new(code_of(p)?, trade_date_of(&p["trading_date"])).into(),
+        // The empty-page captures carry no parameters: any request parses them.
+        0x0fb4 => HistoryMinutes {
+            date: trade_date_of(&p["trading_date"]).or(TradeDate::from_yyyymmdd(20260306))?,
+            code: code_of(p).or("sz000001".parse().ok())?,
+        }
+        .into(),
+        0x0fb5 => HistoryTrades {
+            date: trade_date_of(&p["date"]).or(TradeDate::from_yyyymmdd(20260305))?,
+            code: code_of(p).or("sz000001".parse().ok())?,
+            start: u("start", 0) as u16,
+            count: u("count", 2000) as u16,
+        }
+        .into(),
+        0x000f => {
+            let mut codes = codes_of(p);
+            if codes.is_empty() {
+                codes.push(code_of(p)?);
+            }
+            CapitalChanges { codes }.into()
+        }
         _ => return None,
     })
+}
+
+/// A `YYYYMMDD` number or `YYYY-MM-DD` string.
+fn trade_date_of(v: &Value) -> Option<TradeDate> {
+    match v {
+        Value::Number(n) => TradeDate::from_yyyymmdd(u32::try_from(n.as_u64()?).ok()?),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
 }
 
 /// What the vectors hold, by kind.
@@ -280,9 +311,13 @@ fn built_requests() -> Vec<Request> {
 }
 
 /// Replies from the server-side encoders for commands no vector shows
-/// (eltdx's 0x0fc6, 0x051b in both forms, 0x0fd1), with their requests.
+/// (eltdx's 0x0fc6, 0x051b in both forms, 0x0fd1, 0x0feb; 0x0010 finance
+/// records; a 0x000f reply answering a prefix of its codes), with their
+/// requests.
 fn built_replies() -> Vec<(Request, Reply)> {
     let sz: SecurityCode = "sz000001".parse().expect("code");
+    let sh: SecurityCode = "sh600000".parse().expect("code");
+    let bj: SecurityCode = "bj430047".parse().expect("code");
     let date = TradeDate::from_yyyymmdd(20260511).expect("a date");
     let trades: Vec<Trade> = (0..3)
         .map(|i| Trade {
@@ -306,7 +341,49 @@ fn built_replies() -> Vec<(Request, Reply)> {
         base_price: 11.11,
         prices: vec![11.2, 11.11, 11.15],
     };
+    let finance = Finance {
+        code: sz,
+        float_shares: 1_940_591.8,
+        province: 18,
+        industry: 1,
+        updated_date_raw: 20250930,
+        ipo_date_raw: 19910403,
+        fields: std::array::from_fn(|i| 1000.5 * i as f32),
+    };
+    // Category 1 (cash, rights price, bonus, rights) and a share-count change.
+    let xdxr = |code: SecurityCode| CapitalChangeBlock {
+        code,
+        records: vec![
+            CapitalChange {
+                code,
+                reserved: 0,
+                date_raw: 20250612,
+                category: 1,
+                words: [2.5f32.to_bits(), 8.0f32.to_bits(), 3.0f32.to_bits(), 1.0f32.to_bits()],
+            },
+            CapitalChange {
+                code,
+                reserved: 0,
+                date_raw: 20250613,
+                category: 5,
+                words: [1000.0f32.to_bits(), 2000.0f32.to_bits(), 1300.0f32.to_bits(), 2000.0f32.to_bits()],
+            },
+        ],
+    };
+    let recent = RecentMinuteLine {
+        previous_close: 10.8,
+        open: 10.81,
+        points: (0..4)
+            .map(|i| MinutePoint { price: Price(10_810 + 10 * i), average_raw: 1_081_000 + i, volume: 100 * i })
+            .collect(),
+    };
     vec![
+        (
+            FinanceInfo { codes: vec![sz, sh] }.into(),
+            Reply::FinanceInfo(vec![finance, Finance { code: sh, ..finance }]),
+        ),
+        (CapitalChanges { codes: vec![sz, sh, bj] }.into(), Reply::CapitalChanges(vec![xdxr(sz), xdxr(sh)])),
+        (RecentMinutes { date, code: sz }.into(), Reply::RecentMinutes(recent)),
         (
             DetailedHistoryTrades { date, code: sz, start: 0, count: 1800 }.into(),
             Reply::DetailedHistoryTrades(DetailedHistoryTradePage { price_base_raw: 10.71, trades }),

@@ -387,7 +387,9 @@ mod mutants {
         Survived,
     }
 
-    /// Runs each selected mutant; prints one line each; true when all were caught.
+    /// Runs each selected mutant; prints one line each; then runs the seeds
+    /// that caught them without any mutant (the control). True when every
+    /// mutant was caught and the control passed.
     pub fn run(only: Option<String>, model_seeds: u64, sim_seeds: u64) -> Result<bool, String> {
         let chosen: Vec<Mutant> = match &only {
             Some(name) => vec![Mutant::from_name(name).ok_or_else(|| {
@@ -399,12 +401,18 @@ mod mutants {
         // Failures are the point here: keep the panic hook's noise out.
         std::panic::set_hook(Box::new(|_| {}));
         let mut survived = 0;
+        // The seeds that caught something, per tier: the control run below.
+        let (mut model_used, mut sim_used) = (0, 0);
         for mutant in chosen {
             select(Some(mutant));
             let verdict = hunt(model_seeds, sim_seeds);
             select(None);
             match verdict {
                 Verdict::Caught { by, seed, seeds, why } => {
+                    match by {
+                        "model" => model_used = model_used.max(seeds),
+                        _ => sim_used = sim_used.max(seeds),
+                    }
                     let why: String = why.chars().take(140).collect();
                     println!("{} caught by {by} seed {seed} after {seeds} seeds: {why}", mutant.name());
                 }
@@ -418,6 +426,13 @@ mod mutants {
             "mutants: {} caught, {survived} survived",
             if only.is_some() { 1 - survived } else { Mutant::ALL.len() - survived }
         );
+        // A catch means something only if the same seeds pass without the
+        // bug: otherwise a broken build would "catch" every mutant.
+        if let Verdict::Caught { by, seed, why, .. } = hunt(model_used, sim_used) {
+            println!("control: the build without mutants fails {by} seed {seed}: {why}");
+            return Ok(false);
+        }
+        println!("control: no mutant, {model_used} model and {sim_used} simulation seeds pass");
         Ok(survived == 0)
     }
 

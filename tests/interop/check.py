@@ -61,6 +61,7 @@ def f32(x):
 
 # Stocks with corporate actions in every seed's market, an ETF and an index (none).
 CORPORATE_CODES = ["sz000001", "sh600000", "bj430047", "sh510300", "sh000001"]
+CORPORATE_STOCKS = CORPORATE_CODES[:3]
 SHARE_CATEGORIES = {2, 3, 5, 7, 8, 9, 10}
 # Finance fields after the dates, in wire order: ours, pytdx's (and tdxrs's) name.
 FINANCE_NAMES = [
@@ -106,8 +107,10 @@ def pytdx_xdxr_row(w, decode_volume=None):
     return row
 
 
-def check_xdxr_rows(name, got, want, decode_volume=None):
+def check_xdxr_rows(name, got, want, decode_volume=None, nonempty=False):
     eq(f"{name} count", len(got), len(want))
+    if nonempty:
+        check(f"{name} nonempty", len(want) > 0, "truth holds no record: the comparison would prove nothing")
     want = [pytdx_xdxr_row(w, decode_volume) for w in want]
     bad = [(g, w) for g, w in zip(got, want) if any(g.get(k) != v for k, v in w.items())]
     check(name, not bad, f"first mismatch {bad[:1]}")
@@ -163,7 +166,8 @@ def check_tdxrs(truth, port):
     try:
         for code in CORPORATE_CODES:
             m, c = MARKETS[code[:2]], code[2:]
-            check_xdxr_rows(f"tdxrs:{port} xdxr {code}", client.get_xdxr_info(m, c), truth("xdxr", code)["records"])
+            check_xdxr_rows(f"tdxrs:{port} xdxr {code}", client.get_xdxr_info(m, c), truth("xdxr", code)["records"],
+                            nonempty=code in CORPORATE_STOCKS)
             check_pytdx_finance(f"tdxrs:{port} finance {code}", client.get_finance_info(m, c),
                                 truth("finance", code)["records"][0], scaled=False)
         for code in ["sz000001", "sh600000"]:
@@ -171,11 +175,13 @@ def check_tdxrs(truth, port):
             history = all_daily(truth, code)
             events = [r for r in truth("xdxr", code)["records"] if r["category"] == 1]
             raw = client.get_security_bars(4, m, c, 0, 800, fq=0)
-            eq(f"tdxrs:{port} bars {code} none", [(b["open"], b["close"], b["high"], b["low"]) for b in raw],
-               [(w["open"], w["close"], w["high"], w["low"]) for w in history[-800:]])
+            raw_want = [(w["open"], w["close"], w["high"], w["low"]) for w in history[-800:]]
+            eq(f"tdxrs:{port} bars {code} none", [(b["open"], b["close"], b["high"], b["low"]) for b in raw], raw_want)
             for fq, mode in [(1, "qfq"), (2, "hfq")]:
                 got = client.get_security_bars(4, m, c, 0, 800, fq=fq)
                 want = ratio_adjusted(history, events, mode)[-800:]
+                check(f"tdxrs:{port} bars {code} {mode} differs from raw", want != raw_want,
+                      "no event moves these 800 bars: the comparison would not test the adjustment")
                 eq(f"tdxrs:{port} bars {code} {mode} (tdxrs's ratio rule)",
                    [(b["open"], b["close"], b["high"], b["low"]) for b in got], want)
         # tdxrs 0.6.7 lists a past day's minutes newest first and scales ETF
@@ -245,7 +251,7 @@ def check_pytdx(truth, port):
         for code in CORPORATE_CODES:
             m, c = MARKETS[code[:2]], code[2:]
             check_xdxr_rows(f"pytdx:{port} xdxr {code}", api.get_xdxr_info(m, c), truth("xdxr", code)["records"],
-                            decode_volume=get_volume)
+                            decode_volume=get_volume, nonempty=code in CORPORATE_STOCKS)
             check_pytdx_finance(f"pytdx:{port} finance {code}", api.get_finance_info(m, c),
                                 truth("finance", code)["records"][0], scaled=True)
         check_history(f"pytdx:{port}", truth, truth.seed, api.get_history_minute_time_data,
@@ -478,16 +484,20 @@ def check_eltdx_corporate(client, truth):
     eq("eltdx finance_batch", got, want)
     # Server-side adjusted bars, plain and anchored.
     for code in ["sz000001", "sh600000"]:
+        raw = [(w["time"], w["open_milli"], w["close_milli"], w["high_milli"], w["low_milli"])
+               for w in truth("bars", code, "--count", 800)["bars"]]
         for adjust, anchor, args in [("qfq", None, ["--adjust", "qfq"]), ("hfq", None, ["--adjust", "hfq"]),
-                                     ("fixed_qfq", "2020-01-02", ["--adjust", "qfq", "--anchor", 20200102]),
-                                     ("fixed_hfq", "2020-01-02", ["--adjust", "hfq", "--anchor", 20200102])]:
+                                     ("fixed_qfq", "2025-12-31", ["--adjust", "qfq", "--anchor", 20251231]),
+                                     ("fixed_hfq", "2025-12-31", ["--adjust", "hfq", "--anchor", 20251231])]:
             kwargs = {"anchor_date": anchor} if anchor else {}
             series = client.bars.get(code, period="day", adjust=adjust, count=800, **kwargs)
-            want = truth("bars", code, "--count", 800, *args)["bars"]
+            want = [(w["time"], w["open_milli"], w["close_milli"], w["high_milli"], w["low_milli"])
+                    for w in truth("bars", code, "--count", 800, *args)["bars"]]
+            check(f"eltdx bars {code} {adjust} differs from raw", want != raw,
+                  "no event moves these 800 bars: the comparison would not test the adjustment")
             eq(f"eltdx bars {code} {adjust}",
                [(b.time.strftime("%Y-%m-%d %H:%M"), b.open_price_milli, b.close_price_milli, b.high_price_milli,
-                 b.low_price_milli) for b in series.bars],
-               [(w["time"], w["open_milli"], w["close_milli"], w["high_milli"], w["low_milli"]) for w in want])
+                 b.low_price_milli) for b in series.bars], want)
         # Local factors: unrounded f64 compositions whose operation order
         # differs from ours, so compared to 1e-12 relative (docs/PROTOCOL.md).
         for start, anchor in [(None, None), ("2015-01-05", "2024-12-31")]:
@@ -583,7 +593,8 @@ def check_eltdx_limits(client, truth):
     page = client.limits.special(start_index=0)
     got = [(r.full_code, milli(r.upper_price_raw_f32), milli(r.lower_price_raw_f32)) for r in page.records]
     check("eltdx limits.special nonempty", len(got) > 0)
-    eq_rows("eltdx limits.special page 0", got, exp[:len(got)])
+    # The reference server's page is 500 rows (`tdx_sim::limits::LIMITS_PER_PAGE`).
+    eq_rows("eltdx limits.special page 0", got, exp[:500])
     rows = client.limits.scan_special()
     eq_rows("eltdx limits.scan_special", [(r.full_code, milli(r.upper_price_raw_f32), milli(r.lower_price_raw_f32))
                                           for r in rows], exp)

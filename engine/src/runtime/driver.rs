@@ -4,7 +4,8 @@
 //! One task, on its own thread's current-thread runtime by default (or on a
 //! caller's runtime). Each turn it drains `poll_action`, then waits for the
 //! first of, in priority order: the control lane (cancel, unpin, push reads,
-//! close, fatal: unbounded, so a full request queue never blocks it), slot
+//! close, ranking: bounded, with room reserved at admission for the one
+//! message each call's `Drop` may send, so a cancel is never lost), slot
 //! events (taken in batches of up to 64), admissions (bounded: a client that
 //! finds it full answers `PoolBusy` without waiting), and the Supervisor's
 //! next timeout. A request's path has two thread hops: client → driver
