@@ -7,9 +7,9 @@ use tdx_engine::proto::blockfile::Board;
 use tdx_engine::proto::commands::{
     AuctionPoint, Bar, CapitalChangeBlock, CompanySection, DelistedBar, Finance, HistoryMinutePoint, HistoryTrade,
     LegacySecurity, Level, MinuteAuxSeries, MinuteLine, MinutePoint, Quote, QuoteHead, RefreshRecord, Security,
-    Snapshot, SparklineSeries, SpecialLimit, Trade,
+    Snapshot, SparklineSeries, SpecialLimit, Trade, FINANCE_FIELDS,
 };
-use tdx_engine::proto::{Date, TimeOfDay};
+use tdx_engine::proto::{Market, TimeOfDay};
 
 use crate::table::{Builder, Table};
 
@@ -206,21 +206,18 @@ pub fn sparkline(s: &SparklineSeries) -> Table {
     Builder::new().int("index", 0..s.prices.len() as i64).float("price", s.prices.iter().copied()).build()
 }
 
-fn raw_date(raw: u32) -> Option<Date> {
-    Date::from_yyyymmdd(raw)
-}
-
 pub fn capital_changes(blocks: &[CapitalChangeBlock]) -> Table {
     let r: Vec<_> = blocks.iter().flat_map(|b| b.records.iter()).collect();
-    Builder::new()
+    let values: Vec<[f64; 4]> = r.iter().map(|c| c.values()).collect();
+    let mut b = Builder::new()
         .text("code", r.iter().map(|c| c.code.to_string()))
-        .date("date", r.iter().map(|c| raw_date(c.date_raw)))
+        .date("date", r.iter().map(|c| c.date()))
         .int("category", r.iter().map(|c| c.category))
-        .int("word0", r.iter().map(|c| c.words[0]))
-        .int("word1", r.iter().map(|c| c.words[1]))
-        .int("word2", r.iter().map(|c| c.words[2]))
-        .int("word3", r.iter().map(|c| c.words[3]))
-        .build()
+        .text("name", r.iter().map(|c| c.category_name()));
+    for i in 0..4 {
+        b = b.float(&format!("c{}", i + 1), values.iter().map(move |v| v[i]));
+    }
+    b.build()
 }
 
 pub fn finance(rows: &[Finance]) -> Table {
@@ -229,10 +226,10 @@ pub fn finance(rows: &[Finance]) -> Table {
         .float("float_shares", rows.iter().map(|f| f.float_shares))
         .int("province", rows.iter().map(|f| f.province))
         .int("industry", rows.iter().map(|f| f.industry))
-        .date("updated_date", rows.iter().map(|f| raw_date(f.updated_date_raw)))
-        .date("ipo_date", rows.iter().map(|f| raw_date(f.ipo_date_raw)));
-    for i in 0..30 {
-        b = b.float(&format!("field{i}"), rows.iter().map(move |f| f.fields[i]));
+        .date("updated_date", rows.iter().map(Finance::updated_date))
+        .date("ipo_date", rows.iter().map(Finance::ipo_date));
+    for (i, (name, _, _)) in FINANCE_FIELDS.iter().enumerate() {
+        b = b.float(name, rows.iter().map(move |f| f.fields[i]));
     }
     b.build()
 }
@@ -258,7 +255,12 @@ pub fn company_info(rows: &[(CompanySection, String)]) -> Table {
 }
 
 pub fn limits(rows: &[SpecialLimit]) -> Table {
+    let code = |l: &SpecialLimit| {
+        let prefix = Market::from_id(u16::from(l.market_id)).map_or("", Market::prefix);
+        format!("{prefix}{:06}", l.code_num)
+    };
     Builder::new()
+        .text("code", rows.iter().map(code))
         .int("market_id", rows.iter().map(|l| l.market_id))
         .int("code_num", rows.iter().map(|l| l.code_num))
         .float("upper", rows.iter().map(|l| l.upper))

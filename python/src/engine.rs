@@ -580,7 +580,20 @@ impl NativeClient {
 
     /// Probes the candidate servers and saves the ranking; its JSON.
     fn rank(&self, py: Python<'_>) -> PyResult<String> {
-        let ranking = wait_until(py, self.client.refresh_ranking(), None)?;
+        // The probes need a tokio runtime's sockets and timers: a small one for this call.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| crate::errors::TdxError::new_err(format!("cannot start the probe runtime: {e}")))?;
+        let client = self.client.clone();
+        let task = rt.spawn(async move { client.refresh_ranking().await });
+        let outcome = wait_until(py, task, None);
+        rt.shutdown_background();
+        let ranking = outcome?
+            .transpose()
+            .map_err(|e| crate::errors::TdxError::new_err(format!("ranking failed: {e}")))?
+            .unwrap_or_default();
         serde_json::to_string(&ranking).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
