@@ -4,7 +4,7 @@
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
-use pyo3::PyErr;
+use pyo3::prelude::*;
 use tdx_engine::supervisor::RequestError;
 use tdx_engine::Error;
 
@@ -41,4 +41,24 @@ pub fn to_py(e: Error) -> PyErr {
             RequestError::Cancelled | RequestError::Fatal(_) => TdxError::new_err(msg),
         },
     }
+}
+
+/// The exception an engine error of `kind` becomes (a test hook: the
+/// mapping for errors the simulator cannot provoke on demand).
+#[pyfunction]
+pub fn _exception_for(py: Python<'_>, kind: &str) -> PyResult<Py<PyAny>> {
+    use tdx_engine::supervisor::ConfigError;
+    let e = match kind {
+        "pool_busy" => Error::Request(RequestError::PoolBusy),
+        "timed_out" => Error::Request(RequestError::TimedOut),
+        "closed" => Error::Request(RequestError::Closed),
+        "bad_reply" => Error::Request(RequestError::BadReply("short body".into())),
+        "pin_lost" => Error::Request(RequestError::PinLost),
+        "bad_file" => Error::BadFile { file: "block.dat".into(), reason: "md5".into() },
+        "fatal" => Error::Request(RequestError::Fatal("driver gone".into())),
+        "invalid_request" => Error::InvalidRequest("too many codes".into()),
+        "config" => Error::Config(ConfigError { field: "pool_size", reason: "too small".into() }),
+        other => return Err(PyValueError::new_err(format!("kind: unknown {other:?}"))),
+    };
+    Ok(to_py(e).into_value(py).into_any())
 }
