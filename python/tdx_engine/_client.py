@@ -152,19 +152,21 @@ class QuoteApi(_Namespace):
     """Quotes, snapshots, the 0x0547 refresh and its pushes."""
 
     def get_snapshots(self, codes: Codes) -> Table:
-        """One-level snapshots (0x053e) of ``codes``."""
+        """One-level snapshots (0x054c) of ``codes``."""
         return self._n.snapshots(_code_list(codes))
 
     def quotes(self, codes: Codes) -> Table:
-        """Five-level quotes (0x0547's older sibling, pytdx's get_security_quotes)."""
+        """Five-level quotes (0x053e: pytdx's get_security_quotes, eltdx's ``quotes.legacy``)."""
         return self._n.quotes(_code_list(codes))
 
-    get_depth = quotes
+    legacy = quotes
 
     def refresh(self, codes: Codes) -> Table:
         """The 0x0547 refresh of ``codes``: five levels each; it also
         subscribes the connection to pushes (see ``poll_push``)."""
         return self._n.refresh(_code_list(codes))
+
+    get_depth = refresh
 
     def list_by_category(self, category: str = "a_share", *, start: int = 0, count: int = 200) -> Table:
         """One page of a category's quote list (0x054b), in code order."""
@@ -198,7 +200,7 @@ class MinuteApi(_Namespace):
     """Minute lines: today's, a past day's, recent, legacy, aux series, sparkline."""
 
     def today(self, code: str) -> Table:
-        """Today's minute line (0x051d): time, price, average, volume."""
+        """Today's minute line (0x0537): time, price, average, volume."""
         return self._n.minutes(code)
 
     def history(self, code: str, trading_date: DateLike) -> Table:
@@ -210,7 +212,7 @@ class MinuteApi(_Namespace):
         return self._n.recent_minutes(code, _yyyymmdd(trading_date, "trading_date"))
 
     def legacy(self, code: str) -> Table:
-        """Today's minute line in the legacy form (0x0537)."""
+        """Today's minute line in the legacy form (0x051d)."""
         return self._n.legacy_minutes(code)
 
     def aux(self, code: str, kind: Union[str, int] = "buy_sell_strength") -> Table:
@@ -245,7 +247,7 @@ class TradeApi(_Namespace):
         """A past day's every tick, oldest first."""
         return self._n.all_history_trades(code, _yyyymmdd(trading_date, "trading_date"))
 
-    def history_batch(self, days: Iterable[Tuple[str, DateLike]]) -> List[Table]:
+    def all_history_many(self, days: Iterable[Tuple[str, DateLike]]) -> List[Table]:
         """Every tick of many (code, day) pairs, fetched concurrently; one table per pair, in order."""
         return self._n.history_trades_many([(c, _yyyymmdd(d, "trading_date")) for c, d in days])
 

@@ -55,3 +55,19 @@ def test_context_manager_closes(sim):
     else:
         raise AssertionError("a call after close must raise Closed")
     assert c.close() in ("Closed", "")
+
+
+def test_stubs_match_the_extension():
+    import ast
+    import pathlib
+
+    from tdx_engine import _native
+
+    stub = ast.parse((pathlib.Path(tdx_engine.__file__).parent / "_native.pyi").read_text())
+    classes = {n.name: n for n in stub.body if isinstance(n, ast.ClassDef)}
+    for cls in ("NativeClient", "Table"):
+        declared = {f.name for f in classes[cls].body if isinstance(f, ast.FunctionDef)}
+        actual = {n for n in dir(getattr(_native, cls)) if not n.startswith("__") or n.startswith("__arrow")}
+        actual |= {n for n in declared if n.startswith("__") and hasattr(getattr(_native, cls), n)}
+        assert declared - {"__init__"} == actual - {"__init__"}, cls
+    assert (pathlib.Path(tdx_engine.__file__).parent / "py.typed").exists()

@@ -201,7 +201,7 @@ def test_trades_history(client, truth, past_day):
     assert tick_rows(client.trades.history(CODE, past_day, start=5, count=500)) == truth_tick_rows(want)
     every = truth("trades", CODE, "--date", str(past_day), "--all")["trades"]
     assert tick_rows(client.trades.all_history(CODE, past_day)) == truth_tick_rows(every)
-    batch = client.trades.history_batch([(CODE, past_day), ("sz000005", past_day)])
+    batch = client.trades.all_history_many([(CODE, past_day), ("sz000005", past_day)])
     assert len(batch) == 2 and tick_rows(batch[0]) == truth_tick_rows(every)
     other = truth("trades", "sz000005", "--date", str(past_day), "--all")["trades"]
     assert tick_rows(batch[1]) == truth_tick_rows(other)
