@@ -562,6 +562,10 @@ impl NativeClient {
             };
             let Some(batch) = batch else { return Ok(None) };
             if batch.frames.is_empty() {
+                if batch.overflow_total.is_some() && until.is_none_or(|u| u > Instant::now()) {
+                    // Only the news that pushes were dropped: keep waiting.
+                    continue;
+                }
                 // Drained, or (waiting) the engine closed.
                 return Ok(None);
             }
