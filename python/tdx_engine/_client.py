@@ -121,13 +121,16 @@ class BarApi(_Namespace):
     """K-line bars (0x052d)."""
 
     def get(self, code: str, *, period: str = "day", start: int = 0, count: int = 800,
-            adjust: Optional[str] = None) -> Table:
-        """One page of bars, ``start`` bars back from the newest, oldest first.
+            adjust: Optional[str] = None, all_pages: bool = False, max_pages: int = 200) -> Table:
+        """One page of bars, ``start`` bars back from the newest, oldest first
+        (``all_pages=True``: every page, as ``all``).
 
         ``period``: ``day``, ``week``, ``month``, ``quarter``, ``year``, ``1m``,
         ``5m``, ``15m``, ``30m``, ``60m``, ``Nm``, ``Nd``, ``Ns``. ``adjust``:
         ``None``, ``"qfq"``, ``"hfq"``, ``"fixed_qfq"``, ``"fixed_hfq"``.
         """
+        if all_pages:
+            return self._n.all_bars(code, period, adjust, max_pages)
         return self._n.bars(code, period, adjust, start, count)
 
     def all(self, code: str, *, period: str = "day", adjust: Optional[str] = None,

@@ -73,6 +73,7 @@ def test_bars_all(client, truth):
     assert bar_rows(got)[-len(newest):] == truth_bar_rows(newest)
     if older:
         assert bar_rows(got)[-len(newest) - len(older):-len(newest)] == truth_bar_rows(older)
+    assert list(client.bars.get(CODE, all_pages=True)) == list(got)
 
 
 def test_delisted_bars(client, truth):
