@@ -8,10 +8,12 @@
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 20; 0 skips the smoke)
 #   SIM_SEEDS=N      simulation seeds in the sweep (default 400; 0 skips it)
 #
-# Also runs the mutant check (every deliberate bug caught), loom models of
-# every shared primitive, the interop tests in a network namespace with
-# only loopback up, the examples, and the test kit from a crate outside
-# the workspace (ci/consumer.sh).
+# Also runs the Python package's tests (python/tests/run.sh: a venv under
+# target/, pip install ./python, pytest), the mutant check (every
+# deliberate bug caught), loom models of every shared primitive, the
+# interop tests in a network namespace with only loopback up, the
+# examples, and the test kit from a crate outside the workspace
+# (ci/consumer.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,11 +49,16 @@ fi
 step "fmt"
 cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+cargo fmt --manifest-path python/Cargo.toml -- --check
 
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The deliberate bugs compile only with the mutants feature: lint them too.
 cargo clippy -p tdx-sim --features mutants --all-targets --locked -- -D warnings
+# The Python binding is its own workspace (an extension module links
+# against the interpreter only when Python loads it); the shared target dir
+# reuses the engine's build.
+CARGO_TARGET_DIR="$(pwd)/target" cargo clippy --manifest-path python/Cargo.toml --all-targets --locked -- -D warnings
 
 step "supervisor purity"
 # The Supervisor is a pure state machine: no runtime, clock, sockets,
@@ -128,10 +135,15 @@ target/debug/examples/test_under_faults --seeds 5
 step "test kit in a consumer crate outside the workspace (fault test, failing seed replayed)"
 bash ci/consumer.sh
 
-step "tests"
+step "python package (pip install ./python; pytest against tdx-sim, loopback-only network namespace)"
 mkdir -p target
+bash python/tests/run.sh 2>&1 | tee target/pytest.log
+
+step "tests"
 cargo test --workspace --locked 2>&1 | tee target/test.log
 # One closing line for the whole run (cargo prints one per test binary,
-# and the last of those is a doc-test binary that may hold none).
+# and the last of those is a doc-test binary that may hold none; pytest
+# prints one summary line, "N passed, M failed in S").
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
-     END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
+     /^[0-9]+ (passed|failed).* in [0-9.]+s/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log target/pytest.log

@@ -107,6 +107,11 @@ macro_rules! command_set {
         }
 
         impl Request {
+            /// Every command's short name ([`Request::name`]), in declaration
+            /// order: the list other surfaces (the Python binding) check
+            /// themselves against.
+            pub const NAMES: &'static [&'static str] = &[$(<$request>::NAME),+];
+
             /// The command code.
             pub fn msg_type(&self) -> u16 {
                 match self { $(Self::$variant(_) => <$request>::MSG_TYPE,)+ }

@@ -1,0 +1,615 @@
+//! Every call into the Rust `tdx_engine::Client` lives in this module: the
+//! builder, each command, pushes, diagnostics, close. Nothing else in the
+//! binding names a client method, so API renames land here only.
+//!
+//! Blocking: each call's future is polled on the caller's thread with the
+//! GIL released; the thread parks until the engine wakes it or 25 ms pass,
+//! then takes the GIL to run Python's signal handlers. A handler that
+//! raises (Ctrl+C: `KeyboardInterrupt`) drops the future, which cancels the
+//! request in the engine, and the exception propagates. The engine's own
+//! deadline (`timeout`) ends every request.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use tdx_engine::proto::blockfile::BoardKind;
+use tdx_engine::proto::commands::{Adjust, AuxKind, LegacySecurityList, Period, QuoteCategory};
+use tdx_engine::proto::{Date, Market, SecurityCode, TradeDate};
+use tdx_engine::runtime::PushFrame;
+use tdx_engine::supervisor::RequestError;
+use tdx_engine::{Client, Error};
+
+use crate::convert;
+use crate::errors::to_py;
+use crate::table::Table;
+
+/// How often a blocked call takes the GIL to check for signals.
+pub const SIGNAL_CHECK: Duration = Duration::from_millis(25);
+
+/// The engine's commands (`Request::NAMES`), for the binding's coverage test.
+pub fn command_names() -> Vec<&'static str> {
+    tdx_engine::proto::Request::NAMES.to_vec()
+}
+
+struct ThreadWaker(std::thread::Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Polls `future` to completion without the GIL, checking for signals
+/// every [`SIGNAL_CHECK`]; `until` bounds the wait (`Ok(None)` when it passes).
+fn wait_until<T: Send, F: Future<Output = T> + Send>(
+    py: Python<'_>,
+    future: F,
+    until: Option<Instant>,
+) -> PyResult<Option<T>> {
+    let mut future = Box::pin(future);
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    loop {
+        let step = py.detach(|| {
+            let mut cx = Context::from_waker(&waker);
+            let slice_end = Instant::now() + SIGNAL_CHECK;
+            loop {
+                if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+                    return Some(Some(out));
+                }
+                let now = Instant::now();
+                if until.is_some_and(|u| now >= u) {
+                    return Some(None);
+                }
+                if now >= slice_end {
+                    return None;
+                }
+                let end = until.map_or(slice_end, |u| u.min(slice_end));
+                std::thread::park_timeout(end - now);
+            }
+        });
+        match step {
+            Some(out) => return Ok(out),
+            // A raising handler drops the future here: the engine cancels it.
+            None => py.check_signals()?,
+        }
+    }
+}
+
+fn wait<T: Send, F: Future<Output = Result<T, Error>> + Send>(py: Python<'_>, future: F) -> PyResult<T> {
+    // Without a bound the wait ends only with the future's output.
+    wait_until(py, future, None)?
+        .unwrap_or(Err(Error::Request(RequestError::Fatal("wait ended early".into()))))
+        .map_err(to_py)
+}
+
+fn value_error(field: &str, reason: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(format!("{field}: {reason}"))
+}
+
+fn code(field: &str, s: &str) -> PyResult<SecurityCode> {
+    parse_code(s).map_err(|e| value_error(field, e))
+}
+
+/// `sz000001`, `SZ000001` or `000001.SZ`.
+fn parse_code(s: &str) -> Result<SecurityCode, String> {
+    let s = s.trim();
+    let norm = match s.split_once('.') {
+        Some((digits, market)) => format!("{}{}", market.to_ascii_lowercase(), digits),
+        None => s.to_ascii_lowercase(),
+    };
+    norm.parse::<SecurityCode>().map_err(|e| e.to_string())
+}
+
+fn codes(field: &str, list: &[String]) -> PyResult<Vec<SecurityCode>> {
+    list.iter().map(|s| code(field, s)).collect()
+}
+
+fn market(s: &str) -> PyResult<Market> {
+    s.trim().to_ascii_lowercase().parse::<Market>().map_err(|e| value_error("market", e))
+}
+
+fn trade_date(field: &str, yyyymmdd: u32) -> PyResult<TradeDate> {
+    TradeDate::from_yyyymmdd(yyyymmdd).ok_or_else(|| value_error(field, format!("{yyyymmdd} is not a date")))
+}
+
+fn date(field: &str, yyyymmdd: Option<u32>) -> PyResult<Option<Date>> {
+    yyyymmdd.map(|d| Date::from_yyyymmdd(d).ok_or_else(|| value_error(field, format!("{d} is not a date")))).transpose()
+}
+
+fn u16_arg(field: &str, v: i64) -> PyResult<u16> {
+    u16::try_from(v).map_err(|_| value_error(field, format!("{v} is outside 0..=65535")))
+}
+
+fn usize_arg(field: &str, v: i64) -> PyResult<usize> {
+    usize::try_from(v).map_err(|_| value_error(field, format!("{v} is negative")))
+}
+
+fn period(s: &str) -> PyResult<Period> {
+    s.trim().to_ascii_lowercase().parse::<Period>().map_err(|e| value_error("period", e))
+}
+
+fn adjust(s: Option<&str>) -> PyResult<Adjust> {
+    Ok(match s.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("" | "none") => Adjust::None,
+        Some("qfq" | "forward") => Adjust::Forward,
+        Some("hfq" | "backward") => Adjust::Backward,
+        Some("fixed_qfq" | "fixed_forward") => Adjust::FixedForward,
+        Some("fixed_hfq" | "fixed_backward") => Adjust::FixedBackward,
+        Some(other) => {
+            return Err(value_error("adjust", format!("unknown {other:?}: none, qfq, hfq, fixed_qfq or fixed_hfq")))
+        }
+    })
+}
+
+fn aux_kind(s: &str) -> PyResult<AuxKind> {
+    Ok(match s.trim() {
+        "buy_sell_strength" | "strength" => AuxKind::BUY_SELL_STRENGTH,
+        "volume_comparison" | "volumes" => AuxKind::VOLUME_COMPARISON,
+        other => AuxKind(other.parse::<u8>().map_err(|_| {
+            value_error("kind", format!("unknown {other:?}: buy_sell_strength, volume_comparison or 0..=255"))
+        })?),
+    })
+}
+
+fn seconds(field: &str, v: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(v).map_err(|_| value_error(field, format!("{v} is not a duration in seconds")))
+}
+
+/// The builder options, as Python passes them (names of the Rust
+/// builder); an absent key keeps the engine's default.
+#[derive(Default)]
+pub struct Options {
+    pub hosts: Vec<String>,
+    pub candidates: Option<Vec<String>>,
+    pub canary: Option<bool>,
+    pub second_opinion: Option<bool>,
+    pub rate_cap: Option<Option<i64>>,
+    pub connect_concurrency: Option<i64>,
+    pub connects_per_host: Option<i64>,
+    pub max_connections_per_host: Option<i64>,
+    pub server_count: Option<i64>,
+    pub connections_per_server: Option<i64>,
+    pub pool_size: Option<i64>,
+    pub runtime_workers: Option<i64>,
+    pub timeout: Option<f64>,
+    pub heartbeat_interval: Option<Option<f64>>,
+    pub max_pending_requests: Option<i64>,
+    pub push_queue_size: Option<i64>,
+    pub push_queue_bytes: Option<i64>,
+    pub raw_budget_bytes: Option<i64>,
+    pub decoded_budget_bytes: Option<i64>,
+    pub ranking_file: Option<PathBuf>,
+    pub rng_seed: Option<u64>,
+}
+
+impl Options {
+    fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Self> {
+        fn get<'py, T: FromPyObjectOwned<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<T>> {
+            match d.get_item(key)? {
+                None => Ok(None),
+                Some(v) => v.extract::<T>().map(Some).map_err(|e| {
+                    let e: PyErr = e.into();
+                    PyValueError::new_err(format!("{key}: {}", e.value(d.py())))
+                }),
+            }
+        }
+        Ok(Self {
+            hosts: get(d, "hosts")?.unwrap_or_default(),
+            candidates: get(d, "candidates")?,
+            canary: get(d, "canary")?,
+            second_opinion: get(d, "second_opinion")?,
+            rate_cap: get(d, "rate_cap")?,
+            connect_concurrency: get(d, "connect_concurrency")?,
+            connects_per_host: get(d, "connects_per_host")?,
+            max_connections_per_host: get(d, "max_connections_per_host")?,
+            server_count: get(d, "server_count")?,
+            connections_per_server: get(d, "connections_per_server")?,
+            pool_size: get(d, "pool_size")?,
+            runtime_workers: get(d, "runtime_workers")?,
+            timeout: get(d, "timeout")?,
+            heartbeat_interval: get(d, "heartbeat_interval")?,
+            max_pending_requests: get(d, "max_pending_requests")?,
+            push_queue_size: get(d, "push_queue_size")?,
+            push_queue_bytes: get(d, "push_queue_bytes")?,
+            raw_budget_bytes: get(d, "raw_budget_bytes")?,
+            decoded_budget_bytes: get(d, "decoded_budget_bytes")?,
+            ranking_file: get(d, "ranking_file")?,
+            rng_seed: get(d, "rng_seed")?,
+        })
+    }
+}
+
+fn build(o: Options) -> PyResult<Client> {
+    let mut b = Client::builder();
+    if !o.hosts.is_empty() {
+        b = b.hosts(o.hosts);
+    }
+    if let Some(c) = o.candidates {
+        b = b.candidates(c);
+    }
+    if let Some(v) = o.canary {
+        b = b.canary(v);
+    }
+    if let Some(v) = o.second_opinion {
+        b = b.second_opinion(v);
+    }
+    if let Some(cap) = o.rate_cap {
+        let cap = cap
+            .map(|c| u32::try_from(c).map_err(|_| value_error("rate_cap", format!("{c} is outside 0..=4294967295"))))
+            .transpose()?;
+        b = b.rate_cap(cap);
+    }
+    macro_rules! sizes {
+        ($($field:ident),*) => {$(
+            if let Some(v) = o.$field {
+                b = b.$field(usize_arg(stringify!($field), v)?);
+            }
+        )*};
+    }
+    sizes!(
+        connect_concurrency,
+        connects_per_host,
+        max_connections_per_host,
+        server_count,
+        connections_per_server,
+        pool_size,
+        runtime_workers,
+        max_pending_requests,
+        raw_budget_bytes,
+        decoded_budget_bytes
+    );
+    if let Some(t) = o.timeout {
+        b = b.timeout(seconds("timeout", t)?);
+    }
+    if let Some(h) = o.heartbeat_interval {
+        b = b.heartbeat_interval(h.map(|h| seconds("heartbeat_interval", h)).transpose()?);
+    }
+    if o.push_queue_size.is_some() || o.push_queue_bytes.is_some() {
+        let d = tdx_engine::supervisor::SupervisorConfig::default();
+        let frames = o.push_queue_size.map_or(Ok(d.push_frames_max), |v| usize_arg("push_queue_size", v))?;
+        let bytes = o.push_queue_bytes.map_or(Ok(d.push_bytes_max), |v| usize_arg("push_queue_bytes", v))?;
+        b = b.push_queue(frames, bytes);
+    }
+    if let Some(p) = o.ranking_file {
+        b = b.ranking_file(p);
+    }
+    if let Some(s) = o.rng_seed {
+        b = b.rng_seed(s);
+    }
+    b.build().map_err(to_py)
+}
+
+fn push_dict<'py>(py: Python<'py>, f: &PushFrame) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("msg_type", f.header.msg_type)?;
+    d.set_item("msg_id", f.header.msg_id)?;
+    d.set_item("slot", format!("{:?}", f.slot))?;
+    d.set_item("payload", PyBytes::new(py, &f.payload))?;
+    Ok(d)
+}
+
+/// The engine handle behind `tdx_engine.Client`: flat, one method per
+/// command; the Python layer arranges them in eltdx's namespaces.
+#[pyclass(frozen, module = "tdx_engine._native")]
+pub struct NativeClient {
+    client: Client,
+    /// Push frames received but not yet handed out by `poll_push`.
+    pushes: Mutex<VecDeque<PushFrame>>,
+}
+
+#[pymethods]
+impl NativeClient {
+    /// `options`: a dict of builder options (absent keys: the engine's defaults).
+    #[new]
+    fn new(options: &Bound<'_, PyDict>) -> PyResult<Self> {
+        Ok(Self { client: build(Options::from_dict(options)?)?, pushes: Mutex::new(VecDeque::new()) })
+    }
+
+    fn count(&self, py: Python<'_>, market_: &str) -> PyResult<u16> {
+        let m = market(market_)?;
+        wait(py, self.client.count(m))
+    }
+
+    fn codes(&self, py: Python<'_>, market_: &str, start: i64, limit: i64) -> PyResult<Table> {
+        let m = market(market_)?;
+        let start = u32::try_from(start).map_err(|_| value_error("start", "must be 0 or more"))?;
+        let limit = u32::try_from(limit).map_err(|_| value_error("limit", "must be 0 or more"))?;
+        wait(py, self.client.codes(m, start, limit)).map(|r| convert::securities(&r))
+    }
+
+    fn all_codes(&self, py: Python<'_>, market_: &str) -> PyResult<Table> {
+        let m = market(market_)?;
+        wait(py, self.client.all_codes(m)).map(|r| convert::securities(&r))
+    }
+
+    fn legacy_codes(&self, py: Python<'_>, market_: &str, start: i64) -> PyResult<Table> {
+        let cmd = LegacySecurityList { market: market(market_)?, start: u16_arg("start", start)? };
+        wait(py, self.client.run(cmd)).map(|r| convert::legacy_securities(&r))
+    }
+
+    #[pyo3(signature = (code_, period_, adjust_, start, count))]
+    fn bars(
+        &self,
+        py: Python<'_>,
+        code_: &str,
+        period_: &str,
+        adjust_: Option<&str>,
+        start: i64,
+        count: i64,
+    ) -> PyResult<Table> {
+        let (c, p, a) = (code("code", code_)?, period(period_)?, adjust(adjust_)?);
+        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        wait(py, self.client.bars(c, p, a, s, n)).map(|r| convert::bars(&r))
+    }
+
+    #[pyo3(signature = (code_, period_, adjust_, max_pages))]
+    fn all_bars(
+        &self,
+        py: Python<'_>,
+        code_: &str,
+        period_: &str,
+        adjust_: Option<&str>,
+        max_pages: i64,
+    ) -> PyResult<Table> {
+        let (c, p, a) = (code("code", code_)?, period(period_)?, adjust(adjust_)?);
+        let pages = usize_arg("max_pages", max_pages)?;
+        wait(py, self.client.all_bars(c, p, a, pages)).map(|r| convert::bars(&r))
+    }
+
+    fn quotes(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
+        let cs = codes("codes", &codes_)?;
+        wait(py, self.client.quotes(&cs)).map(|r| convert::quotes(&r))
+    }
+
+    fn snapshots(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
+        let cs = codes("codes", &codes_)?;
+        wait(py, self.client.snapshots(&cs)).map(|r| convert::snapshots(&r))
+    }
+
+    fn refresh(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
+        let cs = codes("codes", &codes_)?;
+        wait(py, self.client.refresh(&cs)).map(|r| convert::refresh(&r.records))
+    }
+
+    fn category_quotes(&self, py: Python<'_>, category: &str, start: i64, count: i64) -> PyResult<Table> {
+        let cat = category.parse::<QuoteCategory>().map_err(|e| value_error("category", e))?;
+        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        wait(py, self.client.category_quotes(cat, s, n)).map(|r| convert::snapshots(&r))
+    }
+
+    fn all_category_quotes(&self, py: Python<'_>, category: &str) -> PyResult<Table> {
+        let cat = category.parse::<QuoteCategory>().map_err(|e| value_error("category", e))?;
+        wait(py, self.client.all_category_quotes(cat)).map(|r| convert::snapshots(&r))
+    }
+
+    fn minutes(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        wait(py, self.client.minutes(c)).map(|r| convert::minutes(&r))
+    }
+
+    fn history_minutes(&self, py: Python<'_>, code_: &str, yyyymmdd: u32) -> PyResult<Table> {
+        let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
+        wait(py, self.client.history_minutes(c, d)).map(|r| convert::history_minutes(&r.points))
+    }
+
+    fn recent_minutes(&self, py: Python<'_>, code_: &str, yyyymmdd: u32) -> PyResult<Table> {
+        let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
+        wait(py, self.client.recent_minutes(c, d)).map(|r| convert::recent_minutes(&r.points))
+    }
+
+    fn legacy_minutes(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        wait(py, self.client.legacy_minutes(c)).map(|r| convert::history_minutes(&r.points))
+    }
+
+    #[pyo3(signature = (code_, yyyymmdd=None))]
+    fn auction(&self, py: Python<'_>, code_: &str, yyyymmdd: Option<u32>) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        let d = yyyymmdd.map(|d| trade_date("date", d)).transpose()?;
+        wait(py, self.client.auction(c, d)).map(|r| convert::auction(&r))
+    }
+
+    fn trades(&self, py: Python<'_>, code_: &str, start: i64, count: i64) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        wait(py, self.client.trades(c, s, n)).map(|r| convert::trades(&r))
+    }
+
+    fn history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32, start: i64, count: i64) -> PyResult<Table> {
+        let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
+        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        wait(py, self.client.history_trades(c, d, s, n)).map(|r| convert::history_trades(&r))
+    }
+
+    fn all_history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32) -> PyResult<Table> {
+        let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
+        wait(py, self.client.all_history_trades(c, d)).map(|r| convert::history_trades(&r))
+    }
+
+    fn history_trades_many(&self, py: Python<'_>, days: Vec<(String, u32)>) -> PyResult<Vec<Table>> {
+        let days = days
+            .iter()
+            .map(|(c, d)| Ok((code("code", c)?, trade_date("trading_date", *d)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        wait(py, self.client.history_trades_many(&days)).map(|r| r.iter().map(|t| convert::history_trades(t)).collect())
+    }
+
+    fn detailed_history_trades(
+        &self,
+        py: Python<'_>,
+        code_: &str,
+        yyyymmdd: u32,
+        start: i64,
+        count: i64,
+    ) -> PyResult<Table> {
+        let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
+        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        wait(py, self.client.detailed_history_trades(c, d, s, n)).map(|r| convert::trades(&r))
+    }
+
+    fn all_detailed_history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32) -> PyResult<Table> {
+        let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
+        wait(py, self.client.all_detailed_history_trades(c, d)).map(|r| convert::trades(&r))
+    }
+
+    fn minute_aux(&self, py: Python<'_>, code_: &str, kind: &str) -> PyResult<Table> {
+        let (c, k) = (code("code", code_)?, aux_kind(kind)?);
+        wait(py, self.client.minute_aux(c, k)).map(|r| convert::minute_aux(&r))
+    }
+
+    fn sparkline(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        wait(py, self.client.sparkline(c)).map(|r| convert::sparkline(&r))
+    }
+
+    fn capital_changes(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
+        let cs = codes("codes", &codes_)?;
+        wait(py, self.client.capital_changes(&cs)).map(|r| convert::capital_changes(&r))
+    }
+
+    fn finance(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
+        let cs = codes("codes", &codes_)?;
+        wait(py, self.client.finance(&cs)).map(|r| convert::finance(&r))
+    }
+
+    #[pyo3(signature = (code_, start=None, anchor=None))]
+    fn adjustment_factors(
+        &self,
+        py: Python<'_>,
+        code_: &str,
+        start: Option<u32>,
+        anchor: Option<u32>,
+    ) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        let (s, a) = (date("start", start)?, date("anchor", anchor)?);
+        wait(py, self.client.adjustment_factors(c, s, a)).map(|r| convert::adjustment_factors(&r))
+    }
+
+    fn company_info(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        wait(py, self.client.company_info(c)).map(|r| convert::company_info(&r))
+    }
+
+    fn limits(&self, py: Python<'_>) -> PyResult<Table> {
+        wait(py, self.client.limits()).map(|r| convert::limits(&r))
+    }
+
+    fn delisted_bars(&self, py: Python<'_>, code_: &str, start: i64, count: i64) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        wait(py, self.client.delisted_bars(c, s, n)).map(|r| convert::delisted_bars(&r))
+    }
+
+    fn all_delisted_bars(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        wait(py, self.client.all_delisted_bars(c)).map(|r| convert::delisted_bars(&r))
+    }
+
+    fn file_meta<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+        let m = wait(py, self.client.file_meta(name))?;
+        let d = PyDict::new(py);
+        d.set_item("size", m.size)?;
+        let hash: String = m.hash.iter().map(|&b| char::from(b)).filter(|c| c.is_ascii_hexdigit()).collect();
+        d.set_item("md5", hash)?;
+        Ok(d)
+    }
+
+    fn download_file<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = wait(py, self.client.download_file(name))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    fn boards(&self, py: Python<'_>, kind: &str) -> PyResult<Table> {
+        let k = kind.parse::<BoardKind>().map_err(|e| value_error("kind", e))?;
+        wait(py, self.client.boards(k)).map(|r| convert::boards(&r))
+    }
+
+    fn board_members<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some((kind, board)) = wait(py, self.client.board_members(name))? else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("kind", kind.name())?;
+        d.set_item("name", board.name)?;
+        d.set_item("kind_raw", board.kind_raw)?;
+        d.set_item("codes", board.codes)?;
+        Ok(Some(d))
+    }
+
+    /// One push frame, waiting up to `timeout` seconds (`None`: until one
+    /// arrives or the engine closes); `None` if none came.
+    #[pyo3(signature = (timeout=Some(0.0)))]
+    fn poll_push<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let until = timeout.map(|t| seconds("timeout", t).map(|d| Instant::now() + d)).transpose()?;
+        loop {
+            if let Some(f) = self.pushes.lock().unwrap_or_else(|e| e.into_inner()).pop_front() {
+                return push_dict(py, &f).map(Some);
+            }
+            let batch = if until.is_some_and(|u| u <= Instant::now()) {
+                wait_until(py, self.client.drain_pushes(), None)?
+            } else {
+                wait_until(py, self.client.next_pushes(64), until)?
+            };
+            let Some(batch) = batch else { return Ok(None) };
+            if batch.frames.is_empty() {
+                if batch.overflow_total.is_some() && until.is_none_or(|u| u > Instant::now()) {
+                    // Only the news that pushes were dropped: keep waiting.
+                    continue;
+                }
+                // Drained, or (waiting) the engine closed.
+                return Ok(None);
+            }
+            self.pushes.lock().unwrap_or_else(|e| e.into_inner()).extend(batch.frames);
+        }
+    }
+
+    /// Every push frame received so far, without waiting.
+    fn drain_pushes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let mut frames: Vec<PushFrame> = self.pushes.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
+        if let Some(batch) = wait_until(py, self.client.drain_pushes(), None)? {
+            frames.extend(batch.frames);
+        }
+        frames.iter().map(|f| push_dict(py, f)).collect()
+    }
+
+    /// Probes the candidate servers and saves the ranking; its JSON.
+    fn rank(&self, py: Python<'_>) -> PyResult<String> {
+        // The probes need a tokio runtime's sockets and timers: a small one for this call.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| crate::errors::TdxError::new_err(format!("cannot start the probe runtime: {e}")))?;
+        let client = self.client.clone();
+        let task = rt.spawn(async move { client.refresh_ranking().await });
+        let outcome = wait_until(py, task, None);
+        rt.shutdown_background();
+        let ranking = outcome?
+            .transpose()
+            .map_err(|e| crate::errors::TdxError::new_err(format!("ranking failed: {e}")))?
+            .unwrap_or_default();
+        serde_json::to_string(&ranking).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// The engine's diagnostics snapshot as JSON.
+    fn diagnostics(&self) -> PyResult<String> {
+        serde_json::to_string(&*self.client.diagnostics()).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Closes the engine: in-flight calls end with `Closed`; returns the
+    /// final state's name (`Closed` or `FailedClosed`).
+    fn close(&self, py: Python<'_>) -> PyResult<String> {
+        let state = wait_until(py, self.client.close(), None)?;
+        Ok(state.map_or_else(String::new, |s| format!("{s:?}")))
+    }
+}

@@ -1,0 +1,434 @@
+"""The Python face of the engine: ``Client`` and its namespaces, shaped like
+eltdx 3.3's ``TdxClient`` so moving over is mostly an import change.
+
+Every method forwards to one method of the native engine handle
+(``tdx_engine._native.NativeClient``); ``COMMANDS`` maps each engine command
+to the method that reaches it (``tests/test_api.py`` checks it is complete).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from . import _native
+from ._native import Table
+
+DateLike = Union[int, str, _dt.date]
+Codes = Union[str, Sequence[str]]
+
+# Each engine command (tdx_engine._native.ENGINE_COMMANDS, the engine's own
+# list) and the Client method that issues it; the session commands the
+# engine runs by itself map to None. A new engine command gets its method
+# in the same change (the coverage test fails until it does).
+COMMANDS: Dict[str, Optional[str]] = {
+    "handshake": None,
+    "setup3": None,
+    "heartbeat": None,
+    "count": "codes.count",
+    "codes-legacy": "codes.list_legacy",
+    "codes": "codes.list",
+    "bars": "bars.get",
+    "quotes": "quotes.quotes",
+    "snapshots": "quotes.get_snapshots",
+    "refresh": "quotes.refresh",
+    "minutes": "minutes.today",
+    "trades": "trades.today",
+    "capital changes": "corporate.capital_changes",
+    "finance": "corporate.finance_batch",
+    "history minutes": "minutes.history",
+    "history trades": "trades.history",
+    "legacy minutes": "minutes.legacy",
+    "auction": "auctions.series",
+    "recent minutes": "minutes.recent",
+    "detailed history trades": "trades.detailed_history",
+    "minute aux": "minutes.aux",
+    "sparkline": "minutes.sparkline",
+    "file_meta": "resources.block_meta",
+    "file_read": "resources.download_file",
+    "category_quotes": "quotes.list_by_category",
+    "company_category": "company_info.get",
+    "company_content": "company_info.get",
+    "special_limits": "limits.special",
+    "delisted_bars": "delisted_bars.get",
+}
+
+
+class _Default:
+    """The default of options where ``None`` has a meaning of its own."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = _Default()
+
+
+def _yyyymmdd(value: DateLike, field: str) -> int:
+    """A date as the engine's YYYYMMDD integer: ``20240102``, ``"20240102"``,
+    ``"2024-01-02"`` or a ``datetime.date``."""
+    if isinstance(value, _dt.date):
+        return value.year * 10000 + value.month * 100 + value.day
+    if isinstance(value, bool):
+        raise ValueError(f"{field}: expected a date, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        digits = value.strip().replace("-", "")
+        if len(digits) == 8 and digits.isdigit():
+            return int(digits)
+    raise ValueError(f"{field}: expected YYYYMMDD, YYYY-MM-DD or a datetime.date, got {value!r}")
+
+
+def _code_list(codes: Codes, field: str = "codes") -> List[str]:
+    if isinstance(codes, str):
+        return [codes]
+    out = list(codes)
+    if not all(isinstance(c, str) for c in out):
+        raise ValueError(f"{field}: expected a code string or a sequence of them")
+    return out
+
+
+class _Namespace:
+    __slots__ = ("_n",)
+
+    def __init__(self, native: _native.NativeClient) -> None:
+        self._n = native
+
+
+class CodeApi(_Namespace):
+    """Code tables (0x044e count, 0x044d pages, 0x0450 legacy pages)."""
+
+    def count(self, market: str) -> int:
+        """Number of securities in ``market`` (``"sz"``, ``"sh"`` or ``"bj"``)."""
+        return self._n.count(market)
+
+    def list(self, market: str, *, start: int = 0, limit: int = 1600) -> Table:
+        """One page of the code table from row ``start``, at most ``limit`` rows."""
+        return self._n.codes(market, start, limit)
+
+    def all(self, market: str) -> Table:
+        """The whole code table of ``market``, every page."""
+        return self._n.all_codes(market)
+
+    def list_legacy(self, market: str, *, start: int = 0) -> Table:
+        """One page of the legacy code table (0x0450, 1000 rows, short names)."""
+        return self._n.legacy_codes(market, start)
+
+
+class BarApi(_Namespace):
+    """K-line bars (0x052d)."""
+
+    def get(self, code: str, *, period: str = "day", start: int = 0, count: int = 800,
+            adjust: Optional[str] = None, all_pages: bool = False, max_pages: int = 200) -> Table:
+        """One page of bars, ``start`` bars back from the newest, oldest first
+        (``all_pages=True``: every page, as ``all``).
+
+        ``period``: ``day``, ``week``, ``month``, ``quarter``, ``year``, ``1m``,
+        ``5m``, ``15m``, ``30m``, ``60m``, ``Nm``, ``Nd``, ``Ns``. ``adjust``:
+        ``None``, ``"qfq"``, ``"hfq"``, ``"fixed_qfq"``, ``"fixed_hfq"``.
+        """
+        if all_pages:
+            return self._n.all_bars(code, period, adjust, max_pages)
+        return self._n.bars(code, period, adjust, start, count)
+
+    def all(self, code: str, *, period: str = "day", adjust: Optional[str] = None,
+            max_pages: int = 200) -> Table:
+        """Every bar the server has (800 per page, at most ``max_pages`` pages), oldest first."""
+        return self._n.all_bars(code, period, adjust, max_pages)
+
+
+class DelistedBarApi(_Namespace):
+    """Daily bars of delisted securities (0x052b)."""
+
+    def get(self, code: str, *, start: int = 0, count: int = 800) -> Table:
+        """One page of a delisted security's daily bars."""
+        return self._n.delisted_bars(code, start, count)
+
+    def all(self, code: str) -> Table:
+        """Every daily bar of a delisted security."""
+        return self._n.all_delisted_bars(code)
+
+
+class QuoteApi(_Namespace):
+    """Quotes, snapshots, the 0x0547 refresh and its pushes."""
+
+    def get_snapshots(self, codes: Codes) -> Table:
+        """One-level snapshots (0x054c) of ``codes``."""
+        return self._n.snapshots(_code_list(codes))
+
+    def quotes(self, codes: Codes) -> Table:
+        """Five-level quotes (0x053e: pytdx's get_security_quotes, eltdx's ``quotes.legacy``)."""
+        return self._n.quotes(_code_list(codes))
+
+    legacy = quotes
+
+    def refresh(self, codes: Codes) -> Table:
+        """The 0x0547 refresh of ``codes``: five levels each; it also
+        subscribes the connection to pushes (see ``poll_push``)."""
+        return self._n.refresh(_code_list(codes))
+
+    get_depth = refresh
+
+    def list_by_category(self, category: str = "a_share", *, start: int = 0, count: int = 200) -> Table:
+        """One page of a category's quote list (0x054b), in code order."""
+        return self._n.category_quotes(category, start, count)
+
+    def all_by_category(self, category: str = "a_share") -> Table:
+        """A category's whole quote list, every page."""
+        return self._n.all_category_quotes(category)
+
+    def poll_push(self, *, timeout: Optional[float] = 0.0) -> Optional[Dict[str, Any]]:
+        """The next push frame (dict: msg_type, msg_id, slot, payload), waiting
+        up to ``timeout`` seconds (``None``: until one arrives or the client
+        closes); ``None`` if none came."""
+        return self._n.poll_push(timeout)
+
+    def drain_pushes(self) -> List[Dict[str, Any]]:
+        """Every push frame received so far, without waiting."""
+        return self._n.drain_pushes()
+
+    def push_iter(self, *, timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
+        """Push frames as they arrive; ends when the client closes or no push
+        came within ``timeout`` seconds."""
+        while True:
+            frame = self._n.poll_push(timeout)
+            if frame is None:
+                return
+            yield frame
+
+
+class MinuteApi(_Namespace):
+    """Minute lines: today's, a past day's, recent, legacy, aux series, sparkline."""
+
+    def today(self, code: str) -> Table:
+        """Today's minute line (0x0537): time, price, average, volume."""
+        return self._n.minutes(code)
+
+    def history(self, code: str, trading_date: DateLike) -> Table:
+        """A past day's minute line (0x0fb4)."""
+        return self._n.history_minutes(code, _yyyymmdd(trading_date, "trading_date"))
+
+    def recent(self, code: str, trading_date: DateLike) -> Table:
+        """A recent day's minute line with averages (0x0feb)."""
+        return self._n.recent_minutes(code, _yyyymmdd(trading_date, "trading_date"))
+
+    def legacy(self, code: str) -> Table:
+        """Today's minute line in the legacy form (0x051d)."""
+        return self._n.legacy_minutes(code)
+
+    def aux(self, code: str, kind: Union[str, int] = "buy_sell_strength") -> Table:
+        """Today's minute aux series (0x051b): ``"buy_sell_strength"`` or ``"volume_comparison"``."""
+        return self._n.minute_aux(code, str(kind))
+
+    def buy_sell_strength(self, code: str) -> Table:
+        """``aux(code, "buy_sell_strength")``."""
+        return self.aux(code, "buy_sell_strength")
+
+    def volume_comparison(self, code: str) -> Table:
+        """``aux(code, "volume_comparison")``."""
+        return self.aux(code, "volume_comparison")
+
+    def sparkline(self, code: str) -> Table:
+        """Today's one-code sparkline (0x0fd1)."""
+        return self._n.sparkline(code)
+
+
+class TradeApi(_Namespace):
+    """Ticks: today's (0x0fc5), a past day's (0x0fb5) and detailed (0x0fc6)."""
+
+    def today(self, code: str, *, start: int = 0, count: int = 1800) -> Table:
+        """One page of today's ticks, ``start`` back from the newest."""
+        return self._n.trades(code, start, count)
+
+    def history(self, code: str, trading_date: DateLike, *, start: int = 0, count: int = 2000) -> Table:
+        """One page of a past day's ticks."""
+        return self._n.history_trades(code, _yyyymmdd(trading_date, "trading_date"), start, count)
+
+    def all_history(self, code: str, trading_date: DateLike) -> Table:
+        """A past day's every tick, oldest first."""
+        return self._n.all_history_trades(code, _yyyymmdd(trading_date, "trading_date"))
+
+    def all_history_many(self, days: Iterable[Tuple[str, DateLike]]) -> List[Table]:
+        """Every tick of many (code, day) pairs, fetched concurrently; one table per pair, in order."""
+        return self._n.history_trades_many([(c, _yyyymmdd(d, "trading_date")) for c, d in days])
+
+    def detailed_history(self, code: str, trading_date: DateLike, *, start: int = 0, count: int = 2000) -> Table:
+        """One page of a past day's ticks with order counts (0x0fc6)."""
+        return self._n.detailed_history_trades(code, _yyyymmdd(trading_date, "trading_date"), start, count)
+
+    def all_detailed_history(self, code: str, trading_date: DateLike) -> Table:
+        """A past day's every detailed tick."""
+        return self._n.all_detailed_history_trades(code, _yyyymmdd(trading_date, "trading_date"))
+
+
+class AuctionApi(_Namespace):
+    """The call auction (0x056a)."""
+
+    def series(self, code: str, date: Optional[DateLike] = None) -> Table:
+        """The call-auction series of today (``date=None``) or a past day."""
+        return self._n.auction(code, None if date is None else _yyyymmdd(date, "date"))
+
+
+class CorporateApi(_Namespace):
+    """Capital changes (0x000f), finance (0x0010) and adjustment factors."""
+
+    def capital_changes(self, codes: Codes) -> Table:
+        """Every capital-change record of ``codes``, one row each."""
+        return self._n.capital_changes(_code_list(codes))
+
+    def finance_batch(self, codes: Codes) -> Table:
+        """Finance records of ``codes``."""
+        return self._n.finance(_code_list(codes))
+
+    finance = finance_batch
+
+    def adjustment_factors(self, code: str, *, start_date: Optional[DateLike] = None,
+                           anchor_date: Optional[DateLike] = None) -> Table:
+        """Forward (qfq) and backward (hfq) factors from the capital changes, one row per ex-date."""
+        return self._n.adjustment_factors(
+            code,
+            None if start_date is None else _yyyymmdd(start_date, "start_date"),
+            None if anchor_date is None else _yyyymmdd(anchor_date, "anchor_date"),
+        )
+
+
+class CompanyInfoApi(_Namespace):
+    """Company information (0x02cf directory, 0x02d0 section texts)."""
+
+    def get(self, code: str) -> Table:
+        """Every section of ``code``'s company information with its text."""
+        return self._n.company_info(code)
+
+
+class LimitApi(_Namespace):
+    """The special-security price-limit table (0x0452)."""
+
+    def special(self) -> Table:
+        """The whole table."""
+        return self._n.limits()
+
+
+class ResourceApi(_Namespace):
+    """Server files (0x02c5 metadata, 0x06b9 reads)."""
+
+    def block_meta(self, filename: str) -> Dict[str, Any]:
+        """A server file's size and MD5."""
+        return self._n.file_meta(filename)
+
+    def download_file(self, filename: str) -> bytes:
+        """A whole server file, checked against its size and MD5."""
+        return self._n.download_file(filename)
+
+
+class BoardApi(_Namespace):
+    """Boards (industry, concept, style, index) from the server's block files."""
+
+    def list(self, kind: str = "concept") -> Table:
+        """The boards of one kind: name, kind_raw, member_count, codes (comma-joined)."""
+        return self._n.boards(kind)
+
+    def members(self, name: str) -> Optional[Dict[str, Any]]:
+        """One board by name (its kind, name and member codes), or ``None``."""
+        return self._n.board_members(name)
+
+
+class Client:
+    """A client for TDX 7709 servers, safe to share across threads.
+
+    Options mirror the Rust builder's names; invalid ones raise
+    ``ValueError`` naming the field; ``None`` keeps the engine's default.
+    ``timeout`` (seconds, 8 by default) is each call's deadline.
+    ``heartbeat_interval`` and ``rate_cap`` take ``None`` to turn them off. Calls block the calling thread only (the GIL is released) and
+    honour Ctrl+C within 25 ms, cancelling the request in the engine.
+
+    Use as a context manager, or call ``close()``.
+    """
+
+    def __init__(
+        self,
+        hosts: Optional[Sequence[str]] = None,
+        *,
+        candidates: Optional[Sequence[str]] = None,
+        server_count: Optional[int] = None,
+        connections_per_server: Optional[int] = None,
+        pool_size: Optional[int] = None,
+        timeout: Optional[float] = None,
+        heartbeat_interval: Union[float, None, "_Default"] = DEFAULT,
+        runtime_workers: Optional[int] = None,
+        max_connections_per_host: Optional[int] = None,
+        connect_concurrency: Optional[int] = None,
+        connects_per_host: Optional[int] = None,
+        max_pending_requests: Optional[int] = None,
+        push_queue_size: Optional[int] = None,
+        push_queue_bytes: Optional[int] = None,
+        raw_budget_bytes: Optional[int] = None,
+        decoded_budget_bytes: Optional[int] = None,
+        rate_cap: Union[int, None, "_Default"] = DEFAULT,
+        canary: Optional[bool] = None,
+        second_opinion: Optional[bool] = None,
+        ranking_file: Optional[str] = None,
+        rng_seed: Optional[int] = None,
+    ) -> None:
+        if isinstance(hosts, str):
+            hosts = [hosts]
+        given: Dict[str, Any] = {
+            "hosts": list(hosts or []),
+            "candidates": None if candidates is None else list(candidates),
+            "server_count": server_count,
+            "connections_per_server": connections_per_server,
+            "pool_size": pool_size,
+            "timeout": timeout,
+            "runtime_workers": runtime_workers,
+            "max_connections_per_host": max_connections_per_host,
+            "connect_concurrency": connect_concurrency,
+            "connects_per_host": connects_per_host,
+            "max_pending_requests": max_pending_requests,
+            "push_queue_size": push_queue_size,
+            "push_queue_bytes": push_queue_bytes,
+            "raw_budget_bytes": raw_budget_bytes,
+            "decoded_budget_bytes": decoded_budget_bytes,
+            "canary": canary,
+            "second_opinion": second_opinion,
+            "ranking_file": ranking_file,
+            "rng_seed": rng_seed,
+        }
+        # None: the engine's default, except where None means "off".
+        options = {k: v for k, v in given.items() if v is not None}
+        if heartbeat_interval is not DEFAULT:
+            options["heartbeat_interval"] = heartbeat_interval
+        if rate_cap is not DEFAULT:
+            options["rate_cap"] = rate_cap
+        self._n = _native.NativeClient(options)
+        self.codes = CodeApi(self._n)
+        self.bars = BarApi(self._n)
+        self.delisted_bars = DelistedBarApi(self._n)
+        self.quotes = QuoteApi(self._n)
+        self.minutes = MinuteApi(self._n)
+        self.trades = TradeApi(self._n)
+        self.auctions = AuctionApi(self._n)
+        self.corporate = CorporateApi(self._n)
+        self.company_info = CompanyInfoApi(self._n)
+        self.limits = LimitApi(self._n)
+        self.resources = ResourceApi(self._n)
+        self.boards = BoardApi(self._n)
+
+    def diagnostics(self) -> Dict[str, Any]:
+        """The engine's diagnostics: slots, queues, budgets, workers, counters."""
+        return json.loads(self._n.diagnostics())
+
+    def rank(self) -> Dict[str, Any]:
+        """Probes the candidate servers, saves and returns the ranking (best first)."""
+        return json.loads(self._n.rank())
+
+    def close(self) -> str:
+        """Closes the engine (idempotent); calls in flight raise ``Closed``.
+        Returns the final state, ``"Closed"`` or ``"FailedClosed"``."""
+        return self._n.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
