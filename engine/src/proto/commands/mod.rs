@@ -107,6 +107,9 @@ macro_rules! command_set {
         }
 
         impl Request {
+            /// Every command's short name, in the codec's order.
+            pub const NAMES: &'static [&'static str] = &[$(<$request>::NAME),+];
+
             /// The command code.
             pub fn msg_type(&self) -> u16 {
                 match self { $(Self::$variant(_) => <$request>::MSG_TYPE,)+ }
