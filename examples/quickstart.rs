@@ -30,7 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
 
-    let bars = client.bars(code, Period::Day, Adjust::None, 0, 5).await?;
+    let bars = client.bars(code, Period::Day, Adjust::None, tdx_engine::Page::new(0, 5)).await?;
     for bar in &bars {
         println!(
             "{} open {:.2} high {:.2} low {:.2} close {:.2} volume {}",

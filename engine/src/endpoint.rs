@@ -38,7 +38,7 @@ impl fmt::Display for EndpointProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::NoPort => "no port",
-            Self::BadPort => "the port is not a number from 0 to 65535",
+            Self::BadPort => "bad port: not a number from 0 to 65535",
             Self::NoHost => "no host before the port",
             Self::UnbracketedIpv6 => "an IPv6 address needs brackets, as in [::1]:7709",
             Self::BadBrackets => "brackets must enclose an IPv6 address, as in [::1]:7709",
