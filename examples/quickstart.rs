@@ -43,7 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     // The embedded exchange knows what it served: the same five bars.
-    assert_eq!(bars, exchange.truth().run(Bars::new(code, Period::Day, 0, 5)));
+    assert_eq!(bars, exchange.truth().call(Bars::new(code, Period::Day, 0, 5)));
 
     client.close().await;
     Ok(())
