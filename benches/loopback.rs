@@ -263,7 +263,9 @@ fn run_engine(
         let warm: Vec<_> = (0..pool.0 * pool.1)
             .map(|_| {
                 let c = client.clone();
-                tokio::spawn(async move { c.call_raw(SecurityCount { market: Exchange::Sz, client_date: 0 }.into()).await })
+                tokio::spawn(
+                    async move { c.call_raw(SecurityCount { market: Exchange::Sz, client_date: 0 }.into()).await },
+                )
             })
             .collect();
         for w in warm {

@@ -8,10 +8,10 @@ use tdx_engine::proto::commands::{
     QuoteCategory, Refresh, RefreshRecord, RefreshTarget, SpecialLimit, FINANCE_FIELDS,
 };
 use tdx_engine::proto::limits::TRADES_PER_PAGE_MAX;
-use tdx_engine::Page;
 use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay, TradeDate};
 use tdx_engine::ranking::{probe_and_save, RankingStore, Round};
 use tdx_engine::runtime::connector::TcpConnector;
+use tdx_engine::Page;
 
 use crate::output::{Cell, Table};
 use crate::{CliError, Context, Global};
@@ -41,7 +41,11 @@ pub async fn count(ctx: &Context, market: Option<Market>) -> Result<(), CliError
 }
 
 pub async fn codes(ctx: &Context, market: Market, all: bool) -> Result<(), CliError> {
-    let list = if all { ctx.client.all_codes(market, None).await? } else { ctx.client.codes(market, Page::new(0, 1600)).await? };
+    let list = if all {
+        ctx.client.all_codes(market, None).await?
+    } else {
+        ctx.client.codes(market, Page::new(0, 1600)).await?
+    };
     let mut table = Table::new(&["code", "name", "decimals", "lot", "previous_close"]);
     for s in list {
         table.push(vec![

@@ -375,9 +375,8 @@ fn the_blocking_client_refuses_to_run_inside_an_async_runtime() {
     let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(1).build().unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let blocking = client.blocking();
-    let inside = runtime.block_on(async {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| blocking.count(Exchange::Sh)))
-    });
+    let inside = runtime
+        .block_on(async { std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| blocking.count(Exchange::Sh))) });
     let message = *inside.expect_err("a blocking call inside a runtime panics").downcast::<String>().unwrap();
     assert!(message.contains("inside an async runtime") && message.contains("spawn_blocking"), "{message}");
     // A composite call is refused the same way.
@@ -842,7 +841,8 @@ fn detailed_ticks_sparkline_and_aux_through_the_blocking_facade() {
             let got = blocking.all_detailed_history_trades(code(c), TradeDate::new(date), None).unwrap();
             assert_eq!(got, m.detailed_history_trades(l, date).unwrap(), "{c} {date}");
             assert!(got.len() > 100, "{c} {date}");
-            let newest = blocking.detailed_history_trades(code(c), TradeDate::new(date), tdx_engine::Page::new(0, 100)).unwrap();
+            let newest =
+                blocking.detailed_history_trades(code(c), TradeDate::new(date), tdx_engine::Page::new(0, 100)).unwrap();
             assert_eq!(newest[..], got[got.len() - 100..], "{c} {date}: start 0 is the newest page");
         }
         let series = blocking.sparkline(code(c)).unwrap();
@@ -852,7 +852,10 @@ fn detailed_ticks_sparkline_and_aux_through_the_blocking_facade() {
         }
     }
     let past = TradeDate::new(m.history_dates()[4]);
-    assert_eq!(blocking.detailed_history_trades(code("sz999999"), past, tdx_engine::Page::new(0, 10)).unwrap(), Vec::new());
+    assert_eq!(
+        blocking.detailed_history_trades(code("sz999999"), past, tdx_engine::Page::new(0, 10)).unwrap(),
+        Vec::new()
+    );
 }
 
 /// A board file downloaded by the engine (0x02c5, then 0x06b9 chunks on one

@@ -113,7 +113,8 @@ async fn a_local_exchange_serves_the_truth_on_loopback() {
     let truth = exchange.truth();
     let count = client.count(Exchange::Sh).await.expect("count");
     assert_eq!(count, truth.call(SecurityCount { market: Exchange::Sh, client_date: 0 }));
-    let bars = client.bars(code("sh600000"), Period::Day, Adjust::Forward, tdx_engine::Page::new(0, 300)).await.expect("bars");
+    let bars =
+        client.bars(code("sh600000"), Period::Day, Adjust::Forward, tdx_engine::Page::new(0, 300)).await.expect("bars");
     assert_eq!(bars, truth.call(Bars { adjust: Adjust::Forward, ..Bars::new(code("sh600000"), Period::Day, 0, 300) }));
     exchange.faults(0).set(FaultKind::RefuseConnections.into());
     exchange.faults(1).set(FaultKind::RefuseConnections.into());

@@ -28,7 +28,11 @@ impl Client {
     /// set per page), joined oldest first for series paged back from the
     /// newest. The one stop rule of every all-pages helper: an empty page,
     /// or the 16-bit `start` running out, or `max_pages` pages.
-    pub async fn all_pages<C: Paged + Clone>(&self, request: C, max_pages: Option<usize>) -> Result<Vec<C::Row>, Error> {
+    pub async fn all_pages<C: Paged + Clone>(
+        &self,
+        request: C,
+        max_pages: Option<usize>,
+    ) -> Result<Vec<C::Row>, Error> {
         let mut pages: Vec<Vec<C::Row>> = Vec::new();
         let mut start = 0u32;
         for _ in 0..max_pages.unwrap_or(usize::MAX) {

@@ -42,7 +42,6 @@ pub fn bundled_candidates() -> Vec<Endpoint> {
     bundled.hosts.iter().filter_map(|h| h.parse().ok()).collect()
 }
 
-
 /// Wall-clock milliseconds since the Unix epoch, for the ranking's records.
 pub fn unix_ms_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
