@@ -2,7 +2,7 @@
 //! declared here once: its method name and arguments, the request it
 //! builds, what the method returns, and its paging rule; its wire name,
 //! `msg_type` and retry safety come from the codec (`proto::commands`).
-//! From this list the [`commands!`] macro writes the async [`Client`]'s,
+//! From this list the `commands!` macro writes the async [`Client`]'s,
 //! the [`BlockingClient`]'s and [`Pinned`]'s methods, and [`COMMANDS`], the
 //! list other surfaces (the Python bindings, the CLI) check their coverage
 //! against.
