@@ -263,7 +263,9 @@ fn run_engine(
         let warm: Vec<_> = (0..pool.0 * pool.1)
             .map(|_| {
                 let c = client.clone();
-                tokio::spawn(async move { c.call(SecurityCount { market: Exchange::Sz, client_date: 0 }.into()).await })
+                tokio::spawn(
+                    async move { c.call_raw(SecurityCount { market: Exchange::Sz, client_date: 0 }.into()).await },
+                )
             })
             .collect();
         for w in warm {
@@ -286,7 +288,7 @@ fn run_engine(
                         i += 1;
                         let request = scenario.request(i, &codes);
                         let t = Instant::now();
-                        client.call(request).await.expect("reply");
+                        client.call_raw(request).await.expect("reply");
                         if measuring.load(Ordering::Relaxed) {
                             mine.push(t.elapsed().as_micros() as u32);
                             count.fetch_add(1, Ordering::Relaxed);
@@ -456,7 +458,7 @@ fn memory(seconds: f64, codes: &[SecurityCode], out: &mut Vec<Value>) -> (f64, f
         let mut pins = Vec::new();
         for _ in 0..160 {
             let pinned = client.pin().await.expect("pin");
-            pinned.call(Refresh { targets: targets.clone() }.into()).await.expect("refresh");
+            pinned.call_raw(Refresh { targets: targets.clone() }.into()).await.expect("refresh");
             pins.push(pinned);
         }
         drop(pins);
@@ -470,7 +472,7 @@ fn memory(seconds: f64, codes: &[SecurityCode], out: &mut Vec<Value>) -> (f64, f
                 while !stop.load(Ordering::Relaxed) {
                     i += 1;
                     let scenario = if i % 2 == 0 { Scenario::Heavy } else { Scenario::Medium };
-                    if client.call(scenario.request(i, &codes)).await.is_ok() {
+                    if client.call_raw(scenario.request(i, &codes)).await.is_ok() {
                         count.fetch_add(1, Ordering::Relaxed);
                     }
                 }

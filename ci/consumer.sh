@@ -51,7 +51,7 @@ use tdx_sim::testkit::{FaultKind, SimExchange};
 /// A downloader that gives up at its first error: under faults it must fail.
 async fn fetch(client: tdx_engine::Client, codes: Vec<SecurityCode>) -> Result<(), String> {
     for code in codes {
-        client.all_bars(code, Period::Day, Adjust::None, 10).await.map_err(|e| format!("{code}: {e}"))?;
+        client.all_bars(code, Period::Day, Adjust::None, Some(10)).await.map_err(|e| format!("{code}: {e}"))?;
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     Ok(())

@@ -17,8 +17,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let client = Client::builder().hosts(exchange.hosts().iter().cloned()).server_count(2).build()?;
     let code = "sz000001".parse()?;
 
-    let raw = client.all_bars(code, Period::Day, Adjust::None, 10).await?;
-    let by_server = client.all_bars(code, Period::Day, Adjust::Forward, 10).await?;
+    let raw = client.all_bars(code, Period::Day, Adjust::None, Some(10)).await?;
+    let by_server = client.all_bars(code, Period::Day, Adjust::Forward, Some(10)).await?;
     let factors = client.adjustment_factors(code, None, None).await?;
     let here = adjust_locally(&raw, &factors, Adjust::Forward);
 

@@ -23,7 +23,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut codes = Vec::new();
     for market in [Market::Sz, Market::Sh] {
-        codes.extend(client.all_codes(market).await?.into_iter().map(|s| s.code));
+        codes.extend(client.all_codes(market, None).await?.into_iter().map(|s| s.code));
     }
     codes.truncate(limit.unwrap_or(codes.len()));
     let (total, started) = (codes.len(), Instant::now());
@@ -33,7 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         while tasks.len() < 16 {
             let Some(code) = queue.next() else { break };
             let client = client.clone();
-            tasks.spawn(async move { (code, client.all_bars(code, Period::Day, Adjust::None, 10).await) });
+            tasks.spawn(async move { (code, client.all_bars(code, Period::Day, Adjust::None, Some(10)).await) });
         }
         let Some(finished) = tasks.join_next().await else { break };
         let (code, series) = finished?;

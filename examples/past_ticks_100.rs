@@ -56,7 +56,7 @@ fn main() {
                 tokio::spawn(async move {
                     let mut done = Vec::new();
                     while let Some(&code) = codes.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        done.push((code, client.all_detailed_history_trades(code, date).await.unwrap()));
+                        done.push((code, client.all_detailed_history_trades(code, date, None).await.unwrap()));
                     }
                     done
                 })

@@ -30,7 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
 
-    let bars = client.bars(code, Period::Day, Adjust::None, 0, 5).await?;
+    let bars = client.bars(code, Period::Day, Adjust::None, tdx_engine::Page::new(0, 5)).await?;
     for bar in &bars {
         println!(
             "{} open {:.2} high {:.2} low {:.2} close {:.2} volume {}",
@@ -43,7 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     // The embedded exchange knows what it served: the same five bars.
-    assert_eq!(bars, exchange.truth().run(Bars::new(code, Period::Day, 0, 5)));
+    assert_eq!(bars, exchange.truth().call(Bars::new(code, Period::Day, 0, 5)));
 
     client.close().await;
     Ok(())

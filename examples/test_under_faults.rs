@@ -22,7 +22,7 @@ async fn download(client: &Client, codes: &[SecurityCode]) -> Result<Vec<Vec<Bar
     for &code in codes {
         let mut attempt = 0;
         let bars = loop {
-            match client.all_bars(code, Period::Day, Adjust::None, 10).await {
+            match client.all_bars(code, Period::Day, Adjust::None, Some(10)).await {
                 Ok(bars) => break bars,
                 Err(e) if attempt < 5 => {
                     note(format_args!("{code}: attempt {attempt}: {e}"));

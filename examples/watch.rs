@@ -38,8 +38,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let codes: Vec<SecurityCode> =
         ["sz000001", "sh600000", "bj430047"].iter().map(|c| c.parse()).collect::<Result<_, _>>()?;
-    let first = client.refresh(&codes).await?;
-    first.records.iter().for_each(show);
+    let first = client.refresh_quotes(&codes).await?;
+    first.iter().for_each(show);
 
     let request = Refresh { targets: codes.iter().map(|&c| c.into()).collect() };
     let mut pushes = client.push_stream(64);

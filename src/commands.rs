@@ -11,6 +11,7 @@ use tdx_engine::proto::limits::TRADES_PER_PAGE_MAX;
 use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay, TradeDate};
 use tdx_engine::ranking::{probe_and_save, RankingStore, Round};
 use tdx_engine::runtime::connector::TcpConnector;
+use tdx_engine::Page;
 
 use crate::output::{Cell, Table};
 use crate::{CliError, Context, Global};
@@ -40,7 +41,11 @@ pub async fn count(ctx: &Context, market: Option<Market>) -> Result<(), CliError
 }
 
 pub async fn codes(ctx: &Context, market: Market, all: bool) -> Result<(), CliError> {
-    let list = if all { ctx.client.all_codes(market).await? } else { ctx.client.codes(market, 0, 1600).await? };
+    let list = if all {
+        ctx.client.all_codes(market, None).await?
+    } else {
+        ctx.client.codes(market, Page::new(0, 1600)).await?
+    };
     let mut table = Table::new(&["code", "name", "decimals", "lot", "previous_close"]);
     for s in list {
         table.push(vec![
@@ -101,7 +106,7 @@ pub async fn bars(
         let at = u16::try_from(start + got).map_err(|_| CliError::new("--start plus --count must stay below 65536"))?;
         let want = (count - got).min(BARS_PAGE) as u16;
         let request = Bars { adjust, anchor_date, ..Bars::new(code, period, at, want) };
-        let page = ctx.client.run(request).await?;
+        let page = ctx.client.call(request).await?;
         let n = page.len() as u32;
         pages.push(page);
         got += n;
@@ -180,7 +185,7 @@ pub async fn minutes(ctx: &Context, code: SecurityCode) -> Result<(), CliError> 
 }
 
 pub async fn trades(ctx: &Context, code: SecurityCode, start: u16, count: u16) -> Result<(), CliError> {
-    let trades = ctx.client.trades(code, start, count).await?;
+    let trades = ctx.client.trades(code, Page::new(start, count)).await?;
     if trades.is_empty() {
         return Err(CliError::new(format!("no trades for {code}: unknown code, or no trading today")));
     }
@@ -216,9 +221,9 @@ pub async fn history_trades(
     all: bool,
 ) -> Result<(), CliError> {
     let trades = if all {
-        ctx.client.all_history_trades(code, date).await?
+        ctx.client.all_history_trades(code, date, None).await?
     } else {
-        ctx.client.history_trades(code, date, start, count).await?
+        ctx.client.history_trades(code, date, Page::new(start, count)).await?
     };
     if trades.is_empty() {
         return Err(CliError::new(format!(
@@ -242,9 +247,9 @@ pub async fn detailed_history_trades(
     all: bool,
 ) -> Result<(), CliError> {
     let trades = if all {
-        ctx.client.all_detailed_history_trades(code, date).await?
+        ctx.client.all_detailed_history_trades(code, date, None).await?
     } else {
-        ctx.client.detailed_history_trades(code, date, start, count.min(TRADES_PER_PAGE_MAX)).await?
+        ctx.client.detailed_history_trades(code, date, Page::new(start, count.min(TRADES_PER_PAGE_MAX))).await?
     };
     if trades.is_empty() {
         return Err(CliError::new(format!(
@@ -332,9 +337,9 @@ pub async fn category(
     all: bool,
 ) -> Result<(), CliError> {
     let rows = if all {
-        ctx.client.all_category_quotes(category).await?
+        ctx.client.all_category_quotes(category, None).await?
     } else {
-        ctx.client.run(CategoryQuotes::new(category, sort, start, count, ascending)).await?.snapshots
+        ctx.client.call(CategoryQuotes::new(category, sort, start, count, ascending)).await?.snapshots
     };
     let columns = ["code", "price", "last_close", "open", "high", "low", "total_volume", "amount", "bid1", "ask1"];
     let mut table = Table::new(&columns);
@@ -382,7 +387,7 @@ pub async fn company(ctx: &Context, code: SecurityCode, section: Option<&str>) -
 }
 
 pub async fn limits(ctx: &Context) -> Result<(), CliError> {
-    let rows = ctx.client.limits().await?;
+    let rows = ctx.client.all_special_limits(None).await?;
     let mut table = Table::new(&["code", "limit_up", "limit_down", "limit_up_milli", "limit_down_milli"]);
     for r in &rows {
         let code = r.code().map_or_else(|| format!("{}:{:06}", r.market_id, r.code_num), |c| c.to_string());
@@ -398,7 +403,7 @@ pub async fn limits(ctx: &Context) -> Result<(), CliError> {
 }
 
 pub async fn delisted(ctx: &Context, code: SecurityCode) -> Result<(), CliError> {
-    let bars = ctx.client.all_delisted_bars(code).await?;
+    let bars = ctx.client.all_delisted_bars(code, None).await?;
     if bars.is_empty() {
         return Err(CliError::new(format!("no delisted bars for {code}: not a delisted security")));
     }
@@ -462,22 +467,21 @@ fn refresh_row(r: &RefreshRecord) -> Vec<Cell> {
 const WATCH_COLUMNS: &[&str] = &["code", "price", "open", "high", "low", "volume", "bid1", "ask1", "time"];
 
 pub async fn watch(ctx: &Context, codes: &[SecurityCode]) -> Result<(), CliError> {
-    let first = ctx.client.refresh(codes).await?;
+    let first = ctx.client.refresh_quotes(codes).await?;
     let request = Refresh { targets: codes.iter().map(|&c| RefreshTarget::from(c)).collect() };
     let mut table = Table::new(WATCH_COLUMNS);
-    for r in &first.records {
+    for r in &first {
         table.push(refresh_row(r));
     }
     let mut out = std::io::stdout();
     table.write_stream(ctx.format, true, &mut out.lock())?;
     out.flush()?;
     loop {
-        let pushes = ctx.client.next_pushes(256).await;
+        let Some(pushes) = ctx.client.recv_pushes(256).await else {
+            return Err(CliError::new("the engine closed"));
+        };
         if let Some(total) = pushes.overflow_total {
             eprintln!("warning: {total} pushes dropped so far (reading too slowly)");
-        }
-        if pushes.frames.is_empty() {
-            return Err(CliError::new("the engine closed"));
         }
         let mut table = Table::new(WATCH_COLUMNS);
         for frame in &pushes.frames {
@@ -503,7 +507,7 @@ pub async fn rank(global: &Global) -> Result<(), CliError> {
             RankingStore::default_location(),
         ),
     };
-    let endpoints: Vec<_> = candidates.iter().filter_map(|h| tdx_engine::ranking::parse_endpoint(h)).collect();
+    let endpoints: Vec<_> = candidates.iter().filter_map(|h| h.parse::<tdx_engine::Endpoint>().ok()).collect();
     let connector = std::sync::Arc::new(TcpConnector::default());
     let timeout = global.timeout().min(std::time::Duration::from_secs(2));
     // Judged by data, as the engine's canary judges: handshake, Shenzhen's

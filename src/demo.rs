@@ -109,7 +109,7 @@ async fn store_demo(
     let mut codes = Vec::new();
     if let Some(limit) = limit {
         for market in [Market::Sz, Market::Sh] {
-            codes.extend(client.all_codes(market).await?.into_iter().map(|s| s.code));
+            codes.extend(client.all_codes(market, None).await?.into_iter().map(|s| s.code));
         }
         codes.truncate(limit);
     }
@@ -147,7 +147,7 @@ async fn download(
 ) -> Result<(Table, bool), CliError> {
     let mut codes: Vec<SecurityCode> = Vec::new();
     for market in [Market::Sz, Market::Sh] {
-        codes.extend(client.all_codes(market).await?.into_iter().map(|s| s.code));
+        codes.extend(client.all_codes(market, None).await?.into_iter().map(|s| s.code));
     }
     let listed = codes.len();
     if let Some(limit) = limit {
@@ -253,7 +253,7 @@ async fn fetch_and_check(client: &Client, market: &SimMarket, code: SecurityCode
     let mut start: u16 = 0;
     loop {
         let sent = Instant::now();
-        let page = client.bars(code, Period::Day, Adjust::None, start, PAGE).await;
+        let page = client.bars(code, Period::Day, Adjust::None, tdx_engine::Page::new(start, PAGE)).await;
         let us = u32::try_from(sent.elapsed().as_micros()).unwrap_or(u32::MAX);
         tally.requests.fetch_add(1, Ordering::Relaxed);
         tally.latencies_us.lock().unwrap_or_else(|e| e.into_inner()).push(us);

@@ -280,15 +280,14 @@ impl From<std::io::Error> for CliError {
     }
 }
 
+/// One `--hosts` entry: `IP:PORT` ([`Endpoint`](tdx_engine::Endpoint)'s
+/// parser; the CLI connects by address, so a name is refused here).
 fn parse_host(s: &str) -> Result<String, String> {
-    let s = s.trim();
-    let (host, port) = s.rsplit_once(':').ok_or_else(|| format!("{s:?} is not IP:PORT"))?;
-    port.parse::<u16>().map_err(|_| format!("{s:?}: bad port {port:?}"))?;
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse::<std::net::IpAddr>()
-        .map_err(|_| format!("{s:?}: {host:?} is not an IP address"))?;
-    Ok(s.to_owned())
+    let endpoint: tdx_engine::Endpoint = s.parse().map_err(|e: tdx_engine::EndpointError| e.to_string())?;
+    if endpoint.ip().is_none() {
+        return Err(format!("{s:?}: {:?} is not an IP address", endpoint.host));
+    }
+    Ok(endpoint.to_string())
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {

@@ -124,7 +124,7 @@ async fn page(
         return Ok(Vec::new());
     };
     tally.requests.fetch_add(1, Ordering::Relaxed);
-    Ok(client.bars(code, period, Adjust::None, start, count).await?)
+    Ok(client.bars(code, period, Adjust::None, tdx_engine::Page::new(start, count)).await?)
 }
 
 /// `old` brought up to date: the server's bars after its second-to-last
@@ -304,7 +304,7 @@ async fn securities(ctx: &Context, args: &SyncArgs, tally: &Tally) -> Result<Vec
     }
     let mut out = Vec::new();
     for &market in &args.markets {
-        let list = ctx.client.all_codes(market).await?;
+        let list = ctx.client.all_codes(market, None).await?;
         tally.requests.fetch_add(list.len() as u64 / 1600 + 1, Ordering::Relaxed);
         out.extend(list.into_iter().map(|s| (s.code, s.code.category() == Category::AShare)));
     }

@@ -240,7 +240,7 @@ fn bad_input_gives_one_clear_line() {
     assert!(fails(&["quote", "sz999999", "--local"], 1).contains("does not know this code"));
     assert!(fails(&["bars", "sz000001", "--period", "7m", "--local"], 2).contains("unknown period"));
     assert!(fails(&["bars", "sz999999", "--local"], 1).contains("no bars for sz999999"));
-    assert!(fails(&["--hosts", "nonsense", "count"], 2).contains("not IP:PORT"));
+    assert!(fails(&["--hosts", "nonsense", "count"], 2).contains("not HOST:PORT"));
     assert!(fails(&["--hosts", "127.0.0.1:70000", "count"], 2).contains("bad port"));
     assert!(fails(&["--hosts", "example.com:7709", "count"], 2).contains("not an IP address"));
     assert!(fails(&["count", "--market", "hk", "--local"], 2).contains("unknown market"));

@@ -97,7 +97,7 @@ async fn connect_bounds_hold_on_the_server_side() {
         .unwrap();
     let calls = (0..48).map(|_| {
         let client = client.clone();
-        tokio::spawn(async move { client.call(count_request()).await.unwrap() })
+        tokio::spawn(async move { client.call_raw(count_request()).await.unwrap() })
     });
     for call in calls {
         assert_eq!(call.await.unwrap(), respond(&market, 0, &count_request()));
@@ -132,7 +132,7 @@ async fn a_dead_protocol_is_rejected_by_its_canary() {
     }
     let client = Client::builder().hosts(hosts).server_count(2).connections_per_server(3).build().unwrap();
     for _ in 0..12 {
-        assert_eq!(client.call(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
+        assert_eq!(client.call_raw(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
     }
     // Diagnostics are a snapshot refreshed every 25 ms.
     let d =
@@ -170,7 +170,7 @@ async fn the_next_start_uses_the_saved_ranking_and_refreshes_it() {
     };
     // First start: nothing saved, so it probes first.
     let first = start();
-    assert_eq!(first.call(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
+    assert_eq!(first.call_raw(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
     // Diagnostics are a snapshot refreshed every 25 ms: wait for the probe's.
     diagnostics_when(&first, Duration::from_secs(2), |d| d.ranking.is_some()).await;
     tokio::time::sleep(Duration::from_millis(60)).await;
@@ -188,7 +188,7 @@ async fn the_next_start_uses_the_saved_ranking_and_refreshes_it() {
     let d = second.diagnostics();
     assert_eq!(d.supervisor.endpoints.last().unwrap(), &closed, "started on the saved order");
     assert_eq!(d.supervisor.endpoints[0], saved.servers[0].host);
-    assert_eq!(second.call(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
+    assert_eq!(second.call_raw(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
     let d = diagnostics_when(&second, Duration::from_secs(2), |d| d.ranking.is_some()).await;
     assert!(d.ranking.is_some(), "the background probe reported");
     second.close().await;

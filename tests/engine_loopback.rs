@@ -101,7 +101,7 @@ async fn check_pool_on(server_count: usize, per_server: usize, workers: usize, f
     let calls = (0..4).flat_map(|_| requests.iter().cloned()).map(|r| {
         let client = client.clone();
         async move {
-            let reply = client.call(r.clone()).await;
+            let reply = client.call_raw(r.clone()).await;
             (r, reply)
         }
     });
@@ -177,10 +177,10 @@ async fn cancellations_and_timeouts_lose_nothing_else() {
         async move {
             if i % 3 == 0 {
                 // Dropped while queued or sent.
-                let _ = tokio::time::timeout(Duration::from_micros(500 * (i % 7)), client.call(request)).await;
+                let _ = tokio::time::timeout(Duration::from_micros(500 * (i % 7)), client.call_raw(request)).await;
                 None
             } else {
-                Some(client.call(request).await)
+                Some(client.call_raw(request).await)
             }
         }
     });
@@ -264,7 +264,7 @@ async fn a_faulty_server_costs_only_its_requests() {
         (0..150).map(|i| Bars::new(code("sh600000"), Period::Day, (i % 5) * 800, 800).into()).collect();
     let calls = requests.iter().cloned().map(|r| {
         let client = client.clone();
-        async move { (r.clone(), client.call(r).await) }
+        async move { (r.clone(), client.call_raw(r).await) }
     });
     for (request, result) in join_all(calls).await {
         match result {
@@ -292,7 +292,7 @@ async fn push_flood_stays_bounded_and_reports_overflow() {
         .push_queue(64, 128 * 1024)
         .build()
         .unwrap();
-    client.refresh(&[code("sz000001")]).await.unwrap();
+    client.refresh_quotes(&[code("sz000001")]).await.unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let d = client.diagnostics();
     assert!(d.supervisor.push_bytes <= 128 * 1024 && d.supervisor.push_frames <= 64);
@@ -373,8 +373,8 @@ async fn capital_changes_complete_prefix_replies() {
     assert_eq!(finance.len(), stocks.len());
     assert_eq!(finance[7], s.market.finance(s.market.listing(stocks[7]).unwrap()));
     let factors = client.adjustment_factors(stocks[0], None, None).await.unwrap();
-    let raw = client.all_bars(stocks[0], Period::Day, Adjust::None, 10).await.unwrap();
-    let qfq = client.all_bars(stocks[0], Period::Day, Adjust::Forward, 10).await.unwrap();
+    let raw = client.all_bars(stocks[0], Period::Day, Adjust::None, Some(10)).await.unwrap();
+    let qfq = client.all_bars(stocks[0], Period::Day, Adjust::Forward, Some(10)).await.unwrap();
     assert_eq!(tdx_engine::adjust::adjust_locally(&raw, &factors, Adjust::Forward), qfq, "local equals server");
     let blocking = client.blocking();
     let blocks_again = tokio::task::spawn_blocking(move || blocking.capital_changes(&stocks)).await.unwrap().unwrap();
@@ -412,22 +412,54 @@ async fn capital_changes_without_any_block_are_an_error() {
     client.close().await;
 }
 
+/// Why: a blocking call on a thread that drives an async runtime would
+/// stall that runtime; it panics at once with a message saying what to do
+/// (reqwest's rule), while `spawn_blocking` threads may block.
+#[test]
+fn the_blocking_client_refuses_to_run_inside_an_async_runtime() {
+    let s = servers(1, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(1).build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let blocking = client.blocking();
+    let inside = runtime
+        .block_on(async { std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| blocking.count(Exchange::Sh))) });
+    let message = *inside.expect_err("a blocking call inside a runtime panics").downcast::<String>().unwrap();
+    assert!(message.contains("inside an async runtime") && message.contains("spawn_blocking"), "{message}");
+    // A composite call is refused the same way.
+    let inside = runtime.block_on(async {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| blocking.all_codes(Exchange::Sh, Some(1))))
+    });
+    assert!(inside.is_err());
+    let allowed = runtime.block_on(async move {
+        tokio::task::spawn_blocking(move || blocking.count(Exchange::Sh)).await.expect("no panic")
+    });
+    assert_eq!(allowed.unwrap() as usize, s.market.listings(Exchange::Sh).len());
+}
+
+/// Why: a cancel flag set while the request is on the wire ends the call
+/// with `Cancelled`. The reply is held back for an hour once the first
+/// call is answered, so only the flag can end the second one: no clock in
+/// the assertion.
 #[test]
 fn blocking_facade_and_cancel_flag() {
-    let s = servers(1, |_| Faults { latency: Duration::from_millis(300), ..Default::default() });
+    let s = servers(1, |_| Faults::default());
     let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(1).build().unwrap();
     let blocking = client.blocking();
     assert_eq!(blocking.count(Exchange::Sh).unwrap() as usize, s.market.listings(Exchange::Sh).len());
+    s.handles[0].faults().set(Faults { latency: Duration::from_secs(3600), ..Default::default() });
     let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let cancellable = client.blocking().with_cancel_flag(flag.clone());
+    let before = s.handles[0].requests();
+    let server = s.handles[0].clone();
     let setter = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(50));
+        // Set the flag once the server holds the request.
+        while server.requests() == before {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         flag.store(true, std::sync::atomic::Ordering::Relaxed);
     });
-    let started = std::time::Instant::now();
     assert!(matches!(cancellable.count(Exchange::Sz), Err(Error::Request(RequestError::Cancelled))));
     setter.join().unwrap();
-    assert!(started.elapsed() < Duration::from_millis(290), "cancelled before the reply");
 }
 
 #[test]
@@ -635,7 +667,7 @@ async fn per_worker_migrates_a_hot_slot_and_keeps_serving() {
             let deadline = tokio::time::Instant::now() + Duration::from_millis(800);
             let mut calls = 0;
             while tokio::time::Instant::now() < deadline {
-                assert_eq!(pins[p].call(request.clone()).await.unwrap(), want);
+                assert_eq!(pins[p].call_raw(request.clone()).await.unwrap(), want);
                 calls += 1;
             }
             calls
@@ -651,7 +683,7 @@ async fn per_worker_migrates_a_hot_slot_and_keeps_serving() {
     assert!(now_on.iter().any(|w| *w != Some(hot_worker)), "{now_on:?}");
     // Every pin still answers after the move.
     for pin in pins.iter() {
-        assert_eq!(pin.call(request.clone()).await.unwrap(), want);
+        assert_eq!(pin.call_raw(request.clone()).await.unwrap(), want);
     }
     drop(pins);
     assert_eq!(client.close().await, CloseState::Closed);
@@ -664,10 +696,13 @@ async fn pushes_after_refresh_reach_a_waiting_reader() {
     let s = servers(1, |_| Faults::default());
     let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(1).build().unwrap();
     let codes = [code("sz000001"), code("sh600000")];
-    let first = client.refresh(&codes).await.unwrap();
-    assert_eq!(first.records.len(), 2);
+    let first = client.refresh_quotes(&codes).await.unwrap();
+    assert_eq!(first.len(), 2);
     let subscription = Refresh { targets: codes.iter().map(|c| (*c).into()).collect() };
-    let pushes = tokio::time::timeout(Duration::from_secs(3), client.next_pushes(16)).await.expect("a push arrives");
+    let pushes = tokio::time::timeout(Duration::from_secs(3), client.recv_pushes(16))
+        .await
+        .expect("a push arrives")
+        .expect("the engine is open");
     assert!(pushes.overflow_total.is_none());
     assert!(!pushes.frames.is_empty());
     for frame in &pushes.frames {
@@ -689,9 +724,9 @@ async fn pushes_after_refresh_reach_a_waiting_reader() {
     client.close().await;
     let end = std::future::poll_fn(|cx| futures_core::Stream::poll_next(std::pin::Pin::new(&mut stream), cx)).await;
     assert!(end.is_none(), "the stream ends when the engine closes");
-    // After close a reader returns at once.
-    let after = tokio::time::timeout(Duration::from_secs(1), client.next_pushes(1)).await;
-    assert!(after.is_ok(), "a closed engine does not keep push readers waiting");
+    // After close a reader returns at once, with `None` (tokio's `recv` convention).
+    let after = tokio::time::timeout(Duration::from_secs(1), client.recv_pushes(1)).await;
+    assert!(after.expect("a closed engine does not keep push readers waiting").is_none());
 }
 
 /// Why: with one worker the driver runs on it by default; dropping the
@@ -730,12 +765,12 @@ async fn a_stalling_server_costs_only_its_requests() {
     let want = respond(&s.market, 0, &request);
     // Every connection up first, then server 0 starts stalling every request.
     for _ in 0..20 {
-        client.call(request.clone()).await.unwrap();
+        client.call_raw(request.clone()).await.unwrap();
     }
     s.handles[0].faults().set(Faults { stall_per_mille: 1000, stall: Duration::from_secs(5), ..Default::default() });
     let calls = (0..100).map(|_| {
         let (client, request) = (client.clone(), request.clone());
-        async move { client.call(request).await }
+        async move { client.call_raw(request).await }
     });
     let (mut ok, mut timed_out) = (0, 0);
     for result in join_all(calls).await {
@@ -761,7 +796,7 @@ async fn pool_size_alone_spreads_over_the_servers() {
     let request: Request = SecurityCount { market: Exchange::Sz, client_date: 0 }.into();
     let calls = (0..30).map(|_| {
         let (client, request) = (client.clone(), request.clone());
-        async move { client.call(request).await.unwrap() }
+        async move { client.call_raw(request).await.unwrap() }
     });
     for reply in join_all(calls).await {
         assert_eq!(reply, respond(&s.market, 0, &request));
@@ -786,7 +821,7 @@ async fn refresh_ranking_probes_saves_and_reports() {
     hosts.extend(s.hosts.clone());
     let client =
         Client::builder().hosts(hosts).server_count(2).connections_per_server(1).ranking_file(&file).build().unwrap();
-    let ranking = client.refresh_ranking().await;
+    let ranking = client.refresh_ranking().await.expect("saved");
     assert_eq!(ranking.servers.len(), 3);
     assert_eq!(ranking.servers[2].host, dead, "the dead server ranks last");
     assert_eq!(ranking.servers[2].consecutive_failures, 1);
@@ -796,6 +831,22 @@ async fn refresh_ranking_probes_saves_and_reports() {
     assert_eq!(d.ranking.as_ref(), Some(&ranking.servers));
     client.close().await;
     let _ = std::fs::remove_dir_all(dir);
+    // A ranking that cannot be saved (its directory would be inside a
+    // file) is reported, and still in use.
+    let blocked = std::env::temp_dir().join(format!("tdx-engine-ranking-file-{}", std::process::id()));
+    std::fs::write(&blocked, b"not a directory").unwrap();
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(1)
+        .ranking_file(blocked.join("ranking.json"))
+        .build()
+        .unwrap();
+    let failed = client.refresh_ranking().await.expect_err("the save fails");
+    assert_eq!(failed.ranking.servers.len(), 2);
+    assert!(failed.to_string().contains("cannot save the ranking"), "{failed}");
+    client.close().await;
+    let _ = std::fs::remove_file(blocked);
 }
 
 /// `history_trades_many`: a whole past day's ticks for 100 codes, each
@@ -841,10 +892,11 @@ fn detailed_ticks_sparkline_and_aux_through_the_blocking_facade() {
     for c in ["sz000001", "sh510300"] {
         let l = m.listing(code(c)).unwrap();
         for date in [m.history_dates()[4], m.today()] {
-            let got = blocking.all_detailed_history_trades(code(c), TradeDate::new(date)).unwrap();
+            let got = blocking.all_detailed_history_trades(code(c), TradeDate::new(date), None).unwrap();
             assert_eq!(got, m.detailed_history_trades(l, date).unwrap(), "{c} {date}");
             assert!(got.len() > 100, "{c} {date}");
-            let newest = blocking.detailed_history_trades(code(c), TradeDate::new(date), 0, 100).unwrap();
+            let newest =
+                blocking.detailed_history_trades(code(c), TradeDate::new(date), tdx_engine::Page::new(0, 100)).unwrap();
             assert_eq!(newest[..], got[got.len() - 100..], "{c} {date}: start 0 is the newest page");
         }
         let series = blocking.sparkline(code(c)).unwrap();
@@ -854,7 +906,10 @@ fn detailed_ticks_sparkline_and_aux_through_the_blocking_facade() {
         }
     }
     let past = TradeDate::new(m.history_dates()[4]);
-    assert_eq!(blocking.detailed_history_trades(code("sz999999"), past, 0, 10).unwrap(), Vec::new());
+    assert_eq!(
+        blocking.detailed_history_trades(code("sz999999"), past, tdx_engine::Page::new(0, 10)).unwrap(),
+        Vec::new()
+    );
 }
 
 /// A board file downloaded by the engine (0x02c5, then 0x06b9 chunks on one
@@ -880,7 +935,7 @@ async fn board_files_download_byte_identical() {
         .map(|at| {
             let client = client.clone();
             tokio::spawn(
-                async move { client.run(FileRead::new("block_gn.dat", at as u32, FILE_CHUNK_BYTES_MAX)).await },
+                async move { client.call(FileRead::new("block_gn.dat", at as u32, FILE_CHUNK_BYTES_MAX)).await },
             )
         })
         .collect();

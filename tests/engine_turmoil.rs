@@ -47,14 +47,14 @@ fn engine_serves_inside_turmoil() {
         ];
         for _ in 0..3 {
             for request in &requests {
-                let reply = client.call(request.clone()).await.expect("reply");
+                let reply = client.call_raw(request.clone()).await.expect("reply");
                 assert_eq!(reply, respond(&market, 0, request));
             }
         }
         // Simulated minutes pass (much faster than real ones): deadlines and
         // heartbeats run on the simulation's clock, not the wall clock.
         tokio::time::sleep(Duration::from_secs(65)).await;
-        let reply = client.call(requests[0].clone()).await.expect("reply after idling");
+        let reply = client.call_raw(requests[0].clone()).await.expect("reply after idling");
         assert_eq!(reply, respond(&market, 0, &requests[0]));
         assert!(client.diagnostics().supervisor.counters.heartbeats >= 4, "idle connections sent heartbeats");
         assert_eq!(client.close().await, CloseState::Closed);
@@ -116,7 +116,7 @@ fn first_start_probes_by_data_and_picks_the_fastest_good_servers() {
             .expect("engine starts");
         let request: Request = SecurityCount { market: Exchange::Sz, client_date: 0 }.into();
         for _ in 0..8 {
-            assert_eq!(client.call(request.clone()).await.expect("reply"), respond(&market_c, 0, &request));
+            assert_eq!(client.call_raw(request.clone()).await.expect("reply"), respond(&market_c, 0, &request));
         }
         let diagnostics = client.diagnostics();
         let sup = &diagnostics.supervisor;
@@ -215,7 +215,7 @@ fn explicit_hosts_the_data_canary_passes_over_bad_servers() {
         ];
         for _ in 0..6 {
             for request in &requests {
-                let reply = client.call(request.clone()).await.expect("reply");
+                let reply = client.call_raw(request.clone()).await.expect("reply");
                 assert_eq!(reply, respond(&market_c, 0, request), "never an empty answer");
             }
         }
@@ -282,7 +282,7 @@ fn a_server_turning_empty_mid_run_is_demoted_and_no_caller_sees_its_empty_answer
             let mut calls = tokio::task::JoinSet::new();
             for request in requests.iter().cloned() {
                 let client = client.clone();
-                calls.spawn(async move { (client.call(request.clone()).await, request) });
+                calls.spawn(async move { (client.call_raw(request.clone()).await, request) });
             }
             while let Some(done) = calls.join_next().await {
                 let (reply, request) = done.expect("a call task");
@@ -367,7 +367,7 @@ fn a_background_probe_finding_a_faster_server_moves_the_pool_with_zero_failed_ca
             let mut calls = tokio::task::JoinSet::new();
             for _ in 0..3 {
                 let (client, request) = (client.clone(), request.clone());
-                calls.spawn(async move { client.call(request).await });
+                calls.spawn(async move { client.call_raw(request).await });
             }
             while let Some(done) = calls.join_next().await {
                 match done.expect("a call task") {

@@ -1,6 +1,8 @@
-//! The public API's error type.
+//! The public API's error type, with the questions a caller branches on
+//! (`is_timeout`, `is_pool_busy`, ...) so that matching on nested variants
+//! is never needed for the common cases.
 
-use crate::supervisor::{ConfigError, RequestError};
+use crate::supervisor::{ConfigError, RequestError, SlotError};
 
 /// Why a client call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -24,4 +26,74 @@ pub enum Error {
         /// What did not match.
         reason: String,
     },
+    /// The engine broke one of its own rules (for example it answered a
+    /// request with another command's reply). Not the caller's fault, nor
+    /// the server's: please report it.
+    #[error("engine bug: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// The call's deadline passed (queued, connecting, or awaiting the reply).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Request(RequestError::TimedOut))
+    }
+
+    /// The engine refused the call at once because its admission queue is
+    /// full; retry later or raise `max_pending_requests`.
+    pub fn is_pool_busy(&self) -> bool {
+        matches!(self, Self::Request(RequestError::PoolBusy))
+    }
+
+    /// The engine is closing or closed; no call will succeed again.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Self::Request(RequestError::Closed))
+    }
+
+    /// A server broke the protocol: a reply that did not parse, a byte
+    /// stream that broke framing, or a downloaded file that is not what its
+    /// metadata said.
+    pub fn is_protocol(&self) -> bool {
+        matches!(
+            self,
+            Self::Request(RequestError::BadReply(_) | RequestError::ConnectionLost(SlotError::Protocol(_)))
+                | Self::BadFile { .. }
+        )
+    }
+
+    /// The connection carrying the call could not be opened: the TCP
+    /// connect failed or timed out, the handshake failed, or the server
+    /// does not serve this client.
+    pub fn is_connect(&self) -> bool {
+        matches!(
+            self,
+            Self::Request(RequestError::ConnectionLost(
+                SlotError::Connect(_) | SlotError::Handshake(_) | SlotError::Mismatch(_)
+            ))
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_question_picks_its_errors() {
+        let all = [
+            Error::Request(RequestError::TimedOut),
+            Error::Request(RequestError::PoolBusy),
+            Error::Request(RequestError::Closed),
+            Error::Request(RequestError::BadReply("x".into())),
+            Error::Request(RequestError::ConnectionLost(SlotError::Connect("refused".into()))),
+            Error::Request(RequestError::ConnectionLost(SlotError::PeerClosed)),
+            Error::Internal("x".into()),
+        ];
+        let pick = |f: fn(&Error) -> bool| all.iter().map(f).collect::<Vec<_>>();
+        assert_eq!(pick(Error::is_timeout), [true, false, false, false, false, false, false]);
+        assert_eq!(pick(Error::is_pool_busy), [false, true, false, false, false, false, false]);
+        assert_eq!(pick(Error::is_closed), [false, false, true, false, false, false, false]);
+        assert_eq!(pick(Error::is_protocol), [false, false, false, true, false, false, false]);
+        assert_eq!(pick(Error::is_connect), [false, false, false, false, true, false, false]);
+    }
 }

@@ -20,7 +20,9 @@
 pub mod adjust;
 pub mod budget;
 #[cfg(not(loom))]
-mod client;
+pub mod client;
+#[cfg(not(loom))]
+mod endpoint;
 mod error;
 pub mod mutants;
 pub mod proto;
@@ -35,12 +37,18 @@ mod sync;
 
 #[cfg(not(loom))]
 pub use client::{
-    BlockingClient, Client, ClientBuilder, Pinned, PushStream, Pushes, BLOCKING_WAKE, CAPITAL_CHANGES_BATCH,
-    CATEGORY_PAGE_ROWS, HISTORY_TRADES_LANES, PUBLIC_RATE_CAP_PER_SEC,
+    BlockingClient, Client, ClientBuilder, CommandInfo, Listed, Page, PageOrder, Paged, Paging, Pinned, PushStream,
+    Pushes, RankingSaveError, BLOCKING_WAKE, CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, COMMANDS, COMPOSITES,
+    HISTORY_TRADES_LANES, PUBLIC_RATE_CAP_PER_SEC,
 };
-pub use error::Error;
 #[cfg(not(loom))]
-pub use runtime::{DriverPlacement, EngineDiagnostics, RuntimeFlavor};
+pub use endpoint::{EndpointError, EndpointProblem};
+pub use error::Error;
+pub use proto::{Reply, Request};
+#[cfg(not(loom))]
+pub use runtime::{DriverPlacement, EngineDiagnostics, PushFrame, RuntimeFlavor};
+// The types a caller matches on or names, at the root.
+pub use supervisor::{CloseState, ConfigError, Endpoint, PinId, RequestError, SlotError, SlotId};
 
 #[cfg(any(test, feature = "testing"))]
 mod test_support;

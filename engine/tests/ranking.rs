@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tdx_engine::ranking::{parse_endpoint, probe, Ranking, RankingStore};
+use tdx_engine::ranking::{probe, Ranking, RankingStore};
 use tdx_engine::runtime::connector::{Connector, TcpConnector};
 use tdx_engine::supervisor::Endpoint;
 
@@ -35,13 +35,13 @@ async fn probes_rank_reachable_servers_first_within_the_bound() {
     let mut candidates = Vec::new();
     for _ in 0..5 {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        candidates.push(parse_endpoint(&l.local_addr().unwrap().to_string()).unwrap());
+        candidates.push(l.local_addr().unwrap().to_string().parse().unwrap());
         listeners.push(l);
     }
     // Two closed ports: bound, then released.
     for _ in 0..2 {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        candidates.insert(0, parse_endpoint(&l.local_addr().unwrap().to_string()).unwrap());
+        candidates.insert(0, l.local_addr().unwrap().to_string().parse().unwrap());
     }
     let connector = Arc::new(Counting {
         inner: TcpConnector::default(),
@@ -83,7 +83,7 @@ fn ranking(order: &[u16]) -> Ranking {
         .iter()
         .enumerate()
         .map(|(i, p)| tdx_engine::ranking::ProbeResult {
-            endpoint: parse_endpoint(&format!("127.0.0.1:{p}")).unwrap(),
+            endpoint: format!("127.0.0.1:{p}").parse().unwrap(),
             latency: Some(Duration::from_millis(1 + i as u64)),
             rejected: None,
         })

@@ -3,7 +3,7 @@
 //! is computed by the same code the server answers with.
 //!
 //! [`Truth`] asks the same questions in process: [`Truth::answer`] gives
-//! exactly what `tdx-sim truth` prints, and [`Truth::run`] gives the typed
+//! exactly what `tdx-sim truth` prints, and [`Truth::call`] gives the typed
 //! reply a reference server sends for any command, to compare with what a
 //! [`Client`](tdx_engine::Client) returned.
 //!
@@ -13,7 +13,7 @@
 //! use tdx_sim::truth::Truth;
 //!
 //! let truth = Truth::new(1);
-//! let count = truth.run(SecurityCount { market: Exchange::Sz, client_date: 0 });
+//! let count = truth.call(SecurityCount { market: Exchange::Sz, client_date: 0 });
 //! let json = truth.query(["count", "sz"]).unwrap();
 //! assert_eq!(json["count"], u64::from(count));
 //! ```
@@ -73,9 +73,9 @@ impl Truth {
         respond(&self.market, 0, request)
     }
 
-    /// The typed reply to `command`: what `Client::run(command)` returns
+    /// The typed reply to `command`: what `Client::call(command)` returns
     /// from a healthy server.
-    pub fn run<C: TypedCommand>(&self, command: C) -> C::Reply {
+    pub fn call<C: TypedCommand>(&self, command: C) -> C::Reply {
         let request: Request = command.into();
         let name = request.name();
         C::take_reply(self.reply(&request)).unwrap_or_else(|| panic!("the responder answers {name} with its own reply"))
@@ -88,7 +88,7 @@ impl Truth {
         let mut pages = Vec::new();
         let mut start = 0u16;
         loop {
-            let page = self.run(Bars { adjust, ..Bars::new(code, period, start, 800) });
+            let page = self.call(Bars { adjust, ..Bars::new(code, period, start, 800) });
             if page.is_empty() {
                 break;
             }

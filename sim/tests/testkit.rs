@@ -20,7 +20,7 @@ async fn download(client: Client) -> Result<Vec<usize>, String> {
     for c in ["sz000001", "sh600000", "bj430047"] {
         let mut last = None;
         for _ in 0..8 {
-            match client.all_bars(code(c), Period::Day, Adjust::None, 3).await {
+            match client.all_bars(code(c), Period::Day, Adjust::None, Some(3)).await {
                 Ok(bars) => {
                     last = Some(bars.len());
                     break;
@@ -69,7 +69,7 @@ fn a_failing_seed_is_reported_and_replays() {
     let exchange = SimExchange::builder().servers(2).swarm(Duration::from_secs(2));
     let naive = |client: Client| async move {
         for _ in 0..10 {
-            let bars = client.bars(code("sz000001"), Period::Day, Adjust::None, 0, 800).await;
+            let bars = client.bars(code("sz000001"), Period::Day, Adjust::None, tdx_engine::Page::new(0, 800)).await;
             assert!(bars.is_ok(), "a page failed: {bars:?}");
             tokio::time::sleep(Duration::from_millis(150)).await;
         }
@@ -112,9 +112,10 @@ async fn a_local_exchange_serves_the_truth_on_loopback() {
     let client = exchange.client().expect("a client");
     let truth = exchange.truth();
     let count = client.count(Exchange::Sh).await.expect("count");
-    assert_eq!(count, truth.run(SecurityCount { market: Exchange::Sh, client_date: 0 }));
-    let bars = client.bars(code("sh600000"), Period::Day, Adjust::Forward, 0, 300).await.expect("bars");
-    assert_eq!(bars, truth.run(Bars { adjust: Adjust::Forward, ..Bars::new(code("sh600000"), Period::Day, 0, 300) }));
+    assert_eq!(count, truth.call(SecurityCount { market: Exchange::Sh, client_date: 0 }));
+    let bars =
+        client.bars(code("sh600000"), Period::Day, Adjust::Forward, tdx_engine::Page::new(0, 300)).await.expect("bars");
+    assert_eq!(bars, truth.call(Bars { adjust: Adjust::Forward, ..Bars::new(code("sh600000"), Period::Day, 0, 300) }));
     exchange.faults(0).set(FaultKind::RefuseConnections.into());
     exchange.faults(1).set(FaultKind::RefuseConnections.into());
     client.close().await;

@@ -39,16 +39,7 @@ pub fn bundled_candidates() -> Vec<Endpoint> {
         hosts: Vec<String>,
     }
     let bundled: Bundled = serde_json::from_str(BUNDLED_HOSTS).expect("the bundled host list is valid JSON");
-    bundled.hosts.iter().filter_map(|h| parse_endpoint(h)).collect()
-}
-
-/// Parses `HOST:PORT`.
-pub fn parse_endpoint(s: &str) -> Option<Endpoint> {
-    let (host, port) = s.rsplit_once(':')?;
-    if host.is_empty() {
-        return None;
-    }
-    Some(Endpoint::new(host, port.parse().ok()?))
+    bundled.hosts.iter().filter_map(|h| h.parse().ok()).collect()
 }
 
 /// Wall-clock milliseconds since the Unix epoch, for the ranking's records.
@@ -151,7 +142,7 @@ impl Ranking {
 
     /// Endpoints in rank order.
     pub fn ranked(&self) -> Vec<Endpoint> {
-        self.servers.iter().filter_map(|s| parse_endpoint(&s.host)).collect()
+        self.servers.iter().filter_map(|s| s.host.parse().ok()).collect()
     }
 }
 
@@ -163,7 +154,7 @@ mod tests {
 
     fn result(host: &str, ms: Option<u64>) -> ProbeResult {
         let rejected = ms.is_none().then_some(RejectReason::Unreachable);
-        ProbeResult { endpoint: parse_endpoint(host).unwrap(), latency: ms.map(Duration::from_millis), rejected }
+        ProbeResult { endpoint: host.parse().unwrap(), latency: ms.map(Duration::from_millis), rejected }
     }
 
     #[test]
@@ -193,14 +184,5 @@ mod tests {
         // A later good round moves the recovered server up again.
         r.apply_probe(&[result("127.0.0.1:3", Some(1))], 3000);
         assert_eq!(r.servers[0].host, "127.0.0.1:3");
-    }
-
-    #[test]
-    fn endpoints_parse() {
-        assert_eq!(parse_endpoint("127.0.0.1:7709"), Some(Endpoint::new("127.0.0.1", 7709)));
-        assert_eq!(parse_endpoint("[::1]:7709"), Some(Endpoint::new("[::1]", 7709)));
-        assert_eq!(parse_endpoint("nohost"), None);
-        assert_eq!(parse_endpoint(":7709"), None);
-        assert_eq!(parse_endpoint("h:port"), None);
     }
 }

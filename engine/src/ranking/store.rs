@@ -129,7 +129,7 @@ impl RankingStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ranking::{parse_endpoint, ProbeResult};
+    use crate::ranking::ProbeResult;
 
     fn temp_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("tdx-ranking-{name}-{}", std::process::id()));
@@ -144,7 +144,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, port)| ProbeResult {
-                endpoint: parse_endpoint(&format!("127.0.0.1:{port}")).unwrap(),
+                endpoint: format!("127.0.0.1:{port}").parse().unwrap(),
                 latency: Some(std::time::Duration::from_millis(1 + i as u64)),
                 rejected: None,
             })

@@ -45,10 +45,9 @@ pub enum Detach<S> {
 }
 
 fn socket_addr(endpoint: &Endpoint) -> io::Result<SocketAddr> {
-    let ip = endpoint.host.trim_start_matches('[').trim_end_matches(']');
-    let ip: std::net::IpAddr = ip
-        .parse()
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{endpoint}: host must be an IP address")))?;
+    let ip = endpoint.ip().ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, format!("{endpoint}: host must be an IP address"))
+    })?;
     if !ip.is_loopback() && loopback_only() {
         let why = format!("{endpoint}: refused, {LOOPBACK_ONLY_ENV} is set and this is not a loopback address");
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, why));

@@ -323,6 +323,8 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         .server_count(plan.server_count)
         .connections_per_server(plan.connections_per_server)
         .timeout(plan.timeout)
+        .connect_timeout(plan.timeout)
+        .heartbeat_timeout(plan.timeout)
         .raw_budget_bytes(plan.raw_budget_bytes)
         .decoded_budget_bytes(plan.decoded_budget_bytes)
         .push_queue(plan.push_queue.0, plan.push_queue.1)
@@ -364,7 +366,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
             return Err(format!("not serving {HEAL_WITHIN:?} after the heal ({streak} successes in a row)"));
         }
         let (request, kind) = request(&mut rng, plan, market);
-        let result = client.call(request.clone()).await;
+        let result = client.call_raw(request.clone()).await;
         shared.at(format_args!("healed {kind} {}", describe(&result)));
         match &result {
             Ok(reply) if *reply == respond(market, 0, &request) => streak += 1,
@@ -399,7 +401,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
     if state != CloseState::Closed {
         return Err(format!("close ended {state:?}"));
     }
-    match client.call(SecurityCount { market: Exchange::Sz, client_date: 0 }.into()).await {
+    match client.call_raw(SecurityCount { market: Exchange::Sz, client_date: 0 }.into()).await {
         Err(Error::Request(RequestError::Closed)) => {}
         other => return Err(format!("a call after close got {other:?}")),
     }
@@ -451,10 +453,10 @@ async fn history_paging(tag: &str, client: &Client, shared: &Shared, market: &Ma
     let date = TradeDate::new(dates[pick / 4 % dates.len()]);
     let Some(l) = market.listing(code) else { return };
     let (form, same) = if pick % 8 == 7 {
-        let result = client.all_detailed_history_trades(code, date).await;
+        let result = client.all_detailed_history_trades(code, date, None).await;
         ("detailed", result.map(|got| Some(got) == market.detailed_history_trades(l, date.date())))
     } else {
-        let result = client.all_history_trades(code, date).await;
+        let result = client.all_history_trades(code, date, None).await;
         ("plain", result.map(|got| Some(got) == market.history_trades(l, date.date())))
     };
     shared.at(format_args!("{tag} history paging {form} {}", if same.is_ok() { "ok" } else { "error" }));
@@ -472,7 +474,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
         let started = tokio::time::Instant::now();
         if roll < mix.light + mix.heavy {
             let (request, kind) = request(&mut rng, plan, market);
-            let result = client.call(request.clone()).await;
+            let result = client.call_raw(request.clone()).await;
             settle(shared, market, &format!("{tag} {kind}"), &request, &result, started.elapsed(), plan.timeout);
         } else if roll < mix.light + mix.heavy + mix.paging {
             // Paging: up to three pages, one after another, each its own deadline.
@@ -487,7 +489,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
             for page in 0..3u16 {
                 let request: Request = Bars::new(code, Period::Day, page * 800, 800).into();
                 let started = tokio::time::Instant::now();
-                let result = client.call(request.clone()).await;
+                let result = client.call_raw(request.clone()).await;
                 let what = format!("{tag} page {page}");
                 settle(shared, market, &what, &request, &result, started.elapsed(), plan.timeout);
                 if result.is_err() {
@@ -502,7 +504,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
                     for _ in 0..1 + rng.below(3) {
                         let (request, kind) = request(&mut rng, plan, market);
                         let started = tokio::time::Instant::now();
-                        let result = pinned.call(request.clone()).await;
+                        let result = pinned.call_raw(request.clone()).await;
                         let what = format!("{tag} pin {kind}");
                         settle(shared, market, &what, &request, &result, started.elapsed(), plan.timeout);
                     }
@@ -513,7 +515,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
             // Cancel: give up after a short while by dropping the call.
             let (request, kind) = request(&mut rng, plan, market);
             let patience = Duration::from_millis(rng.below(plan.timeout.as_millis() as u64));
-            match tokio::time::timeout(patience, client.call(request.clone())).await {
+            match tokio::time::timeout(patience, client.call_raw(request.clone())).await {
                 Ok(result) => {
                     let what = format!("{tag} {kind}");
                     settle(shared, market, &what, &request, &result, started.elapsed(), plan.timeout);
@@ -531,7 +533,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
 /// the push buffer must stay bounded and report what it dropped.
 async fn slow_push_reader(client: &Client, shared: &Shared, plan: &Plan) {
     let codes: Vec<SecurityCode> = ["sz000001", "sh600000", "bj430047"].iter().filter_map(|c| c.parse().ok()).collect();
-    let result = client.refresh(&codes).await;
+    let result = client.refresh_quotes(&codes).await;
     shared.at(format_args!("push subscribe {}", result.is_ok()));
     let mut frames = 0u64;
     let mut overflow = None;

@@ -34,7 +34,7 @@
 //!         let code = "sz000001".parse().unwrap();
 //!         // A caller that retries: garbage and a partition cost attempts, not data.
 //!         for _ in 0..20 {
-//!             if let Ok(bars) = client.bars(code, Period::Day, Adjust::None, 0, 100).await {
+//!             if let Ok(bars) = client.bars(code, Period::Day, Adjust::None, tdx_engine::Page::new(0, 100)).await {
 //!                 return Ok(bars.len());
 //!             }
 //!         }

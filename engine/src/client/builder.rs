@@ -1,0 +1,410 @@
+//! The builder: every setting with its default and its reason, checked
+//! once by `build` (a bad value is an error naming the field, never a panic
+//! later).
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Client, Inner};
+use crate::error::Error;
+use crate::proto::Request;
+use crate::ranking::{Ranking, RankingStore};
+use crate::runtime::connector::{Connector, TcpConnector};
+use crate::runtime::{start, DriverPlacement, RuntimeConfig, RuntimeFlavor};
+use crate::supervisor::{ConfigError, Endpoint, StartProbe, SupervisorConfig};
+
+/// The default request-rate cap per server for the bundled public list:
+/// 30 requests/s. tdxrs paces each connection at 15, 30 or 60 requests/s by
+/// trading session; 30 for a whole server (all of our connections to it
+/// together) stays at its middle setting whatever the pool size, far below
+/// what gets a client throttled, and still pages 800-bar history at 24 000
+/// bars/s per server.
+pub const PUBLIC_RATE_CAP_PER_SEC: u32 = 30;
+
+/// Builds a [`Client`]. Every setting has a default; bad values are refused
+/// by [`build`](Self::build) with an error naming the field.
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    hosts: Vec<String>,
+    candidates: Option<Vec<String>>,
+    canary: bool,
+    canary_probe: Vec<Request>,
+    second_opinion: bool,
+    /// `None`: the default for the servers in use; `Some(cap)`: as set.
+    rate_cap_per_sec: Option<Option<u32>>,
+    connect_concurrency: Option<usize>,
+    connects_per_host: usize,
+    max_connections_per_host: Option<usize>,
+    server_count: Option<usize>,
+    connections_per_server: Option<usize>,
+    pool_size: Option<usize>,
+    runtime_workers: Option<usize>,
+    runtime_flavor: RuntimeFlavor,
+    driver_placement: DriverPlacement,
+    timeout: Duration,
+    connect_timeout: Duration,
+    heartbeat_timeout: Duration,
+    probe_timeout: Duration,
+    heartbeat_interval: Option<Duration>,
+    max_pending_requests: usize,
+    push_frames_max: usize,
+    push_bytes_max: usize,
+    raw_budget_bytes: Option<usize>,
+    decoded_budget_bytes: Option<usize>,
+    rng_seed: u64,
+    ranking_file: Option<std::path::PathBuf>,
+    available_cpus: Option<usize>,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        let sup = SupervisorConfig::default();
+        Self {
+            hosts: Vec::new(),
+            candidates: None,
+            canary: sup.canary,
+            canary_probe: crate::supervisor::default_probe(),
+            second_opinion: true,
+            rate_cap_per_sec: None,
+            connect_concurrency: sup.connect_concurrency,
+            connects_per_host: sup.connects_per_host,
+            max_connections_per_host: sup.max_connections_per_host,
+            server_count: None,
+            connections_per_server: None,
+            pool_size: None,
+            runtime_workers: None,
+            runtime_flavor: RuntimeFlavor::Shared,
+            driver_placement: DriverPlacement::default(),
+            timeout: Duration::from_secs(8),
+            connect_timeout: sup.connect_timeout,
+            heartbeat_timeout: sup.heartbeat_timeout,
+            probe_timeout: sup.probe_timeout,
+            heartbeat_interval: sup.heartbeat_interval,
+            max_pending_requests: sup.max_pending_requests,
+            push_frames_max: sup.push_frames_max,
+            push_bytes_max: sup.push_bytes_max,
+            raw_budget_bytes: None,
+            decoded_budget_bytes: None,
+            rng_seed: 0x7d78_7709,
+            ranking_file: None,
+            available_cpus: None,
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// Explicit servers, `IP:PORT`, best first: used in this order, not
+    /// probed, and the bundled list is not looked at.
+    pub fn hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
+        self.hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+    /// Candidate servers to rank instead of the bundled public list (which
+    /// is the default when neither `hosts` nor `candidates` is given). The
+    /// saved ranking orders them; on a first start (nothing saved for them)
+    /// the engine probes them all and starts on the fastest.
+    pub fn candidates<I: IntoIterator<Item = S>, S: Into<String>>(mut self, candidates: I) -> Self {
+        self.candidates = Some(candidates.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Handshake one connection per server before opening the rest, moving
+    /// to the next ranked server when it fails (default on).
+    pub fn canary(mut self, on: bool) -> Self {
+        self.canary = on;
+        self
+    }
+    /// The probe queries a new server must answer with data before it is
+    /// used (the data canary, and the ranking probe): default Shenzhen's
+    /// security count and one daily bar of sz000001
+    /// ([`default_probe`](crate::supervisor::default_probe)); empty
+    /// accepts a server on its handshake alone. At most
+    /// [`CANARY_PROBE_STEPS_MAX`](crate::supervisor::CANARY_PROBE_STEPS_MAX).
+    pub fn canary_probe(mut self, queries: Vec<Request>) -> Self {
+        self.canary_probe = queries;
+        self
+    }
+    /// Ask a reply that is empty where data is expected once more, on
+    /// another server, before returning it, and demote a server another
+    /// contradicts (default on; needs `server_count >= 2`). The rule is in
+    /// docs/ARCHITECTURE.md, "Servers validated by data".
+    pub fn second_opinion(mut self, on: bool) -> Self {
+        self.second_opinion = on;
+        self
+    }
+    /// Requests per second sent to one server at most (all connections to
+    /// it together), or `None` for no cap. Default: off for explicit
+    /// `hosts` and `candidates`, [`PUBLIC_RATE_CAP_PER_SEC`] for the
+    /// bundled public list. A request waits for its turn within its own
+    /// deadline; `PoolBusy` is unchanged.
+    pub fn rate_cap(mut self, per_sec: Option<u32>) -> Self {
+        self.rate_cap_per_sec = Some(per_sec);
+        self
+    }
+    /// Connects in flight at once over the pool (default
+    /// `min(pool, max(4, min(2 x cpus, 32)))`).
+    pub fn connect_concurrency(mut self, n: usize) -> Self {
+        self.connect_concurrency = Some(n);
+        self
+    }
+    /// Connects in flight at once to one server (default 2).
+    pub fn connects_per_host(mut self, n: usize) -> Self {
+        self.connects_per_host = n;
+        self
+    }
+    /// Connections one server may carry, fallbacks included (default
+    /// `connections_per_server`).
+    pub fn max_connections_per_host(mut self, n: usize) -> Self {
+        self.max_connections_per_host = Some(n);
+        self
+    }
+    /// Servers used at once (default 2, at most the number of hosts).
+    pub fn server_count(mut self, n: usize) -> Self {
+        self.server_count = Some(n);
+        self
+    }
+    /// Connections per server (default 4).
+    pub fn connections_per_server(mut self, n: usize) -> Self {
+        self.connections_per_server = Some(n);
+        self
+    }
+    /// Total connections; alone, spread over `server_count` servers.
+    pub fn pool_size(mut self, n: usize) -> Self {
+        self.pool_size = Some(n);
+        self
+    }
+    /// Worker threads, `1..=pool_size` (default `min(pool_size, cores)`).
+    pub fn runtime_workers(mut self, n: usize) -> Self {
+        self.runtime_workers = Some(n);
+        self
+    }
+    /// Where slot tasks run.
+    pub fn runtime_flavor(mut self, flavor: RuntimeFlavor) -> Self {
+        self.runtime_flavor = flavor;
+        self
+    }
+    /// Where the driver runs (see [`DriverPlacement`] for the default).
+    pub fn driver_placement(mut self, placement: DriverPlacement) -> Self {
+        self.driver_placement = placement;
+        self
+    }
+    /// Deadline of every call, from admission to its reply: queueing,
+    /// connecting if no connection is ready, sending, and the reply
+    /// (default 8 s). It sets nothing else: a connection's own deadlines
+    /// are [`connect_timeout`](Self::connect_timeout),
+    /// [`heartbeat_timeout`](Self::heartbeat_timeout) and
+    /// [`probe_timeout`](Self::probe_timeout) (reqwest's convention).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+    /// Deadline for opening one connection: TCP connect, handshake and the
+    /// data canary (default 8 s). A call waiting for that connection is
+    /// still bounded by its own `timeout`.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+    /// Deadline for a heartbeat's reply on an idle connection; past it the
+    /// connection is retired (default 8 s).
+    pub fn heartbeat_timeout(mut self, timeout: Duration) -> Self {
+        self.heartbeat_timeout = timeout;
+        self
+    }
+    /// Deadline for probing one server when ranking candidates, at start
+    /// and in [`Client::refresh_ranking`] (default 2 s).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+    /// Heartbeat on idle connections (default 30 s; `None` disables).
+    pub fn heartbeat_interval(mut self, interval: Option<Duration>) -> Self {
+        self.heartbeat_interval = interval;
+        self
+    }
+    /// Requests that may wait beyond one per connection (default 256).
+    pub fn max_pending_requests(mut self, n: usize) -> Self {
+        self.max_pending_requests = n;
+        self
+    }
+    /// Push buffer bound in frames and bytes (default 65 536 and 64 MiB;
+    /// bytes at least one largest payload, 65 535).
+    pub fn push_queue(mut self, frames: usize, bytes: usize) -> Self {
+        self.push_frames_max = frames;
+        self.push_bytes_max = bytes;
+        self
+    }
+    /// Engine raw budget (default `min(pool x 320 KiB, 256 MiB)`; from
+    /// [`RAW_BUDGET_BYTES_MIN`](crate::runtime::RAW_BUDGET_BYTES_MIN), one
+    /// largest frame plus one read, to 256 MiB).
+    pub fn raw_budget_bytes(mut self, n: usize) -> Self {
+        self.raw_budget_bytes = Some(n);
+        self
+    }
+    /// Engine decoded budget (default `min(pool x 8 MiB, 2 GiB)`; from one
+    /// largest payload, 65 535 bytes, to 2 GiB).
+    pub fn decoded_budget_bytes(mut self, n: usize) -> Self {
+        self.decoded_budget_bytes = Some(n);
+        self
+    }
+    /// Where [`Client::refresh_ranking`] keeps the ranking (default:
+    /// `$TDX_ENGINE_DATA_DIR` or the platform data dir, `tdx-engine/ranking.json`).
+    pub fn ranking_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.ranking_file = Some(path.into());
+        self
+    }
+    /// Seed for the engine's random choices (slot choice, jitter).
+    pub fn rng_seed(mut self, seed: u64) -> Self {
+        self.rng_seed = seed;
+        self
+    }
+    /// CPUs the defaults are sized from: `runtime_workers`,
+    /// `connect_concurrency` and the ranking probe's concurrency (default:
+    /// the machine's available parallelism). Simulations fix it, so a seed
+    /// runs the same on any machine.
+    pub fn available_cpus(mut self, n: usize) -> Self {
+        self.available_cpus = Some(n);
+        self
+    }
+
+    fn cpus(&self) -> usize {
+        self.available_cpus.unwrap_or_else(crate::runtime::host_cpus)
+    }
+
+    fn ranking_store(&self) -> Option<RankingStore> {
+        match &self.ranking_file {
+            Some(path) => Some(RankingStore::at(path)),
+            None => RankingStore::default_location(),
+        }
+    }
+
+    /// The endpoints in the order to try, and whether to probe at start.
+    fn endpoints(&self, store: Option<&RankingStore>) -> Result<(Vec<Endpoint>, StartProbe), ConfigError> {
+        if !self.hosts.is_empty() {
+            let hosts = self.hosts.iter().map(|h| parse_host(h, "hosts")).collect::<Result<Vec<_>, _>>()?;
+            return Ok((hosts, StartProbe::Off));
+        }
+        let candidates = match &self.candidates {
+            Some(list) if list.is_empty() => {
+                return Err(ConfigError { field: "candidates", reason: "the candidate list is empty".into() })
+            }
+            Some(list) => list.iter().map(|h| parse_host(h, "candidates")).collect::<Result<Vec<_>, _>>()?,
+            None => crate::ranking::bundled_candidates(),
+        };
+        let ranking = store.map_or_else(Ranking::new, RankingStore::load);
+        let known = |e: &Endpoint| {
+            let host = e.to_string();
+            ranking.servers.iter().any(|s| s.host == host && s.last_success_unix_ms.is_some())
+        };
+        if !candidates.iter().any(known) {
+            // First start: nothing is known about these servers.
+            return Ok((candidates, StartProbe::Wait));
+        }
+        // Start on the saved order at once; probe alongside for next time.
+        let mut ordered: Vec<Endpoint> = ranking.ranked().into_iter().filter(|e| candidates.contains(e)).collect();
+        ordered.extend(candidates.into_iter().filter(|c| !ordered.contains(c)).collect::<Vec<_>>());
+        Ok((ordered, StartProbe::Background))
+    }
+
+    fn supervisor_config(&self, store: Option<&RankingStore>) -> Result<SupervisorConfig, ConfigError> {
+        let (endpoints, start_probe) = self.endpoints(store)?;
+        let server_count = self.server_count.unwrap_or(2.min(endpoints.len()));
+        let (per_server, pool_size) = match (self.pool_size, self.connections_per_server) {
+            (Some(pool), Some(per)) => {
+                if pool != server_count * per {
+                    return Err(ConfigError {
+                        field: "pool_size",
+                        reason: format!(
+                            "{pool} disagrees with server_count {server_count} x connections_per_server {per}"
+                        ),
+                    });
+                }
+                (per, None)
+            }
+            // Alone: spread as evenly as possible over the servers.
+            (Some(pool), None) => (pool.div_ceil(server_count.max(1)).max(1), Some(pool)),
+            (None, per) => (per.unwrap_or(4), None),
+        };
+        if self.timeout.is_zero() {
+            return Err(ConfigError { field: "timeout", reason: "must be positive".into() });
+        }
+        // connect, heartbeat and probe timeouts are checked by `validate`.
+        if self.available_cpus == Some(0) {
+            return Err(ConfigError { field: "available_cpus", reason: "must be at least 1".into() });
+        }
+        let config = SupervisorConfig {
+            endpoints,
+            server_count,
+            connections_per_server: per_server,
+            pool_size,
+            max_pending_requests: self.max_pending_requests,
+            connect_timeout: self.connect_timeout,
+            heartbeat_timeout: self.heartbeat_timeout,
+            heartbeat_interval: self.heartbeat_interval,
+            push_frames_max: self.push_frames_max,
+            push_bytes_max: self.push_bytes_max,
+            rng_seed: self.rng_seed,
+            canary: self.canary,
+            canary_probe: self.canary_probe.iter().cloned().map(Arc::new).collect(),
+            second_opinion: self.second_opinion,
+            rate_cap_per_sec: self.rate_cap_per_sec.unwrap_or_else(|| {
+                let public = self.hosts.is_empty() && self.candidates.is_none();
+                public.then_some(PUBLIC_RATE_CAP_PER_SEC)
+            }),
+            connect_concurrency: self.connect_concurrency,
+            connects_per_host: self.connects_per_host,
+            max_connections_per_host: self.max_connections_per_host,
+            available_cpus: self.cpus(),
+            start_probe,
+            probe_timeout: self.probe_timeout,
+            ..SupervisorConfig::default()
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Starts the engine with TCP connections.
+    pub fn build(self) -> Result<Client, Error> {
+        self.build_with(TcpConnector::default())
+    }
+
+    /// Starts the engine with another connector (for example turmoil's).
+    pub fn build_with<C: Connector>(self, connector: C) -> Result<Client, Error> {
+        let store = self.ranking_store();
+        let config = self.supervisor_config(store.as_ref())?;
+        let runtime = RuntimeConfig {
+            flavor: self.runtime_flavor.clone(),
+            driver: self.driver_placement,
+            runtime_workers: self.runtime_workers,
+            raw_budget_bytes: self.raw_budget_bytes,
+            decoded_budget_bytes: self.decoded_budget_bytes,
+            ranking_store: store.clone(),
+            cpus: config.available_cpus,
+        };
+        let clock = match &self.runtime_flavor {
+            RuntimeFlavor::External(handle) => Some(handle.clone()),
+            RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
+        };
+        let endpoints = config.endpoints.clone();
+        let config_cpus = config.available_cpus;
+        let engine = start(config, runtime, connector)?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                engine: Some(engine),
+                next_id: AtomicU64::new(1),
+                timeout: self.timeout,
+                clock,
+                endpoints,
+                store,
+                cpus: config_cpus,
+                probe_queries: self.canary_probe.clone(),
+                probe_timeout: self.probe_timeout,
+            }),
+        })
+    }
+}
+
+/// One `hosts` or `candidates` entry, parsed by [`Endpoint`]'s `FromStr`.
+fn parse_host(host: &str, field: &'static str) -> Result<Endpoint, ConfigError> {
+    host.parse().map_err(|e: crate::endpoint::EndpointError| ConfigError { field, reason: e.to_string() })
+}

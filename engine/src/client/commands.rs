@@ -1,0 +1,429 @@
+//! **The one list of commands.** Each command the typed surfaces offer is
+//! declared here once: its method name and arguments, the request it
+//! builds, what the method returns, and its paging rule; its wire name,
+//! `msg_type` and retry safety come from the codec (`proto::commands`).
+//! From this list the `commands!` macro writes the async [`Client`]'s,
+//! the [`BlockingClient`]'s and [`Pinned`]'s methods, and [`COMMANDS`], the
+//! list other surfaces (the Python bindings, the CLI) check their coverage
+//! against.
+//!
+//! Why a macro rather than a trait with generic methods: a generic
+//! `call::<Bars>(..)` already exists on every surface, but users (and the
+//! Python and CLI surfaces that mirror this one) want named methods with
+//! their own arguments and docs, and three hand-written copies of each were
+//! drifting apart (10 async, 3 blocking, 1 pinned). The macro is one
+//! `macro_rules!` of plain repetition; each entry reads like the method's
+//! signature.
+//!
+//! Adding a command: the codec (`proto::commands`, its `command_set!`
+//! line), one entry here, the sim server and truth. Nothing else in the
+//! Rust surfaces; the Python binding gets its method in the same change
+//! (`tests` below fail until the list covers every codec command).
+//!
+//! Replies are unwrapped the same way everywhere: a method returns the
+//! rows when the reply is a header plus rows (quotes, snapshots, trade
+//! pages, refresh records), else the reply itself; [`Client::call`]
+//! returns the whole reply.
+
+use super::{BlockingClient, Client, Pinned};
+use crate::adjust::AdjustmentFactors;
+use crate::error::Error;
+use crate::proto::blockfile::{Board, BoardKind};
+use crate::proto::commands::*;
+use crate::proto::limits::{BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX};
+use crate::proto::{Date, Market, SecurityCode, TradeDate};
+
+/// One page to ask for: `start` rows in (from the newest for series paged
+/// back in time, from the first row otherwise), at most `count` rows. The
+/// one paging argument of every paged method, always last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Page {
+    /// Rows to skip.
+    pub start: u16,
+    /// Most rows to return (commands whose server picks the page size,
+    /// 0x0450 and 0x0452, do not send it).
+    pub count: u16,
+}
+
+impl Page {
+    /// A page of `count` rows from `start`.
+    pub const fn new(start: u16, count: u16) -> Self {
+        Self { start, count }
+    }
+}
+
+/// Which end a paged command counts `start` from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum PageOrder {
+    /// Back from the newest row; each page is oldest first, so the pages
+    /// are joined last page first.
+    FromNewest,
+    /// From the first row; pages are joined in order.
+    FromFirst,
+}
+
+/// How a command pages. Every "all pages" helper ([`Client::all_pages`])
+/// follows the same rule: ask `rows` at `start` 0, then at `start` plus
+/// the rows received so far, until an empty page, the 16-bit `start` runs
+/// out, or the caller's page bound is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Paging {
+    /// Which end `start` counts from.
+    pub order: PageOrder,
+    /// Rows asked per page by the all-pages helper (the most the server
+    /// gives); 0 where the server picks the page size and none is sent.
+    pub rows: u16,
+}
+
+/// One command of the list, for the surfaces that mirror the Rust one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct CommandInfo {
+    /// The typed method's name on every surface (`client.bars(..)`).
+    pub method: &'static str,
+    /// The codec's command name ([`Command::NAME`]).
+    pub command: &'static str,
+    /// The command code.
+    pub msg_type: u16,
+    /// Whether the engine may resend it once after its connection fails.
+    pub retry_safe: bool,
+    /// How it pages; `None` for a one-shot command.
+    pub paging: Option<Paging>,
+}
+
+/// A command of the list: what its typed method returns.
+pub trait Listed: TypedCommand {
+    /// Its entry in [`COMMANDS`].
+    const INFO: CommandInfo;
+    /// What its typed method returns (the reply, unwrapped).
+    type Output;
+    /// Unwraps a reply the way every surface does.
+    fn output(reply: Self::Reply) -> Self::Output;
+}
+
+/// A listed command asked for in pages.
+pub trait Paged: Listed<Output = Vec<Self::Row>> {
+    /// One row of a page.
+    type Row;
+    /// Its paging rule.
+    const PAGING: Paging;
+    /// This request, asking for `page` instead.
+    fn at_page(&self, page: Page) -> Self;
+}
+
+macro_rules! commands {
+    ($(
+        $(#[doc = $doc:literal])*
+        $method:ident($($arg:ident: $ty:ty),*) -> $out:ty = $cmd:ty { $build:expr }
+            $(, rows |$r:ident| $rows:expr)?
+            $(, paged $order:ident $page_rows:expr, |$req:ident, $p:ident| $at:expr)?;
+    )+) => {
+        $(
+            impl Listed for $cmd {
+                const INFO: CommandInfo = CommandInfo {
+                    method: stringify!($method),
+                    command: <$cmd as Command>::NAME,
+                    msg_type: <$cmd as Command>::MSG_TYPE,
+                    retry_safe: <$cmd as Command>::RETRY_SAFE,
+                    paging: commands!(@paging $($order $page_rows)?),
+                };
+                type Output = $out;
+                fn output(reply: Self::Reply) -> $out {
+                    commands!(@rows reply $(, |$r| $rows)?)
+                }
+            }
+            $(
+                impl Paged for $cmd {
+                    type Row = <$out as IntoIterator>::Item;
+                    const PAGING: Paging = Paging { order: PageOrder::$order, rows: $page_rows };
+                    fn at_page(&self, page: Page) -> Self {
+                        let ($req, $p) = (self.clone(), page);
+                        $at
+                    }
+                }
+            )?
+        )+
+
+        /// Every command of the typed surfaces, in the list's order.
+        pub const COMMANDS: &[CommandInfo] = &[$(<$cmd as Listed>::INFO),+];
+
+        impl Client {
+            $(
+                $(#[doc = $doc])*
+                pub async fn $method(&self, $($arg: $ty),*) -> Result<$out, Error> {
+                    let command: $cmd = $build;
+                    self.call_listed(command).await
+                }
+            )+
+        }
+
+        impl Pinned {
+            $(
+                $(#[doc = $doc])*
+                #[doc = ""]
+                #[doc = "On this pinned connection."]
+                pub async fn $method(&self, $($arg: $ty),*) -> Result<$out, Error> {
+                    let command: $cmd = $build;
+                    self.call_listed(command).await
+                }
+            )+
+        }
+
+        impl BlockingClient {
+            $(
+                $(#[doc = $doc])*
+                pub fn $method(&self, $($arg: $ty),*) -> Result<$out, Error> {
+                    let command: $cmd = $build;
+                    self.call_listed(command)
+                }
+            )+
+        }
+
+        #[cfg(test)]
+        pub(crate) mod surfaces {
+            //! What each surface's expansion wrote, by method name: each
+            //! entry is a function item of that surface, so a method
+            //! missing from one surface does not compile.
+            use super::*;
+            $(
+                #[allow(dead_code, clippy::type_complexity)]
+                pub(crate) fn $method() -> [&'static str; 3] {
+                    let _async = super::Client::$method;
+                    let _pinned = super::Pinned::$method;
+                    let _blocking: fn(&super::BlockingClient, $($ty),*) -> Result<$out, super::Error> =
+                        super::BlockingClient::$method;
+                    ["Client", "Pinned", "BlockingClient"]
+                }
+            )+
+            /// The methods every surface has, in the list's order.
+            pub(crate) const METHODS: &[&str] = &[$(stringify!($method)),+];
+        }
+    };
+    (@paging) => { None };
+    (@paging $order:ident $rows:expr) => { Some(Paging { order: PageOrder::$order, rows: $rows }) };
+    (@rows $reply:ident) => { $reply };
+    (@rows $reply:ident, |$r:ident| $rows:expr) => {{ let $r = $reply; $rows }};
+}
+
+/// The targets of a quote-like request, in the caller's order.
+fn targets<T: From<SecurityCode>>(codes: &[SecurityCode]) -> Vec<T> {
+    codes.iter().map(|c| T::from(*c)).collect()
+}
+
+commands! {
+    /// Number of securities in a market (0x044e).
+    count(market: Market) -> u16 = SecurityCount {
+        SecurityCount { market, client_date: SecurityCount::PYTDX_CLIENT_DATE }
+    };
+    /// One page of a market's code table in the old format (0x0450); the
+    /// server picks the page size.
+    legacy_codes(market: Market, page: Page) -> Vec<LegacySecurity> = LegacySecurityList {
+        LegacySecurityList { market, start: page.start }
+    }, paged FromFirst 0, |r, p| LegacySecurityList { start: p.start, ..r };
+    /// One page of a market's code table (0x044d), at most 1600 rows.
+    codes(market: Market, page: Page) -> Vec<Security> = SecurityList {
+        SecurityList { market, start: page.start.into(), limit: page.count.into() }
+    }, paged FromFirst 1600, |r, p| SecurityList { start: p.start.into(), limit: p.count.into(), ..r };
+    /// One page of bars (0x052d): `page.start` back from the newest, oldest
+    /// first, adjusted by the server as `adjust` asks (for the anchored
+    /// modes, [`call`](Client::call) a [`Bars`] with its `anchor_date`).
+    bars(code: SecurityCode, period: Period, adjust: Adjust, page: Page) -> Vec<Bar> = Bars {
+        Bars { adjust, ..Bars::new(code, period, page.start, page.count) }
+    }, paged FromNewest BARS_PER_PAGE_MAX, |r, p| Bars { start: p.start, count: p.count, ..r };
+    /// Five-level quotes (0x053e), in request order.
+    quotes(codes: &[SecurityCode]) -> Vec<Quote> = Quotes {
+        Quotes { targets: targets(codes) }
+    }, rows |r| r.quotes;
+    /// One-level snapshots (0x054c), in request order.
+    snapshots(codes: &[SecurityCode]) -> Vec<Snapshot> = Snapshots {
+        Snapshots { targets: targets(codes) }
+    }, rows |r| r.snapshots;
+    /// Refreshes the quotes of up to 100 codes (0x0547); the server then
+    /// pushes updates, which [`Client::recv_pushes`] returns (parse them
+    /// with the same [`Refresh`] request).
+    refresh_quotes(codes: &[SecurityCode]) -> Vec<RefreshRecord> = Refresh {
+        Refresh { targets: targets(codes) }
+    }, rows |r| r.records;
+    /// Today's minute line (0x0537).
+    minutes(code: SecurityCode) -> MinuteLine = Minutes {
+        Minutes::from(QuoteTarget::from(code))
+    };
+    /// One page of today's ticks (0x0fc5): `page.start` back from the newest.
+    trades(code: SecurityCode, page: Page) -> Vec<Trade> = Trades {
+        Trades { code, start: page.start, count: page.count }
+    }, paged FromNewest TRADES_PER_PAGE_MAX, |r, p| Trades { start: p.start, count: p.count, ..r };
+    /// Capital changes (0x000f) of one batch of codes, one block per listed
+    /// code (a prefix of `codes` if the server stops early); for any number
+    /// of codes, [`Client::capital_changes`].
+    capital_changes_batch(codes: &[SecurityCode]) -> Vec<CapitalChangeBlock> = CapitalChanges {
+        CapitalChanges { codes: codes.to_vec() }
+    };
+    /// Finance records (0x0010) of one batch of codes; for any number of
+    /// codes, [`Client::finance`].
+    finance_batch(codes: &[SecurityCode]) -> Vec<Finance> = FinanceInfo {
+        FinanceInfo { codes: codes.to_vec() }
+    };
+    /// The minute line of a past trading day (0x0fb4); empty for a day the
+    /// server does not hold.
+    history_minutes(code: SecurityCode, date: TradeDate) -> HistoryMinuteLine = HistoryMinutes {
+        HistoryMinutes { date, code }
+    };
+    /// One page of a past day's ticks (0x0fb5): `page.start` back from the
+    /// newest, at most `page.count` (1..=2000), oldest first.
+    history_trades(code: SecurityCode, date: TradeDate, page: Page) -> Vec<HistoryTrade> = HistoryTrades {
+        HistoryTrades { date, code, start: page.start, count: page.count }
+    }, rows |r| r.trades,
+    paged FromNewest HISTORY_TRADES_PER_PAGE_MAX, |r, p| HistoryTrades { start: p.start, count: p.count, ..r };
+    /// Today's minute line in pytdx's form (0x051d): prices to the cent,
+    /// volumes in lots, no averages.
+    legacy_minutes(code: SecurityCode) -> LegacyMinuteLine = LegacyMinutes {
+        LegacyMinutes::from(code)
+    };
+    /// The call-auction series (0x056a) of today (`None`) or a past day.
+    auction(code: SecurityCode, date: Option<TradeDate>) -> Vec<AuctionPoint> = Auction {
+        Auction::new(code, date)
+    };
+    /// A recent day's minute line with averages, previous close and open (0x0feb).
+    recent_minutes(code: SecurityCode, date: TradeDate) -> RecentMinuteLine = RecentMinutes {
+        RecentMinutes { date, code }
+    };
+    /// One page of a past day's ticks with order counts, eltdx's form
+    /// (0x0fc6): `page.start` back from the newest, at most `page.count`
+    /// (1..=1800), oldest first.
+    detailed_history_trades(code: SecurityCode, date: TradeDate, page: Page) -> Vec<Trade> = DetailedHistoryTrades {
+        DetailedHistoryTrades { date, code, start: page.start, count: page.count }
+    }, rows |r| r.trades,
+    paged FromNewest TRADES_PER_PAGE_MAX, |r, p| DetailedHistoryTrades { start: p.start, count: p.count, ..r };
+    /// Today's minute aux series (0x051b, 分时副图) of `kind`; its form
+    /// follows the kind.
+    minute_aux(code: SecurityCode, kind: AuxKind) -> MinuteAuxSeries = MinuteAux {
+        MinuteAux { code, kind }
+    };
+    /// Today's sparkline (0x0fd1, 小走势图) with eltdx's default request.
+    sparkline(code: SecurityCode) -> SparklineSeries = Sparkline {
+        Sparkline::new(code)
+    };
+    /// A server file's size and MD5 (0x02c5).
+    file_meta(name: &str) -> FileMetaReply = FileMeta {
+        FileMeta { name: name.to_owned() }
+    };
+    /// Up to `size` bytes of a server file from `offset` (0x06b9); for a
+    /// whole checked file, [`Client::download_file`].
+    file_chunk(name: &str, offset: u32, size: u32) -> Vec<u8> = FileRead {
+        FileRead::new(name, offset, size)
+    };
+    /// One page of a category's quotes (0x054b) in code order; `call` a
+    /// [`CategoryQuotes`] for the server's sorts.
+    category_quotes(category: QuoteCategory, page: Page) -> Vec<Snapshot> = CategoryQuotes {
+        CategoryQuotes::new(category, category_sort::CODE, page.start, page.count, false)
+    }, rows |r| r.snapshots,
+    paged FromFirst super::CATEGORY_PAGE_ROWS, |r, p| CategoryQuotes { start: p.start, count: p.count, ..r };
+    /// A security's company-info (F10) directory (0x02cf); with the texts,
+    /// [`Client::company_info`].
+    company_sections(code: SecurityCode) -> Vec<CompanySection> = CompanyCategory {
+        CompanyCategory::from(code)
+    };
+    /// One company-info section's text (0x02d0).
+    company_text(code: SecurityCode, section: &CompanySection) -> String = CompanyContent {
+        CompanyContent::new(code, section)
+    }, rows |r| r.text();
+    /// One page of the special-security limit table (0x0452) from row
+    /// `page.start`; the server picks the page size.
+    special_limits(page: Page) -> Vec<SpecialLimit> = SpecialLimits {
+        SpecialLimits::new(page.start)
+    }, paged FromFirst 0, |r, p| SpecialLimits { start: p.start, ..r };
+    /// One page of a delisted security's daily bars (0x052b): `page.start`
+    /// back from the newest, at most 800, oldest first.
+    delisted_bars(code: SecurityCode, page: Page) -> Vec<DelistedBar> = DelistedBars {
+        DelistedBars { code, start: page.start, count: page.count }
+    }, paged FromNewest BARS_PER_PAGE_MAX, |r, p| DelistedBars { start: p.start, count: p.count, ..r };
+}
+
+macro_rules! composites {
+    ($(
+        $(#[doc = $doc:literal])*
+        $method:ident($($arg:ident: $ty:ty),*) -> $out:ty;
+    )+) => {
+        /// The helpers made of several requests (or none), by method name:
+        /// written once on the async [`Client`] (`client/composite.rs`,
+        /// `client/push.rs`) and run by the [`BlockingClient`] on its thread.
+        pub const COMPOSITES: &[&str] = &[$(stringify!($method)),+];
+
+        impl BlockingClient {
+            $(
+                $(#[doc = $doc])*
+                pub fn $method(&self, $($arg: $ty),*) -> $out {
+                    self.block_on(self.client.$method($($arg),*))
+                }
+            )+
+        }
+    };
+}
+
+composites! {
+    /// The whole code table; see [`Client::all_codes`].
+    all_codes(market: Market, max_pages: Option<usize>) -> Result<Vec<Security>, Error>;
+    /// Every bar; see [`Client::all_bars`].
+    all_bars(code: SecurityCode, period: Period, adjust: Adjust, max_pages: Option<usize>) -> Result<Vec<Bar>, Error>;
+    /// Every tick of a past day; see [`Client::all_history_trades`].
+    all_history_trades(code: SecurityCode, date: TradeDate, max_pages: Option<usize>) -> Result<Vec<HistoryTrade>, Error>;
+    /// Every tick of a past day with order counts; see [`Client::all_detailed_history_trades`].
+    all_detailed_history_trades(code: SecurityCode, date: TradeDate, max_pages: Option<usize>) -> Result<Vec<Trade>, Error>;
+    /// Every row of a category; see [`Client::all_category_quotes`].
+    all_category_quotes(category: QuoteCategory, max_pages: Option<usize>) -> Result<Vec<Snapshot>, Error>;
+    /// The whole special-security limit table; see [`Client::all_special_limits`].
+    all_special_limits(max_pages: Option<usize>) -> Result<Vec<SpecialLimit>, Error>;
+    /// Every daily bar of a delisted security; see [`Client::all_delisted_bars`].
+    all_delisted_bars(code: SecurityCode, max_pages: Option<usize>) -> Result<Vec<DelistedBar>, Error>;
+    /// Every tick of each day; see [`Client::history_trades_many`].
+    history_trades_many(days: &[(SecurityCode, TradeDate)]) -> Result<Vec<Vec<HistoryTrade>>, Error>;
+    /// Capital changes of any number of codes; see [`Client::capital_changes`].
+    capital_changes(codes: &[SecurityCode]) -> Result<Vec<CapitalChangeBlock>, Error>;
+    /// Finance records of any number of codes; see [`Client::finance`].
+    finance(codes: &[SecurityCode]) -> Result<Vec<Finance>, Error>;
+    /// Adjustment factors; see [`Client::adjustment_factors`].
+    adjustment_factors(code: SecurityCode, start: Option<Date>, anchor: Option<Date>) -> Result<AdjustmentFactors, Error>;
+    /// Company info with every section's text; see [`Client::company_info`].
+    company_info(code: SecurityCode) -> Result<Vec<(CompanySection, String)>, Error>;
+    /// A whole server file, checked; see [`Client::download_file`].
+    download_file(name: &str) -> Result<Vec<u8>, Error>;
+    /// The boards of one kind; see [`Client::boards`].
+    boards(kind: BoardKind) -> Result<Vec<Board>, Error>;
+    /// One board by name; see [`Client::board_members`].
+    board_members(name: &str) -> Result<Option<(BoardKind, Board)>, Error>;
+    /// Waits for pushes; see [`Client::recv_pushes`].
+    recv_pushes(max: usize) -> Option<super::Pushes>;
+    /// The pushes buffered now; see [`Client::drain_pushes`].
+    drain_pushes() -> super::Pushes;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::Request;
+
+    /// Commands the engine sends itself on every connection; no surface offers them.
+    const SESSION: &[&str] = &[Handshake::NAME, LegacySetup::NAME, Heartbeat::NAME];
+
+    #[test]
+    fn the_list_covers_every_codec_command_once() {
+        let listed: Vec<&str> = COMMANDS.iter().map(|c| c.command).collect();
+        let mut wanted: Vec<&str> = Request::NAMES.iter().copied().filter(|n| !SESSION.contains(n)).collect();
+        let mut sorted = listed.clone();
+        sorted.sort_unstable();
+        wanted.sort_unstable();
+        assert_eq!(sorted, wanted, "every codec command has exactly one entry in the command list");
+        let mut methods: Vec<&str> = COMMANDS.iter().map(|c| c.method).chain(COMPOSITES.iter().copied()).collect();
+        let n = methods.len();
+        methods.sort_unstable();
+        methods.dedup();
+        assert_eq!(methods.len(), n, "method names are unique");
+    }
+
+    #[test]
+    fn async_blocking_and_pinned_expose_the_same_commands() {
+        let listed: Vec<&str> = COMMANDS.iter().map(|c| c.method).collect();
+        assert_eq!(surfaces::METHODS, listed.as_slice());
+        // Each name is a method of all three surfaces (checked by the compiler).
+        assert_eq!(surfaces::count(), ["Client", "Pinned", "BlockingClient"]);
+    }
+}

@@ -1,0 +1,83 @@
+//! One connection held for exclusive use (a file downloaded from one
+//! server's copy, calls that must run in order). A pin is taken through
+//! the same FIFO as requests and released when dropped.
+
+use std::sync::atomic::Ordering;
+
+use tokio::sync::oneshot;
+
+use super::call::{refused, ControlPermit};
+use super::commands::Listed;
+use super::Client;
+use crate::error::Error;
+use crate::proto::commands::TypedCommand;
+use crate::proto::{Reply, Request};
+use crate::runtime::driver::{Admission, Control};
+use crate::supervisor::{PinId, RequestError, SlotId};
+
+/// Sends the release when dropped: while the pin is awaited (the wait is
+/// abandoned) or, held by the [`Pinned`], when the pin is let go.
+struct ReleaseOnDrop {
+    permit: Option<ControlPermit>,
+    id: PinId,
+}
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            permit.send(Control::Unpin(self.id));
+        }
+    }
+}
+
+/// One connection held for exclusive use; released on drop. It has every
+/// typed command method the [`Client`] has (from the command list).
+pub struct Pinned {
+    client: Client,
+    id: PinId,
+    slot: SlotId,
+    _release: ReleaseOnDrop,
+}
+
+impl std::fmt::Debug for Pinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pinned").field("id", &self.id).field("slot", &self.slot).finish()
+    }
+}
+
+impl Client {
+    /// Takes one connection for exclusive use, through the same FIFO as
+    /// requests. Calls on the pin run in order on that connection; dropping
+    /// it returns the connection.
+    pub async fn pin(&self) -> Result<Pinned, Error> {
+        let permit = self.control_permit()?;
+        let id = PinId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        let deadline = self.inner.deadline();
+        self.inner.engine().admit.try_send(Admission::Pin { id, deadline, granted: tx }).map_err(refused)?;
+        let release = ReleaseOnDrop { permit: Some(permit), id };
+        let slot = rx.await.map_err(|_| Error::Request(RequestError::Closed))?.map_err(Error::Request)?;
+        Ok(Pinned { client: self.clone(), id, slot, _release: release })
+    }
+}
+
+impl Pinned {
+    /// The slot held.
+    pub fn slot(&self) -> SlotId {
+        self.slot
+    }
+
+    /// Sends a typed command on the pinned connection and awaits its whole reply.
+    pub async fn call<C: TypedCommand>(&self, command: C) -> Result<C::Reply, Error> {
+        super::call::take::<C>(self.call_raw(command.into()).await?)
+    }
+
+    /// Sends any request on the pinned connection; calls run in order.
+    pub async fn call_raw(&self, request: Request) -> Result<Reply, Error> {
+        self.client.call_on(request, Some(self.id)).await
+    }
+
+    pub(super) async fn call_listed<C: Listed>(&self, command: C) -> Result<C::Output, Error> {
+        self.call(command).await.map(C::output)
+    }
+}
