@@ -24,7 +24,7 @@ use tdx_engine::proto::commands::{Adjust, AuxKind, LegacySecurityList, Period, Q
 use tdx_engine::proto::{Date, Market, SecurityCode, TradeDate};
 use tdx_engine::runtime::PushFrame;
 use tdx_engine::supervisor::RequestError;
-use tdx_engine::{Client, Error};
+use tdx_engine::{Client, Error, Page};
 
 use crate::convert;
 use crate::errors::to_py;
@@ -322,19 +322,18 @@ impl NativeClient {
 
     fn codes(&self, py: Python<'_>, market_: &str, start: i64, limit: i64) -> PyResult<Table> {
         let m = market(market_)?;
-        let start = u32::try_from(start).map_err(|_| value_error("start", "must be 0 or more"))?;
-        let limit = u32::try_from(limit).map_err(|_| value_error("limit", "must be 0 or more"))?;
-        wait(py, self.client.codes(m, start, limit)).map(|r| convert::securities(&r))
+        let page = Page::new(u16_arg("start", start)?, u16_arg("limit", limit)?);
+        wait(py, self.client.codes(m, page)).map(|r| convert::securities(&r))
     }
 
     fn all_codes(&self, py: Python<'_>, market_: &str) -> PyResult<Table> {
         let m = market(market_)?;
-        wait(py, self.client.all_codes(m)).map(|r| convert::securities(&r))
+        wait(py, self.client.all_codes(m, None)).map(|r| convert::securities(&r))
     }
 
     fn legacy_codes(&self, py: Python<'_>, market_: &str, start: i64) -> PyResult<Table> {
         let cmd = LegacySecurityList { market: market(market_)?, start: u16_arg("start", start)? };
-        wait(py, self.client.run(cmd)).map(|r| convert::legacy_securities(&r))
+        wait(py, self.client.call(cmd)).map(|r| convert::legacy_securities(&r))
     }
 
     #[pyo3(signature = (code_, period_, adjust_, start, count))]
@@ -349,7 +348,7 @@ impl NativeClient {
     ) -> PyResult<Table> {
         let (c, p, a) = (code("code", code_)?, period(period_)?, adjust(adjust_)?);
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.bars(c, p, a, s, n)).map(|r| convert::bars(&r))
+        wait(py, self.client.bars(c, p, a, Page::new(s, n))).map(|r| convert::bars(&r))
     }
 
     #[pyo3(signature = (code_, period_, adjust_, max_pages))]
@@ -363,7 +362,7 @@ impl NativeClient {
     ) -> PyResult<Table> {
         let (c, p, a) = (code("code", code_)?, period(period_)?, adjust(adjust_)?);
         let pages = usize_arg("max_pages", max_pages)?;
-        wait(py, self.client.all_bars(c, p, a, pages)).map(|r| convert::bars(&r))
+        wait(py, self.client.all_bars(c, p, a, Some(pages))).map(|r| convert::bars(&r))
     }
 
     fn quotes(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
@@ -378,18 +377,18 @@ impl NativeClient {
 
     fn refresh(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
         let cs = codes("codes", &codes_)?;
-        wait(py, self.client.refresh(&cs)).map(|r| convert::refresh(&r.records))
+        wait(py, self.client.refresh_quotes(&cs)).map(|r| convert::refresh(&r))
     }
 
     fn category_quotes(&self, py: Python<'_>, category: &str, start: i64, count: i64) -> PyResult<Table> {
         let cat = category.parse::<QuoteCategory>().map_err(|e| value_error("category", e))?;
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.category_quotes(cat, s, n)).map(|r| convert::snapshots(&r))
+        wait(py, self.client.category_quotes(cat, Page::new(s, n))).map(|r| convert::snapshots(&r))
     }
 
     fn all_category_quotes(&self, py: Python<'_>, category: &str) -> PyResult<Table> {
         let cat = category.parse::<QuoteCategory>().map_err(|e| value_error("category", e))?;
-        wait(py, self.client.all_category_quotes(cat)).map(|r| convert::snapshots(&r))
+        wait(py, self.client.all_category_quotes(cat, None)).map(|r| convert::snapshots(&r))
     }
 
     fn minutes(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
@@ -422,18 +421,18 @@ impl NativeClient {
     fn trades(&self, py: Python<'_>, code_: &str, start: i64, count: i64) -> PyResult<Table> {
         let c = code("code", code_)?;
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.trades(c, s, n)).map(|r| convert::trades(&r))
+        wait(py, self.client.trades(c, Page::new(s, n))).map(|r| convert::trades(&r))
     }
 
     fn history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32, start: i64, count: i64) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.history_trades(c, d, s, n)).map(|r| convert::history_trades(&r))
+        wait(py, self.client.history_trades(c, d, Page::new(s, n))).map(|r| convert::history_trades(&r))
     }
 
     fn all_history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
-        wait(py, self.client.all_history_trades(c, d)).map(|r| convert::history_trades(&r))
+        wait(py, self.client.all_history_trades(c, d, None)).map(|r| convert::history_trades(&r))
     }
 
     fn history_trades_many(&self, py: Python<'_>, days: Vec<(String, u32)>) -> PyResult<Vec<Table>> {
@@ -454,12 +453,12 @@ impl NativeClient {
     ) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.detailed_history_trades(c, d, s, n)).map(|r| convert::trades(&r))
+        wait(py, self.client.detailed_history_trades(c, d, Page::new(s, n))).map(|r| convert::trades(&r))
     }
 
     fn all_detailed_history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
-        wait(py, self.client.all_detailed_history_trades(c, d)).map(|r| convert::trades(&r))
+        wait(py, self.client.all_detailed_history_trades(c, d, None)).map(|r| convert::trades(&r))
     }
 
     fn minute_aux(&self, py: Python<'_>, code_: &str, kind: &str) -> PyResult<Table> {
@@ -501,18 +500,18 @@ impl NativeClient {
     }
 
     fn limits(&self, py: Python<'_>) -> PyResult<Table> {
-        wait(py, self.client.limits()).map(|r| convert::limits(&r))
+        wait(py, self.client.all_special_limits(None)).map(|r| convert::limits(&r))
     }
 
     fn delisted_bars(&self, py: Python<'_>, code_: &str, start: i64, count: i64) -> PyResult<Table> {
         let c = code("code", code_)?;
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.delisted_bars(c, s, n)).map(|r| convert::delisted_bars(&r))
+        wait(py, self.client.delisted_bars(c, Page::new(s, n))).map(|r| convert::delisted_bars(&r))
     }
 
     fn all_delisted_bars(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
         let c = code("code", code_)?;
-        wait(py, self.client.all_delisted_bars(c)).map(|r| convert::delisted_bars(&r))
+        wait(py, self.client.all_delisted_bars(c, None)).map(|r| convert::delisted_bars(&r))
     }
 
     fn file_meta<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -558,7 +557,8 @@ impl NativeClient {
             let batch = if until.is_some_and(|u| u <= Instant::now()) {
                 wait_until(py, self.client.drain_pushes(), None)?
             } else {
-                wait_until(py, self.client.next_pushes(64), until)?
+                // `None` twice over: the wait ran out, or the engine closed.
+                wait_until(py, self.client.recv_pushes(64), until)?.flatten()
             };
             let Some(batch) = batch else { return Ok(None) };
             if batch.frames.is_empty() {
@@ -594,10 +594,17 @@ impl NativeClient {
         let task = rt.spawn(async move { client.refresh_ranking().await });
         let outcome = wait_until(py, task, None);
         rt.shutdown_background();
-        let ranking = outcome?
-            .transpose()
-            .map_err(|e| crate::errors::TdxError::new_err(format!("ranking failed: {e}")))?
-            .unwrap_or_default();
+        let ranking =
+            match outcome?.transpose().map_err(|e| crate::errors::TdxError::new_err(format!("ranking failed: {e}")))? {
+                None => Default::default(),
+                Some(Ok(ranking)) => ranking,
+                Some(Err(unsaved)) => {
+                    // The ranking is computed and in use; only its file is missing.
+                    let message = std::ffi::CString::new(unsaved.to_string()).unwrap_or_default();
+                    PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
+                    unsaved.ranking
+                }
+            };
         serde_json::to_string(&ranking).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 

@@ -31,6 +31,7 @@ pub fn to_py(e: Error) -> PyErr {
     match e {
         Error::Config(c) => PyValueError::new_err(format!("{}: {}", c.field, c.reason)),
         Error::InvalidRequest(_) => PyValueError::new_err(msg),
+        Error::Internal(_) => TdxError::new_err(msg),
         Error::BadFile { .. } => ServerError::new_err(msg),
         Error::Request(r) => match r {
             RequestError::PoolBusy => PoolBusy::new_err(msg),

@@ -27,5 +27,8 @@ fi
 loopback_only "$0" "$@"
 
 cd python
+# The pytest script, not `python -m pytest`: -m puts python/ on sys.path,
+# where the source package (without its built extension) would shadow the
+# installed one.
 TDX_SIM="$(cd .. && pwd)/target/debug/tdx-sim" TDX_ENGINE_LOOPBACK_ONLY=1 \
-    "../$PYVENV/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+    "../$PYVENV/bin/pytest" -q -p no:cacheprovider tests "$@"

@@ -30,10 +30,12 @@ except KeyboardInterrupt:
 """
 
 
-def test_ctrl_c_while_blocked(make_sim):
+def test_ctrl_c_while_blocked(make_sim, tmp_path):
     stalled = make_sim("--stall-per-mille", "1000", "--stall-ms", "600000")
+    # Run from a temporary directory: `-c` puts the working directory on
+    # sys.path, where python/'s source package would shadow the installed one.
     child = subprocess.Popen([sys.executable, "-c", CHILD, stalled.hosts[0]], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "TDX_ENGINE_LOOPBACK_ONLY": "1"})
+                             cwd=tmp_path, env={**os.environ, "TDX_ENGINE_LOOPBACK_ONLY": "1"})
     try:
         assert child.stdout.readline().strip() == "calling"
         time.sleep(0.5)  # let the call block on the stalled server

@@ -98,7 +98,12 @@ impl RankingStore {
         let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         fs::create_dir_all(dir)?;
         let bytes = serde_json::to_vec_pretty(ranking).map_err(io::Error::other)?;
-        let temp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+        // One temp file per save, not per process: two saves at once (the
+        // start-up ranking and a caller's refresh) must not rename each
+        // other's file away.
+        static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let save = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temp = dir.join(format!(".{FILE_NAME}.{}.{save}.tmp", std::process::id()));
         let crash = |step| stop == Some(step);
         let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&temp)?;
         if crash(SaveStep::Created) {
@@ -130,6 +135,7 @@ impl RankingStore {
 mod tests {
     use super::*;
     use crate::ranking::ProbeResult;
+    use std::sync::Arc;
 
     fn temp_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("tdx-ranking-{name}-{}", std::process::id()));
@@ -151,6 +157,29 @@ mod tests {
             .collect();
         r.apply_probe(&results, 42);
         r
+    }
+
+    /// Why: the start-up ranking and a caller's `refresh_ranking` can save at
+    /// once; with one temp name per process, one rename took the other's
+    /// file away and that save failed.
+    #[test]
+    fn saves_at_once_do_not_collide() {
+        let dir = temp_dir("concurrent");
+        let store = Arc::new(RankingStore::at(dir.join("ranking.json")));
+        let savers: Vec<_> = (0..4u16)
+            .map(|t| {
+                let store = store.clone();
+                std::thread::spawn(move || (0..50).try_for_each(|_| store.save(&ranking(&[t, t + 10]))))
+            })
+            .collect();
+        for saver in savers {
+            saver.join().unwrap().expect("every save succeeds");
+        }
+        assert!(store.load().servers.len() == 2, "one whole ranking stands");
+        let leftovers =
+            fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().file_name() != "ranking.json").count();
+        assert_eq!(leftovers, 0, "no temp file left behind");
+        let _ = fs::remove_dir_all(dir);
     }
 
     #[test]
