@@ -37,7 +37,7 @@ impl Bench {
         let mut sup = Supervisor::new(config, now).unwrap();
         let mut connects = Vec::new();
         while let Some(action) = sup.poll_action() {
-            if let Action::Connect { slot, epoch, generation, .. } = action {
+            if let Action::OpenSlot { slot, epoch, generation, .. } = action {
                 connects.push(Input::SlotReady { slot, epoch, generation });
             }
         }

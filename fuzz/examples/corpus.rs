@@ -559,7 +559,7 @@ fn supervisor_seeds(corpus: &mut Corpus) {
             .chain(up(2))
             .chain([Submit { repeat: false, retry_safe: false, timeout_ms: 3000, pin: Some(0) }])
             .chain(round_trip(0))
-            .chain([Advance { ms: 50 }, Unpin { id: 0 }, Unpin { id: 1 }, submit(1000)])
+            .chain([Advance { ms: 50 }, Release { id: 0 }, Release { id: 1 }, submit(1000)])
             .collect(),
         // Pushes buffered, read, and overflowing their bounds.
         up(1)

@@ -25,7 +25,7 @@ fn drain(
 ) {
     while let Some(action) = sup.poll_action() {
         match action {
-            Action::Connect { slot, epoch, generation, .. } => connects.push((slot, epoch, generation)),
+            Action::OpenSlot { slot, epoch, generation, .. } => connects.push((slot, epoch, generation)),
             Action::Send { slot, epoch, generation, msg_id, request } => {
                 sends.push((slot, epoch, generation, msg_id, request.msg_type()))
             }
@@ -90,7 +90,7 @@ fuzz_target!(|data: &[u8]| {
                 id: PinId(u64::from(id % 4)),
                 deadline: now + Duration::from_millis(u64::from(timeout_ms)),
             },
-            Op::Unpin { id } => Input::Unpin { id: PinId(u64::from(id % 4)) },
+            Op::Release { id } => Input::Release { id: PinId(u64::from(id % 4)) },
             Op::Connected { pick, skew }
             | Op::Ready { pick, skew }
             | Op::Failed { pick, skew }
@@ -135,7 +135,7 @@ fuzz_target!(|data: &[u8]| {
                     .rev()
                     .find(|(s, _, _)| s.0 == u32::from(slot % 8))
                     .map_or((Epoch(0), Generation(0)), |c| (c.1, c.2));
-                let body = FrameBody::Raw(Bytes::from(vec![0u8; usize::from(len)]));
+                let body = FrameBody::Unparsed(Bytes::from(vec![0u8; usize::from(len)]));
                 Input::Frame {
                     slot: SlotId(u32::from(slot % 8)),
                     epoch,

@@ -261,7 +261,7 @@ pub enum Op {
     Submit { repeat: bool, retry_safe: bool, timeout_ms: u16, pin: Option<u8> },
     Cancel { back: u8 },
     Pin { id: u8, timeout_ms: u16 },
-    Unpin { id: u8 },
+    Release { id: u8 },
     Connected { pick: u8, skew: i8 },
     Ready { pick: u8, skew: i8 },
     Failed { pick: u8, skew: i8 },
@@ -289,7 +289,7 @@ impl Op {
     /// | 0 | Submit | `flags: u8` (bit 0 repeat, 1 retry_safe, 2 pinned), `timeout_ms: u16`, `pin: u8` |
     /// | 1 | Cancel | `back: u8` |
     /// | 2 | Pin | `id: u8`, `timeout_ms: u16` |
-    /// | 3 | Unpin | `id: u8` |
+    /// | 3 | Release | `id: u8` |
     /// | 4..=8 | Connected, Ready, Failed, Closed, SendCompleted | `pick: u8`, `skew: i8` |
     /// | 9 | Reply | `pick: u8`, `skew: i8`, `flags: u8` (bit 0 wrong type, 1 zero id, 2 invalid) |
     /// | 10 | Push | `slot: u8`, `msg_id: u32`, `len: u8` |
@@ -315,7 +315,7 @@ impl Op {
             }
             1 => Op::Cancel { back: c.u8() },
             2 => Op::Pin { id: c.u8(), timeout_ms: c.u16() },
-            3 => Op::Unpin { id: c.u8() },
+            3 => Op::Release { id: c.u8() },
             code @ 4..=8 => {
                 let (pick, skew) = (c.u8(), c.u8() as i8);
                 match code {
@@ -367,7 +367,7 @@ impl Op {
                 out.extend_from_slice(&[2, *id]);
                 out.extend_from_slice(&timeout_ms.to_le_bytes());
             }
-            Op::Unpin { id } => out.extend_from_slice(&[3, *id]),
+            Op::Release { id } => out.extend_from_slice(&[3, *id]),
             Op::Connected { pick, skew } => out.extend_from_slice(&[4, *pick, *skew as u8]),
             Op::Ready { pick, skew } => out.extend_from_slice(&[5, *pick, *skew as u8]),
             Op::Failed { pick, skew } => out.extend_from_slice(&[6, *pick, *skew as u8]),

@@ -372,7 +372,7 @@ impl<C: Connector> Driver<C> {
     fn control(&mut self, control: Control) {
         match control {
             Control::Cancel(id) => self.handle(Input::Cancel { id }),
-            Control::Unpin(id) => self.handle(Input::Unpin { id }),
+            Control::Unpin(id) => self.handle(Input::Release { id }),
             Control::ReadPushes { max, reply } => {
                 self.push_batch = Some(PushBatch::default());
                 self.handle(Input::ReadPushes { max });
@@ -468,7 +468,7 @@ impl<C: Connector> Driver<C> {
         while let Some(action) = self.sup.poll_action() {
             match action {
                 Action::Probe { epoch, timeout, concurrency } => self.probe(epoch, timeout, concurrency),
-                Action::Connect { slot, epoch, generation, endpoint, deadline } => {
+                Action::OpenSlot { slot, epoch, generation, endpoint, deadline } => {
                     let (commands, rx) = mpsc::channel(SLOT_COMMANDS_MAX);
                     let handle = &mut self.slots[slot.index()];
                     handle.commands = Some(commands);

@@ -319,14 +319,14 @@ impl<C: Connector> SlotTask<C> {
                                     },
                                 }
                             }
-                            _ => FrameBody::Raw(frame.payload.clone()),
+                            _ => FrameBody::Unparsed(frame.payload.clone()),
                         };
                         let bytes = frame.payload.len();
                         // Replies to sent requests first: a reply (at most one per
                         // slot, at most 64 KiB) never waits for the decoded budget;
                         // pushes do, which pauses this slot's reads.
                         let reservation = match body {
-                            FrameBody::Raw(_) => self.reserve_decoded(bytes).await,
+                            FrameBody::Unparsed(_) => self.reserve_decoded(bytes).await,
                             _ => Budget::try_reserve(&self.budgets.decoded, bytes),
                         };
                         self.queue.wait_for_room(bytes).await;

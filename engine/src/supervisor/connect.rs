@@ -146,7 +146,7 @@ impl Supervisor {
         let (generation, endpoint) = (s.generation, s.endpoint);
         self.timers.set(deadline, Timer::Connect(slot, generation));
         self.counters.connects += 1;
-        self.actions.push_back(Action::Connect { slot, epoch: self.epoch, generation, endpoint, deadline });
+        self.actions.push_back(Action::OpenSlot { slot, epoch: self.epoch, generation, endpoint, deadline });
     }
 
     /// The start probe answered (or ran out of time): rank, then connect.
@@ -330,7 +330,7 @@ impl Supervisor {
             FrameBody::Reply(reply) => judge(&reply),
             FrameBody::Invalid(e) => Err(RejectReason::BadData(e.to_string())),
             FrameBody::ServerMessage(text) => Err(RejectReason::Mismatch(text)),
-            FrameBody::Raw(_) => Err(RejectReason::BadData("reply was not parsed".into())),
+            FrameBody::Unparsed(_) => Err(RejectReason::BadData("reply was not parsed".into())),
         };
         if let Err(reason) = verdict {
             return self.reject_server(slot, reason);

@@ -81,7 +81,7 @@ impl Supervisor {
             return;
         }
         match body {
-            FrameBody::Raw(payload) => {
+            FrameBody::Unparsed(payload) => {
                 s.bytes += payload.len() as u64;
                 self.counters.pushes += 1;
                 self.pushes.push(PushFrame { slot, header, payload });
@@ -109,7 +109,7 @@ impl Supervisor {
                 }
                 return self.retire(slot, Some(RequestError::BadReply(error.to_string())));
             }
-            FrameBody::Raw(_) => {
+            FrameBody::Unparsed(_) => {
                 self.counters.bad_replies += 1;
                 return self.retire(slot, Some(RequestError::BadReply("reply was not parsed".into())));
             }

@@ -284,7 +284,7 @@ impl World {
                 let after = latencies.iter().flatten().max().copied().unwrap_or(Duration::from_millis(1));
                 self.schedule(after, Event::Slot(Input::ProbeDone { epoch, latencies }));
             }
-            Action::Connect { slot, epoch, generation, endpoint, .. } => {
+            Action::OpenSlot { slot, epoch, generation, endpoint, .. } => {
                 self.conns.insert((slot.0, generation.0));
                 if self.chance(self.faults.connect_hang) {
                     return; // the Supervisor's connect deadline must notice
@@ -349,7 +349,7 @@ impl World {
                 }
                 if self.chance(self.faults.push) {
                     let header = frame_header(msg_id.wrapping_add(7).max(1), 0x0547);
-                    let body = FrameBody::Raw(Bytes::from(vec![0x93; 1 + self.rng.below(200) as usize]));
+                    let body = FrameBody::Unparsed(Bytes::from(vec![0x93; 1 + self.rng.below(200) as usize]));
                     self.schedule(after / 2, Event::Slot(Input::Frame { slot, epoch, generation, header, body }));
                 }
                 if self.chance(self.faults.reply_drop) {
@@ -508,7 +508,7 @@ impl World {
         self.faults = Faults::default();
         let pins: Vec<u64> = self.pins.keys().copied().collect();
         for pin in pins {
-            self.handle(Input::Unpin { id: PinId(pin) });
+            self.handle(Input::Release { id: PinId(pin) });
         }
         let horizon = self.now + Duration::from_secs(30);
         self.run_until(horizon);
@@ -556,7 +556,7 @@ fn describe_input(input: &Input, t0: Instant) -> String {
 /// A trace line for an action, with relative times.
 fn describe_action(action: &Action, t0: Instant) -> String {
     match action {
-        Action::Connect { slot, generation, endpoint, deadline, .. } => {
+        Action::OpenSlot { slot, generation, endpoint, deadline, .. } => {
             format!("connect {} {} {endpoint} {:?}", slot.0, generation.0, *deadline - t0)
         }
         Action::Send { slot, generation, msg_id, request, .. } => {
@@ -594,7 +594,7 @@ pub fn run_seed(seed: u64) -> (u64, Counters) {
                     let timeout = Duration::from_millis(10 + world.rng().below(2000));
                     world.pin(timeout);
                 } else if let Some(pin) = world.random_pin() {
-                    world.handle(Input::Unpin { id: pin });
+                    world.handle(Input::Release { id: pin });
                 }
             }
             7 => {

@@ -42,7 +42,7 @@ pub enum Input {
         deadline: Instant,
     },
     /// A caller releases a pin (granted or still waiting).
-    Unpin {
+    Release {
         /// The pin.
         id: PinId,
     },
@@ -150,7 +150,7 @@ pub enum FrameBody {
     /// The slot task expected this reply but its payload did not parse.
     Invalid(ProtoError),
     /// Not parsed (not the awaited reply): a push, or stale.
-    Raw(Bytes),
+    Unparsed(Bytes),
     /// The slot task expected this reply but the server sent a plain text
     /// message instead ([`server_message`](crate::proto::text::server_message)).
     ServerMessage(String),
@@ -252,9 +252,11 @@ pub enum Action {
         /// Connects in flight at once.
         concurrency: usize,
     },
-    /// Start a slot task: connect to `endpoint` (an index into the ranked
-    /// endpoints) and handshake, before `deadline`.
-    Connect {
+    /// Open a connection for a slot: start its slot task, which connects
+    /// to `endpoint` (an index into the ranked endpoints) and handshakes,
+    /// before `deadline`, reporting `SlotConnected` then `SlotReady` (or
+    /// `SlotFailed`).
+    OpenSlot {
         /// The slot.
         slot: SlotId,
         /// Epoch to stamp on its events.

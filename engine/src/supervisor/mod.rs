@@ -291,7 +291,7 @@ impl Supervisor {
             }
             Input::Cancel { id } => self.cancel(id),
             Input::Pin { id, deadline } => self.pin(id, deadline),
-            Input::Unpin { id } => self.end_pin(id, RequestError::Cancelled),
+            Input::Release { id } => self.end_pin(id, RequestError::Cancelled),
             Input::SlotConnected { slot, epoch, generation } => self.slot_connected(slot, epoch, generation),
             Input::SlotReady { slot, epoch, generation } => self.slot_ready(slot, epoch, generation),
             Input::SlotFailed { slot, epoch, generation, error } => self.slot_failed(slot, epoch, generation, error),

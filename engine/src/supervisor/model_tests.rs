@@ -86,7 +86,7 @@ enum Op {
     FailSlot { pick: usize },
     StaleFrame { pick: usize },
     Pin,
-    Unpin,
+    Release,
     ReadPushes { max: usize },
     Close,
 }
@@ -101,7 +101,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|pick| Op::FailSlot { pick }),
         1 => any::<usize>().prop_map(|pick| Op::StaleFrame { pick }),
         1 => Just(Op::Pin),
-        1 => Just(Op::Unpin),
+        1 => Just(Op::Release),
         1 => (0usize..5).prop_map(|max| Op::ReadPushes { max }),
         1 => Just(Op::Close),
     ]
@@ -178,9 +178,9 @@ proptest! {
                 Op::Pin => {
                     world.pin(Duration::from_millis(500));
                 }
-                Op::Unpin => {
+                Op::Release => {
                     if let Some(pin) = world.random_pin() {
-                        world.handle(Input::Unpin { id: pin });
+                        world.handle(Input::Release { id: pin });
                     }
                 }
                 Op::ReadPushes { max } => world.handle(Input::ReadPushes { max }),

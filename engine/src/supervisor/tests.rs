@@ -16,7 +16,7 @@ pub(super) struct Hand {
     pub(super) sup: Supervisor,
     pub(super) t0: Instant,
     pub(super) now: Instant,
-    /// Generation of each slot's latest Connect.
+    /// Generation of each slot's latest OpenSlot.
     pub(super) connects: Vec<Option<(Generation, usize)>>,
 }
 
@@ -62,7 +62,7 @@ impl Hand {
     fn drain(&mut self) -> Vec<Action> {
         let mut out = Vec::new();
         while let Some(action) = self.sup.poll_action() {
-            if let Action::Connect { slot, generation, endpoint, .. } = action {
+            if let Action::OpenSlot { slot, generation, endpoint, .. } = action {
                 self.connects[slot.index()] = Some((generation, endpoint));
             }
             out.push(action);
@@ -178,10 +178,10 @@ fn frame_before_send_boundary_or_with_wrong_type_is_a_push() {
     hand.ready_all();
     let (slot, msg_id) = the_send(&hand.submit(1, 1000));
     // Arrives before the request was fully written: not its reply.
-    assert!(hand.frame(slot, msg_id, COUNT, FrameBody::Raw(Bytes::from_static(b"ab"))).is_empty());
+    assert!(hand.frame(slot, msg_id, COUNT, FrameBody::Unparsed(Bytes::from_static(b"ab"))).is_empty());
     hand.sent(slot, msg_id);
     // Right id, wrong type: a push too; the request keeps waiting.
-    assert!(hand.frame(slot, msg_id, 0x0547, FrameBody::Raw(Bytes::from_static(b"cd"))).is_empty());
+    assert!(hand.frame(slot, msg_id, 0x0547, FrameBody::Unparsed(Bytes::from_static(b"cd"))).is_empty());
     let pushes = hand.input(Input::ReadPushes { max: 10 });
     assert_eq!(pushes.iter().filter(|a| matches!(a, Action::Push { .. })).count(), 2);
     assert_eq!(hand.sup.counters().pushes, 2);
@@ -257,7 +257,7 @@ fn cancel_queued_removes_it_and_cancel_sent_retires_the_generation() {
     // The slot is reused only after the old generation closed: then it reconnects.
     assert!(the_send_none(&hand.submit(3, 1000)));
     let out = hand.input(Input::SlotClosed { slot, epoch: Epoch(0), generation: retired });
-    assert!(out.iter().any(|a| matches!(a, Action::Connect { generation, .. } if *generation > retired)));
+    assert!(out.iter().any(|a| matches!(a, Action::OpenSlot { generation, .. } if *generation > retired)));
     let out = hand.ready(0);
     let (_, msg_id3) = the_send(&out);
     assert_ne!(msg_id3, msg_id);
@@ -295,7 +295,7 @@ fn bad_reply_and_msg_id_zero_retire_and_retry() {
     assert!(out.iter().any(|a| matches!(a, Action::Retire { .. })));
     let (other, msg_id) = the_send(&out);
     hand.sent(other, msg_id);
-    let out = hand.frame(other, 0, COUNT, FrameBody::Raw(Bytes::new()));
+    let out = hand.frame(other, 0, COUNT, FrameBody::Unparsed(Bytes::new()));
     assert!(out.iter().any(|a| matches!(a, Action::Retire { slot, .. } if *slot == other)));
     assert!(
         matches!(completions(&out)[..], [(1, Err(RequestError::ConnectionLost(_)))]),
@@ -316,7 +316,7 @@ fn timeouts_while_queued_and_connecting() {
     assert!(out.iter().any(|a| matches!(a, Action::Retire { .. })));
     let generation = hand.generation(0);
     let out = hand.input(Input::SlotClosed { slot: SlotId(0), epoch: Epoch(0), generation });
-    assert!(out.iter().all(|a| !matches!(a, Action::Connect { .. })), "reconnect waits for the backoff");
+    assert!(out.iter().all(|a| !matches!(a, Action::OpenSlot { .. })), "reconnect waits for the backoff");
     let due = hand.sup.poll_timeout().unwrap();
     assert!(due > hand.now && due <= hand.now + Duration::from_millis(50));
 }
@@ -333,7 +333,7 @@ fn repeated_failures_back_off_and_fall_back_to_the_next_endpoint() {
         delays.push(due - hand.now);
         hand.now = due;
         let out = hand.input(Input::Tick);
-        assert!(out.iter().any(|a| matches!(a, Action::Connect { .. })));
+        assert!(out.iter().any(|a| matches!(a, Action::OpenSlot { .. })));
     }
     assert!(delays[2] > delays[0], "backoff grows: {delays:?}");
     assert_eq!(hand.connects[0].unwrap().1, 1, "after 3 failures the slot uses the next ranked endpoint");
@@ -398,7 +398,7 @@ fn unpin_returns_the_slot() {
     let deadline = hand.now + Duration::from_secs(5);
     hand.input(Input::Pin { id: PinId(1), deadline });
     assert!(the_send_none(&hand.submit(1, 5000)), "the only slot is pinned");
-    let out = hand.input(Input::Unpin { id: PinId(1) });
+    let out = hand.input(Input::Release { id: PinId(1) });
     assert!(out.iter().any(|a| matches!(a, Action::PinEnded { reason: RequestError::Cancelled, .. })));
     the_send(&out);
 }
@@ -447,7 +447,7 @@ fn push_overflow_is_reported_once_on_the_next_read() {
     let (mut hand, _) = Hand::new(c);
     hand.ready_all();
     for i in 0..5 {
-        hand.frame(SlotId(0), 100 + i, 0x0547, FrameBody::Raw(Bytes::from(vec![0u8; 4])));
+        hand.frame(SlotId(0), 100 + i, 0x0547, FrameBody::Unparsed(Bytes::from(vec![0u8; 4])));
     }
     let out = hand.input(Input::ReadPushes { max: 10 });
     assert!(matches!(out[0], Action::PushOverflow { dropped_total: 3 }));
@@ -576,7 +576,7 @@ fn new_epoch_ends_pins_retires_everything_and_resends_on_new_endpoints() {
     for s in 0..2u32 {
         let generation = hand.generation(s);
         let out = hand.input(Input::SlotClosed { slot: SlotId(s), epoch: Epoch(0), generation });
-        assert!(out.iter().any(|a| matches!(a, Action::Connect { epoch: Epoch(1), endpoint: 0, .. })), "{out:?}");
+        assert!(out.iter().any(|a| matches!(a, Action::OpenSlot { epoch: Epoch(1), endpoint: 0, .. })), "{out:?}");
     }
     let generation = hand.generation(0);
     hand.input(Input::SlotConnected { slot: SlotId(0), epoch: Epoch(1), generation });
@@ -619,12 +619,12 @@ fn fatal_ends_every_waiter_and_fails_the_close() {
 
 // ---- establishment ----
 
-/// `(slot, endpoint, deadline after t0)` of every Connect in `actions`.
+/// `(slot, endpoint, deadline after t0)` of every OpenSlot in `actions`.
 fn connects(actions: &[Action], t0: Instant) -> Vec<(u32, usize, Duration)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Connect { slot, endpoint, deadline, .. } => Some((slot.0, *endpoint, *deadline - t0)),
+            Action::OpenSlot { slot, endpoint, deadline, .. } => Some((slot.0, *endpoint, *deadline - t0)),
             _ => None,
         })
         .collect()
@@ -757,7 +757,7 @@ fn a_background_probe_does_not_hold_up_connecting() {
     let config = SupervisorConfig { start_probe: StartProbe::Background, ..establishing(2, 1, 1) };
     let (_, out) = Hand::new(config);
     assert!(matches!(out[0], Action::Probe { .. }));
-    assert!(matches!(out[1], Action::Connect { endpoint: 0, .. }));
+    assert!(matches!(out[1], Action::OpenSlot { endpoint: 0, .. }));
 }
 
 #[test]
