@@ -25,8 +25,8 @@ fn drain(
 ) {
     while let Some(action) = sup.poll_action() {
         match action {
-            Action::OpenSlot { slot, epoch, generation, .. } => connects.push((slot, epoch, generation)),
-            Action::Send { slot, epoch, generation, msg_id, request } => {
+            Action::OpenSlot { at: SlotRef { slot, epoch, generation }, .. } => connects.push((slot, epoch, generation)),
+            Action::Send { at: SlotRef { slot, epoch, generation }, msg_id, request } => {
                 sends.push((slot, epoch, generation, msg_id, request.msg_type()))
             }
             Action::Complete { id, .. } => {
@@ -100,15 +100,15 @@ fuzz_target!(|data: &[u8]| {
                 let (slot, epoch, generation) = connects[usize::from(pick) % connects.len()];
                 let generation = skewed(generation, skew);
                 match op {
-                    Op::Connected { .. } => Input::SlotConnected { slot, epoch, generation },
-                    Op::Ready { .. } => Input::SlotReady { slot, epoch, generation },
-                    Op::Failed { .. } => Input::SlotFailed { slot, epoch, generation, error: SlotError::PeerClosed },
-                    _ => Input::SlotClosed { slot, epoch, generation },
+                    Op::Connected { .. } => Input::SlotConnected { at: SlotRef { slot, epoch, generation } },
+                    Op::Ready { .. } => Input::SlotReady { at: SlotRef { slot, epoch, generation } },
+                    Op::Failed { .. } => Input::SlotFailed { at: SlotRef { slot, epoch, generation }, error: SlotError::PeerClosed },
+                    _ => Input::SlotClosed { at: SlotRef { slot, epoch, generation } },
                 }
             }
             Op::SendCompleted { pick, skew } if !sends.is_empty() => {
                 let (slot, epoch, generation, msg_id, _) = sends[usize::from(pick) % sends.len()];
-                Input::SendCompleted { slot, epoch, generation: skewed(generation, skew), msg_id }
+                Input::SendCompleted { at: SlotRef { slot, epoch, generation: skewed(generation, skew) }, msg_id }
             }
             Op::Reply { pick, skew, wrong_type, zero_id, invalid } if !sends.is_empty() => {
                 let (slot, epoch, generation, msg_id, msg_type) = sends[usize::from(pick) % sends.len()];

@@ -26,7 +26,8 @@ use crate::budget::Budget;
 use crate::proto::{Reply, Request, ResponseHeader};
 use crate::ranking::RankingStore;
 use crate::supervisor::{
-    Action, CloseState, Diagnostics, Endpoint, Epoch, Input, PinId, RequestError, RequestId, SlotId, Supervisor,
+    Action, CloseState, Diagnostics, Endpoint, Epoch, Input, PinId, RequestError, RequestId, SlotId, SlotRef,
+    Supervisor,
 };
 use crate::sync::{Completion, Snapshot};
 
@@ -468,7 +469,7 @@ impl<C: Connector> Driver<C> {
         while let Some(action) = self.sup.poll_action() {
             match action {
                 Action::Probe { epoch, timeout, concurrency } => self.probe(epoch, timeout, concurrency),
-                Action::OpenSlot { slot, epoch, generation, endpoint, deadline } => {
+                Action::OpenSlot { at: SlotRef { slot, epoch, generation }, endpoint, deadline } => {
                     let (commands, rx) = mpsc::channel(SLOT_COMMANDS_MAX);
                     let handle = &mut self.slots[slot.index()];
                     handle.commands = Some(commands);
@@ -485,13 +486,13 @@ impl<C: Connector> Driver<C> {
                     };
                     self.workers.place(slot).spawn(task.run(rx));
                 }
-                Action::Send { slot, msg_id, request, .. } => {
+                Action::Send { at: SlotRef { slot, .. }, msg_id, request, .. } => {
                     if let Some(tx) = &self.slots[slot.index()].commands {
                         let sent = tx.try_send(SlotCommand::Send { msg_id, request });
                         self.slot_command_overflows += overflowed(slot, sent);
                     }
                 }
-                Action::Retire { slot, .. } => {
+                Action::Retire { at: SlotRef { slot, .. }, .. } => {
                     if let Some(tx) = self.slots[slot.index()].commands.take() {
                         let sent = tx.try_send(SlotCommand::Retire);
                         self.slot_command_overflows += overflowed(slot, sent);

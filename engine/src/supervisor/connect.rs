@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::slot::{Owner, SlotState};
 use super::timer::Timer;
 use super::{
-    judge, Action, Epoch, FrameBody, Generation, RejectReason, RequestError, SlotError, SlotId, Supervisor, Verdict,
+    judge, Action, Epoch, FrameBody, RejectReason, RequestError, SlotError, SlotId, SlotRef, Supervisor, Verdict,
     MOVE_GAIN_PERCENT,
 };
 
@@ -146,7 +146,11 @@ impl Supervisor {
         let (generation, endpoint) = (s.generation, s.endpoint);
         self.timers.set(deadline, Timer::Connect(slot, generation));
         self.counters.connects += 1;
-        self.actions.push_back(Action::OpenSlot { slot, epoch: self.epoch, generation, endpoint, deadline });
+        self.actions.push_back(Action::OpenSlot {
+            at: SlotRef { slot, epoch: self.epoch, generation },
+            endpoint,
+            deadline,
+        });
     }
 
     /// The start probe answered (or ran out of time): rank, then connect.
@@ -257,8 +261,9 @@ impl Supervisor {
         self.connect_all();
     }
 
-    pub(super) fn slot_connected(&mut self, slot: SlotId, epoch: Epoch, generation: Generation) {
-        if !self.live(slot, epoch, generation) {
+    pub(super) fn slot_connected(&mut self, at: SlotRef) {
+        let slot = at.slot;
+        if !self.live(at) {
             return;
         }
         let s = &mut self.slots[slot.index()];
@@ -268,8 +273,9 @@ impl Supervisor {
         }
     }
 
-    pub(super) fn slot_ready(&mut self, slot: SlotId, epoch: Epoch, generation: Generation) {
-        if !self.live(slot, epoch, generation) {
+    pub(super) fn slot_ready(&mut self, at: SlotRef) {
+        let SlotRef { slot, generation, .. } = at;
+        if !self.live(at) {
             return;
         }
         let s = &mut self.slots[slot.index()];

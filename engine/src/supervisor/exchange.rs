@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::push::PushFrame;
 use super::slot::{Exchange, Owner, SlotState};
 use super::timer::Timer;
-use super::{Action, Epoch, FrameBody, Generation, RequestError, RequestId, SlotError, SlotId, Supervisor};
+use super::{Action, FrameBody, Generation, RequestError, RequestId, SlotError, SlotId, SlotRef, Supervisor};
 use crate::mutants::{on as mutant, Mutant};
 use crate::proto::{Reply, Request, ResponseHeader};
 
@@ -18,7 +18,7 @@ impl Supervisor {
         assert!(matches!(s.state, SlotState::Ready), "one exchange per socket: slot {} is {}", slot.0, s.state.name());
         s.state = SlotState::Busy(Exchange { owner, msg_id, msg_type: request.msg_type(), sent_at: None });
         let generation = s.generation;
-        self.actions.push_back(Action::Send { slot, epoch: self.epoch, generation, msg_id, request });
+        self.actions.push_back(Action::Send { at: SlotRef { slot, epoch: self.epoch, generation }, msg_id, request });
     }
 
     pub(super) fn take_msg_id(&mut self) -> u32 {
@@ -28,8 +28,9 @@ impl Supervisor {
         id
     }
 
-    pub(super) fn send_completed(&mut self, slot: SlotId, epoch: Epoch, generation: Generation, msg_id: u32) {
-        if !self.live(slot, epoch, generation) {
+    pub(super) fn send_completed(&mut self, at: SlotRef, msg_id: u32) {
+        let slot = at.slot;
+        if !self.live(at) {
             return;
         }
         let now = self.now;
@@ -39,14 +40,8 @@ impl Supervisor {
         }
     }
 
-    pub(super) fn frame(
-        &mut self,
-        slot: SlotId,
-        epoch: Epoch,
-        generation: Generation,
-        header: ResponseHeader,
-        body: FrameBody,
-    ) {
+    pub(super) fn frame(&mut self, at: SlotRef, header: ResponseHeader, body: FrameBody) {
+        let SlotRef { slot, epoch, generation } = at;
         let generation = match self.slots.get(slot.index()) {
             Some(s) if mutant(Mutant::GenerationCheckSkipped) => s.generation,
             _ => generation,
@@ -56,7 +51,8 @@ impl Supervisor {
             self.counters.stale_frames += 1;
             return;
         }
-        if !self.live(slot, epoch, generation) {
+        // With the mutant on, `generation` may differ from `at`'s.
+        if !self.live(SlotRef { slot, epoch, generation }) {
             return;
         }
         let s = &mut self.slots[slot.index()];

@@ -211,7 +211,7 @@ impl World {
 
     /// The slot task for this generation fails after `after`.
     fn fail_later(&mut self, after: Duration, slot: SlotId, epoch: Epoch, generation: Generation, error: SlotError) {
-        self.schedule(after, Event::Slot(Input::SlotFailed { slot, epoch, generation, error }));
+        self.schedule(after, Event::Slot(Input::SlotFailed { at: SlotRef { slot, epoch, generation }, error }));
     }
 
     fn trace(&mut self, what: &str) {
@@ -223,12 +223,12 @@ impl World {
 
     pub(crate) fn handle(&mut self, input: Input) {
         match &input {
-            Input::SlotFailed { slot, generation, .. } => {
+            Input::SlotFailed { at: SlotRef { slot, generation, .. }, .. } => {
                 // The slot task ends as it reports its failure.
                 self.conns.remove(&(slot.0, generation.0));
                 self.closing.remove(&(slot.0, generation.0));
             }
-            Input::SlotClosed { slot, generation, .. } => {
+            Input::SlotClosed { at: SlotRef { slot, generation, .. }, .. } => {
                 self.closing.remove(&(slot.0, generation.0));
             }
             _ => {}
@@ -236,7 +236,7 @@ impl World {
         // A frame on a connection that was retired or failed is stale: the
         // Supervisor must drop it (neither a reply nor a push).
         let stale_frame = match &input {
-            Input::Frame { slot, generation, .. } => !self.conns.contains(&(slot.0, generation.0)),
+            Input::Frame { at: SlotRef { slot, generation, .. }, .. } => !self.conns.contains(&(slot.0, generation.0)),
             _ => false,
         };
         let read_pushes = matches!(input, Input::ReadPushes { .. });
@@ -284,7 +284,7 @@ impl World {
                 let after = latencies.iter().flatten().max().copied().unwrap_or(Duration::from_millis(1));
                 self.schedule(after, Event::Slot(Input::ProbeDone { epoch, latencies }));
             }
-            Action::OpenSlot { slot, epoch, generation, endpoint, .. } => {
+            Action::OpenSlot { at: SlotRef { slot, epoch, generation }, endpoint, .. } => {
                 self.conns.insert((slot.0, generation.0));
                 if self.chance(self.faults.connect_hang) {
                     return; // the Supervisor's connect deadline must notice
@@ -294,14 +294,14 @@ impl World {
                     let error = SlotError::Connect("refused".into());
                     return self.fail_later(after, slot, epoch, generation, error);
                 }
-                self.schedule(after, Event::Slot(Input::SlotConnected { slot, epoch, generation }));
+                self.schedule(after, Event::Slot(Input::SlotConnected { at: SlotRef { slot, epoch, generation } }));
                 if self.dead(endpoint) {
                     let error = SlotError::Handshake("no reply to the handshake".into());
                     return self.fail_later(after * 2, slot, epoch, generation, error);
                 }
-                self.schedule(after * 2, Event::Slot(Input::SlotReady { slot, epoch, generation }));
+                self.schedule(after * 2, Event::Slot(Input::SlotReady { at: SlotRef { slot, epoch, generation } }));
             }
-            Action::Send { slot, epoch, generation, msg_id, request, .. } => {
+            Action::Send { at: SlotRef { slot, epoch, generation }, msg_id, request, .. } => {
                 let key = (slot.0, generation.0);
                 assert!(
                     self.conns.contains(&key),
@@ -336,7 +336,10 @@ impl World {
                     }
                 }
                 let write = Duration::from_micros(10 + self.rng.below(100));
-                self.schedule(write, Event::Slot(Input::SendCompleted { slot, epoch, generation, msg_id }));
+                self.schedule(
+                    write,
+                    Event::Slot(Input::SendCompleted { at: SlotRef { slot, epoch, generation }, msg_id }),
+                );
                 let after = write + self.latency();
                 let msg_type = request.msg_type();
                 let body = match (&*request, id) {
@@ -350,7 +353,10 @@ impl World {
                 if self.chance(self.faults.push) {
                     let header = frame_header(msg_id.wrapping_add(7).max(1), 0x0547);
                     let body = FrameBody::Unparsed(Bytes::from(vec![0x93; 1 + self.rng.below(200) as usize]));
-                    self.schedule(after / 2, Event::Slot(Input::Frame { slot, epoch, generation, header, body }));
+                    self.schedule(
+                        after / 2,
+                        Event::Slot(Input::Frame { at: SlotRef { slot, epoch, generation }, header, body }),
+                    );
                 }
                 if self.chance(self.faults.reply_drop) {
                     return;
@@ -368,13 +374,16 @@ impl World {
                         FrameBody::Reply(r) => FrameBody::Reply(r.clone()),
                         other => other.clone(),
                     };
-                    let input = Input::Frame { slot, epoch, generation, header, body: copy };
+                    let input = Input::Frame { at: SlotRef { slot, epoch, generation }, header, body: copy };
                     let later = after + self.latency();
                     self.schedule(later, Event::Slot(input));
                 }
-                self.schedule(after, Event::Slot(Input::Frame { slot, epoch, generation, header, body }));
+                self.schedule(
+                    after,
+                    Event::Slot(Input::Frame { at: SlotRef { slot, epoch, generation }, header, body }),
+                );
             }
-            Action::Retire { slot, epoch, generation } => {
+            Action::Retire { at: SlotRef { slot, epoch, generation } } => {
                 assert!(
                     self.conns.remove(&(slot.0, generation.0)),
                     "seed {}: retire of slot {} generation {} that has no connection",
@@ -384,7 +393,7 @@ impl World {
                 );
                 self.closing.insert((slot.0, generation.0));
                 let after = Duration::from_micros(50 + self.rng.below(500));
-                self.schedule(after, Event::Slot(Input::SlotClosed { slot, epoch, generation }));
+                self.schedule(after, Event::Slot(Input::SlotClosed { at: SlotRef { slot, epoch, generation } }));
             }
             Action::Complete { id, outcome } => {
                 let record = self.records.entry(id.0).or_default();
@@ -556,10 +565,10 @@ fn describe_input(input: &Input, t0: Instant) -> String {
 /// A trace line for an action, with relative times.
 fn describe_action(action: &Action, t0: Instant) -> String {
     match action {
-        Action::OpenSlot { slot, generation, endpoint, deadline, .. } => {
+        Action::OpenSlot { at: SlotRef { slot, generation, .. }, endpoint, deadline, .. } => {
             format!("connect {} {} {endpoint} {:?}", slot.0, generation.0, *deadline - t0)
         }
-        Action::Send { slot, generation, msg_id, request, .. } => {
+        Action::Send { at: SlotRef { slot, generation, .. }, msg_id, request, .. } => {
             format!("send {} {} {msg_id} {}", slot.0, generation.0, request.name())
         }
         other => format!("{other:?}"),

@@ -6,7 +6,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde::Serialize;
 
-use super::ids::{Epoch, Generation, PinId, RequestId, SlotId};
+use super::ids::{Epoch, PinId, RequestId, SlotId, SlotRef};
 use crate::proto::{ProtoError, Reply, Request, ResponseHeader};
 
 /// An event for [`Supervisor::handle`](super::Supervisor::handle).
@@ -48,62 +48,38 @@ pub enum Input {
     },
     /// The slot task's TCP connection is up; the handshake is under way.
     SlotConnected {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch of the connect.
-        epoch: Epoch,
-        /// Generation of the connect.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
     },
     /// The slot task finished the 0x000d handshake; the slot can carry requests.
     SlotReady {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch of the connect.
-        epoch: Epoch,
-        /// Generation of the connect.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
     },
     /// The slot task ended with an error (connect, handshake, I/O, stream
     /// protocol error, peer closed). Its socket is closed.
     SlotFailed {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch of the connect.
-        epoch: Epoch,
-        /// Generation that failed.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
         /// Why.
         error: SlotError,
     },
     /// The slot task ended after [`Action::Retire`]; its socket is closed.
     SlotClosed {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch of the retired connection.
-        epoch: Epoch,
-        /// The retired generation.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
     },
     /// The request frame for `msg_id` was fully written.
     SendCompleted {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch.
-        epoch: Epoch,
-        /// Generation.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
         /// The frame's msg_id.
         msg_id: u32,
     },
     /// A whole response frame arrived on a slot.
     Frame {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch.
-        epoch: Epoch,
-        /// Generation.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
         /// The frame's header.
         header: ResponseHeader,
         /// The body, parsed by the slot task when it was the reply it awaited.
@@ -257,12 +233,8 @@ pub enum Action {
     /// before `deadline`, reporting `SlotConnected` then `SlotReady` (or
     /// `SlotFailed`).
     OpenSlot {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch to stamp on its events.
-        epoch: Epoch,
-        /// Generation to stamp on its events.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
         /// Index into the configured endpoints.
         endpoint: usize,
         /// Give up connecting (and report `SlotFailed`) at this time.
@@ -271,12 +243,8 @@ pub enum Action {
     /// Write `request` as a frame with `msg_id` on the slot, then report
     /// `SendCompleted`; parse the frame that answers it.
     Send {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch.
-        epoch: Epoch,
-        /// Generation.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
         /// The frame's msg_id (never 0).
         msg_id: u32,
         /// What to send.
@@ -285,12 +253,8 @@ pub enum Action {
     /// Close the slot's socket, drop its decoder, end its task, then report
     /// `SlotClosed` with this generation.
     Retire {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch.
-        epoch: Epoch,
-        /// The generation to retire.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
     },
     /// A request ended. Emitted exactly once per admitted request, and once
     /// (with `PoolBusy`, `Closed`, `TimedOut` or `PinLost`) for a refused one.

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use super::slot::SlotState;
 use super::timer::Timer;
-use super::{Action, Epoch, Generation, RequestError, SlotError, SlotId, Supervisor};
+use super::{Action, Generation, RequestError, SlotError, SlotId, SlotRef, Supervisor};
 
 impl Supervisor {
     /// Checks that a slot event is for a known slot and the current epoch
     /// and generation. Old ones are stale; impossible ones are ignored.
-    pub(super) fn current(&mut self, slot: SlotId, epoch: Epoch, generation: Generation) -> bool {
+    pub(super) fn current(&mut self, at: SlotRef) -> bool {
+        let SlotRef { slot, epoch, generation } = at;
         let Some(s) = self.slots.get(slot.index()) else {
             self.ignore("event for an unknown slot");
             return false;
@@ -25,8 +26,9 @@ impl Supervisor {
 
     /// [`current`](Self::current), and the generation has a connection (a
     /// slot task exists for it).
-    pub(super) fn live(&mut self, slot: SlotId, epoch: Epoch, generation: Generation) -> bool {
-        if !self.current(slot, epoch, generation) {
+    pub(super) fn live(&mut self, at: SlotRef) -> bool {
+        let slot = at.slot;
+        if !self.current(at) {
             return false;
         }
         let live = !matches!(self.slots[slot.index()].state, SlotState::Disconnected | SlotState::Retiring { .. });
@@ -63,14 +65,15 @@ impl Supervisor {
         }
     }
 
-    pub(super) fn slot_failed(&mut self, slot: SlotId, epoch: Epoch, generation: Generation, error: SlotError) {
+    pub(super) fn slot_failed(&mut self, at: SlotRef, error: SlotError) {
+        let SlotRef { slot, epoch, generation } = at;
         let state = self.slots.get(slot.index()).map(|s| s.state);
         if let Some(SlotState::Retiring { epoch: retired_epoch, retired }) = state {
             if retired == generation && epoch == retired_epoch {
-                return self.slot_closed(slot, epoch, generation);
+                return self.slot_closed(at);
             }
         }
-        if !self.live(slot, epoch, generation) {
+        if !self.live(at) {
             return;
         }
         tracing::debug!(slot = slot.0, ?error, "slot failed");
@@ -86,7 +89,8 @@ impl Supervisor {
         self.schedule_reconnect(slot);
     }
 
-    pub(super) fn slot_closed(&mut self, slot: SlotId, epoch: Epoch, generation: Generation) {
+    pub(super) fn slot_closed(&mut self, at: SlotRef) {
+        let SlotRef { slot, epoch, generation } = at;
         let Some(s) = self.slots.get_mut(slot.index()) else {
             return self.ignore("event for an unknown slot");
         };
@@ -136,7 +140,7 @@ impl Supervisor {
         }
         let previous = self.end_generation(slot, failure.is_some());
         self.slots[slot.index()].state = SlotState::Retiring { epoch: self.epoch, retired };
-        self.actions.push_back(Action::Retire { slot, epoch: self.epoch, generation: retired });
+        self.actions.push_back(Action::Retire { at: SlotRef { slot, epoch: self.epoch, generation: retired } });
         self.after_generation(slot, previous, failure.unwrap_or(RequestError::Cancelled));
     }
 

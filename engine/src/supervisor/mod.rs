@@ -86,7 +86,7 @@ pub use config::{
     default_connect_concurrency, ConfigError, Endpoint, StartProbe, SupervisorConfig, CANARY_PROBE_STEPS_MAX, SLOTS_MAX,
 };
 pub use diagnostics::{Counters, Diagnostics, SlotDiagnostics};
-pub use ids::{Epoch, Generation, PinId, RequestId, SlotId};
+pub use ids::{Epoch, Generation, PinId, RequestId, SlotId, SlotRef};
 pub use io::{Action, CloseState, FrameBody, Input, RequestError, SlotError};
 pub use verdict::{default_probe, judge, RejectReason, Verdict};
 
@@ -292,14 +292,12 @@ impl Supervisor {
             Input::Cancel { id } => self.cancel(id),
             Input::Pin { id, deadline } => self.pin(id, deadline),
             Input::Release { id } => self.end_pin(id, RequestError::Cancelled),
-            Input::SlotConnected { slot, epoch, generation } => self.slot_connected(slot, epoch, generation),
-            Input::SlotReady { slot, epoch, generation } => self.slot_ready(slot, epoch, generation),
-            Input::SlotFailed { slot, epoch, generation, error } => self.slot_failed(slot, epoch, generation, error),
-            Input::SlotClosed { slot, epoch, generation } => self.slot_closed(slot, epoch, generation),
-            Input::SendCompleted { slot, epoch, generation, msg_id } => {
-                self.send_completed(slot, epoch, generation, msg_id)
-            }
-            Input::Frame { slot, epoch, generation, header, body } => self.frame(slot, epoch, generation, header, body),
+            Input::SlotConnected { at } => self.slot_connected(at),
+            Input::SlotReady { at } => self.slot_ready(at),
+            Input::SlotFailed { at, error } => self.slot_failed(at, error),
+            Input::SlotClosed { at } => self.slot_closed(at),
+            Input::SendCompleted { at, msg_id } => self.send_completed(at, msg_id),
+            Input::Frame { at, header, body } => self.frame(at, header, body),
             Input::ReadPushes { max } => self.read_pushes(max),
             Input::Tick => {}
             Input::NewEpoch { endpoints } => self.new_epoch(endpoints),

@@ -62,7 +62,7 @@ impl Hand {
     fn drain(&mut self) -> Vec<Action> {
         let mut out = Vec::new();
         while let Some(action) = self.sup.poll_action() {
-            if let Action::OpenSlot { slot, generation, endpoint, .. } = action {
+            if let Action::OpenSlot { at: SlotRef { slot, generation, .. }, endpoint, .. } = action {
                 self.connects[slot.index()] = Some((generation, endpoint));
             }
             out.push(action);
@@ -83,8 +83,8 @@ impl Hand {
     pub(super) fn ready(&mut self, slot: u32) -> Vec<Action> {
         let generation = self.generation(slot);
         let (slot, epoch) = (SlotId(slot), Epoch(0));
-        let mut out = self.input(Input::SlotConnected { slot, epoch, generation });
-        out.extend(self.input(Input::SlotReady { slot, epoch, generation }));
+        let mut out = self.input(Input::SlotConnected { at: SlotRef { slot, epoch, generation } });
+        out.extend(self.input(Input::SlotReady { at: SlotRef { slot, epoch, generation } }));
         out
     }
 
@@ -103,12 +103,16 @@ impl Hand {
 
     pub(super) fn sent(&mut self, slot: SlotId, msg_id: u32) -> Vec<Action> {
         let generation = self.generation(slot.0);
-        self.input(Input::SendCompleted { slot, epoch: Epoch(0), generation, msg_id })
+        self.input(Input::SendCompleted { at: SlotRef { slot, epoch: Epoch(0), generation }, msg_id })
     }
 
     pub(super) fn frame(&mut self, slot: SlotId, msg_id: u32, msg_type: u16, body: FrameBody) -> Vec<Action> {
         let generation = self.generation(slot.0);
-        self.input(Input::Frame { slot, epoch: Epoch(0), generation, header: header(msg_id, msg_type), body })
+        self.input(Input::Frame {
+            at: SlotRef { slot, epoch: Epoch(0), generation },
+            header: header(msg_id, msg_type),
+            body,
+        })
     }
 }
 
@@ -121,7 +125,7 @@ pub(super) fn the_send(actions: &[Action]) -> (SlotId, u32) {
     let sends: Vec<_> = actions
         .iter()
         .filter_map(|a| match a {
-            Action::Send { slot, msg_id, .. } => Some((*slot, *msg_id)),
+            Action::Send { at: SlotRef { slot, .. }, msg_id, .. } => Some((*slot, *msg_id)),
             _ => None,
         })
         .collect();
@@ -189,7 +193,7 @@ fn frame_before_send_boundary_or_with_wrong_type_is_a_push() {
     hand.at_ms(1000);
     let out = hand.input(Input::Tick);
     assert_eq!(completions(&out), vec![(1, Err(RequestError::TimedOut))]);
-    assert!(out.iter().any(|a| matches!(a, Action::Retire { slot: s, .. } if *s == slot)));
+    assert!(out.iter().any(|a| matches!(a, Action::Retire { at: SlotRef { slot: s, .. }, .. } if *s == slot)));
 }
 
 #[test]
@@ -208,9 +212,7 @@ fn stale_and_late_frames_are_dropped() {
     hand.input(Input::Cancel { id: RequestId(2) });
     let old = hand.generation(0);
     let out = hand.input(Input::Frame {
-        slot,
-        epoch: Epoch(0),
-        generation: old,
+        at: SlotRef { slot, epoch: Epoch(0), generation: old },
         header: header(msg_id, COUNT),
         body: count_reply(2),
     });
@@ -253,11 +255,15 @@ fn cancel_queued_removes_it_and_cancel_sent_retires_the_generation() {
     let out = hand.input(Input::Cancel { id: RequestId(2) });
     assert_eq!(completions(&out), vec![(2, Err(RequestError::Cancelled))]);
     let retired = hand.generation(0);
-    assert!(out.iter().any(|a| matches!(a, Action::Retire { generation, .. } if *generation == retired)));
+    assert!(out
+        .iter()
+        .any(|a| matches!(a, Action::Retire { at: SlotRef { generation, .. }, .. } if *generation == retired)));
     // The slot is reused only after the old generation closed: then it reconnects.
     assert!(the_send_none(&hand.submit(3, 1000)));
-    let out = hand.input(Input::SlotClosed { slot, epoch: Epoch(0), generation: retired });
-    assert!(out.iter().any(|a| matches!(a, Action::OpenSlot { generation, .. } if *generation > retired)));
+    let out = hand.input(Input::SlotClosed { at: SlotRef { slot, epoch: Epoch(0), generation: retired } });
+    assert!(out
+        .iter()
+        .any(|a| matches!(a, Action::OpenSlot { at: SlotRef { generation, .. }, .. } if *generation > retired)));
     let out = hand.ready(0);
     let (_, msg_id3) = the_send(&out);
     assert_ne!(msg_id3, msg_id);
@@ -276,12 +282,16 @@ fn retry_once_on_another_connection_within_the_deadline() {
     let (slot, msg_id) = the_send(&hand.submit(1, 5000));
     hand.sent(slot, msg_id);
     let generation = hand.generation(slot.0);
-    let out = hand.input(Input::SlotFailed { slot, epoch: Epoch(0), generation, error: SlotError::PeerClosed });
+    let out = hand
+        .input(Input::SlotFailed { at: SlotRef { slot, epoch: Epoch(0), generation }, error: SlotError::PeerClosed });
     let (other, _) = the_send(&out);
     assert_ne!(other, slot, "resent on a live connection, not the failed one");
     assert_eq!(hand.sup.counters().retries, 1);
     let generation = hand.generation(other.0);
-    let out = hand.input(Input::SlotFailed { slot: other, epoch: Epoch(0), generation, error: SlotError::PeerClosed });
+    let out = hand.input(Input::SlotFailed {
+        at: SlotRef { slot: other, epoch: Epoch(0), generation },
+        error: SlotError::PeerClosed,
+    });
     assert_eq!(completions(&out), vec![(1, Err(RequestError::ConnectionLost(SlotError::PeerClosed)))]);
 }
 
@@ -296,7 +306,7 @@ fn bad_reply_and_msg_id_zero_retire_and_retry() {
     let (other, msg_id) = the_send(&out);
     hand.sent(other, msg_id);
     let out = hand.frame(other, 0, COUNT, FrameBody::Unparsed(Bytes::new()));
-    assert!(out.iter().any(|a| matches!(a, Action::Retire { slot, .. } if *slot == other)));
+    assert!(out.iter().any(|a| matches!(a, Action::Retire { at: SlotRef { slot, .. }, .. } if *slot == other)));
     assert!(
         matches!(completions(&out)[..], [(1, Err(RequestError::ConnectionLost(_)))]),
         "second failure ends it: {out:?}"
@@ -315,7 +325,7 @@ fn timeouts_while_queued_and_connecting() {
     let out = hand.input(Input::Tick);
     assert!(out.iter().any(|a| matches!(a, Action::Retire { .. })));
     let generation = hand.generation(0);
-    let out = hand.input(Input::SlotClosed { slot: SlotId(0), epoch: Epoch(0), generation });
+    let out = hand.input(Input::SlotClosed { at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation } });
     assert!(out.iter().all(|a| !matches!(a, Action::OpenSlot { .. })), "reconnect waits for the backoff");
     let due = hand.sup.poll_timeout().unwrap();
     assert!(due > hand.now && due <= hand.now + Duration::from_millis(50));
@@ -328,7 +338,7 @@ fn repeated_failures_back_off_and_fall_back_to_the_next_endpoint() {
     for _ in 0..3 {
         let generation = hand.generation(0);
         let error = SlotError::Connect("refused".into());
-        hand.input(Input::SlotFailed { slot: SlotId(0), epoch: Epoch(0), generation, error });
+        hand.input(Input::SlotFailed { at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation }, error });
         let due = hand.sup.poll_timeout().unwrap();
         delays.push(due - hand.now);
         hand.now = due;
@@ -378,7 +388,10 @@ fn pins_are_exclusive_fifo_and_die_with_their_slot() {
     hand.sent(slot, msg_id);
     // The pinned connection fails: the request in flight and the pin end.
     let generation = hand.generation(pinned.0);
-    let out = hand.input(Input::SlotFailed { slot: pinned, epoch: Epoch(0), generation, error: SlotError::PeerClosed });
+    let out = hand.input(Input::SlotFailed {
+        at: SlotRef { slot: pinned, epoch: Epoch(0), generation },
+        error: SlotError::PeerClosed,
+    });
     assert!(matches!(completions(&out)[..], [(11, Err(RequestError::ConnectionLost(_)))]));
     assert!(out.iter().any(|a| matches!(a, Action::PinEnded { id: PinId(1), reason: RequestError::PinLost })));
     let out = hand.input(Input::Submit {
@@ -474,7 +487,7 @@ fn close_is_linearizable_and_final() {
     // Every slot retires; once both confirm, the engine is Closed.
     for s in 0..2 {
         let generation = hand.generation(s);
-        let out = hand.input(Input::SlotClosed { slot: SlotId(s), epoch: Epoch(0), generation });
+        let out = hand.input(Input::SlotClosed { at: SlotRef { slot: SlotId(s), epoch: Epoch(0), generation } });
         if s == 1 {
             assert!(matches!(out[..], [Action::CloseStateChanged { state: CloseState::Closed }]), "{out:?}");
         }
@@ -504,12 +517,21 @@ fn nonsense_inputs_are_counted_and_ignored() {
     hand.ready_all();
     let before = hand.sup.counters().ignored_inputs;
     let future = Generation(99);
-    assert!(hand.input(Input::SlotReady { slot: SlotId(7), epoch: Epoch(0), generation: Generation(0) }).is_empty());
-    assert!(hand.input(Input::SlotReady { slot: SlotId(0), epoch: Epoch(0), generation: future }).is_empty());
     assert!(hand
-        .input(Input::SendCompleted { slot: SlotId(0), epoch: Epoch(0), generation: Generation(0), msg_id: 5 })
+        .input(Input::SlotReady { at: SlotRef { slot: SlotId(7), epoch: Epoch(0), generation: Generation(0) } })
         .is_empty());
-    assert!(hand.input(Input::SlotClosed { slot: SlotId(0), epoch: Epoch(0), generation: Generation(0) }).is_empty());
+    assert!(hand
+        .input(Input::SlotReady { at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation: future } })
+        .is_empty());
+    assert!(hand
+        .input(Input::SendCompleted {
+            at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation: Generation(0) },
+            msg_id: 5
+        })
+        .is_empty());
+    assert!(hand
+        .input(Input::SlotClosed { at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation: Generation(0) } })
+        .is_empty());
     hand.submit(1, 1000);
     hand.submit(1, 1000); // same id again
     assert!(hand.sup.counters().ignored_inputs >= before + 5);
@@ -560,14 +582,13 @@ fn new_epoch_ends_pins_retires_everything_and_resends_on_new_endpoints() {
     let endpoints = vec![Endpoint::new("127.0.0.2", 7709)];
     let out = hand.input(Input::NewEpoch { endpoints });
     assert!(out.iter().any(|a| matches!(a, Action::PinEnded { id: PinId(1), reason: RequestError::PinLost })));
-    let retires: Vec<_> = out.iter().filter(|a| matches!(a, Action::Retire { epoch: Epoch(0), .. })).collect();
+    let retires: Vec<_> =
+        out.iter().filter(|a| matches!(a, Action::Retire { at: SlotRef { epoch: Epoch(0), .. }, .. })).collect();
     assert_eq!(retires.len(), 2, "every live connection retires under the old epoch");
     assert!(completions(&out).is_empty(), "the request in flight waits for a new connection");
     // The old connection's reply is stale now.
     let out = hand.input(Input::Frame {
-        slot,
-        epoch: Epoch(0),
-        generation: old,
+        at: SlotRef { slot, epoch: Epoch(0), generation: old },
         header: header(msg_id, COUNT),
         body: count_reply(1),
     });
@@ -575,19 +596,20 @@ fn new_epoch_ends_pins_retires_everything_and_resends_on_new_endpoints() {
     // Old-epoch retirements complete; slots reconnect in the new epoch, to the new endpoint.
     for s in 0..2u32 {
         let generation = hand.generation(s);
-        let out = hand.input(Input::SlotClosed { slot: SlotId(s), epoch: Epoch(0), generation });
-        assert!(out.iter().any(|a| matches!(a, Action::OpenSlot { epoch: Epoch(1), endpoint: 0, .. })), "{out:?}");
+        let out = hand.input(Input::SlotClosed { at: SlotRef { slot: SlotId(s), epoch: Epoch(0), generation } });
+        assert!(
+            out.iter().any(|a| matches!(a, Action::OpenSlot { at: SlotRef { epoch: Epoch(1), .. }, endpoint: 0, .. })),
+            "{out:?}"
+        );
     }
     let generation = hand.generation(0);
-    hand.input(Input::SlotConnected { slot: SlotId(0), epoch: Epoch(1), generation });
-    let out = hand.input(Input::SlotReady { slot: SlotId(0), epoch: Epoch(1), generation });
+    hand.input(Input::SlotConnected { at: SlotRef { slot: SlotId(0), epoch: Epoch(1), generation } });
+    let out = hand.input(Input::SlotReady { at: SlotRef { slot: SlotId(0), epoch: Epoch(1), generation } });
     let (slot, msg_id) = the_send(&out);
     assert_eq!(hand.sup.counters().retries, 1);
-    hand.input(Input::SendCompleted { slot, epoch: Epoch(1), generation, msg_id });
+    hand.input(Input::SendCompleted { at: SlotRef { slot, epoch: Epoch(1), generation }, msg_id });
     let out = hand.input(Input::Frame {
-        slot,
-        epoch: Epoch(1),
-        generation,
+        at: SlotRef { slot, epoch: Epoch(1), generation },
         header: header(msg_id, COUNT),
         body: count_reply(9),
     });
@@ -624,7 +646,9 @@ fn connects(actions: &[Action], t0: Instant) -> Vec<(u32, usize, Duration)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::OpenSlot { slot, endpoint, deadline, .. } => Some((slot.0, *endpoint, *deadline - t0)),
+            Action::OpenSlot { at: SlotRef { slot, .. }, endpoint, deadline, .. } => {
+                Some((slot.0, *endpoint, *deadline - t0))
+            }
             _ => None,
         })
         .collect()
@@ -643,8 +667,8 @@ fn establishing(endpoints: usize, servers: usize, per_server: usize) -> Supervis
 fn fail(hand: &mut Hand, slot: u32, error: SlotError) -> Vec<Action> {
     let generation = hand.generation(slot);
     let (slot, epoch) = (SlotId(slot), Epoch(0));
-    let mut out = hand.input(Input::SlotConnected { slot, epoch, generation });
-    out.extend(hand.input(Input::SlotFailed { slot, epoch, generation, error }));
+    let mut out = hand.input(Input::SlotConnected { at: SlotRef { slot, epoch, generation } });
+    out.extend(hand.input(Input::SlotFailed { at: SlotRef { slot, epoch, generation }, error }));
     out
 }
 
@@ -769,7 +793,7 @@ fn fallback_skips_a_full_server() {
     for _ in 0..3 {
         let generation = hand.generation(0);
         let error = SlotError::PeerClosed;
-        hand.input(Input::SlotFailed { slot: SlotId(0), epoch: Epoch(0), generation, error });
+        hand.input(Input::SlotFailed { at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation }, error });
         hand.now = hand.sup.poll_timeout().unwrap();
         hand.input(Input::Tick);
     }
@@ -804,11 +828,11 @@ fn retire_and_close(hand: &mut Hand, actions: &[Action]) -> Vec<Action> {
     let (slot, generation) = actions
         .iter()
         .find_map(|a| match a {
-            Action::Retire { slot, generation, .. } => Some((*slot, *generation)),
+            Action::Retire { at: SlotRef { slot, generation, .. }, .. } => Some((*slot, *generation)),
             _ => None,
         })
         .expect("a retire");
-    hand.input(Input::SlotClosed { slot, epoch: Epoch(0), generation })
+    hand.input(Input::SlotClosed { at: SlotRef { slot, epoch: Epoch(0), generation } })
 }
 
 /// Why: a server that completes the handshake and then serves nothing (the
@@ -888,8 +912,10 @@ fn an_empty_reply_is_asked_again_elsewhere_and_a_contradicted_server_is_demoted(
     hand.sent(second, msg_id);
     let out = hand.frame(second, msg_id, COUNT, count_reply(7));
     assert_eq!(completions(&out), vec![(1, Ok(7))], "the server with data answers");
-    let retired: Vec<SlotId> =
-        out.iter().filter_map(|a| if let Action::Retire { slot, .. } = a { Some(*slot) } else { None }).collect();
+    let retired: Vec<SlotId> = out
+        .iter()
+        .filter_map(|a| if let Action::Retire { at: SlotRef { slot, .. }, .. } = a { Some(*slot) } else { None })
+        .collect();
     assert_eq!(retired, vec![first], "the contradicted server's idle slot leaves at once");
     let d = hand.sup.diagnostics();
     assert_eq!((d.counters.second_opinions, d.counters.contradictions, d.counters.demotions), (1, 1, 1));
@@ -991,7 +1017,7 @@ fn a_background_probe_moves_a_group_to_a_faster_server_without_failing_a_request
         let out = hand.frame(slot, msg_id, COUNT, count_reply(id as u16));
         assert_eq!(completions(&out), vec![(id, Ok(id as u16))], "the request completes on its old connection");
         retired.extend(out.iter().filter_map(|a| match a {
-            Action::Retire { slot, generation, .. } => Some((*slot, *generation)),
+            Action::Retire { at: SlotRef { slot, generation, .. }, .. } => Some((*slot, *generation)),
             _ => None,
         }));
     }
@@ -999,7 +1025,7 @@ fn a_background_probe_moves_a_group_to_a_faster_server_without_failing_a_request
     assert_eq!(retired.len(), 1, "{retired:?}");
     let (mover, generation) = retired[0];
     assert!(mover.index() < 2, "a slot of group 0");
-    let out = hand.input(Input::SlotClosed { slot: mover, epoch: Epoch(0), generation });
+    let out = hand.input(Input::SlotClosed { at: SlotRef { slot: mover, epoch: Epoch(0), generation } });
     assert_eq!(connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(), vec![(mover.0, 2)]);
     let out = hand.ready(mover.0);
     // It passed: the group's other slot (idle now) follows at once.
@@ -1007,12 +1033,12 @@ fn a_background_probe_moves_a_group_to_a_faster_server_without_failing_a_request
     let (slot, generation) = out
         .iter()
         .find_map(|a| match a {
-            Action::Retire { slot, generation, .. } => Some((*slot, *generation)),
+            Action::Retire { at: SlotRef { slot, generation, .. }, .. } => Some((*slot, *generation)),
             _ => None,
         })
         .expect("the old connection retires");
     assert_eq!(slot, other);
-    let out = hand.input(Input::SlotClosed { slot, epoch: Epoch(0), generation });
+    let out = hand.input(Input::SlotClosed { at: SlotRef { slot, epoch: Epoch(0), generation } });
     assert_eq!(connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(), vec![(other.0, 2)]);
     let d = hand.sup.diagnostics();
     assert_eq!(d.servers, vec![Some(2), Some(1)], "group 1 (10 ms) was fast enough to stay");
