@@ -144,7 +144,12 @@ fuzz_target!(|data: &[u8]| {
                     body,
                 }
             }
-            Op::ReadPushes { max } => Input::ReadPushes { max: usize::from(max % 8) },
+            Op::ReadPushes { max } => {
+                let max = usize::from(max % 8);
+                assert!(sup.read_pushes(max).frames.len() <= max);
+                sup.check_invariants();
+                continue;
+            }
             Op::ProbeDone { old_epoch, latencies } => Input::ProbeDone {
                 epoch: if old_epoch { Epoch(0) } else { sup.diagnostics().epoch },
                 latencies: latencies.into_iter().map(|l| l.map(|ms| Duration::from_millis(u64::from(ms)))).collect(),

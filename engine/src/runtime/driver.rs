@@ -14,7 +14,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, Instrument};
@@ -23,7 +22,7 @@ use super::connector::Connector;
 use super::slot::{EngineShared, SlotCommand, SlotEvent, SlotQueue, SlotTask};
 use super::workers::{WorkerDiagnostics, Workers};
 use crate::budget::Budget;
-use crate::proto::{Reply, Request, ResponseHeader};
+use crate::proto::{Reply, Request};
 use crate::ranking::RankingStore;
 use crate::supervisor::{
     Action, CloseState, Diagnostics, Endpoint, Epoch, Input, PinId, RequestError, RequestId, SlotId, SlotRef,
@@ -56,23 +55,8 @@ impl Waiter {
     }
 }
 
-/// An unsolicited frame delivered to a push reader.
-#[derive(Debug, Clone)]
-pub struct PushFrame {
-    /// The slot it arrived on.
-    pub slot: SlotId,
-    /// Its header.
-    pub header: ResponseHeader,
-    /// Its payload.
-    pub payload: Bytes,
-}
-
-/// What one push read returns.
-#[derive(Debug, Default)]
-pub(crate) struct PushBatch {
-    pub(crate) overflow_total: Option<u64>,
-    pub(crate) frames: Vec<PushFrame>,
-}
+pub(crate) use crate::supervisor::PushBatch;
+pub use crate::supervisor::PushFrame;
 
 /// Messages on the control lane, which the driver reads before anything
 /// else. The lane is bounded (`pool_size + max_pending_requests` plus
@@ -193,7 +177,6 @@ pub(crate) struct Driver<C: Connector> {
     slots: Vec<SlotHandle>,
     waiters: HashMap<RequestId, Waiter>,
     pins: HashMap<PinId, oneshot::Sender<Result<SlotId, RequestError>>>,
-    push_batch: Option<PushBatch>,
     dirty: bool,
     /// Every client handle is gone (the control lane closed).
     orphaned: bool,
@@ -259,7 +242,6 @@ impl<C: Connector> Driver<C> {
             slots,
             waiters: HashMap::new(),
             pins: HashMap::new(),
-            push_batch: None,
             dirty: true,
             orphaned: false,
             ranking: None,
@@ -375,10 +357,7 @@ impl<C: Connector> Driver<C> {
             Control::Cancel(id) => self.handle(Input::Cancel { id }),
             Control::Unpin(id) => self.handle(Input::Release { id }),
             Control::ReadPushes { max, reply } => {
-                self.push_batch = Some(PushBatch::default());
-                self.handle(Input::ReadPushes { max });
-                self.carry_out();
-                let _ = reply.send(self.push_batch.take().unwrap_or_default());
+                let _ = reply.send(self.sup.read_pushes(max));
             }
             Control::Close => self.handle(Input::Close),
             Control::Ranking(servers) => self.ranking = Some(servers),
@@ -511,16 +490,6 @@ impl<C: Connector> Driver<C> {
                 Action::PinEnded { id, reason } => {
                     if let Some(tx) = self.pins.remove(&id) {
                         let _ = tx.send(Err(reason));
-                    }
-                }
-                Action::Push { slot, header, payload } => {
-                    if let Some(batch) = &mut self.push_batch {
-                        batch.frames.push(PushFrame { slot, header, payload });
-                    }
-                }
-                Action::PushOverflow { dropped_total } => {
-                    if let Some(batch) = &mut self.push_batch {
-                        batch.overflow_total = Some(dropped_total);
                     }
                 }
                 Action::CloseStateChanged { state } => {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::push::PushFrame;
+use super::push::{PushBatch, PushFrame};
 use super::slot::{Exchange, Owner, SlotState};
 use super::timer::Timer;
 use super::{Action, FrameBody, Generation, RequestError, RequestId, SlotError, SlotId, SlotRef, Supervisor};
@@ -181,18 +181,14 @@ impl Supervisor {
         true
     }
 
-    pub(super) fn read_pushes(&mut self, max: usize) {
-        if let Some(dropped_total) = self.pushes.take_overflow() {
-            if !mutant(Mutant::PushOverflowUnreported) {
-                self.actions.push_back(Action::PushOverflow { dropped_total });
-            }
-        }
-        for _ in 0..max {
-            let Some(PushFrame { slot, header, payload }) = self.pushes.pop() else {
-                break;
-            };
-            self.actions.push_back(Action::Push { slot, header, payload });
-        }
+    /// Takes up to `max` buffered pushes, oldest first, with the overflow
+    /// report if pushes were dropped since the last read. A query: it
+    /// changes only the push buffer, so it is not an [`Input`](super::Input)
+    /// and leaves no action.
+    pub fn read_pushes(&mut self, max: usize) -> PushBatch {
+        let overflow_total = self.pushes.take_overflow().filter(|_| !mutant(Mutant::PushOverflowUnreported));
+        let frames = std::iter::from_fn(|| self.pushes.pop()).take(max).collect();
+        PushBatch { overflow_total, frames }
     }
 
     pub(super) fn arm_heartbeat(&mut self, slot: SlotId) {

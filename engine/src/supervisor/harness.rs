@@ -239,7 +239,6 @@ impl World {
             Input::Frame { at: SlotRef { slot, generation, .. }, .. } => !self.conns.contains(&(slot.0, generation.0)),
             _ => false,
         };
-        let read_pushes = matches!(input, Input::ReadPushes { .. });
         let before = (self.sup.counters().pushes, self.sup.counters().replies);
         let line = format!("{:?} {}", self.now - self.t0, describe_input(&input, self.t0));
         self.trace(&line);
@@ -249,14 +248,26 @@ impl World {
             assert_eq!(before, after, "seed {}: a frame from a retired generation was delivered", self.seed);
         }
         self.drain();
-        if read_pushes {
-            assert_eq!(
-                self.overflow_reported,
-                self.sup.push_dropped_total(),
-                "seed {}: a push read did not report every dropped push",
-                self.seed
-            );
+    }
+
+    /// A push reader takes up to `max` pushes: every push dropped so far
+    /// must be reported by now.
+    pub(crate) fn read_pushes(&mut self, max: usize) {
+        let line = format!("{:?} read pushes {max}", self.now - self.t0);
+        self.trace(&line);
+        let batch = self.sup.read_pushes(max);
+        assert!(batch.frames.len() <= max, "seed {}: a push read returned more than asked", self.seed);
+        self.pushes_read += batch.frames.len() as u64;
+        if let Some(total) = batch.overflow_total {
+            self.overflow_reported = total;
         }
+        assert_eq!(
+            self.overflow_reported,
+            self.sup.push_dropped_total(),
+            "seed {}: a push read did not report every dropped push",
+            self.seed
+        );
+        self.sup.check_invariants();
     }
 
     /// Carries out every action, checking as it goes.
@@ -431,8 +442,6 @@ impl World {
             Action::PinEnded { id, .. } => {
                 self.pins.remove(&id.0);
             }
-            Action::Push { .. } => self.pushes_read += 1,
-            Action::PushOverflow { dropped_total } => self.overflow_reported = dropped_total,
             Action::CloseStateChanged { state } => {
                 if state == CloseState::Closed {
                     let open: Vec<_> = self.conns.union(&self.closing).collect();
@@ -614,7 +623,7 @@ pub fn run_seed(seed: u64) -> (u64, Counters) {
                     world.handle(Input::NewEpoch { endpoints });
                 } else {
                     let max = world.rng().below(8) as usize;
-                    world.handle(Input::ReadPushes { max });
+                    world.read_pushes(max);
                 }
             }
             _ => {

@@ -85,11 +85,6 @@ pub enum Input {
         /// The body, parsed by the slot task when it was the reply it awaited.
         body: FrameBody,
     },
-    /// A push reader wants up to `max` buffered pushes.
-    ReadPushes {
-        /// Most [`Action::Push`] to emit.
-        max: usize,
-    },
     /// Time passed; fire due timers. Any input does this too.
     Tick,
     /// Start a new engine epoch on a new ranked endpoint list (for example
@@ -278,21 +273,6 @@ pub enum Action {
         id: PinId,
         /// Why.
         reason: RequestError,
-    },
-    /// An unsolicited frame, for a push reader.
-    Push {
-        /// The slot it came on.
-        slot: SlotId,
-        /// Its header.
-        header: ResponseHeader,
-        /// Its payload.
-        payload: Bytes,
-    },
-    /// Pushes were dropped because the buffer was full; reported once, on
-    /// the next push read, with the total dropped so far.
-    PushOverflow {
-        /// Frames dropped since the engine started.
-        dropped_total: u64,
     },
     /// The close state changed.
     CloseStateChanged {

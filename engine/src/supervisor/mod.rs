@@ -88,6 +88,7 @@ pub use config::{
 pub use diagnostics::{Counters, Diagnostics, SlotDiagnostics};
 pub use ids::{Epoch, Generation, PinId, RequestId, SlotId, SlotRef};
 pub use io::{Action, CloseState, FrameBody, Input, RequestError, SlotError};
+pub use push::{PushBatch, PushFrame};
 pub use verdict::{default_probe, judge, RejectReason, Verdict};
 
 use establish::Establishment;
@@ -298,7 +299,6 @@ impl Supervisor {
             Input::SlotClosed { at } => self.slot_closed(at),
             Input::SendCompleted { at, msg_id } => self.send_completed(at, msg_id),
             Input::Frame { at, header, body } => self.frame(at, header, body),
-            Input::ReadPushes { max } => self.read_pushes(max),
             Input::Tick => {}
             Input::NewEpoch { endpoints } => self.new_epoch(endpoints),
             Input::ProbeDone { epoch, latencies } => self.probe_done(epoch, latencies),

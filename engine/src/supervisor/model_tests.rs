@@ -181,7 +181,7 @@ proptest! {
                         world.handle(Input::Release { id: pin });
                     }
                 }
-                Op::ReadPushes { max } => world.handle(Input::ReadPushes { max }),
+                Op::ReadPushes { max } => world.read_pushes(max),
                 Op::Close => {
                     let open = world.outstanding();
                     world.handle(Input::Close);

@@ -186,8 +186,9 @@ fn frame_before_send_boundary_or_with_wrong_type_is_a_push() {
     hand.sent(slot, msg_id);
     // Right id, wrong type: a push too; the request keeps waiting.
     assert!(hand.frame(slot, msg_id, 0x0547, FrameBody::Unparsed(Bytes::from_static(b"cd"))).is_empty());
-    let pushes = hand.input(Input::ReadPushes { max: 10 });
-    assert_eq!(pushes.iter().filter(|a| matches!(a, Action::Push { .. })).count(), 2);
+    let pushes = hand.sup.read_pushes(10);
+    assert_eq!(pushes.frames.len(), 2);
+    assert!(hand.sup.poll_action().is_none(), "a push read is a query: no action");
     assert_eq!(hand.sup.counters().pushes, 2);
     // Then it times out, and its generation is retired.
     hand.at_ms(1000);
@@ -462,11 +463,11 @@ fn push_overflow_is_reported_once_on_the_next_read() {
     for i in 0..5 {
         hand.frame(SlotId(0), 100 + i, 0x0547, FrameBody::Unparsed(Bytes::from(vec![0u8; 4])));
     }
-    let out = hand.input(Input::ReadPushes { max: 10 });
-    assert!(matches!(out[0], Action::PushOverflow { dropped_total: 3 }));
-    assert_eq!(out.len(), 3);
-    let out = hand.input(Input::ReadPushes { max: 10 });
-    assert!(out.is_empty(), "reported once");
+    let read = hand.sup.read_pushes(10);
+    assert_eq!(read.overflow_total, Some(3));
+    assert_eq!(read.frames.len(), 2);
+    let read = hand.sup.read_pushes(10);
+    assert_eq!((read.overflow_total, read.frames.len()), (None, 0), "reported once");
 }
 
 #[test]
