@@ -32,6 +32,72 @@ use super::*;
 use crate::proto::commands::SecurityCount;
 use crate::proto::{Market, Reply, Request, ResponseHeader};
 
+/// Recent connects and sends a [`Drive`] keeps to pick from: past this
+/// many, the older half is dropped.
+const RECENT_MAX: usize = 64;
+
+/// The drive loop every Supervisor harness shares (the model world here,
+/// the fuzz target in `fuzz/`): after each input, drain every action and
+/// check the invariants; on the way, check that no request completes twice
+/// and remember the recent connections opened and sends, for a driver that
+/// answers them.
+#[derive(Debug)]
+pub struct Drive {
+    /// The Supervisor driven.
+    pub sup: Supervisor,
+    /// The latest connections opened (`OpenSlot`), oldest first.
+    pub connects: Vec<SlotRef>,
+    /// The latest sends, oldest first: connection, msg_id, msg_type.
+    pub sends: Vec<(SlotRef, u32, u16)>,
+    completed: BTreeSet<u64>,
+}
+
+impl Drive {
+    /// Drives `sup`; call [`drain`](Self::drain) once for its first actions.
+    pub fn new(sup: Supervisor) -> Self {
+        Self { sup, connects: Vec::new(), sends: Vec::new(), completed: BTreeSet::new() }
+    }
+
+    /// Feeds one input at `now`, then drains.
+    pub fn handle(&mut self, now: Instant, input: Input) -> Vec<Action> {
+        self.sup.handle(now, input);
+        self.drain()
+    }
+
+    /// Every pending action, in order, after checking each and then the
+    /// Supervisor's invariants. Panics on a broken one.
+    pub fn drain(&mut self) -> Vec<Action> {
+        let mut out = Vec::new();
+        while let Some(action) = self.sup.poll_action() {
+            match &action {
+                Action::OpenSlot { at, .. } => keep_recent(&mut self.connects, *at),
+                Action::Send { at, msg_id, request } => {
+                    keep_recent(&mut self.sends, (*at, *msg_id, request.msg_type()))
+                }
+                Action::Complete { id, .. } => {
+                    assert!(self.completed.insert(id.0), "request {} completed twice", id.0)
+                }
+                _ => {}
+            }
+            out.push(action);
+        }
+        self.sup.check_invariants();
+        out
+    }
+
+    /// The request has completed.
+    pub fn completed(&self, id: RequestId) -> bool {
+        self.completed.contains(&id.0)
+    }
+}
+
+fn keep_recent<T>(recent: &mut Vec<T>, item: T) {
+    recent.push(item);
+    if recent.len() > RECENT_MAX {
+        recent.drain(..RECENT_MAX / 2);
+    }
+}
+
 /// Fault odds, each in 1/1000 per opportunity. Zero is a healed world.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Faults {
@@ -91,7 +157,7 @@ struct Record {
 
 pub(crate) struct World {
     pub(crate) seed: u64,
-    pub(crate) sup: Supervisor,
+    pub(crate) drive: Drive,
     pub(crate) t0: Instant,
     pub(crate) now: Instant,
     rng: Rng,
@@ -162,10 +228,10 @@ impl World {
         };
         let faults = Faults::swarm(&mut rng);
         let t0 = crate::test_support::time_origin();
-        let sup = Supervisor::new(config, t0).expect("valid config");
+        let drive = Drive::new(Supervisor::new(config, t0).expect("valid config"));
         let mut world = Self {
             seed,
-            sup,
+            drive,
             t0,
             now: t0,
             rng,
@@ -239,12 +305,12 @@ impl World {
             Input::Frame { at: SlotRef { slot, generation, .. }, .. } => !self.conns.contains(&(slot.0, generation.0)),
             _ => false,
         };
-        let before = (self.sup.counters().pushes, self.sup.counters().replies);
+        let before = (self.drive.sup.counters().pushes, self.drive.sup.counters().replies);
         let line = format!("{:?} {}", self.now - self.t0, describe_input(&input, self.t0));
         self.trace(&line);
-        self.sup.handle(self.now, input);
+        self.drive.sup.handle(self.now, input);
         if stale_frame {
-            let after = (self.sup.counters().pushes, self.sup.counters().replies);
+            let after = (self.drive.sup.counters().pushes, self.drive.sup.counters().replies);
             assert_eq!(before, after, "seed {}: a frame from a retired generation was delivered", self.seed);
         }
         self.drain();
@@ -255,7 +321,7 @@ impl World {
     pub(crate) fn read_pushes(&mut self, max: usize) {
         let line = format!("{:?} read pushes {max}", self.now - self.t0);
         self.trace(&line);
-        let batch = self.sup.read_pushes(max);
+        let batch = self.drive.sup.read_pushes(max);
         assert!(batch.frames.len() <= max, "seed {}: a push read returned more than asked", self.seed);
         self.pushes_read += batch.frames.len() as u64;
         if let Some(total) = batch.overflow_total {
@@ -263,21 +329,20 @@ impl World {
         }
         assert_eq!(
             self.overflow_reported,
-            self.sup.push_dropped_total(),
+            self.drive.sup.push_dropped_total(),
             "seed {}: a push read did not report every dropped push",
             self.seed
         );
-        self.sup.check_invariants();
+        self.drive.sup.check_invariants();
     }
 
     /// Carries out every action, checking as it goes.
     fn drain(&mut self) {
-        while let Some(action) = self.sup.poll_action() {
+        for action in self.drive.drain() {
             let line = describe_action(&action, self.t0);
             self.trace(&line);
             self.act(action);
         }
-        self.sup.check_invariants();
     }
 
     fn act(&mut self, action: Action) {
@@ -286,7 +351,7 @@ impl World {
                 if self.chance(self.faults.connect_hang) {
                     return; // the Supervisor's probe deadline must notice
                 }
-                let endpoints = self.sup.config().endpoints.len();
+                let endpoints = self.drive.sup.config().endpoints.len();
                 let mut latencies = Vec::with_capacity(endpoints);
                 for e in 0..endpoints {
                     let up = !self.chance(self.faults.connect_fail) && !self.dead(e);
@@ -457,7 +522,7 @@ impl World {
         self.steps += 1;
         assert!(self.steps < STEPS_MAX, "seed {}: no convergence after {STEPS_MAX} steps", self.seed);
         let next_event = self.queue.peek().map(|Reverse((t, _, _))| *t);
-        let next_timer = self.sup.poll_timeout();
+        let next_timer = self.drive.sup.poll_timeout();
         let next = match (next_event, next_timer) {
             (Some(e), Some(t)) => e.min(t),
             (Some(e), None) => e,
@@ -541,21 +606,21 @@ impl World {
             Some(&Ok(id as u16)),
             "seed {}: healed engine did not serve; slots: {:?}",
             self.seed,
-            self.sup.diagnostics().slots.iter().map(|s| (s.state, s.generation.0, s.pin)).collect::<Vec<_>>()
+            self.drive.sup.diagnostics().slots.iter().map(|s| (s.state, s.generation.0, s.pin)).collect::<Vec<_>>()
         );
         self.handle(Input::Close);
         let refused = self.submit(Duration::from_secs(1), None);
         assert_eq!(self.outcome(refused), Some(&Err(RequestError::Closed)), "seed {}: admitted after close", self.seed);
         let until = self.now + Duration::from_secs(10);
         self.run_until(until);
-        assert_eq!(self.sup.close_state(), CloseState::Closed, "seed {}: close did not finish", self.seed);
+        assert_eq!(self.drive.sup.close_state(), CloseState::Closed, "seed {}: close did not finish", self.seed);
         assert!(self.conns.is_empty(), "seed {}: connections left after close: {:?}", self.seed, self.conns);
         let never: Vec<_> = self.records.iter().filter(|(_, r)| r.completed.is_none()).map(|(id, _)| id).collect();
         assert!(never.is_empty(), "seed {}: requests with no outcome: {never:?}", self.seed);
     }
 
     pub(crate) fn slots_busy(&self) -> BTreeSet<u32> {
-        self.sup.diagnostics().slots.iter().filter(|s| s.in_flight).map(|s| s.slot).collect()
+        self.drive.sup.diagnostics().slots.iter().filter(|s| s.in_flight).map(|s| s.slot).collect()
     }
 }
 
@@ -617,7 +682,7 @@ pub fn run_seed(seed: u64) -> (u64, Counters) {
             }
             7 => {
                 if world.rng().below(20) == 0 {
-                    let n = world.sup.config().server_count + world.rng().below(3) as usize;
+                    let n = world.drive.sup.config().server_count + world.rng().below(3) as usize;
                     let port = 8000 + world.rng().below(1000) as u16;
                     let endpoints = (0..n).map(|i| Endpoint::new("sim", port + i as u16)).collect();
                     world.handle(Input::NewEpoch { endpoints });
@@ -633,5 +698,5 @@ pub fn run_seed(seed: u64) -> (u64, Counters) {
         }
     }
     world.heal_and_check_liveness();
-    (world.trace_hash, world.sup.counters().clone())
+    (world.trace_hash, world.drive.sup.counters().clone())
 }

@@ -105,12 +105,6 @@ pub enum Input {
     },
     /// Close the engine: admit nothing more, end every waiter, retire every slot.
     Close,
-    /// The driver cannot go on (for example its runtime died): close at
-    /// once and report failure.
-    Fatal {
-        /// Why, for diagnostics.
-        reason: String,
-    },
 }
 
 /// A frame's body as the slot task delivers it.

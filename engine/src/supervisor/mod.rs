@@ -74,12 +74,13 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The Supervisor's seeded model world, for tools outside this crate (the
-/// mutant runner in `tdx-sim`). Enabled by the `testing` feature.
+/// The Supervisor's seeded model world and its drive loop, for tools
+/// outside this crate (the mutant runner in `tdx-sim`, the fuzz target in
+/// `fuzz/`). Enabled by the `testing` feature.
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {
-    pub use super::harness::run_seed;
+    pub use super::harness::{run_seed, Drive};
 }
 
 pub use config::{
@@ -303,7 +304,6 @@ impl Supervisor {
             Input::NewEpoch { endpoints } => self.new_epoch(endpoints),
             Input::ProbeDone { epoch, latencies } => self.probe_done(epoch, latencies),
             Input::Close => self.close(),
-            Input::Fatal { reason } => self.fatal(reason),
         }
         self.pump_connects();
         self.dispatch();
@@ -411,15 +411,6 @@ impl Supervisor {
             CloseState::Running => self.begin_close(RequestError::Closed, CloseState::Closing),
             CloseState::FailedClosing => self.set_close(CloseState::FailedClosed),
             CloseState::Closing | CloseState::Closed | CloseState::FailedClosed => {}
-        }
-    }
-
-    fn fatal(&mut self, reason: String) {
-        tracing::warn!(%reason, "engine fatal");
-        match self.close {
-            CloseState::Running => self.begin_close(RequestError::Fatal(reason), CloseState::FailedClosing),
-            CloseState::Closing => self.set_close(CloseState::FailedClosing),
-            _ => {}
         }
     }
 

@@ -617,29 +617,6 @@ fn new_epoch_ends_pins_retires_everything_and_resends_on_new_endpoints() {
     assert_eq!(completions(&out), vec![(1, Ok(9))]);
 }
 
-#[test]
-fn fatal_ends_every_waiter_and_fails_the_close() {
-    let (mut hand, _) = Hand::new(config(1, 1));
-    hand.ready_all();
-    let (slot, msg_id) = the_send(&hand.submit(1, 5000));
-    hand.sent(slot, msg_id);
-    hand.submit(2, 5000);
-    let out = hand.input(Input::Fatal { reason: "runtime died".into() });
-    let mut ended = completions(&out);
-    ended.sort_by_key(|(id, _)| *id);
-    assert_eq!(
-        ended,
-        vec![
-            (1, Err(RequestError::Fatal("runtime died".into()))),
-            (2, Err(RequestError::Fatal("runtime died".into())))
-        ]
-    );
-    assert!(out.iter().any(|a| matches!(a, Action::CloseStateChanged { state: CloseState::FailedClosing })));
-    assert_eq!(completions(&hand.submit(3, 5000)), vec![(3, Err(RequestError::Closed))]);
-    let out = hand.input(Input::Close);
-    assert!(matches!(out[..], [Action::CloseStateChanged { state: CloseState::FailedClosed }]));
-}
-
 // ---- establishment ----
 
 /// `(slot, endpoint, deadline after t0)` of every OpenSlot in `actions`.
