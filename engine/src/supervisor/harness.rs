@@ -27,10 +27,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::rng::Rng;
 use super::*;
 use crate::proto::commands::SecurityCount;
 use crate::proto::{Market, Reply, Request, ResponseHeader};
+use crate::rng::Rng;
 
 /// Recent connects and sends a [`Drive`] keeps to pick from: past this
 /// many, the older half is dropped.
@@ -308,12 +308,12 @@ impl World {
         let before = (self.drive.sup.counters().pushes, self.drive.sup.counters().replies);
         let line = format!("{:?} {}", self.now - self.t0, describe_input(&input, self.t0));
         self.trace(&line);
-        self.drive.sup.handle(self.now, input);
+        let actions = self.drive.handle(self.now, input);
         if stale_frame {
             let after = (self.drive.sup.counters().pushes, self.drive.sup.counters().replies);
             assert_eq!(before, after, "seed {}: a frame from a retired generation was delivered", self.seed);
         }
-        self.drain();
+        self.act_all(actions);
     }
 
     /// A push reader takes up to `max` pushes: every push dropped so far
@@ -338,7 +338,12 @@ impl World {
 
     /// Carries out every action, checking as it goes.
     fn drain(&mut self) {
-        for action in self.drive.drain() {
+        let actions = self.drive.drain();
+        self.act_all(actions);
+    }
+
+    fn act_all(&mut self, actions: Vec<Action>) {
+        for action in actions {
             let line = describe_action(&action, self.t0);
             self.trace(&line);
             self.act(action);
@@ -617,6 +622,8 @@ impl World {
         assert!(self.conns.is_empty(), "seed {}: connections left after close: {:?}", self.seed, self.conns);
         let never: Vec<_> = self.records.iter().filter(|(_, r)| r.completed.is_none()).map(|(id, _)| id).collect();
         assert!(never.is_empty(), "seed {}: requests with no outcome: {never:?}", self.seed);
+        let unseen: Vec<_> = self.records.keys().filter(|id| !self.drive.completed(RequestId(**id))).collect();
+        assert!(unseen.is_empty(), "seed {}: completions the drive loop missed: {unseen:?}", self.seed);
     }
 
     pub(crate) fn slots_busy(&self) -> BTreeSet<u32> {

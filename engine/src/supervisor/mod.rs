@@ -56,7 +56,6 @@ mod io;
 mod lifecycle;
 mod push;
 mod requests;
-mod rng;
 mod second_opinion;
 mod slot;
 mod timer;
@@ -95,7 +94,6 @@ pub use verdict::{default_probe, judge, RejectReason, Verdict};
 use establish::Establishment;
 use push::PushBuffer;
 use requests::RequestTable;
-use rng::Rng;
 use second_opinion::KnownEnds;
 use slot::{IdleSet, Owner, Slot, SlotState};
 use timer::{Timer, TimerTable};
@@ -103,6 +101,7 @@ use timer::{Timer, TimerTable};
 use crate::mutants::{on as mutant, Mutant};
 use crate::proto::commands::Heartbeat;
 use crate::proto::Request;
+use crate::rng::Rng;
 
 /// A background probe moves a group only to a server at least this much
 /// faster (percent of the current one's probe latency): smaller gains are
