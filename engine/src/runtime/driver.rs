@@ -1,13 +1,18 @@
 //! The driver: the thin adapter that owns the Supervisor and carries out
 //! its actions. It decides nothing and does no heavy work.
 //!
-//! One task, on its own thread's current-thread runtime by default (or on a
-//! caller's runtime). Each turn it drains `poll_action`, then waits for the
-//! first of, in priority order: the control lane (cancel, unpin, push reads,
-//! close, fatal: unbounded, so a full request queue never blocks it), slot
+//! One task: on the first worker runtime by default
+//! ([`DriverPlacement::OnWorker`](super::DriverPlacement)), on a thread of
+//! its own with `Dedicated`, or on the caller's runtime with
+//! `RuntimeFlavor::External`. Each turn it drains `poll_action`, then waits
+//! for the first of, in priority order: the control lane (cancel, unpin,
+//! push reads, close, ranking; bounded, with room reserved for every
+//! admitted call's cancel and every pin's release, see `Control`), slot
 //! events (taken in batches of up to 64), admissions (bounded: a client that
 //! finds it full answers `PoolBusy` without waiting), and the Supervisor's
-//! next timeout. A request's path has two thread hops: client → driver
+//! next timeout. A push read is answered from
+//! [`Supervisor::read_pushes`](crate::supervisor::Supervisor::read_pushes),
+//! a query, not an input. A request's path has two thread hops: client → driver
 //! (admission) and driver ↔ worker (send, frame).
 
 use std::collections::HashMap;

@@ -37,12 +37,32 @@
 //!   epoch or generation is stale and dropped; a repeat of an ended exchange
 //!   is late and dropped; any other frame is a push (msg_id 0 is a protocol
 //!   error: the generation is retired).
-//! - **Pins, heartbeats, pushes, reconnects, close**: see [`Input`] and
-//!   [`Action`].
+//! - **Pins, heartbeats, reconnects, close**: see [`Input`] and [`Action`].
+//!   Buffered pushes are read with [`Supervisor::read_pushes`], a query.
 //!
 //! Inputs that make no sense (an unknown slot, a generation from the future,
 //! a repeated id, time going backwards) are counted in
 //! [`Counters::ignored_inputs`], traced, and ignored; none panics.
+//!
+//! # Layout
+//!
+//! This file holds the machine: its state, `handle` (every input), the
+//! timers, epochs and close. Its transitions live beside it by concern,
+//! each an `impl Supervisor` block:
+//!
+//! | file | what |
+//! |---|---|
+//! | `dispatch` | admission, the FIFOs served to idle slots (power of two choices, rate-cap tokens), completion, retries, pins |
+//! | `requests` | `RequestTable`: requests, pins, their FIFOs and the waiting/active counts, moved together |
+//! | `connect` | establishment: connect permits, canaries, the data canary, moves to faster servers, demotion |
+//! | `lifecycle` | a slot's generations: current or stale events, release, failure, retirement, reconnect backoff |
+//! | `exchange` | one exchange per connection: sends, frame matching, replies and second opinions, heartbeats, push reads |
+//! | `invariants` | `check_invariants`, run after every input by tests, fuzzing and simulation |
+//!
+//! and the data they work on: `slot` (slot states, the idle set), `establish`
+//! (groups, permits, verdicts), `verdict`, `second_opinion`, `timer`,
+//! `push`, `ids`, `io` (inputs and actions), `config`, `diagnostics`.
+//! `harness` (with `model_tests`) is the seeded model world.
 
 mod config;
 mod connect;
