@@ -62,7 +62,9 @@
 //! and the data they work on: `slot` (slot states, the idle set), `establish`
 //! (groups, permits, verdicts), `verdict`, `second_opinion`, `timer`,
 //! `push`, `ids`, `io` (inputs and actions), `config`, `diagnostics`.
-//! `harness` (with `model_tests`) is the seeded model world.
+//! `drive` is the drain-and-check loop every harness shares; `harness`
+//! (with `model_tests`) is the seeded model world; `tests/` drives the
+//! transitions by hand.
 
 mod config;
 mod connect;
@@ -82,6 +84,8 @@ mod timer;
 mod verdict;
 
 #[cfg(any(test, feature = "testing"))]
+mod drive;
+#[cfg(any(test, feature = "testing"))]
 #[cfg_attr(not(test), allow(dead_code))]
 mod harness;
 #[cfg(test)]
@@ -99,7 +103,8 @@ use std::time::Instant;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {
-    pub use super::harness::{run_seed, Drive};
+    pub use super::drive::Drive;
+    pub use super::harness::run_seed;
 }
 
 pub use config::{
