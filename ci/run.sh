@@ -62,10 +62,11 @@ CARGO_TARGET_DIR="$(pwd)/target" cargo clippy --manifest-path python/Cargo.toml 
 
 step "supervisor purity"
 # The Supervisor is a pure state machine: no runtime, clock, sockets,
-# threads, files or unseeded randomness under engine/src/supervisor/.
+# threads, files or unseeded randomness under engine/src/supervisor/, nor
+# in the seeded generator it draws from (engine/src/rng.rs).
 if [ -d engine/src/supervisor ]; then
     if grep -rnE 'tokio|Instant::now|SystemTime::now|std::net|std::thread|thread_rng|rand::random|std::fs' \
-        engine/src/supervisor | grep -vE '^\S+:[0-9]+:\s*//'; then
+        engine/src/supervisor engine/src/rng.rs | grep -vE '^\S+:[0-9]+:\s*//'; then
         echo "impure code under engine/src/supervisor" >&2
         exit 1
     fi

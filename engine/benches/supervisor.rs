@@ -37,8 +37,8 @@ impl Bench {
         let mut sup = Supervisor::new(config, now).unwrap();
         let mut connects = Vec::new();
         while let Some(action) = sup.poll_action() {
-            if let Action::Connect { slot, epoch, generation, .. } = action {
-                connects.push(Input::SlotReady { slot, epoch, generation });
+            if let Action::OpenSlot { at: SlotRef { slot, epoch, generation }, .. } = action {
+                connects.push(Input::SlotReady { at: SlotRef { slot, epoch, generation } });
             }
         }
         for ready in connects {
@@ -70,8 +70,11 @@ impl Bench {
     fn drain(&mut self) {
         while let Some(action) = self.sup.poll_action() {
             match action {
-                Action::Send { slot, generation, msg_id, .. } => {
-                    self.sup.handle(self.now, Input::SendCompleted { slot, epoch: Epoch(0), generation, msg_id });
+                Action::Send { at: SlotRef { slot, generation, .. }, msg_id, .. } => {
+                    self.sup.handle(
+                        self.now,
+                        Input::SendCompleted { at: SlotRef { slot, epoch: Epoch(0), generation }, msg_id },
+                    );
                     self.in_flight.push_back((slot, generation, msg_id));
                 }
                 Action::Complete { outcome: Ok(reply), .. } => self.spare = Some(reply),
@@ -86,7 +89,7 @@ impl Bench {
         let header = ResponseHeader { control: 0x0c, msg_id, reserved: 0, msg_type: 0x044e, zip_length: 2, length: 2 };
         let reply = self.spare.take().unwrap_or_else(|| Box::new(Reply::SecurityCount(1)));
         let body = FrameBody::Reply(reply);
-        self.sup.handle(self.now, Input::Frame { slot, epoch: Epoch(0), generation, header, body });
+        self.sup.handle(self.now, Input::Frame { at: SlotRef { slot, epoch: Epoch(0), generation }, header, body });
         self.drain();
         self.submit();
     }

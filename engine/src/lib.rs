@@ -28,6 +28,7 @@ pub mod mutants;
 pub mod proto;
 #[cfg(not(loom))]
 pub mod ranking;
+pub mod rng;
 // The runtime uses tokio's I/O, which does not exist under `--cfg loom`;
 // loom builds check the budgets and the shim only.
 #[cfg(not(loom))]

@@ -28,7 +28,7 @@ pub enum Mutant {
     RawBudgetLeakOnError,
     /// A reply that fails to parse keeps its decoded-budget reservation.
     DecodedBudgetLeakOnBadReply,
-    /// Dropped pushes are never reported with `PushOverflow`.
+    /// Dropped pushes are never reported (`PushBatch::overflow_total` stays `None`).
     PushOverflowUnreported,
     /// A request's deadline timer fires one millisecond late.
     DeadlineOneTickLate,

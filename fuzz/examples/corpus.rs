@@ -636,7 +636,7 @@ fn supervisor_seeds(corpus: &mut Corpus) {
             .chain(up(2))
             .chain([Submit { repeat: false, retry_safe: false, timeout_ms: 3000, pin: Some(0) }])
             .chain(round_trip(0))
-            .chain([Advance { ms: 50 }, Unpin { id: 0 }, Unpin { id: 1 }, submit(1000)])
+            .chain([Advance { ms: 50 }, Release { id: 0 }, Release { id: 1 }, submit(1000)])
             .collect(),
         // Pushes buffered, read, and overflowing their bounds.
         up(1)
@@ -665,13 +665,13 @@ fn supervisor_seeds(corpus: &mut Corpus) {
                 Ready { pick: 0, skew: 2 },
             ])
             .collect(),
-        // Load beyond the pending bound, cancels, repeats, then close and fatal.
+        // Load beyond the pending bound, cancels, repeats, then close twice.
         (0..10)
             .map(|_| submit(2000))
             .chain([Submit { repeat: true, retry_safe: true, timeout_ms: 1, pin: None }, Cancel { back: 2 }])
             .chain(up(2))
             .chain(round_trip(0))
-            .chain([Cancel { back: 0 }, Close, submit(100), Fatal, Advance { ms: 9000 }])
+            .chain([Cancel { back: 0 }, Close, submit(100), Close, Advance { ms: 9000 }])
             .collect(),
     ];
     // Establishment knobs: canary, connect concurrency - 1, connects per

@@ -6,7 +6,6 @@
 //! request completes twice; after close nothing is admitted.
 #![no_main]
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,29 +13,9 @@ use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use tdx_engine::proto::commands::SecurityCount;
 use tdx_engine::proto::{Market, Reply, Request, ResponseHeader};
+use tdx_engine::supervisor::testing::Drive;
 use tdx_engine::supervisor::*;
 use tdx_fuzz::{Op, SupervisorCase};
-
-fn drain(
-    sup: &mut Supervisor,
-    connects: &mut Vec<(SlotId, Epoch, Generation)>,
-    sends: &mut Vec<(SlotId, Epoch, Generation, u32, u16)>,
-    completed: &mut HashSet<u64>,
-) {
-    while let Some(action) = sup.poll_action() {
-        match action {
-            Action::Connect { slot, epoch, generation, .. } => connects.push((slot, epoch, generation)),
-            Action::Send { slot, epoch, generation, msg_id, request } => {
-                sends.push((slot, epoch, generation, msg_id, request.msg_type()))
-            }
-            Action::Complete { id, .. } => {
-                assert!(completed.insert(id.0), "request {} completed twice", id.0)
-            }
-            _ => {}
-        }
-    }
-    sup.check_invariants();
-}
 
 fn header(msg_id: u32, msg_type: u16) -> ResponseHeader {
     ResponseHeader { control: 0x0c, msg_id, reserved: 0, msg_type, zip_length: 0, length: 0 }
@@ -63,20 +42,19 @@ fuzz_target!(|data: &[u8]| {
         },
         ..Default::default()
     };
-    let t0 = Instant::now();
-    let mut now = t0;
-    let mut sup = Supervisor::new(config, now).expect("valid config");
-    let mut connects: Vec<(SlotId, Epoch, Generation)> = Vec::new();
-    let mut sends: Vec<(SlotId, Epoch, Generation, u32, u16)> = Vec::new();
-    let mut completed: HashSet<u64> = HashSet::new();
+    let mut now = Instant::now();
+    // The drive loop is the model harness's: it drains, checks that no
+    // request completes twice and the invariants, and keeps the recent
+    // connects and sends this target picks from.
+    let mut drive = Drive::new(Supervisor::new(config, now).expect("valid config"));
+    drive.drain();
     let mut next_id = 0u64;
-    drain(&mut sup, &mut connects, &mut sends, &mut completed);
     let skewed = |g: Generation, skew: i8| Generation(g.0.saturating_add_signed(i64::from(skew % 3)));
     for op in input.ops.into_iter().take(512) {
         let event = match op {
             Op::Submit { repeat, retry_safe, timeout_ms, pin } => {
                 // Fresh ids, or the last one again while it is still open (ignored as a repeat).
-                if !(repeat && next_id > 0 && !completed.contains(&next_id)) {
+                if !(repeat && next_id > 0 && !drive.completed(RequestId(next_id))) {
                     next_id += 1;
                 }
                 let id = next_id;
@@ -90,28 +68,28 @@ fuzz_target!(|data: &[u8]| {
                 id: PinId(u64::from(id % 4)),
                 deadline: now + Duration::from_millis(u64::from(timeout_ms)),
             },
-            Op::Unpin { id } => Input::Unpin { id: PinId(u64::from(id % 4)) },
+            Op::Release { id } => Input::Release { id: PinId(u64::from(id % 4)) },
             Op::Connected { pick, skew }
             | Op::Ready { pick, skew }
             | Op::Failed { pick, skew }
             | Op::Closed { pick, skew }
-                if !connects.is_empty() =>
+                if !drive.connects.is_empty() =>
             {
-                let (slot, epoch, generation) = connects[usize::from(pick) % connects.len()];
-                let generation = skewed(generation, skew);
+                let at = drive.connects[usize::from(pick) % drive.connects.len()];
+                let at = SlotRef { generation: skewed(at.generation, skew), ..at };
                 match op {
-                    Op::Connected { .. } => Input::SlotConnected { slot, epoch, generation },
-                    Op::Ready { .. } => Input::SlotReady { slot, epoch, generation },
-                    Op::Failed { .. } => Input::SlotFailed { slot, epoch, generation, error: SlotError::PeerClosed },
-                    _ => Input::SlotClosed { slot, epoch, generation },
+                    Op::Connected { .. } => Input::SlotConnected { at },
+                    Op::Ready { .. } => Input::SlotReady { at },
+                    Op::Failed { .. } => Input::SlotFailed { at, error: SlotError::PeerClosed },
+                    _ => Input::SlotClosed { at },
                 }
             }
-            Op::SendCompleted { pick, skew } if !sends.is_empty() => {
-                let (slot, epoch, generation, msg_id, _) = sends[usize::from(pick) % sends.len()];
-                Input::SendCompleted { slot, epoch, generation: skewed(generation, skew), msg_id }
+            Op::SendCompleted { pick, skew } if !drive.sends.is_empty() => {
+                let (at, msg_id, _) = drive.sends[usize::from(pick) % drive.sends.len()];
+                Input::SendCompleted { at: SlotRef { generation: skewed(at.generation, skew), ..at }, msg_id }
             }
-            Op::Reply { pick, skew, wrong_type, zero_id, invalid } if !sends.is_empty() => {
-                let (slot, epoch, generation, msg_id, msg_type) = sends[usize::from(pick) % sends.len()];
+            Op::Reply { pick, skew, wrong_type, zero_id, invalid } if !drive.sends.is_empty() => {
+                let (at, msg_id, msg_type) = drive.sends[usize::from(pick) % drive.sends.len()];
                 let msg_type = if wrong_type { msg_type ^ 1 } else { msg_type };
                 let msg_id = if zero_id { 0 } else { msg_id };
                 let body = if invalid {
@@ -121,32 +99,24 @@ fuzz_target!(|data: &[u8]| {
                 } else {
                     FrameBody::Reply(Box::new(Reply::SecurityCount(1)))
                 };
-                Input::Frame {
-                    slot,
-                    epoch,
-                    generation: skewed(generation, skew),
-                    header: header(msg_id, msg_type),
-                    body,
-                }
+                let at = SlotRef { generation: skewed(at.generation, skew), ..at };
+                Input::Frame { at, header: header(msg_id, msg_type), body }
             }
             Op::Push { slot, msg_id, len } => {
-                let (epoch, generation) = connects
-                    .iter()
-                    .rev()
-                    .find(|(s, _, _)| s.0 == u32::from(slot % 8))
-                    .map_or((Epoch(0), Generation(0)), |c| (c.1, c.2));
-                let body = FrameBody::Raw(Bytes::from(vec![0u8; usize::from(len)]));
-                Input::Frame {
-                    slot: SlotId(u32::from(slot % 8)),
-                    epoch,
-                    generation,
-                    header: header(msg_id, 0x0547),
-                    body,
-                }
+                let slot = SlotId(u32::from(slot % 8));
+                let at = drive.connects.iter().rev().find(|c| c.slot == slot).copied();
+                let at = at.unwrap_or(SlotRef { slot, epoch: Epoch(0), generation: Generation(0) });
+                let body = FrameBody::Unparsed(Bytes::from(vec![0u8; usize::from(len)]));
+                Input::Frame { at, header: header(msg_id, 0x0547), body }
             }
-            Op::ReadPushes { max } => Input::ReadPushes { max: usize::from(max % 8) },
+            Op::ReadPushes { max } => {
+                let max = usize::from(max % 8);
+                assert!(drive.sup.read_pushes(max).frames.len() <= max);
+                drive.drain();
+                continue;
+            }
             Op::ProbeDone { old_epoch, latencies } => Input::ProbeDone {
-                epoch: if old_epoch { Epoch(0) } else { sup.diagnostics().epoch },
+                epoch: if old_epoch { Epoch(0) } else { drive.sup.diagnostics().epoch },
                 latencies: latencies.into_iter().map(|l| l.map(|ms| Duration::from_millis(u64::from(ms)))).collect(),
             },
             Op::Advance { ms } => {
@@ -155,35 +125,24 @@ fuzz_target!(|data: &[u8]| {
             }
             Op::Rewind { ms } => {
                 let earlier = now.checked_sub(Duration::from_millis(u64::from(ms))).unwrap_or(now);
-                sup.handle(earlier, Input::Tick);
-                drain(&mut sup, &mut connects, &mut sends, &mut completed);
+                drive.handle(earlier, Input::Tick);
                 continue;
             }
             Op::Close => Input::Close,
-            Op::Fatal => Input::Fatal { reason: "fuzz".into() },
             Op::NewEpoch { endpoints } => Input::NewEpoch {
                 endpoints: (0..usize::from(endpoints % 5)).map(|i| Endpoint::new("fuzz2", 8000 + i as u16)).collect(),
             },
             _ => Input::Tick,
         };
-        let closing = sup.close_state().is_closing();
+        let closing = drive.sup.close_state().is_closing();
         let submitted = match &event {
-            Input::Submit { id, .. } => Some(id.0),
+            Input::Submit { id, .. } => Some(*id),
             _ => None,
         };
-        sup.handle(now, event);
-        drain(&mut sup, &mut connects, &mut sends, &mut completed);
+        drive.handle(now, event);
         if let (true, Some(id)) = (closing, submitted) {
             // After close nothing is admitted: a new id is refused at once.
-            assert!(completed.contains(&id), "request {id} admitted after close");
-        }
-        // Keep the most recent events to pick from.
-        if connects.len() > 64 {
-            connects.drain(..32);
-        }
-        if sends.len() > 64 {
-            sends.drain(..32);
+            assert!(drive.completed(id), "request {} admitted after close", id.0);
         }
     }
-    let _ = t0;
 });

@@ -261,7 +261,7 @@ pub enum Op {
     Submit { repeat: bool, retry_safe: bool, timeout_ms: u16, pin: Option<u8> },
     Cancel { back: u8 },
     Pin { id: u8, timeout_ms: u16 },
-    Unpin { id: u8 },
+    Release { id: u8 },
     Connected { pick: u8, skew: i8 },
     Ready { pick: u8, skew: i8 },
     Failed { pick: u8, skew: i8 },
@@ -273,32 +273,31 @@ pub enum Op {
     Advance { ms: u16 },
     Rewind { ms: u8 },
     Close,
-    Fatal,
     NewEpoch { endpoints: u8 },
     ProbeDone { old_epoch: bool, latencies: Vec<Option<u16>> },
 }
 
 /// Number of distinct opcodes.
-const OPCODES: u8 = 18;
+const OPCODES: u8 = 17;
 
 impl Op {
-    /// Reads one operation: an opcode byte (modulo 18), then its fields.
+    /// Reads one operation: an opcode byte (modulo 17), then its fields.
     ///
     /// | opcode | operation | fields |
     /// |---|---|---|
     /// | 0 | Submit | `flags: u8` (bit 0 repeat, 1 retry_safe, 2 pinned), `timeout_ms: u16`, `pin: u8` |
     /// | 1 | Cancel | `back: u8` |
     /// | 2 | Pin | `id: u8`, `timeout_ms: u16` |
-    /// | 3 | Unpin | `id: u8` |
+    /// | 3 | Release | `id: u8` |
     /// | 4..=8 | Connected, Ready, Failed, Closed, SendCompleted | `pick: u8`, `skew: i8` |
     /// | 9 | Reply | `pick: u8`, `skew: i8`, `flags: u8` (bit 0 wrong type, 1 zero id, 2 invalid) |
     /// | 10 | Push | `slot: u8`, `msg_id: u32`, `len: u8` |
     /// | 11 | ReadPushes | `max: u8` |
     /// | 12 | Advance | `ms: u16` |
     /// | 13 | Rewind | `ms: u8` |
-    /// | 14, 15 | Close, Fatal | |
-    /// | 16 | NewEpoch | `endpoints: u8` |
-    /// | 17 | ProbeDone | `old_epoch: u8` (bit 0), `count: u8` (mod 8), `count` × (`ok: u8` (bit 0), `ms: u16`) |
+    /// | 14 | Close | |
+    /// | 15 | NewEpoch | `endpoints: u8` |
+    /// | 16 | ProbeDone | `old_epoch: u8` (bit 0), `count: u8` (mod 8), `count` × (`ok: u8` (bit 0), `ms: u16`) |
     pub fn read(c: &mut Cursor<'_>) -> Self {
         let bit = |flags: u8, n: u8| flags >> n & 1 != 0;
         match c.u8() % OPCODES {
@@ -315,7 +314,7 @@ impl Op {
             }
             1 => Op::Cancel { back: c.u8() },
             2 => Op::Pin { id: c.u8(), timeout_ms: c.u16() },
-            3 => Op::Unpin { id: c.u8() },
+            3 => Op::Release { id: c.u8() },
             code @ 4..=8 => {
                 let (pick, skew) = (c.u8(), c.u8() as i8);
                 match code {
@@ -335,8 +334,7 @@ impl Op {
             12 => Op::Advance { ms: c.u16() },
             13 => Op::Rewind { ms: c.u8() },
             14 => Op::Close,
-            15 => Op::Fatal,
-            16 => Op::NewEpoch { endpoints: c.u8() },
+            15 => Op::NewEpoch { endpoints: c.u8() },
             _ => {
                 let old_epoch = bit(c.u8(), 0);
                 let count = c.u8() % 8;
@@ -367,7 +365,7 @@ impl Op {
                 out.extend_from_slice(&[2, *id]);
                 out.extend_from_slice(&timeout_ms.to_le_bytes());
             }
-            Op::Unpin { id } => out.extend_from_slice(&[3, *id]),
+            Op::Release { id } => out.extend_from_slice(&[3, *id]),
             Op::Connected { pick, skew } => out.extend_from_slice(&[4, *pick, *skew as u8]),
             Op::Ready { pick, skew } => out.extend_from_slice(&[5, *pick, *skew as u8]),
             Op::Failed { pick, skew } => out.extend_from_slice(&[6, *pick, *skew as u8]),
@@ -388,11 +386,10 @@ impl Op {
             }
             Op::Rewind { ms } => out.extend_from_slice(&[13, *ms]),
             Op::Close => out.push(14),
-            Op::Fatal => out.push(15),
-            Op::NewEpoch { endpoints } => out.extend_from_slice(&[16, *endpoints]),
+            Op::NewEpoch { endpoints } => out.extend_from_slice(&[15, *endpoints]),
             Op::ProbeDone { old_epoch, latencies } => {
                 let latencies = &latencies[..latencies.len().min(7)];
-                out.extend_from_slice(&[17, u8::from(*old_epoch), latencies.len() as u8]);
+                out.extend_from_slice(&[16, u8::from(*old_epoch), latencies.len() as u8]);
                 for latency in latencies {
                     out.push(u8::from(latency.is_some()));
                     out.extend_from_slice(&latency.unwrap_or(0).to_le_bytes());

@@ -1,21 +1,24 @@
 //! The driver: the thin adapter that owns the Supervisor and carries out
 //! its actions. It decides nothing and does no heavy work.
 //!
-//! One task, on its own thread's current-thread runtime by default (or on a
-//! caller's runtime). Each turn it drains `poll_action`, then waits for the
-//! first of, in priority order: the control lane (cancel, unpin, push reads,
-//! close, ranking: bounded, with room reserved at admission for the one
-//! message each call's `Drop` may send, so a cancel is never lost), slot
+//! One task: on the first worker runtime by default
+//! ([`DriverPlacement::OnWorker`](super::DriverPlacement)), on a thread of
+//! its own with `Dedicated`, or on the caller's runtime with
+//! `RuntimeFlavor::External`. Each turn it drains `poll_action`, then waits
+//! for the first of, in priority order: the control lane (cancel, unpin,
+//! push reads, close, ranking; bounded, with room reserved for every
+//! admitted call's cancel and every pin's release, see `Control`), slot
 //! events (taken in batches of up to 64), admissions (bounded: a client that
 //! finds it full answers `PoolBusy` without waiting), and the Supervisor's
-//! next timeout. A request's path has two thread hops: client → driver
+//! next timeout. A push read is answered from
+//! [`Supervisor::read_pushes`](crate::supervisor::Supervisor::read_pushes),
+//! a query, not an input. A request's path has two thread hops: client → driver
 //! (admission) and driver ↔ worker (send, frame).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, Instrument};
@@ -24,10 +27,11 @@ use super::connector::Connector;
 use super::slot::{EngineShared, SlotCommand, SlotEvent, SlotQueue, SlotTask};
 use super::workers::{WorkerDiagnostics, Workers};
 use crate::budget::Budget;
-use crate::proto::{Reply, Request, ResponseHeader};
+use crate::proto::{Reply, Request};
 use crate::ranking::RankingStore;
 use crate::supervisor::{
-    Action, CloseState, Diagnostics, Endpoint, Epoch, Input, PinId, RequestError, RequestId, SlotId, Supervisor,
+    Action, CloseState, Diagnostics, Endpoint, Epoch, Input, PinId, RequestError, RequestId, SlotId, SlotRef,
+    Supervisor,
 };
 use crate::sync::{Completion, Snapshot};
 
@@ -56,23 +60,8 @@ impl Waiter {
     }
 }
 
-/// An unsolicited frame delivered to a push reader.
-#[derive(Debug, Clone)]
-pub struct PushFrame {
-    /// The slot it arrived on.
-    pub slot: SlotId,
-    /// Its header.
-    pub header: ResponseHeader,
-    /// Its payload.
-    pub payload: Bytes,
-}
-
-/// What one push read returns.
-#[derive(Debug, Default)]
-pub(crate) struct PushBatch {
-    pub(crate) overflow_total: Option<u64>,
-    pub(crate) frames: Vec<PushFrame>,
-}
+pub(crate) use crate::supervisor::PushBatch;
+pub use crate::supervisor::PushFrame;
 
 /// Messages on the control lane, which the driver reads before anything
 /// else. The lane is bounded (`pool_size + max_pending_requests` plus
@@ -193,7 +182,6 @@ pub(crate) struct Driver<C: Connector> {
     slots: Vec<SlotHandle>,
     waiters: HashMap<RequestId, Waiter>,
     pins: HashMap<PinId, oneshot::Sender<Result<SlotId, RequestError>>>,
-    push_batch: Option<PushBatch>,
     dirty: bool,
     /// Every client handle is gone (the control lane closed).
     orphaned: bool,
@@ -259,7 +247,6 @@ impl<C: Connector> Driver<C> {
             slots,
             waiters: HashMap::new(),
             pins: HashMap::new(),
-            push_batch: None,
             dirty: true,
             orphaned: false,
             ranking: None,
@@ -373,12 +360,9 @@ impl<C: Connector> Driver<C> {
     fn control(&mut self, control: Control) {
         match control {
             Control::Cancel(id) => self.handle(Input::Cancel { id }),
-            Control::Unpin(id) => self.handle(Input::Unpin { id }),
+            Control::Unpin(id) => self.handle(Input::Release { id }),
             Control::ReadPushes { max, reply } => {
-                self.push_batch = Some(PushBatch::default());
-                self.handle(Input::ReadPushes { max });
-                self.carry_out();
-                let _ = reply.send(self.push_batch.take().unwrap_or_default());
+                let _ = reply.send(self.sup.read_pushes(max));
             }
             Control::Close => self.handle(Input::Close),
             Control::Ranking(servers) => self.ranking = Some(servers),
@@ -469,7 +453,7 @@ impl<C: Connector> Driver<C> {
         while let Some(action) = self.sup.poll_action() {
             match action {
                 Action::Probe { epoch, timeout, concurrency } => self.probe(epoch, timeout, concurrency),
-                Action::Connect { slot, epoch, generation, endpoint, deadline } => {
+                Action::OpenSlot { at: SlotRef { slot, epoch, generation }, endpoint, deadline } => {
                     let (commands, rx) = mpsc::channel(SLOT_COMMANDS_MAX);
                     let handle = &mut self.slots[slot.index()];
                     handle.commands = Some(commands);
@@ -486,13 +470,13 @@ impl<C: Connector> Driver<C> {
                     };
                     self.workers.place(slot).spawn(task.run(rx));
                 }
-                Action::Send { slot, msg_id, request, .. } => {
+                Action::Send { at: SlotRef { slot, .. }, msg_id, request, .. } => {
                     if let Some(tx) = &self.slots[slot.index()].commands {
                         let sent = tx.try_send(SlotCommand::Send { msg_id, request });
                         self.slot_command_overflows += overflowed(slot, sent);
                     }
                 }
-                Action::Retire { slot, .. } => {
+                Action::Retire { at: SlotRef { slot, .. }, .. } => {
                     if let Some(tx) = self.slots[slot.index()].commands.take() {
                         let sent = tx.try_send(SlotCommand::Retire);
                         self.slot_command_overflows += overflowed(slot, sent);
@@ -511,16 +495,6 @@ impl<C: Connector> Driver<C> {
                 Action::PinEnded { id, reason } => {
                     if let Some(tx) = self.pins.remove(&id) {
                         let _ = tx.send(Err(reason));
-                    }
-                }
-                Action::Push { slot, header, payload } => {
-                    if let Some(batch) = &mut self.push_batch {
-                        batch.frames.push(PushFrame { slot, header, payload });
-                    }
-                }
-                Action::PushOverflow { dropped_total } => {
-                    if let Some(batch) = &mut self.push_batch {
-                        batch.overflow_total = Some(dropped_total);
                     }
                 }
                 Action::CloseStateChanged { state } => {

@@ -6,12 +6,15 @@
 //! Flavors:
 //! - [`RuntimeFlavor::Shared`]: one tokio runtime for every slot; one
 //!   worker is a current-thread runtime on its own thread, two or more a
-//!   multi-thread (work-stealing) runtime. The driver gets its own thread.
+//!   multi-thread (work-stealing) runtime.
 //! - [`RuntimeFlavor::PerWorker`]: N current-thread runtimes, no work
 //!   stealing; each slot is placed on one (see [`workers`]) and connects
-//!   inside it. The driver gets its own thread.
+//!   inside it.
 //! - [`RuntimeFlavor::External`]: slots and the driver run on a runtime the
 //!   caller owns (embedding; simulation). No thread is started.
+//!
+//! The driver runs as a task on the (first) worker runtime by default, or
+//! on a thread of its own: [`DriverPlacement`].
 
 pub mod connector;
 pub(crate) mod driver;

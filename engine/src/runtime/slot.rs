@@ -32,7 +32,7 @@ use crate::budget::{Budget, Reservation};
 use crate::proto::commands::{Command, Handshake};
 use crate::proto::limits::{PAYLOAD_BYTES_MAX, RAW_STAGING_BYTES_MAX, RESPONSE_FRAME_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
 use crate::proto::{Frame, FrameDecoder, ProtoError, Request, RoundEnd, RoundLimits};
-use crate::supervisor::{Endpoint, Epoch, FrameBody, Generation, Input, SlotError, SlotId};
+use crate::supervisor::{Endpoint, Epoch, FrameBody, Generation, Input, SlotError, SlotId, SlotRef};
 use crate::sync::QueueBound;
 
 /// Frames a slot may have decoded and not yet handed over.
@@ -216,13 +216,13 @@ impl<C: Connector> SlotTask<C> {
         let input = match outcome {
             Ok(End::DriverGone | End::Migrated) => return,
             Ok(End::Migrate(_)) => unreachable!("exchange_phase handles migration requests"),
-            Ok(End::Retired) => Input::SlotClosed { slot, epoch, generation },
-            Ok(End::Failed(error)) => Input::SlotFailed { slot, epoch, generation, error },
+            Ok(End::Retired) => Input::SlotClosed { at: SlotRef { slot, epoch, generation } },
+            Ok(End::Failed(error)) => Input::SlotFailed { at: SlotRef { slot, epoch, generation }, error },
             Err(panic) => {
                 budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
                 let error = SlotError::Io(format!("slot task panicked: {panic}"));
                 tracing::error!(slot = slot.0, %error, "slot task panicked; retiring the slot");
-                Input::SlotFailed { slot, epoch, generation, error }
+                Input::SlotFailed { at: SlotRef { slot, epoch, generation }, error }
             }
         };
         let _ = events.send(SlotEvent { slot, input, reservation: None, queued: None }).await;
@@ -241,7 +241,7 @@ impl<C: Connector> SlotTask<C> {
             Err(end) => return end,
         };
         let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
-        if let Err(end) = self.report(Input::SlotConnected { slot, epoch, generation }).await {
+        if let Err(end) = self.report(Input::SlotConnected { at: SlotRef { slot, epoch, generation } }).await {
             return end;
         }
         let mut conn = Conn::new(stream, self.budgets.clone());
@@ -250,7 +250,7 @@ impl<C: Connector> SlotTask<C> {
             Ok(Err(error)) => return End::Failed(error),
             Err(end) => return end,
         }
-        if let Err(end) = self.report(Input::SlotReady { slot, epoch, generation }).await {
+        if let Err(end) = self.report(Input::SlotReady { at: SlotRef { slot, epoch, generation } }).await {
             return end;
         }
         self.exchange_phase(conn, Exchanging { awaiting: None, commands }).await
@@ -297,7 +297,7 @@ impl<C: Connector> SlotTask<C> {
                     Some(SlotCommand::Send { msg_id, request }) => {
                         conn.write_request(msg_id, &request).await.map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
                         *awaiting = Some((msg_id, request));
-                        self.report(Input::SendCompleted { slot, epoch, generation, msg_id }).await?;
+                        self.report(Input::SendCompleted { at: SlotRef { slot, epoch, generation }, msg_id }).await?;
                     }
                     Some(SlotCommand::Migrate { to }) => return Ok(End::Migrate(to)),
                     other => return Ok(retired_or_gone(other)),
@@ -319,18 +319,18 @@ impl<C: Connector> SlotTask<C> {
                                     },
                                 }
                             }
-                            _ => FrameBody::Raw(frame.payload.clone()),
+                            _ => FrameBody::Unparsed(frame.payload.clone()),
                         };
                         let bytes = frame.payload.len();
                         // Replies to sent requests first: a reply (at most one per
                         // slot, at most 64 KiB) never waits for the decoded budget;
                         // pushes do, which pauses this slot's reads.
                         let reservation = match body {
-                            FrameBody::Raw(_) => self.reserve_decoded(bytes).await,
+                            FrameBody::Unparsed(_) => self.reserve_decoded(bytes).await,
                             _ => Budget::try_reserve(&self.budgets.decoded, bytes),
                         };
                         self.queue.wait_for_room(bytes).await;
-                        let input = Input::Frame { slot, epoch, generation, header: frame.header, body };
+                        let input = Input::Frame { at: SlotRef { slot, epoch, generation }, header: frame.header, body };
                         let event = SlotEvent { slot, input, reservation, queued: Some(bytes) };
                         self.events.send(event).await.map_err(|_| End::DriverGone)?;
                     }

@@ -17,6 +17,7 @@
 use serde::Serialize;
 use tokio::runtime::Handle;
 
+use crate::rng::Rng;
 use crate::supervisor::SlotId;
 
 /// How `PerWorker` picks a worker for a connecting slot.
@@ -78,7 +79,7 @@ pub(crate) struct Workers {
     slot_events: Vec<u64>,
     slot_rate: Vec<f64>,
     cooldown: u32,
-    rng: u64,
+    rng: Rng,
 }
 
 impl Workers {
@@ -93,16 +94,13 @@ impl Workers {
             slot_events: vec![0; slots],
             slot_rate: vec![0.0; slots],
             cooldown: 0,
-            rng: seed | 1,
+            rng: Rng::new(seed),
         }
     }
 
     fn random(&mut self, n: usize) -> usize {
-        // xorshift64: placement only needs spread, and the seed replays it.
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        (self.rng % n as u64) as usize
+        // Placement only needs spread, and the seed replays it.
+        self.rng.below(n as u64) as usize
     }
 
     /// Chooses the runtime a connecting slot runs on.

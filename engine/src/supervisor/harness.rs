@@ -27,10 +27,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::rng::Rng;
+use super::drive::Drive;
 use super::*;
 use crate::proto::commands::SecurityCount;
 use crate::proto::{Market, Reply, Request, ResponseHeader};
+use crate::rng::Rng;
 
 /// Fault odds, each in 1/1000 per opportunity. Zero is a healed world.
 #[derive(Debug, Clone, Copy, Default)]
@@ -91,7 +92,7 @@ struct Record {
 
 pub(crate) struct World {
     pub(crate) seed: u64,
-    pub(crate) sup: Supervisor,
+    pub(crate) drive: Drive,
     pub(crate) t0: Instant,
     pub(crate) now: Instant,
     rng: Rng,
@@ -162,10 +163,10 @@ impl World {
         };
         let faults = Faults::swarm(&mut rng);
         let t0 = crate::test_support::time_origin();
-        let sup = Supervisor::new(config, t0).expect("valid config");
+        let drive = Drive::new(Supervisor::new(config, t0).expect("valid config"));
         let mut world = Self {
             seed,
-            sup,
+            drive,
             t0,
             now: t0,
             rng,
@@ -211,7 +212,7 @@ impl World {
 
     /// The slot task for this generation fails after `after`.
     fn fail_later(&mut self, after: Duration, slot: SlotId, epoch: Epoch, generation: Generation, error: SlotError) {
-        self.schedule(after, Event::Slot(Input::SlotFailed { slot, epoch, generation, error }));
+        self.schedule(after, Event::Slot(Input::SlotFailed { at: SlotRef { slot, epoch, generation }, error }));
     }
 
     fn trace(&mut self, what: &str) {
@@ -223,12 +224,12 @@ impl World {
 
     pub(crate) fn handle(&mut self, input: Input) {
         match &input {
-            Input::SlotFailed { slot, generation, .. } => {
+            Input::SlotFailed { at: SlotRef { slot, generation, .. }, .. } => {
                 // The slot task ends as it reports its failure.
                 self.conns.remove(&(slot.0, generation.0));
                 self.closing.remove(&(slot.0, generation.0));
             }
-            Input::SlotClosed { slot, generation, .. } => {
+            Input::SlotClosed { at: SlotRef { slot, generation, .. }, .. } => {
                 self.closing.remove(&(slot.0, generation.0));
             }
             _ => {}
@@ -236,37 +237,52 @@ impl World {
         // A frame on a connection that was retired or failed is stale: the
         // Supervisor must drop it (neither a reply nor a push).
         let stale_frame = match &input {
-            Input::Frame { slot, generation, .. } => !self.conns.contains(&(slot.0, generation.0)),
+            Input::Frame { at: SlotRef { slot, generation, .. }, .. } => !self.conns.contains(&(slot.0, generation.0)),
             _ => false,
         };
-        let read_pushes = matches!(input, Input::ReadPushes { .. });
-        let before = (self.sup.counters().pushes, self.sup.counters().replies);
+        let before = (self.drive.sup.counters().pushes, self.drive.sup.counters().replies);
         let line = format!("{:?} {}", self.now - self.t0, describe_input(&input, self.t0));
         self.trace(&line);
-        self.sup.handle(self.now, input);
+        let actions = self.drive.handle(self.now, input);
         if stale_frame {
-            let after = (self.sup.counters().pushes, self.sup.counters().replies);
+            let after = (self.drive.sup.counters().pushes, self.drive.sup.counters().replies);
             assert_eq!(before, after, "seed {}: a frame from a retired generation was delivered", self.seed);
         }
-        self.drain();
-        if read_pushes {
-            assert_eq!(
-                self.overflow_reported,
-                self.sup.push_dropped_total(),
-                "seed {}: a push read did not report every dropped push",
-                self.seed
-            );
+        self.act_all(actions);
+    }
+
+    /// A push reader takes up to `max` pushes: every push dropped so far
+    /// must be reported by now.
+    pub(crate) fn read_pushes(&mut self, max: usize) {
+        let line = format!("{:?} read pushes {max}", self.now - self.t0);
+        self.trace(&line);
+        let batch = self.drive.sup.read_pushes(max);
+        assert!(batch.frames.len() <= max, "seed {}: a push read returned more than asked", self.seed);
+        self.pushes_read += batch.frames.len() as u64;
+        if let Some(total) = batch.overflow_total {
+            self.overflow_reported = total;
         }
+        assert_eq!(
+            self.overflow_reported,
+            self.drive.sup.push_dropped_total(),
+            "seed {}: a push read did not report every dropped push",
+            self.seed
+        );
+        self.drive.sup.check_invariants();
     }
 
     /// Carries out every action, checking as it goes.
     fn drain(&mut self) {
-        while let Some(action) = self.sup.poll_action() {
+        let actions = self.drive.drain();
+        self.act_all(actions);
+    }
+
+    fn act_all(&mut self, actions: Vec<Action>) {
+        for action in actions {
             let line = describe_action(&action, self.t0);
             self.trace(&line);
             self.act(action);
         }
-        self.sup.check_invariants();
     }
 
     fn act(&mut self, action: Action) {
@@ -275,7 +291,7 @@ impl World {
                 if self.chance(self.faults.connect_hang) {
                     return; // the Supervisor's probe deadline must notice
                 }
-                let endpoints = self.sup.config().endpoints.len();
+                let endpoints = self.drive.sup.config().endpoints.len();
                 let mut latencies = Vec::with_capacity(endpoints);
                 for e in 0..endpoints {
                     let up = !self.chance(self.faults.connect_fail) && !self.dead(e);
@@ -284,7 +300,7 @@ impl World {
                 let after = latencies.iter().flatten().max().copied().unwrap_or(Duration::from_millis(1));
                 self.schedule(after, Event::Slot(Input::ProbeDone { epoch, latencies }));
             }
-            Action::Connect { slot, epoch, generation, endpoint, .. } => {
+            Action::OpenSlot { at: SlotRef { slot, epoch, generation }, endpoint, .. } => {
                 self.conns.insert((slot.0, generation.0));
                 if self.chance(self.faults.connect_hang) {
                     return; // the Supervisor's connect deadline must notice
@@ -294,14 +310,14 @@ impl World {
                     let error = SlotError::Connect("refused".into());
                     return self.fail_later(after, slot, epoch, generation, error);
                 }
-                self.schedule(after, Event::Slot(Input::SlotConnected { slot, epoch, generation }));
+                self.schedule(after, Event::Slot(Input::SlotConnected { at: SlotRef { slot, epoch, generation } }));
                 if self.dead(endpoint) {
                     let error = SlotError::Handshake("no reply to the handshake".into());
                     return self.fail_later(after * 2, slot, epoch, generation, error);
                 }
-                self.schedule(after * 2, Event::Slot(Input::SlotReady { slot, epoch, generation }));
+                self.schedule(after * 2, Event::Slot(Input::SlotReady { at: SlotRef { slot, epoch, generation } }));
             }
-            Action::Send { slot, epoch, generation, msg_id, request, .. } => {
+            Action::Send { at: SlotRef { slot, epoch, generation }, msg_id, request, .. } => {
                 let key = (slot.0, generation.0);
                 assert!(
                     self.conns.contains(&key),
@@ -336,7 +352,10 @@ impl World {
                     }
                 }
                 let write = Duration::from_micros(10 + self.rng.below(100));
-                self.schedule(write, Event::Slot(Input::SendCompleted { slot, epoch, generation, msg_id }));
+                self.schedule(
+                    write,
+                    Event::Slot(Input::SendCompleted { at: SlotRef { slot, epoch, generation }, msg_id }),
+                );
                 let after = write + self.latency();
                 let msg_type = request.msg_type();
                 let body = match (&*request, id) {
@@ -349,8 +368,11 @@ impl World {
                 }
                 if self.chance(self.faults.push) {
                     let header = frame_header(msg_id.wrapping_add(7).max(1), 0x0547);
-                    let body = FrameBody::Raw(Bytes::from(vec![0x93; 1 + self.rng.below(200) as usize]));
-                    self.schedule(after / 2, Event::Slot(Input::Frame { slot, epoch, generation, header, body }));
+                    let body = FrameBody::Unparsed(Bytes::from(vec![0x93; 1 + self.rng.below(200) as usize]));
+                    self.schedule(
+                        after / 2,
+                        Event::Slot(Input::Frame { at: SlotRef { slot, epoch, generation }, header, body }),
+                    );
                 }
                 if self.chance(self.faults.reply_drop) {
                     return;
@@ -368,13 +390,16 @@ impl World {
                         FrameBody::Reply(r) => FrameBody::Reply(r.clone()),
                         other => other.clone(),
                     };
-                    let input = Input::Frame { slot, epoch, generation, header, body: copy };
+                    let input = Input::Frame { at: SlotRef { slot, epoch, generation }, header, body: copy };
                     let later = after + self.latency();
                     self.schedule(later, Event::Slot(input));
                 }
-                self.schedule(after, Event::Slot(Input::Frame { slot, epoch, generation, header, body }));
+                self.schedule(
+                    after,
+                    Event::Slot(Input::Frame { at: SlotRef { slot, epoch, generation }, header, body }),
+                );
             }
-            Action::Retire { slot, epoch, generation } => {
+            Action::Retire { at: SlotRef { slot, epoch, generation } } => {
                 assert!(
                     self.conns.remove(&(slot.0, generation.0)),
                     "seed {}: retire of slot {} generation {} that has no connection",
@@ -384,7 +409,7 @@ impl World {
                 );
                 self.closing.insert((slot.0, generation.0));
                 let after = Duration::from_micros(50 + self.rng.below(500));
-                self.schedule(after, Event::Slot(Input::SlotClosed { slot, epoch, generation }));
+                self.schedule(after, Event::Slot(Input::SlotClosed { at: SlotRef { slot, epoch, generation } }));
             }
             Action::Complete { id, outcome } => {
                 let record = self.records.entry(id.0).or_default();
@@ -422,8 +447,6 @@ impl World {
             Action::PinEnded { id, .. } => {
                 self.pins.remove(&id.0);
             }
-            Action::Push { .. } => self.pushes_read += 1,
-            Action::PushOverflow { dropped_total } => self.overflow_reported = dropped_total,
             Action::CloseStateChanged { state } => {
                 if state == CloseState::Closed {
                     let open: Vec<_> = self.conns.union(&self.closing).collect();
@@ -439,7 +462,7 @@ impl World {
         self.steps += 1;
         assert!(self.steps < STEPS_MAX, "seed {}: no convergence after {STEPS_MAX} steps", self.seed);
         let next_event = self.queue.peek().map(|Reverse((t, _, _))| *t);
-        let next_timer = self.sup.poll_timeout();
+        let next_timer = self.drive.sup.poll_timeout();
         let next = match (next_event, next_timer) {
             (Some(e), Some(t)) => e.min(t),
             (Some(e), None) => e,
@@ -508,7 +531,7 @@ impl World {
         self.faults = Faults::default();
         let pins: Vec<u64> = self.pins.keys().copied().collect();
         for pin in pins {
-            self.handle(Input::Unpin { id: PinId(pin) });
+            self.handle(Input::Release { id: PinId(pin) });
         }
         let horizon = self.now + Duration::from_secs(30);
         self.run_until(horizon);
@@ -523,21 +546,23 @@ impl World {
             Some(&Ok(id as u16)),
             "seed {}: healed engine did not serve; slots: {:?}",
             self.seed,
-            self.sup.diagnostics().slots.iter().map(|s| (s.state, s.generation.0, s.pin)).collect::<Vec<_>>()
+            self.drive.sup.diagnostics().slots.iter().map(|s| (s.state, s.generation.0, s.pin)).collect::<Vec<_>>()
         );
         self.handle(Input::Close);
         let refused = self.submit(Duration::from_secs(1), None);
         assert_eq!(self.outcome(refused), Some(&Err(RequestError::Closed)), "seed {}: admitted after close", self.seed);
         let until = self.now + Duration::from_secs(10);
         self.run_until(until);
-        assert_eq!(self.sup.close_state(), CloseState::Closed, "seed {}: close did not finish", self.seed);
+        assert_eq!(self.drive.sup.close_state(), CloseState::Closed, "seed {}: close did not finish", self.seed);
         assert!(self.conns.is_empty(), "seed {}: connections left after close: {:?}", self.seed, self.conns);
         let never: Vec<_> = self.records.iter().filter(|(_, r)| r.completed.is_none()).map(|(id, _)| id).collect();
         assert!(never.is_empty(), "seed {}: requests with no outcome: {never:?}", self.seed);
+        let unseen: Vec<_> = self.records.keys().filter(|id| !self.drive.completed(RequestId(**id))).collect();
+        assert!(unseen.is_empty(), "seed {}: completions the drive loop missed: {unseen:?}", self.seed);
     }
 
     pub(crate) fn slots_busy(&self) -> BTreeSet<u32> {
-        self.sup.diagnostics().slots.iter().filter(|s| s.in_flight).map(|s| s.slot).collect()
+        self.drive.sup.diagnostics().slots.iter().filter(|s| s.in_flight).map(|s| s.slot).collect()
     }
 }
 
@@ -556,10 +581,10 @@ fn describe_input(input: &Input, t0: Instant) -> String {
 /// A trace line for an action, with relative times.
 fn describe_action(action: &Action, t0: Instant) -> String {
     match action {
-        Action::Connect { slot, generation, endpoint, deadline, .. } => {
+        Action::OpenSlot { at: SlotRef { slot, generation, .. }, endpoint, deadline, .. } => {
             format!("connect {} {} {endpoint} {:?}", slot.0, generation.0, *deadline - t0)
         }
-        Action::Send { slot, generation, msg_id, request, .. } => {
+        Action::Send { at: SlotRef { slot, generation, .. }, msg_id, request, .. } => {
             format!("send {} {} {msg_id} {}", slot.0, generation.0, request.name())
         }
         other => format!("{other:?}"),
@@ -594,18 +619,18 @@ pub fn run_seed(seed: u64) -> (u64, Counters) {
                     let timeout = Duration::from_millis(10 + world.rng().below(2000));
                     world.pin(timeout);
                 } else if let Some(pin) = world.random_pin() {
-                    world.handle(Input::Unpin { id: pin });
+                    world.handle(Input::Release { id: pin });
                 }
             }
             7 => {
                 if world.rng().below(20) == 0 {
-                    let n = world.sup.config().server_count + world.rng().below(3) as usize;
+                    let n = world.drive.sup.config().server_count + world.rng().below(3) as usize;
                     let port = 8000 + world.rng().below(1000) as u16;
                     let endpoints = (0..n).map(|i| Endpoint::new("sim", port + i as u16)).collect();
                     world.handle(Input::NewEpoch { endpoints });
                 } else {
                     let max = world.rng().below(8) as usize;
-                    world.handle(Input::ReadPushes { max });
+                    world.read_pushes(max);
                 }
             }
             _ => {
@@ -615,5 +640,5 @@ pub fn run_seed(seed: u64) -> (u64, Counters) {
         }
     }
     world.heal_and_check_liveness();
-    (world.trace_hash, world.sup.counters().clone())
+    (world.trace_hash, world.drive.sup.counters().clone())
 }

@@ -30,3 +30,17 @@ pub struct Generation(pub u64);
 /// moves it on, and everything from an older epoch is stale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Default)]
 pub struct Epoch(pub u64);
+
+/// One connection of a slot: the slot, and the engine epoch and slot
+/// generation it was opened in. Every slot event and slot action carries
+/// one, so an event from a retired connection (an older epoch or
+/// generation) is recognisably stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct SlotRef {
+    /// The slot.
+    pub slot: SlotId,
+    /// The engine epoch of the connect.
+    pub epoch: Epoch,
+    /// The slot's generation of the connect.
+    pub generation: Generation,
+}

@@ -6,7 +6,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde::Serialize;
 
-use super::ids::{Epoch, Generation, PinId, RequestId, SlotId};
+use super::ids::{Epoch, PinId, RequestId, SlotId, SlotRef};
 use crate::proto::{ProtoError, Reply, Request, ResponseHeader};
 
 /// An event for [`Supervisor::handle`](super::Supervisor::handle).
@@ -42,77 +42,48 @@ pub enum Input {
         deadline: Instant,
     },
     /// A caller releases a pin (granted or still waiting).
-    Unpin {
+    Release {
         /// The pin.
         id: PinId,
     },
     /// The slot task's TCP connection is up; the handshake is under way.
     SlotConnected {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch of the connect.
-        epoch: Epoch,
-        /// Generation of the connect.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
     },
     /// The slot task finished the 0x000d handshake; the slot can carry requests.
     SlotReady {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch of the connect.
-        epoch: Epoch,
-        /// Generation of the connect.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
     },
     /// The slot task ended with an error (connect, handshake, I/O, stream
     /// protocol error, peer closed). Its socket is closed.
     SlotFailed {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch of the connect.
-        epoch: Epoch,
-        /// Generation that failed.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
         /// Why.
         error: SlotError,
     },
     /// The slot task ended after [`Action::Retire`]; its socket is closed.
     SlotClosed {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch of the retired connection.
-        epoch: Epoch,
-        /// The retired generation.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
     },
     /// The request frame for `msg_id` was fully written.
     SendCompleted {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch.
-        epoch: Epoch,
-        /// Generation.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
         /// The frame's msg_id.
         msg_id: u32,
     },
     /// A whole response frame arrived on a slot.
     Frame {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch.
-        epoch: Epoch,
-        /// Generation.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
         /// The frame's header.
         header: ResponseHeader,
         /// The body, parsed by the slot task when it was the reply it awaited.
         body: FrameBody,
-    },
-    /// A push reader wants up to `max` buffered pushes.
-    ReadPushes {
-        /// Most [`Action::Push`] to emit.
-        max: usize,
     },
     /// Time passed; fire due timers. Any input does this too.
     Tick,
@@ -134,12 +105,6 @@ pub enum Input {
     },
     /// Close the engine: admit nothing more, end every waiter, retire every slot.
     Close,
-    /// The driver cannot go on (for example its runtime died): close at
-    /// once and report failure.
-    Fatal {
-        /// Why, for diagnostics.
-        reason: String,
-    },
 }
 
 /// A frame's body as the slot task delivers it.
@@ -150,7 +115,7 @@ pub enum FrameBody {
     /// The slot task expected this reply but its payload did not parse.
     Invalid(ProtoError),
     /// Not parsed (not the awaited reply): a push, or stale.
-    Raw(Bytes),
+    Unparsed(Bytes),
     /// The slot task expected this reply but the server sent a plain text
     /// message instead ([`server_message`](crate::proto::text::server_message)).
     ServerMessage(String),
@@ -252,15 +217,13 @@ pub enum Action {
         /// Connects in flight at once.
         concurrency: usize,
     },
-    /// Start a slot task: connect to `endpoint` (an index into the ranked
-    /// endpoints) and handshake, before `deadline`.
-    Connect {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch to stamp on its events.
-        epoch: Epoch,
-        /// Generation to stamp on its events.
-        generation: Generation,
+    /// Open a connection for a slot: start its slot task, which connects
+    /// to `endpoint` (an index into the ranked endpoints) and handshakes,
+    /// before `deadline`, reporting `SlotConnected` then `SlotReady` (or
+    /// `SlotFailed`).
+    OpenSlot {
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
         /// Index into the configured endpoints.
         endpoint: usize,
         /// Give up connecting (and report `SlotFailed`) at this time.
@@ -269,12 +232,8 @@ pub enum Action {
     /// Write `request` as a frame with `msg_id` on the slot, then report
     /// `SendCompleted`; parse the frame that answers it.
     Send {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch.
-        epoch: Epoch,
-        /// Generation.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
         /// The frame's msg_id (never 0).
         msg_id: u32,
         /// What to send.
@@ -283,12 +242,8 @@ pub enum Action {
     /// Close the slot's socket, drop its decoder, end its task, then report
     /// `SlotClosed` with this generation.
     Retire {
-        /// The slot.
-        slot: SlotId,
-        /// Epoch.
-        epoch: Epoch,
-        /// The generation to retire.
-        generation: Generation,
+        /// The connection: slot, epoch and generation.
+        at: SlotRef,
     },
     /// A request ended. Emitted exactly once per admitted request, and once
     /// (with `PoolBusy`, `Closed`, `TimedOut` or `PinLost`) for a refused one.
@@ -312,21 +267,6 @@ pub enum Action {
         id: PinId,
         /// Why.
         reason: RequestError,
-    },
-    /// An unsolicited frame, for a push reader.
-    Push {
-        /// The slot it came on.
-        slot: SlotId,
-        /// Its header.
-        header: ResponseHeader,
-        /// Its payload.
-        payload: Bytes,
-    },
-    /// Pushes were dropped because the buffer was full; reported once, on
-    /// the next push read, with the total dropped so far.
-    PushOverflow {
-        /// Frames dropped since the engine started.
-        dropped_total: u64,
     },
     /// The close state changed.
     CloseStateChanged {

@@ -86,7 +86,7 @@ enum Op {
     FailSlot { pick: usize },
     StaleFrame { pick: usize },
     Pin,
-    Unpin,
+    Release,
     ReadPushes { max: usize },
     Close,
 }
@@ -101,7 +101,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|pick| Op::FailSlot { pick }),
         1 => any::<usize>().prop_map(|pick| Op::StaleFrame { pick }),
         1 => Just(Op::Pin),
-        1 => Just(Op::Unpin),
+        1 => Just(Op::Release),
         1 => (0usize..5).prop_map(|max| Op::ReadPushes { max }),
         1 => Just(Op::Close),
     ]
@@ -115,13 +115,13 @@ proptest! {
     #[test]
     fn reference_model(seed in any::<u64>(), ops in proptest::collection::vec(op(), 1..120)) {
         let mut world = World::new(seed);
-        let capacity = world.sup.config().pool_size() + world.sup.config().max_pending_requests;
+        let capacity = world.drive.sup.config().pool_size() + world.drive.sup.config().max_pending_requests;
         for op in ops {
             match op {
                 Op::Submit { timeout_ms } | Op::SubmitPinned { timeout_ms } => {
                     let pin = if matches!(op, Op::SubmitPinned { .. }) { world.random_pin() } else { None };
-                    let closing = world.sup.close_state().is_closing();
-                    let full = world.sup.waiting() + world.sup.active() >= capacity;
+                    let closing = world.drive.sup.close_state().is_closing();
+                    let full = world.drive.sup.waiting() + world.drive.sup.active() >= capacity;
                     let id = world.submit(Duration::from_millis(timeout_ms), pin);
                     let outcome = world.outcome(id).cloned();
                     // The harness forgets a pin when the Supervisor ends it, so
@@ -153,37 +153,35 @@ proptest! {
                     world.step(until);
                 }
                 Op::FailSlot { pick } => {
-                    let d = world.sup.diagnostics();
+                    let d = world.drive.sup.diagnostics();
                     let slot = &d.slots[pick % d.slots.len()];
                     let input = Input::SlotFailed {
-                        slot: SlotId(slot.slot),
-                        epoch: Epoch(0),
-                        generation: slot.generation,
+                        at: SlotRef { slot: SlotId(slot.slot), epoch: Epoch(0), generation: slot.generation },
                         error: SlotError::Io("injected".into()),
                     };
                     world.handle(input);
                 }
                 Op::StaleFrame { pick } => {
-                    let d = world.sup.diagnostics();
+                    let d = world.drive.sup.diagnostics();
                     let slot = &d.slots[pick % d.slots.len()];
                     if slot.generation.0 > 0 {
-                        let before = world.sup.counters().stale_frames;
+                        let before = world.drive.sup.counters().stale_frames;
                         let header = crate::proto::ResponseHeader { control: 0x0c, msg_id: 1, reserved: 0, msg_type: 0x044e, zip_length: 0, length: 0 };
                         let body = FrameBody::Reply(Box::new(crate::proto::Reply::SecurityCount(0)));
                         let generation = Generation(slot.generation.0 - 1);
-                        world.handle(Input::Frame { slot: SlotId(slot.slot), epoch: Epoch(0), generation, header, body });
-                        prop_assert_eq!(world.sup.counters().stale_frames, before + 1);
+                        world.handle(Input::Frame { at: SlotRef { slot: SlotId(slot.slot), epoch: Epoch(0), generation }, header, body });
+                        prop_assert_eq!(world.drive.sup.counters().stale_frames, before + 1);
                     }
                 }
                 Op::Pin => {
                     world.pin(Duration::from_millis(500));
                 }
-                Op::Unpin => {
+                Op::Release => {
                     if let Some(pin) = world.random_pin() {
-                        world.handle(Input::Unpin { id: pin });
+                        world.handle(Input::Release { id: pin });
                     }
                 }
-                Op::ReadPushes { max } => world.handle(Input::ReadPushes { max }),
+                Op::ReadPushes { max } => world.read_pushes(max),
                 Op::Close => {
                     let open = world.outstanding();
                     world.handle(Input::Close);
@@ -192,10 +190,10 @@ proptest! {
                     }
                 }
             }
-            prop_assert!(world.sup.waiting() + world.sup.active() <= capacity);
-            prop_assert!(world.slots_busy().len() <= world.sup.config().pool_size());
+            prop_assert!(world.drive.sup.waiting() + world.drive.sup.active() <= capacity);
+            prop_assert!(world.slots_busy().len() <= world.drive.sup.config().pool_size());
         }
-        if !world.sup.close_state().is_closing() {
+        if !world.drive.sup.close_state().is_closing() {
             world.heal_and_check_liveness();
         }
     }

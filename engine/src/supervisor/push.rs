@@ -3,7 +3,7 @@
 //! Bounded by frame count and payload bytes. When a new frame does not fit,
 //! the oldest frames are dropped until it does (a frame larger than the whole
 //! byte bound is itself dropped); the running total of drops is reported
-//! once, on the next read, as `PushOverflow`.
+//! once, on the next read, as [`PushBatch::overflow_total`].
 
 use std::collections::VecDeque;
 
@@ -12,11 +12,25 @@ use bytes::Bytes;
 use super::ids::SlotId;
 use crate::proto::ResponseHeader;
 
-#[derive(Debug)]
-pub(crate) struct PushFrame {
-    pub(crate) slot: SlotId,
-    pub(crate) header: ResponseHeader,
-    pub(crate) payload: Bytes,
+/// An unsolicited frame: buffered by the Supervisor, delivered to a push reader.
+#[derive(Debug, Clone)]
+pub struct PushFrame {
+    /// The slot it arrived on.
+    pub slot: SlotId,
+    /// Its header.
+    pub header: ResponseHeader,
+    /// Its payload.
+    pub payload: Bytes,
+}
+
+/// What one push read returns ([`Supervisor::read_pushes`](super::Supervisor::read_pushes)).
+#[derive(Debug, Default)]
+pub struct PushBatch {
+    /// Frames dropped since the engine started, when some were dropped
+    /// since the last read (reported once).
+    pub overflow_total: Option<u64>,
+    /// The frames read, oldest first.
+    pub frames: Vec<PushFrame>,
 }
 
 #[derive(Debug)]

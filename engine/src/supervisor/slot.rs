@@ -31,7 +31,7 @@ pub(crate) struct Exchange {
 pub(crate) enum SlotState {
     /// No connection; a `Reconnect` timer (or close) decides what is next.
     Disconnected,
-    /// Connect issued; waiting for the TCP connection.
+    /// OpenSlot issued; waiting for the TCP connection.
     Connecting { deadline: Instant },
     /// Connected; the slot task is doing the handshake.
     Handshaking { deadline: Instant },
