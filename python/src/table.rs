@@ -92,7 +92,7 @@ impl Col {
             Col::Date(v) => match v[i] {
                 None => Ok(py.None()),
                 Some(days) => {
-                    let (y, mo, d) = civil_from_days(i64::from(days));
+                    let (y, mo, d) = civil_from_days(i64::from(days))?;
                     Ok(m.date.call1((y, mo, d))?.unbind())
                 }
             },
@@ -101,7 +101,7 @@ impl Col {
                 Some(ms) => {
                     let days = ms.div_euclid(86_400_000);
                     let rest = ms.rem_euclid(86_400_000);
-                    let (y, mo, d) = civil_from_days(days);
+                    let (y, mo, d) = civil_from_days(days)?;
                     let (h, mi, s, micro) =
                         (rest / 3_600_000, rest / 60_000 % 60, rest / 1000 % 60, rest % 1000 * 1000);
                     Ok(m.datetime.call1((y, mo, d, h, mi, s, micro))?.unbind())
@@ -135,30 +135,15 @@ impl<'py> Modules<'py> {
     }
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
+/// A day count since 1970-01-01 as (year, month, day), by the engine's calendar.
+fn civil_from_days(days: i64) -> PyResult<(u16, u8, u8)> {
+    Date::from_days_since_epoch(days)
+        .map(|d| (d.year(), d.month(), d.day()))
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("day {days} since 1970 is out of range")))
 }
 
 fn date_days(d: Date) -> i32 {
-    days_from_civil(i64::from(d.year()), i64::from(d.month()), i64::from(d.day())) as i32
+    d.days_since_epoch() as i32
 }
 
 fn time_secs(t: TimeOfDay) -> i32 {
