@@ -36,7 +36,8 @@ keep_dev_null() {
 
 step() {
     keep_dev_null
-    printf '\n==> %s\n' "$*"
+    # Minutes since the start: where a slow run spends its time.
+    printf '\n==> %s  [%d:%02d]\n' "$*" $((SECONDS / 60)) $((SECONDS % 60))
 }
 
 step "toolchain"
@@ -142,6 +143,7 @@ bash python/tests/run.sh 2>&1 | tee target/pytest.log
 
 step "tests"
 cargo test --workspace --locked 2>&1 | tee target/test.log
+printf '\nci: %d:%02d in all\n' $((SECONDS / 60)) $((SECONDS % 60))
 # One closing line for the whole run (cargo prints one per test binary,
 # and the last of those is a doc-test binary that may hold none; pytest
 # prints one summary line, "N passed, M failed in S").
