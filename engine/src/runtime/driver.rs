@@ -206,7 +206,7 @@ struct ProbeOutcome {
 }
 
 /// The driver's clock: tokio time, so simulations and paused tests move it.
-fn now() -> Instant {
+pub(super) fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 

@@ -32,7 +32,7 @@ use crate::budget::{Budget, Reservation};
 use crate::proto::commands::{Command, Handshake};
 use crate::proto::limits::{PAYLOAD_BYTES_MAX, RAW_STAGING_BYTES_MAX, RESPONSE_FRAME_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
 use crate::proto::{Frame, FrameDecoder, ProtoError, Request, RoundEnd, RoundLimits};
-use crate::supervisor::{Endpoint, Epoch, FrameBody, Generation, Input, SlotError, SlotId, SlotRef};
+use crate::supervisor::{Endpoint, Epoch, FrameBody, Generation, Input, Sent, SlotError, SlotId, SlotRef};
 use crate::sync::QueueBound;
 
 /// Frames a slot may have decoded and not yet handed over.
@@ -157,8 +157,10 @@ enum End {
 
 /// A ready connection's state, carried across a migration.
 struct Exchanging {
-    /// The request in flight and its msg_id: the frame that answers it is parsed.
-    awaiting: Option<(u32, Arc<Request>)>,
+    /// The request in flight, its msg_id and when it was written: the frame
+    /// that answers it is parsed, and every frame read meanwhile carries the
+    /// [`Sent`].
+    awaiting: Option<(Sent, Arc<Request>)>,
     commands: mpsc::Receiver<SlotCommand>,
 }
 
@@ -296,8 +298,7 @@ impl<C: Connector> SlotTask<C> {
                 command = commands.recv() => match command {
                     Some(SlotCommand::Send { msg_id, request }) => {
                         conn.write_request(msg_id, &request).await.map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
-                        *awaiting = Some((msg_id, request));
-                        self.report(Input::SendCompleted { at: SlotRef { slot, epoch, generation }, msg_id }).await?;
+                        *awaiting = Some((Sent { msg_id, at: super::driver::now() }, request));
                     }
                     Some(SlotCommand::Migrate { to }) => return Ok(End::Migrate(to)),
                     other => return Ok(retired_or_gone(other)),
@@ -307,8 +308,9 @@ impl<C: Connector> SlotTask<C> {
                     wire_this_round += n;
                     let (frames, end) = conn.decode().map_err(|e| End::Failed(SlotError::Protocol(e.to_string())))?;
                     for frame in frames {
+                        let sent = awaiting.as_ref().map(|(sent, _)| *sent);
                         let body = match &*awaiting {
-                            Some((id, request)) if frame.header.msg_id == *id && frame.header.msg_type == request.msg_type() => {
+                            Some((sent, request)) if frame.header.msg_id == sent.msg_id && frame.header.msg_type == request.msg_type() => {
                                 let parsed = request.parse_reply(&frame.payload);
                                 *awaiting = None;
                                 match parsed {
@@ -330,7 +332,7 @@ impl<C: Connector> SlotTask<C> {
                             _ => Budget::try_reserve(&self.budgets.decoded, bytes),
                         };
                         self.queue.wait_for_room(bytes).await;
-                        let input = Input::Frame { at: SlotRef { slot, epoch, generation }, header: frame.header, body };
+                        let input = Input::Frame { at: SlotRef { slot, epoch, generation }, header: frame.header, body, sent };
                         let event = SlotEvent { slot, input, reservation, queued: Some(bytes) };
                         self.events.send(event).await.map_err(|_| End::DriverGone)?;
                     }
@@ -659,10 +661,10 @@ mod tests {
                     a_stop.take_and_stop();
                 }
                 commands.send(SlotCommand::Send { msg_id, request: request.clone() }).await.unwrap();
-                assert!(matches!(next(&mut events).await, Input::SendCompleted { msg_id: m, .. } if m == msg_id));
                 match next(&mut events).await {
-                    Input::Frame { header, body: FrameBody::Reply(reply), .. } => {
+                    Input::Frame { header, body: FrameBody::Reply(reply), sent: Some(sent), .. } => {
                         assert_eq!(header.msg_id, msg_id);
+                        assert_eq!(sent.msg_id, msg_id, "the reply carries its request's send");
                         assert_eq!(*reply, Reply::SecurityCount(42));
                     }
                     other => panic!("expected the reply, got {other:?}"),
