@@ -87,8 +87,20 @@ pub(crate) enum Control {
 /// Messages on the admission lane.
 #[derive(Debug)]
 pub(crate) enum Admission {
-    Submit { id: RequestId, request: Arc<Request>, deadline: Instant, pin: Option<PinId>, waiter: Waiter },
-    Pin { id: PinId, deadline: Instant, granted: oneshot::Sender<Result<SlotId, RequestError>> },
+    Submit {
+        id: RequestId,
+        request: Arc<Request>,
+        /// `request`'s whole frame with msg_id 0, encoded by the client.
+        frame: Vec<u8>,
+        deadline: Instant,
+        pin: Option<PinId>,
+        waiter: Waiter,
+    },
+    Pin {
+        id: PinId,
+        deadline: Instant,
+        granted: oneshot::Sender<Result<SlotId, RequestError>>,
+    },
 }
 
 /// One budget's state.
@@ -159,6 +171,13 @@ pub const DIAGNOSTICS_REFRESH: Duration = Duration::from_millis(25);
 /// Slot events taken per turn before the other lanes get a look.
 const EVENTS_PER_TURN: usize = 64;
 
+/// An admitted request's waiter, and its encoded frame until its first send
+/// (a resend after a lost connection encodes again in the slot task).
+struct Pending {
+    waiter: Waiter,
+    frame: Option<Vec<u8>>,
+}
+
 struct SlotHandle {
     commands: Option<mpsc::Sender<SlotCommand>>,
     queue: Arc<SlotQueue>,
@@ -180,7 +199,7 @@ pub(crate) struct Driver<C: Connector> {
     pub(crate) close_tx: watch::Sender<CloseState>,
     pub(crate) endpoints: Arc<Vec<Endpoint>>,
     slots: Vec<SlotHandle>,
-    waiters: HashMap<RequestId, Waiter>,
+    waiters: HashMap<RequestId, Pending>,
     pins: HashMap<PinId, oneshot::Sender<Result<SlotId, RequestError>>>,
     dirty: bool,
     /// Every client handle is gone (the control lane closed).
@@ -371,9 +390,9 @@ impl<C: Connector> Driver<C> {
 
     fn admit(&mut self, admission: Admission) {
         match admission {
-            Admission::Submit { id, request, deadline, pin, waiter } => {
+            Admission::Submit { id, request, frame, deadline, pin, waiter } => {
                 let retry_safe = request.retry_safe();
-                self.waiters.insert(id, waiter);
+                self.waiters.insert(id, Pending { waiter, frame: Some(frame) });
                 self.handle(Input::Submit { id, request, deadline, retry_safe, pin });
             }
             Admission::Pin { id, deadline, granted } => {
@@ -470,9 +489,10 @@ impl<C: Connector> Driver<C> {
                     };
                     self.workers.place(slot).spawn(task.run(rx));
                 }
-                Action::Send { at: SlotRef { slot, .. }, msg_id, request, .. } => {
+                Action::Send { at: SlotRef { slot, .. }, msg_id, request, id } => {
+                    let frame = id.and_then(|id| self.waiters.get_mut(&id)).and_then(|p| p.frame.take());
                     if let Some(tx) = &self.slots[slot.index()].commands {
-                        let sent = tx.try_send(SlotCommand::Send { msg_id, request });
+                        let sent = tx.try_send(SlotCommand::Send { msg_id, request, frame });
                         self.slot_command_overflows += overflowed(slot, sent);
                     }
                 }
@@ -483,8 +503,8 @@ impl<C: Connector> Driver<C> {
                     }
                 }
                 Action::Complete { id, outcome } => {
-                    if let Some(waiter) = self.waiters.remove(&id) {
-                        waiter.complete(outcome);
+                    if let Some(pending) = self.waiters.remove(&id) {
+                        pending.waiter.complete(outcome);
                     }
                 }
                 Action::PinGranted { id, slot } => {

@@ -62,7 +62,13 @@ const BUDGET_RETRY: Duration = Duration::from_millis(1);
 pub(crate) enum SlotCommand {
     /// Write this request. (Each generation has its own channel, so
     /// commands carry no generation.)
-    Send { msg_id: u32, request: Arc<Request> },
+    Send {
+        msg_id: u32,
+        request: Arc<Request>,
+        /// The request's frame as the client encoded it (msg_id 0), on its
+        /// first send; `None`: encode `request` here.
+        frame: Option<Vec<u8>>,
+    },
     /// Close the socket and end the task.
     Retire,
     /// Move this connection to another worker runtime (`PerWorker`
@@ -296,8 +302,8 @@ impl<C: Connector> SlotTask<C> {
             tokio::select! {
                 biased;
                 command = commands.recv() => match command {
-                    Some(SlotCommand::Send { msg_id, request }) => {
-                        conn.write_request(msg_id, &request).await.map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
+                    Some(SlotCommand::Send { msg_id, request, frame }) => {
+                        conn.write_request(msg_id, &request, frame).await.map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
                         *awaiting = Some((Sent { msg_id, at: super::driver::now() }, request));
                     }
                     Some(SlotCommand::Migrate { to }) => return Ok(End::Migrate(to)),
@@ -421,7 +427,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
-    async fn write_request(&mut self, msg_id: u32, request: &Request) -> std::io::Result<()> {
+    /// Writes `request` as a frame with `msg_id`: the `frame` the client
+    /// encoded when there is one, else encoded here.
+    async fn write_request(&mut self, msg_id: u32, request: &Request, frame: Option<Vec<u8>>) -> std::io::Result<()> {
+        if let Some(mut frame) = frame {
+            crate::proto::frame::set_request_msg_id(&mut frame, msg_id);
+            return self.stream.write_all(&frame).await;
+        }
         self.wire.clear();
         request
             .encode_frame(msg_id, &mut self.wire)
@@ -497,7 +509,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// Sends the handshake and waits for its reply (frames before it are dropped).
     async fn handshake(&mut self) -> Result<(), SlotError> {
         let request: Request = Handshake::default().into();
-        self.write_request(HANDSHAKE_MSG_ID, &request).await.map_err(|e| SlotError::Handshake(e.to_string()))?;
+        self.write_request(HANDSHAKE_MSG_ID, &request, None).await.map_err(|e| SlotError::Handshake(e.to_string()))?;
         loop {
             while let Some(frame) = self.decoder.next_frame().map_err(|e| SlotError::Handshake(e.to_string()))? {
                 if frame.header.msg_id == HANDSHAKE_MSG_ID && frame.header.msg_type == Handshake::MSG_TYPE {
@@ -660,7 +672,11 @@ mod tests {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     a_stop.take_and_stop();
                 }
-                commands.send(SlotCommand::Send { msg_id, request: request.clone() }).await.unwrap();
+                // The first round sends the client's encoding, the second encodes here.
+                let mut frame = Vec::new();
+                request.encode_frame(0, &mut frame).unwrap();
+                let frame = (round == 0).then_some(frame);
+                commands.send(SlotCommand::Send { msg_id, request: request.clone(), frame }).await.unwrap();
                 match next(&mut events).await {
                     Input::Frame { header, body: FrameBody::Reply(reply), sent: Some(sent), .. } => {
                         assert_eq!(header.msg_id, msg_id);

@@ -19,7 +19,12 @@ impl Supervisor {
         assert!(matches!(s.state, SlotState::Ready), "one exchange per socket: slot {} is {}", slot.0, s.state.name());
         s.state = SlotState::Busy(Exchange { owner, msg_id, msg_type: request.msg_type() });
         let generation = s.generation;
-        self.actions.push_back(Action::Send { at: SlotRef { slot, epoch: self.epoch, generation }, msg_id, request });
+        let id = match owner {
+            Owner::Request(id) => Some(id),
+            Owner::Heartbeat | Owner::Canary(_) => None,
+        };
+        let at = SlotRef { slot, epoch: self.epoch, generation };
+        self.actions.push_back(Action::Send { at, msg_id, request, id });
     }
 
     pub(super) fn take_msg_id(&mut self) -> u32 {

@@ -246,6 +246,9 @@ pub enum Action {
         msg_id: u32,
         /// What to send.
         request: Arc<Request>,
+        /// The admitted request this is (`None`: a heartbeat or a canary
+        /// query), so a driver can send what it encoded at admission.
+        id: Option<RequestId>,
     },
     /// Close the slot's socket, drop its decoder, end its task, then report
     /// `SlotClosed` with this generation.
