@@ -303,6 +303,12 @@ impl<C: Connector> Driver<C> {
         async move {
             let mut refresh = tokio::time::interval(DIAGNOSTICS_REFRESH);
             refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            // One timer for the driver's life, moved to the Supervisor's
+            // next timeout only when that changes (a fresh `sleep_until`
+            // per turn registered and dropped a timer entry every turn).
+            let timer = tokio::time::sleep_until(tokio::time::Instant::now());
+            tokio::pin!(timer);
+            let mut armed: Option<Instant> = None;
             loop {
                 self.carry_out();
                 let state = self.sup.close_state();
@@ -312,12 +318,10 @@ impl<C: Connector> Driver<C> {
                     break;
                 }
                 let timeout = self.sup.poll_timeout();
-                let sleep = async move {
-                    match timeout {
-                        Some(at) => tokio::time::sleep_until(at.into()).await,
-                        None => std::future::pending().await,
-                    }
-                };
+                if let Some(at) = timeout.filter(|at| armed != Some(*at)) {
+                    timer.as_mut().reset(at.into());
+                    armed = Some(at);
+                }
                 tokio::select! {
                     biased;
                     control = self.control_rx.recv(), if !self.orphaned => match control {
@@ -351,7 +355,11 @@ impl<C: Connector> Driver<C> {
                         let input = Input::ProbeDone { epoch: probe.epoch, latencies: probe.latencies };
                         self.handle(input);
                     }
-                    () = sleep => self.handle(Input::Tick),
+                    () = &mut timer, if timeout.is_some() => {
+                        // Fired: the next timeout re-arms it, even at the same instant.
+                        armed = None;
+                        self.handle(Input::Tick);
+                    }
                     _ = refresh.tick() => {
                         self.workers.tick(DIAGNOSTICS_REFRESH.as_secs_f64());
                         if let Some((slot, to)) = self.workers.plan_migration() {
