@@ -15,7 +15,6 @@
 //! a query, not an input. A request's path has two thread hops: client → driver
 //! (admission) and driver ↔ worker (send, frame).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,7 +29,7 @@ use crate::budget::Budget;
 use crate::proto::{Reply, Request};
 use crate::ranking::RankingStore;
 use crate::supervisor::{
-    Action, CloseState, Diagnostics, Endpoint, Epoch, Input, PinId, RequestError, RequestId, SlotId, SlotRef,
+    Action, CloseState, Diagnostics, Endpoint, Epoch, IdMap, Input, PinId, RequestError, RequestId, SlotId, SlotRef,
     Supervisor,
 };
 use crate::sync::{Completion, Snapshot};
@@ -199,8 +198,8 @@ pub(crate) struct Driver<C: Connector> {
     pub(crate) close_tx: watch::Sender<CloseState>,
     pub(crate) endpoints: Arc<Vec<Endpoint>>,
     slots: Vec<SlotHandle>,
-    waiters: HashMap<RequestId, Pending>,
-    pins: HashMap<PinId, oneshot::Sender<Result<SlotId, RequestError>>>,
+    waiters: IdMap<RequestId, Pending>,
+    pins: IdMap<PinId, oneshot::Sender<Result<SlotId, RequestError>>>,
     dirty: bool,
     /// Every client handle is gone (the control lane closed).
     orphaned: bool,
@@ -264,8 +263,8 @@ impl<C: Connector> Driver<C> {
             close_tx,
             endpoints,
             slots,
-            waiters: HashMap::new(),
-            pins: HashMap::new(),
+            waiters: IdMap::default(),
+            pins: IdMap::default(),
             dirty: true,
             orphaned: false,
             ranking: None,

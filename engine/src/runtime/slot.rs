@@ -194,7 +194,8 @@ impl<C: Connector> SlotTask<C> {
                             debug!("connection migrated to this worker");
                             let (decoder, buf, raw) = (parked.decoder, parked.buf, parked.raw);
                             let budgets = self.budgets.clone();
-                            let conn = Conn { stream, decoder, buf, budgets, raw, wire: Vec::new() };
+                            let conn =
+                                Conn { stream, decoder, buf, budgets, raw, wire: Vec::new(), frames: Vec::new() };
                             self.exchange_phase(conn, state).await
                         }
                         Err(e) => End::Failed(SlotError::Io(format!("cannot attach a migrated connection: {e}"))),
@@ -279,7 +280,15 @@ impl<C: Connector> SlotTask<C> {
                     return End::Migrated;
                 }
                 Detach::Kept(stream) => {
-                    conn = Conn { stream, decoder, buf, budgets: self.budgets.clone(), raw, wire: Vec::new() };
+                    conn = Conn {
+                        stream,
+                        decoder,
+                        buf,
+                        budgets: self.budgets.clone(),
+                        raw,
+                        wire: Vec::new(),
+                        frames: Vec::new(),
+                    };
                 }
                 Detach::Failed(e) => return End::Failed(SlotError::Io(format!("cannot move the connection: {e}"))),
             }
@@ -312,8 +321,8 @@ impl<C: Connector> SlotTask<C> {
                 read = conn.fill(frames_staged, awaiting.is_some()) => {
                     let n = read.map_err(End::Failed)?;
                     wire_this_round += n;
-                    let (frames, end) = conn.decode().map_err(|e| End::Failed(SlotError::Protocol(e.to_string())))?;
-                    for frame in frames {
+                    let (mut frames, end) = conn.decode().map_err(|e| End::Failed(SlotError::Protocol(e.to_string())))?;
+                    for frame in frames.drain(..) {
                         let sent = awaiting.as_ref().map(|(sent, _)| *sent);
                         let body = match &*awaiting {
                             Some((sent, request)) if frame.header.msg_id == sent.msg_id && frame.header.msg_type == request.msg_type() => {
@@ -342,6 +351,7 @@ impl<C: Connector> SlotTask<C> {
                         let event = SlotEvent { slot, input, reservation, queued: Some(bytes) };
                         self.events.send(event).await.map_err(|_| End::DriverGone)?;
                     }
+                    conn.frames = frames;
                     frames_staged = end != RoundEnd::NeedBytes;
                     if frames_staged || wire_this_round >= ROUND_WIRE_BYTES_MAX {
                         wire_this_round = 0;
@@ -413,6 +423,8 @@ struct Conn<S> {
     /// Raw-budget bytes held for what the decoder stages.
     raw: Option<Reservation>,
     wire: Vec<u8>,
+    /// One decode round's frames; kept so a round allocates nothing.
+    frames: Vec<Frame>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
@@ -424,6 +436,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             budgets,
             raw: None,
             wire: Vec::new(),
+            frames: Vec::new(),
         }
     }
 
@@ -496,8 +509,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 
     /// Decodes one round of frames and shrinks the raw hold to what stays staged.
+    /// The frames come in the connection's kept vector, empty; hand it back
+    /// (`conn.frames = frames`) when done.
     fn decode(&mut self) -> Result<(Vec<Frame>, RoundEnd), ProtoError> {
-        let mut frames = Vec::new();
+        let mut frames = std::mem::take(&mut self.frames);
+        debug_assert!(frames.is_empty(), "the last round's frames were handed over");
         let round = self.decoder.decode_round(RoundLimits::default(), |f| frames.push(f))?;
         if let Some(raw) = &mut self.raw {
             raw.shrink_to(self.decoder.staged().min(raw.bytes()));

@@ -118,6 +118,7 @@ pub use verdict::{default_probe, judge, RejectReason, Verdict};
 
 use establish::Establishment;
 use push::PushBuffer;
+pub(crate) use requests::IdMap;
 use requests::RequestTable;
 use second_opinion::KnownEnds;
 use slot::{IdleSet, Owner, Slot, SlotState};
