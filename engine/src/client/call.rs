@@ -61,7 +61,10 @@ impl Client {
     pub(super) fn admit(&self, request: Request, pin: Option<PinId>, waiter: Waiter) -> Result<CancelOnDrop, Error> {
         // Encoded once, here: a bad input is the caller's error, and the
         // slot task writes these bytes with its msg_id patched in.
-        let mut frame = Vec::new();
+        // Room for a header and a short body up front: growing from empty
+        // reallocated once per request (6 % of the callers' thread in a
+        // light-request profile).
+        let mut frame = Vec::with_capacity(64);
         request.encode_frame(0, &mut frame).map_err(|e| Error::InvalidRequest(e.to_string()))?;
         let permit = self.control_permit()?;
         let id = RequestId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
