@@ -118,6 +118,8 @@ pub use verdict::{default_probe, judge, RejectReason, Verdict};
 
 use establish::Establishment;
 use push::PushBuffer;
+// The driver's waiter maps (the runtime is not built under `--cfg loom`).
+#[cfg(not(loom))]
 pub(crate) use requests::IdMap;
 use requests::RequestTable;
 use second_opinion::KnownEnds;
