@@ -134,6 +134,10 @@ struct Sample {
     latencies_us: Vec<u32>,
     peak_rss_mb: f64,
     threads: usize,
+    /// Process CPU time (user + system, every thread of this process, not
+    /// the servers') in the measuring window per request completed in it by
+    /// all groups together.
+    cpu_us_per_req: f64,
 }
 
 fn percentile(sorted: &[u32], p: f64) -> u32 {
@@ -142,6 +146,21 @@ fn percentile(sorted: &[u32], p: f64) -> u32 {
     }
     let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
     sorted[i]
+}
+
+/// CPU time this process has used so far, all threads, user + system
+/// (`getrusage(RUSAGE_SELF)`).
+fn process_cpu() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+            return Duration::ZERO;
+        }
+        usage
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 fn proc_status(field: &str) -> Option<f64> {
@@ -197,10 +216,12 @@ type Group = (Arc<Mutex<Vec<u32>>>, Arc<AtomicU64>);
 async fn measure_window(groups: Vec<Group>, seconds: f64, measuring: &AtomicBool, stop: &AtomicBool) -> Vec<Sample> {
     tokio::time::sleep(Duration::from_secs_f64((seconds / 4.0).min(0.5))).await;
     measuring.store(true, Ordering::Relaxed);
-    let t0 = Instant::now();
+    let (t0, cpu0) = (Instant::now(), process_cpu());
     tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
     measuring.store(false, Ordering::Relaxed);
-    let elapsed = t0.elapsed().as_secs_f64();
+    let (elapsed, cpu) = (t0.elapsed().as_secs_f64(), process_cpu().saturating_sub(cpu0));
+    let total: u64 = groups.iter().map(|(_, count)| count.load(Ordering::Relaxed)).sum();
+    let cpu_us_per_req = cpu.as_secs_f64() * 1e6 / total.max(1) as f64;
     stop.store(true, Ordering::Relaxed);
     tokio::time::sleep(Duration::from_millis(200)).await;
     groups
@@ -214,6 +235,7 @@ async fn measure_window(groups: Vec<Group>, seconds: f64, measuring: &AtomicBool
                 latencies_us,
                 peak_rss_mb: 0.0,
                 threads: 0,
+                cpu_us_per_req,
             }
         })
         .collect()
@@ -413,12 +435,14 @@ fn record(out: &mut Vec<Value>, scenario: &str, pool: &str, flavor: &str, client
         "p999_us": percentile(&s.latencies_us, 0.999),
         "peak_rss_mb": (s.peak_rss_mb * 10.0).round() / 10.0,
         "threads": s.threads,
+        "cpu_us_per_req": (s.cpu_us_per_req * 100.0).round() / 100.0,
     }));
     eprintln!(
-        "  {scenario:<8} {pool:<6} {flavor:<18} {client:<6} {:>9.0} req/s  p50 {:>6} us  p99 {:>6} us  rss {:>6.1} MB  threads {}",
+        "  {scenario:<8} {pool:<6} {flavor:<18} {client:<6} {:>9.0} req/s  p50 {:>6} us  p99 {:>6} us  cpu {:>6.2} us/req  rss {:>6.1} MB  threads {}",
         rps,
         percentile(&s.latencies_us, 0.50),
         percentile(&s.latencies_us, 0.99),
+        s.cpu_us_per_req,
         s.peak_rss_mb,
         s.threads
     );
@@ -452,7 +476,7 @@ fn memory(seconds: f64, codes: &[SecurityCode], out: &mut Vec<Value>) -> (f64, f
         .build()
         .expect("engine starts");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let (requests, elapsed) = rt.block_on(async {
+    let (requests, elapsed, cpu) = rt.block_on(async {
         // Subscribe every connection: pin each slot and refresh on it.
         let targets = vec![codes[0].into()];
         let mut pins = Vec::new();
@@ -478,11 +502,11 @@ fn memory(seconds: f64, codes: &[SecurityCode], out: &mut Vec<Value>) -> (f64, f
                 }
             });
         }
-        let t0 = Instant::now();
+        let (t0, cpu0) = (Instant::now(), process_cpu());
         tokio::time::sleep(Duration::from_secs_f64(seconds * 2.0)).await;
         stop.store(true, Ordering::Relaxed);
         tokio::time::sleep(Duration::from_millis(300)).await;
-        (count.load(Ordering::Relaxed), t0.elapsed().as_secs_f64())
+        (count.load(Ordering::Relaxed), t0.elapsed().as_secs_f64(), process_cpu().saturating_sub(cpu0))
     });
     let d = client.diagnostics();
     let budgets: f64 = d.budgets.iter().map(|b| b.limit as f64).sum::<f64>() / 1048576.0;
@@ -497,7 +521,9 @@ fn memory(seconds: f64, codes: &[SecurityCode], out: &mut Vec<Value>) -> (f64, f
     drop(client);
     let threads = watch.finish();
     let rss = proc_status("VmHWM:").unwrap_or(0.0) / 1024.0;
-    let sample = Sample { requests, seconds: elapsed, latencies_us: Vec::new(), peak_rss_mb: rss, threads };
+    let cpu_us_per_req = cpu.as_secs_f64() * 1e6 / requests.max(1) as f64;
+    let sample =
+        Sample { requests, seconds: elapsed, latencies_us: Vec::new(), peak_rss_mb: rss, threads, cpu_us_per_req };
     record(out, "memory", "20x8", "shared", "engine", &sample);
     (rss, budgets + push_limit)
 }
@@ -511,9 +537,12 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok())
         .unwrap_or(if quick { 1.0 } else { 3.0 });
-    // `--only light/2x4` runs one scenario and pool (for profiling).
+    // `--only light/2x4` runs one scenario and pool (for profiling);
+    // `--only light/2x4,light/20x8` several.
     let only: Option<String> = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
-    let wanted = |scenario: &str, pool: &str| only.as_ref().is_none_or(|o| *o == format!("{scenario}/{pool}"));
+    let wanted = |scenario: &str, pool: &str| {
+        only.as_ref().is_none_or(|o| o.split(',').any(|cell| cell == format!("{scenario}/{pool}")))
+    };
     // `--peers HOSTS`: only the engine's side of benches/peers/run.sh.
     if let Some(hosts) = args.iter().position(|a| a == "--peers").and_then(|i| args.get(i + 1)) {
         let hosts: Vec<String> = hosts.split(',').map(str::to_owned).collect();
@@ -604,15 +633,15 @@ fn print_table(rows: &[Value]) {
         rows.iter()
             .find(|r| r["scenario"] == scenario && r["pool"] == pool && r["client"] == client && r["flavor"] == flavor)
     };
-    println!("| scenario | pool | flavor | engine req/s | raw req/s | engine/raw | p50 us | p99 us | p99.9 us | raw p99 us | RSS MB | threads |");
-    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| scenario | pool | flavor | engine req/s | raw req/s | engine/raw | p50 us | p99 us | p99.9 us | raw p99 us | cpu us/req | raw cpu us/req | RSS MB | threads |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows.iter().filter(|r| r["client"] == "engine" && r["scenario"] != "memory") {
         let (scenario, pool) = (r["scenario"].as_str().unwrap(), r["pool"].as_str().unwrap());
         let raw = find(scenario, pool, "raw", "-");
         let raw_rps = raw.and_then(|x| x["rps"].as_f64()).unwrap_or(0.0);
         let ratio = if raw_rps > 0.0 { r["rps"].as_f64().unwrap_or(0.0) / raw_rps } else { 0.0 };
         println!(
-            "| {scenario} | {pool} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} |",
+            "| {scenario} | {pool} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} |",
             r["flavor"].as_str().unwrap(),
             r["rps"].as_f64().unwrap_or(0.0),
             raw_rps,
@@ -621,6 +650,8 @@ fn print_table(rows: &[Value]) {
             r["p99_us"],
             r["p999_us"],
             raw.map_or(Value::Null, |x| x["p99_us"].clone()),
+            r["cpu_us_per_req"].as_f64().unwrap_or(0.0),
+            raw.and_then(|x| x["cpu_us_per_req"].as_f64()).unwrap_or(0.0),
             r["peak_rss_mb"],
             r["threads"]
         );

@@ -71,10 +71,6 @@ impl Bench {
         while let Some(action) = self.sup.poll_action() {
             match action {
                 Action::Send { at: SlotRef { slot, generation, .. }, msg_id, .. } => {
-                    self.sup.handle(
-                        self.now,
-                        Input::SendCompleted { at: SlotRef { slot, epoch: Epoch(0), generation }, msg_id },
-                    );
                     self.in_flight.push_back((slot, generation, msg_id));
                 }
                 Action::Complete { outcome: Ok(reply), .. } => self.spare = Some(reply),
@@ -89,7 +85,9 @@ impl Bench {
         let header = ResponseHeader { control: 0x0c, msg_id, reserved: 0, msg_type: 0x044e, zip_length: 2, length: 2 };
         let reply = self.spare.take().unwrap_or_else(|| Box::new(Reply::SecurityCount(1)));
         let body = FrameBody::Reply(reply);
-        self.sup.handle(self.now, Input::Frame { at: SlotRef { slot, epoch: Epoch(0), generation }, header, body });
+        let sent = Some(Sent { msg_id, at: self.now });
+        let input = Input::Frame { at: SlotRef { slot, epoch: Epoch(0), generation }, header, body, sent };
+        self.sup.handle(self.now, input);
         self.drain();
         self.submit();
     }

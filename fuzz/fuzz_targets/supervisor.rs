@@ -49,6 +49,9 @@ fuzz_target!(|data: &[u8]| {
     let mut drive = Drive::new(Supervisor::new(config, now).expect("valid config"));
     drive.drain();
     let mut next_id = 0u64;
+    // Each connection's request written, as its slot task would report it
+    // with the frames it reads next (`Op::SendCompleted` writes one).
+    let mut written: std::collections::BTreeMap<(SlotId, Generation), Sent> = Default::default();
     let skewed = |g: Generation, skew: i8| Generation(g.0.saturating_add_signed(i64::from(skew % 3)));
     for op in input.ops.into_iter().take(512) {
         let event = match op {
@@ -86,7 +89,8 @@ fuzz_target!(|data: &[u8]| {
             }
             Op::SendCompleted { pick, skew } if !drive.sends.is_empty() => {
                 let (at, msg_id, _) = drive.sends[usize::from(pick) % drive.sends.len()];
-                Input::SendCompleted { at: SlotRef { generation: skewed(at.generation, skew), ..at }, msg_id }
+                written.insert((at.slot, skewed(at.generation, skew)), Sent { msg_id, at: now });
+                continue;
             }
             Op::Reply { pick, skew, wrong_type, zero_id, invalid } if !drive.sends.is_empty() => {
                 let (at, msg_id, msg_type) = drive.sends[usize::from(pick) % drive.sends.len()];
@@ -100,14 +104,16 @@ fuzz_target!(|data: &[u8]| {
                     FrameBody::Reply(Box::new(Reply::SecurityCount(1)))
                 };
                 let at = SlotRef { generation: skewed(at.generation, skew), ..at };
-                Input::Frame { at, header: header(msg_id, msg_type), body }
+                let sent = written.get(&(at.slot, at.generation)).copied();
+                Input::Frame { at, header: header(msg_id, msg_type), body, sent }
             }
             Op::Push { slot, msg_id, len } => {
                 let slot = SlotId(u32::from(slot % 8));
                 let at = drive.connects.iter().rev().find(|c| c.slot == slot).copied();
                 let at = at.unwrap_or(SlotRef { slot, epoch: Epoch(0), generation: Generation(0) });
                 let body = FrameBody::Unparsed(Bytes::from(vec![0u8; usize::from(len)]));
-                Input::Frame { at, header: header(msg_id, 0x0547), body }
+                let sent = written.get(&(at.slot, at.generation)).copied();
+                Input::Frame { at, header: header(msg_id, 0x0547), body, sent }
             }
             Op::ReadPushes { max } => {
                 let max = usize::from(max % 8);

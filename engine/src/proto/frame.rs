@@ -66,6 +66,13 @@ impl RequestHeader {
     }
 }
 
+/// Writes `msg_id` into an encoded request frame (from
+/// [`Request::encode_frame`](super::Request::encode_frame)), so one
+/// encoding serves every send of the request.
+pub fn set_request_msg_id(frame: &mut [u8], msg_id: u32) {
+    frame[1..5].copy_from_slice(&msg_id.to_le_bytes());
+}
+
 /// A whole request frame: header and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestFrame {
@@ -92,6 +99,39 @@ pub fn encode_request(
     out.extend_from_slice(&header.encode());
     out.extend_from_slice(body);
     Ok(())
+}
+
+/// Appends a request frame whose body `encode_body` appends in place (no
+/// intermediate buffer); on an error `out` is left as it was.
+pub(crate) fn encode_request_with(
+    out: &mut Vec<u8>,
+    msg_id: u32,
+    control: u8,
+    msg_type: u16,
+    encode_body: impl FnOnce(&mut Vec<u8>) -> Result<(), ProtoError>,
+) -> Result<(), ProtoError> {
+    let start = out.len();
+    out.extend_from_slice(&[0; REQUEST_HEADER_LEN]);
+    let body_start = out.len();
+    let encoded = encode_body(out).and_then(|()| {
+        let len = out.len() - body_start;
+        u16::try_from(len).ok().filter(|&len| usize::from(len) <= REQUEST_BODY_BYTES_MAX).ok_or(ProtoError::TooLarge {
+            what: "request body",
+            len,
+            max: REQUEST_BODY_BYTES_MAX,
+        })
+    });
+    match encoded {
+        Ok(body_len) => {
+            let header = RequestHeader { msg_id, control, msg_type, body_len };
+            out[start..body_start].copy_from_slice(&header.encode());
+            Ok(())
+        }
+        Err(e) => {
+            out.truncate(start);
+            Err(e)
+        }
+    }
 }
 
 /// The 16-byte header of a response frame (§2.2).

@@ -15,7 +15,6 @@
 //! a query, not an input. A request's path has two thread hops: client → driver
 //! (admission) and driver ↔ worker (send, frame).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,7 +29,7 @@ use crate::budget::Budget;
 use crate::proto::{Reply, Request};
 use crate::ranking::RankingStore;
 use crate::supervisor::{
-    Action, CloseState, Diagnostics, Endpoint, Epoch, Input, PinId, RequestError, RequestId, SlotId, SlotRef,
+    Action, CloseState, Diagnostics, Endpoint, Epoch, IdMap, Input, PinId, RequestError, RequestId, SlotId, SlotRef,
     Supervisor,
 };
 use crate::sync::{Completion, Snapshot};
@@ -87,8 +86,20 @@ pub(crate) enum Control {
 /// Messages on the admission lane.
 #[derive(Debug)]
 pub(crate) enum Admission {
-    Submit { id: RequestId, request: Arc<Request>, deadline: Instant, pin: Option<PinId>, waiter: Waiter },
-    Pin { id: PinId, deadline: Instant, granted: oneshot::Sender<Result<SlotId, RequestError>> },
+    Submit {
+        id: RequestId,
+        request: Arc<Request>,
+        /// `request`'s whole frame with msg_id 0, encoded by the client.
+        frame: Vec<u8>,
+        deadline: Instant,
+        pin: Option<PinId>,
+        waiter: Waiter,
+    },
+    Pin {
+        id: PinId,
+        deadline: Instant,
+        granted: oneshot::Sender<Result<SlotId, RequestError>>,
+    },
 }
 
 /// One budget's state.
@@ -159,6 +170,13 @@ pub const DIAGNOSTICS_REFRESH: Duration = Duration::from_millis(25);
 /// Slot events taken per turn before the other lanes get a look.
 const EVENTS_PER_TURN: usize = 64;
 
+/// An admitted request's waiter, and its encoded frame until its first send
+/// (a resend after a lost connection encodes again in the slot task).
+struct Pending {
+    waiter: Waiter,
+    frame: Option<Vec<u8>>,
+}
+
 struct SlotHandle {
     commands: Option<mpsc::Sender<SlotCommand>>,
     queue: Arc<SlotQueue>,
@@ -180,8 +198,8 @@ pub(crate) struct Driver<C: Connector> {
     pub(crate) close_tx: watch::Sender<CloseState>,
     pub(crate) endpoints: Arc<Vec<Endpoint>>,
     slots: Vec<SlotHandle>,
-    waiters: HashMap<RequestId, Waiter>,
-    pins: HashMap<PinId, oneshot::Sender<Result<SlotId, RequestError>>>,
+    waiters: IdMap<RequestId, Pending>,
+    pins: IdMap<PinId, oneshot::Sender<Result<SlotId, RequestError>>>,
     dirty: bool,
     /// Every client handle is gone (the control lane closed).
     orphaned: bool,
@@ -206,7 +224,7 @@ struct ProbeOutcome {
 }
 
 /// The driver's clock: tokio time, so simulations and paused tests move it.
-fn now() -> Instant {
+pub(super) fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 
@@ -245,8 +263,8 @@ impl<C: Connector> Driver<C> {
             close_tx,
             endpoints,
             slots,
-            waiters: HashMap::new(),
-            pins: HashMap::new(),
+            waiters: IdMap::default(),
+            pins: IdMap::default(),
             dirty: true,
             orphaned: false,
             ranking: None,
@@ -284,6 +302,12 @@ impl<C: Connector> Driver<C> {
         async move {
             let mut refresh = tokio::time::interval(DIAGNOSTICS_REFRESH);
             refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            // One timer for the driver's life, moved to the Supervisor's
+            // next timeout only when that changes (a fresh `sleep_until`
+            // per turn registered and dropped a timer entry every turn).
+            let timer = tokio::time::sleep_until(tokio::time::Instant::now());
+            tokio::pin!(timer);
+            let mut armed: Option<Instant> = None;
             loop {
                 self.carry_out();
                 let state = self.sup.close_state();
@@ -293,12 +317,10 @@ impl<C: Connector> Driver<C> {
                     break;
                 }
                 let timeout = self.sup.poll_timeout();
-                let sleep = async move {
-                    match timeout {
-                        Some(at) => tokio::time::sleep_until(at.into()).await,
-                        None => std::future::pending().await,
-                    }
-                };
+                if let Some(at) = timeout.filter(|at| armed != Some(*at)) {
+                    timer.as_mut().reset(at.into());
+                    armed = Some(at);
+                }
                 tokio::select! {
                     biased;
                     control = self.control_rx.recv(), if !self.orphaned => match control {
@@ -332,7 +354,11 @@ impl<C: Connector> Driver<C> {
                         let input = Input::ProbeDone { epoch: probe.epoch, latencies: probe.latencies };
                         self.handle(input);
                     }
-                    () = sleep => self.handle(Input::Tick),
+                    () = &mut timer, if timeout.is_some() => {
+                        // Fired: the next timeout re-arms it, even at the same instant.
+                        armed = None;
+                        self.handle(Input::Tick);
+                    }
                     _ = refresh.tick() => {
                         self.workers.tick(DIAGNOSTICS_REFRESH.as_secs_f64());
                         if let Some((slot, to)) = self.workers.plan_migration() {
@@ -371,9 +397,9 @@ impl<C: Connector> Driver<C> {
 
     fn admit(&mut self, admission: Admission) {
         match admission {
-            Admission::Submit { id, request, deadline, pin, waiter } => {
+            Admission::Submit { id, request, frame, deadline, pin, waiter } => {
                 let retry_safe = request.retry_safe();
-                self.waiters.insert(id, waiter);
+                self.waiters.insert(id, Pending { waiter, frame: Some(frame) });
                 self.handle(Input::Submit { id, request, deadline, retry_safe, pin });
             }
             Admission::Pin { id, deadline, granted } => {
@@ -470,9 +496,10 @@ impl<C: Connector> Driver<C> {
                     };
                     self.workers.place(slot).spawn(task.run(rx));
                 }
-                Action::Send { at: SlotRef { slot, .. }, msg_id, request, .. } => {
+                Action::Send { at: SlotRef { slot, .. }, msg_id, request, id } => {
+                    let frame = id.and_then(|id| self.waiters.get_mut(&id)).and_then(|p| p.frame.take());
                     if let Some(tx) = &self.slots[slot.index()].commands {
-                        let sent = tx.try_send(SlotCommand::Send { msg_id, request });
+                        let sent = tx.try_send(SlotCommand::Send { msg_id, request, frame });
                         self.slot_command_overflows += overflowed(slot, sent);
                     }
                 }
@@ -483,8 +510,8 @@ impl<C: Connector> Driver<C> {
                     }
                 }
                 Action::Complete { id, outcome } => {
-                    if let Some(waiter) = self.waiters.remove(&id) {
-                        waiter.complete(outcome);
+                    if let Some(pending) = self.waiters.remove(&id) {
+                        pending.waiter.complete(outcome);
                     }
                 }
                 Action::PinGranted { id, slot } => {

@@ -32,7 +32,7 @@ use crate::budget::{Budget, Reservation};
 use crate::proto::commands::{Command, Handshake};
 use crate::proto::limits::{PAYLOAD_BYTES_MAX, RAW_STAGING_BYTES_MAX, RESPONSE_FRAME_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
 use crate::proto::{Frame, FrameDecoder, ProtoError, Request, RoundEnd, RoundLimits};
-use crate::supervisor::{Endpoint, Epoch, FrameBody, Generation, Input, SlotError, SlotId, SlotRef};
+use crate::supervisor::{Endpoint, Epoch, FrameBody, Generation, Input, Sent, SlotError, SlotId, SlotRef};
 use crate::sync::QueueBound;
 
 /// Frames a slot may have decoded and not yet handed over.
@@ -62,7 +62,13 @@ const BUDGET_RETRY: Duration = Duration::from_millis(1);
 pub(crate) enum SlotCommand {
     /// Write this request. (Each generation has its own channel, so
     /// commands carry no generation.)
-    Send { msg_id: u32, request: Arc<Request> },
+    Send {
+        msg_id: u32,
+        request: Arc<Request>,
+        /// The request's frame as the client encoded it (msg_id 0), on its
+        /// first send; `None`: encode `request` here.
+        frame: Option<Vec<u8>>,
+    },
     /// Close the socket and end the task.
     Retire,
     /// Move this connection to another worker runtime (`PerWorker`
@@ -157,8 +163,10 @@ enum End {
 
 /// A ready connection's state, carried across a migration.
 struct Exchanging {
-    /// The request in flight and its msg_id: the frame that answers it is parsed.
-    awaiting: Option<(u32, Arc<Request>)>,
+    /// The request in flight, its msg_id and when it was written: the frame
+    /// that answers it is parsed, and every frame read meanwhile carries the
+    /// [`Sent`].
+    awaiting: Option<(Sent, Arc<Request>)>,
     commands: mpsc::Receiver<SlotCommand>,
 }
 
@@ -186,7 +194,8 @@ impl<C: Connector> SlotTask<C> {
                             debug!("connection migrated to this worker");
                             let (decoder, buf, raw) = (parked.decoder, parked.buf, parked.raw);
                             let budgets = self.budgets.clone();
-                            let conn = Conn { stream, decoder, buf, budgets, raw, wire: Vec::new() };
+                            let conn =
+                                Conn { stream, decoder, buf, budgets, raw, wire: Vec::new(), frames: Vec::new() };
                             self.exchange_phase(conn, state).await
                         }
                         Err(e) => End::Failed(SlotError::Io(format!("cannot attach a migrated connection: {e}"))),
@@ -271,7 +280,15 @@ impl<C: Connector> SlotTask<C> {
                     return End::Migrated;
                 }
                 Detach::Kept(stream) => {
-                    conn = Conn { stream, decoder, buf, budgets: self.budgets.clone(), raw, wire: Vec::new() };
+                    conn = Conn {
+                        stream,
+                        decoder,
+                        buf,
+                        budgets: self.budgets.clone(),
+                        raw,
+                        wire: Vec::new(),
+                        frames: Vec::new(),
+                    };
                 }
                 Detach::Failed(e) => return End::Failed(SlotError::Io(format!("cannot move the connection: {e}"))),
             }
@@ -294,10 +311,9 @@ impl<C: Connector> SlotTask<C> {
             tokio::select! {
                 biased;
                 command = commands.recv() => match command {
-                    Some(SlotCommand::Send { msg_id, request }) => {
-                        conn.write_request(msg_id, &request).await.map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
-                        *awaiting = Some((msg_id, request));
-                        self.report(Input::SendCompleted { at: SlotRef { slot, epoch, generation }, msg_id }).await?;
+                    Some(SlotCommand::Send { msg_id, request, frame }) => {
+                        conn.write_request(msg_id, &request, frame).await.map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
+                        *awaiting = Some((Sent { msg_id, at: super::driver::now() }, request));
                     }
                     Some(SlotCommand::Migrate { to }) => return Ok(End::Migrate(to)),
                     other => return Ok(retired_or_gone(other)),
@@ -305,10 +321,11 @@ impl<C: Connector> SlotTask<C> {
                 read = conn.fill(frames_staged, awaiting.is_some()) => {
                     let n = read.map_err(End::Failed)?;
                     wire_this_round += n;
-                    let (frames, end) = conn.decode().map_err(|e| End::Failed(SlotError::Protocol(e.to_string())))?;
-                    for frame in frames {
+                    let (mut frames, end) = conn.decode().map_err(|e| End::Failed(SlotError::Protocol(e.to_string())))?;
+                    for frame in frames.drain(..) {
+                        let sent = awaiting.as_ref().map(|(sent, _)| *sent);
                         let body = match &*awaiting {
-                            Some((id, request)) if frame.header.msg_id == *id && frame.header.msg_type == request.msg_type() => {
+                            Some((sent, request)) if frame.header.msg_id == sent.msg_id && frame.header.msg_type == request.msg_type() => {
                                 let parsed = request.parse_reply(&frame.payload);
                                 *awaiting = None;
                                 match parsed {
@@ -330,10 +347,11 @@ impl<C: Connector> SlotTask<C> {
                             _ => Budget::try_reserve(&self.budgets.decoded, bytes),
                         };
                         self.queue.wait_for_room(bytes).await;
-                        let input = Input::Frame { at: SlotRef { slot, epoch, generation }, header: frame.header, body };
+                        let input = Input::Frame { at: SlotRef { slot, epoch, generation }, header: frame.header, body, sent };
                         let event = SlotEvent { slot, input, reservation, queued: Some(bytes) };
                         self.events.send(event).await.map_err(|_| End::DriverGone)?;
                     }
+                    conn.frames = frames;
                     frames_staged = end != RoundEnd::NeedBytes;
                     if frames_staged || wire_this_round >= ROUND_WIRE_BYTES_MAX {
                         wire_this_round = 0;
@@ -405,6 +423,8 @@ struct Conn<S> {
     /// Raw-budget bytes held for what the decoder stages.
     raw: Option<Reservation>,
     wire: Vec<u8>,
+    /// One decode round's frames; kept so a round allocates nothing.
+    frames: Vec<Frame>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
@@ -416,10 +436,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             budgets,
             raw: None,
             wire: Vec::new(),
+            frames: Vec::new(),
         }
     }
 
-    async fn write_request(&mut self, msg_id: u32, request: &Request) -> std::io::Result<()> {
+    /// Writes `request` as a frame with `msg_id`: the `frame` the client
+    /// encoded when there is one, else encoded here.
+    async fn write_request(&mut self, msg_id: u32, request: &Request, frame: Option<Vec<u8>>) -> std::io::Result<()> {
+        if let Some(mut frame) = frame {
+            crate::proto::frame::set_request_msg_id(&mut frame, msg_id);
+            return self.stream.write_all(&frame).await;
+        }
         self.wire.clear();
         request
             .encode_frame(msg_id, &mut self.wire)
@@ -482,8 +509,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 
     /// Decodes one round of frames and shrinks the raw hold to what stays staged.
+    /// The frames come in the connection's kept vector, empty; hand it back
+    /// (`conn.frames = frames`) when done.
     fn decode(&mut self) -> Result<(Vec<Frame>, RoundEnd), ProtoError> {
-        let mut frames = Vec::new();
+        let mut frames = std::mem::take(&mut self.frames);
+        debug_assert!(frames.is_empty(), "the last round's frames were handed over");
         let round = self.decoder.decode_round(RoundLimits::default(), |f| frames.push(f))?;
         if let Some(raw) = &mut self.raw {
             raw.shrink_to(self.decoder.staged().min(raw.bytes()));
@@ -495,7 +525,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// Sends the handshake and waits for its reply (frames before it are dropped).
     async fn handshake(&mut self) -> Result<(), SlotError> {
         let request: Request = Handshake::default().into();
-        self.write_request(HANDSHAKE_MSG_ID, &request).await.map_err(|e| SlotError::Handshake(e.to_string()))?;
+        self.write_request(HANDSHAKE_MSG_ID, &request, None).await.map_err(|e| SlotError::Handshake(e.to_string()))?;
         loop {
             while let Some(frame) = self.decoder.next_frame().map_err(|e| SlotError::Handshake(e.to_string()))? {
                 if frame.header.msg_id == HANDSHAKE_MSG_ID && frame.header.msg_type == Handshake::MSG_TYPE {
@@ -658,11 +688,15 @@ mod tests {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     a_stop.take_and_stop();
                 }
-                commands.send(SlotCommand::Send { msg_id, request: request.clone() }).await.unwrap();
-                assert!(matches!(next(&mut events).await, Input::SendCompleted { msg_id: m, .. } if m == msg_id));
+                // The first round sends the client's encoding, the second encodes here.
+                let mut frame = Vec::new();
+                request.encode_frame(0, &mut frame).unwrap();
+                let frame = (round == 0).then_some(frame);
+                commands.send(SlotCommand::Send { msg_id, request: request.clone(), frame }).await.unwrap();
                 match next(&mut events).await {
-                    Input::Frame { header, body: FrameBody::Reply(reply), .. } => {
+                    Input::Frame { header, body: FrameBody::Reply(reply), sent: Some(sent), .. } => {
                         assert_eq!(header.msg_id, msg_id);
+                        assert_eq!(sent.msg_id, msg_id, "the reply carries its request's send");
                         assert_eq!(*reply, Reply::SecurityCount(42));
                     }
                     other => panic!("expected the reply, got {other:?}"),

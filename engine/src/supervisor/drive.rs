@@ -46,7 +46,7 @@ impl Drive {
         while let Some(action) = self.sup.poll_action() {
             match &action {
                 Action::OpenSlot { at, .. } => keep_recent(&mut self.connects, *at),
-                Action::Send { at, msg_id, request } => {
+                Action::Send { at, msg_id, request, .. } => {
                     keep_recent(&mut self.sends, (*at, *msg_id, request.msg_type()))
                 }
                 Action::Complete { id, .. } => {

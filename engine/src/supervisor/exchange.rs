@@ -3,11 +3,12 @@
 //! reply and its second opinion; idle heartbeats; the push buffer's reads.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::push::{PushBatch, PushFrame};
 use super::slot::{Exchange, Owner, SlotState};
 use super::timer::Timer;
-use super::{Action, FrameBody, Generation, RequestError, RequestId, SlotError, SlotId, SlotRef, Supervisor};
+use super::{Action, FrameBody, Generation, RequestError, RequestId, Sent, SlotError, SlotId, SlotRef, Supervisor};
 use crate::mutants::{on as mutant, Mutant};
 use crate::proto::{Reply, Request, ResponseHeader};
 
@@ -16,9 +17,14 @@ impl Supervisor {
         let msg_id = self.take_msg_id();
         let s = &mut self.slots[slot.index()];
         assert!(matches!(s.state, SlotState::Ready), "one exchange per socket: slot {} is {}", slot.0, s.state.name());
-        s.state = SlotState::Busy(Exchange { owner, msg_id, msg_type: request.msg_type(), sent_at: None });
+        s.state = SlotState::Busy(Exchange { owner, msg_id, msg_type: request.msg_type() });
         let generation = s.generation;
-        self.actions.push_back(Action::Send { at: SlotRef { slot, epoch: self.epoch, generation }, msg_id, request });
+        let id = match owner {
+            Owner::Request(id) => Some(id),
+            Owner::Heartbeat | Owner::Canary(_) => None,
+        };
+        let at = SlotRef { slot, epoch: self.epoch, generation };
+        self.actions.push_back(Action::Send { at, msg_id, request, id });
     }
 
     pub(super) fn take_msg_id(&mut self) -> u32 {
@@ -28,19 +34,7 @@ impl Supervisor {
         id
     }
 
-    pub(super) fn send_completed(&mut self, at: SlotRef, msg_id: u32) {
-        let slot = at.slot;
-        if !self.live(at) {
-            return;
-        }
-        let now = self.now;
-        match &mut self.slots[slot.index()].state {
-            SlotState::Busy(ex) if ex.msg_id == msg_id && ex.sent_at.is_none() => ex.sent_at = Some(now),
-            _ => self.ignore("send completed for no exchange in flight"),
-        }
-    }
-
-    pub(super) fn frame(&mut self, at: SlotRef, header: ResponseHeader, body: FrameBody) {
+    pub(super) fn frame(&mut self, at: SlotRef, header: ResponseHeader, body: FrameBody, sent: Option<Sent>) {
         let SlotRef { slot, epoch, generation } = at;
         let generation = match self.slots.get(slot.index()) {
             Some(s) if mutant(Mutant::GenerationCheckSkipped) => s.generation,
@@ -57,16 +51,16 @@ impl Supervisor {
         }
         let s = &mut self.slots[slot.index()];
         s.frames += 1;
-        let matched = match s.state {
-            SlotState::Busy(ex) => {
-                let id_matches = ex.msg_id == header.msg_id || mutant(Mutant::StaleFrameAccepted);
-                ex.sent_at.is_some() && id_matches && ex.msg_type == header.msg_type
-            }
-            _ => false,
+        // The exchange's request written before this frame was read.
+        let written = match (s.state, sent) {
+            (SlotState::Busy(ex), Some(sent)) if sent.msg_id == ex.msg_id => Some((ex, sent.at)),
+            _ => None,
         };
-        if matched {
-            let SlotState::Busy(ex) = s.state else { unreachable!("matched implies busy") };
-            return self.reply(slot, ex, body);
+        if let Some((ex, sent_at)) = written {
+            let id_matches = ex.msg_id == header.msg_id || mutant(Mutant::StaleFrameAccepted);
+            if id_matches && ex.msg_type == header.msg_type {
+                return self.reply(slot, ex, sent_at, body);
+            }
         }
         if header.msg_id == 0 {
             tracing::debug!(slot = slot.0, "frame with msg_id 0; retiring the connection");
@@ -90,8 +84,7 @@ impl Supervisor {
         }
     }
 
-    pub(super) fn reply(&mut self, slot: SlotId, ex: Exchange, body: FrameBody) {
-        let sent_at = ex.sent_at.expect("a reply follows its send");
+    pub(super) fn reply(&mut self, slot: SlotId, ex: Exchange, sent_at: Instant, body: FrameBody) {
         if let Owner::Canary(step) = ex.owner {
             return self.canary_reply(slot, step, body);
         }

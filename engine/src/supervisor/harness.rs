@@ -77,6 +77,19 @@ impl Faults {
 #[derive(Debug)]
 enum Event {
     Slot(Input),
+    /// A connection's slot task finished writing a request: frames it
+    /// reads from now on carry this [`Sent`] until the reply is read.
+    Written {
+        conn: (u32, u64),
+        sent: Sent,
+    },
+    /// A frame read by a connection's slot task; its `sent` is what the
+    /// task had in flight when it read it.
+    Frame {
+        at: SlotRef,
+        header: ResponseHeader,
+        body: FrameBody,
+    },
 }
 
 /// What the checkers know about a request.
@@ -105,6 +118,8 @@ pub(crate) struct World {
     conns: BTreeSet<(u32, u64)>,
     /// Connections told to retire that have not confirmed it yet.
     closing: BTreeSet<(u32, u64)>,
+    /// Each connection's request written and not yet answered, as its slot task sees it.
+    written: BTreeMap<(u32, u64), Sent>,
     /// The last dropped-push total a push read reported.
     overflow_reported: u64,
     records: BTreeMap<u64, Record>,
@@ -177,6 +192,7 @@ impl World {
             seq: 0,
             conns: BTreeSet::new(),
             closing: BTreeSet::new(),
+            written: BTreeMap::new(),
             overflow_reported: 0,
             records: BTreeMap::new(),
             pins: BTreeMap::new(),
@@ -352,10 +368,8 @@ impl World {
                     }
                 }
                 let write = Duration::from_micros(10 + self.rng.below(100));
-                self.schedule(
-                    write,
-                    Event::Slot(Input::SendCompleted { at: SlotRef { slot, epoch, generation }, msg_id }),
-                );
+                let sent = Sent { msg_id, at: self.now + write };
+                self.schedule(write, Event::Written { conn: key, sent });
                 let after = write + self.latency();
                 let msg_type = request.msg_type();
                 let body = match (&*request, id) {
@@ -369,10 +383,7 @@ impl World {
                 if self.chance(self.faults.push) {
                     let header = frame_header(msg_id.wrapping_add(7).max(1), 0x0547);
                     let body = FrameBody::Unparsed(Bytes::from(vec![0x93; 1 + self.rng.below(200) as usize]));
-                    self.schedule(
-                        after / 2,
-                        Event::Slot(Input::Frame { at: SlotRef { slot, epoch, generation }, header, body }),
-                    );
+                    self.schedule(after / 2, Event::Frame { at: SlotRef { slot, epoch, generation }, header, body });
                 }
                 if self.chance(self.faults.reply_drop) {
                     return;
@@ -390,14 +401,11 @@ impl World {
                         FrameBody::Reply(r) => FrameBody::Reply(r.clone()),
                         other => other.clone(),
                     };
-                    let input = Input::Frame { at: SlotRef { slot, epoch, generation }, header, body: copy };
+                    let frame = Event::Frame { at: SlotRef { slot, epoch, generation }, header, body: copy };
                     let later = after + self.latency();
-                    self.schedule(later, Event::Slot(input));
+                    self.schedule(later, frame);
                 }
-                self.schedule(
-                    after,
-                    Event::Slot(Input::Frame { at: SlotRef { slot, epoch, generation }, header, body }),
-                );
+                self.schedule(after, Event::Frame { at: SlotRef { slot, epoch, generation }, header, body });
             }
             Action::Retire { at: SlotRef { slot, epoch, generation } } => {
                 assert!(
@@ -475,8 +483,22 @@ impl World {
         self.now = self.now.max(next);
         if next_event == Some(next) {
             let Reverse((_, _, id)) = self.queue.pop().expect("peeked");
-            let Event::Slot(input) = self.events.remove(&id).expect("scheduled");
-            self.handle(input);
+            match self.events.remove(&id).expect("scheduled") {
+                Event::Slot(input) => self.handle(input),
+                Event::Written { conn, sent } => {
+                    self.written.insert(conn, sent);
+                }
+                Event::Frame { at, header, body } => {
+                    // As the slot task does: the frame answering the request
+                    // in flight ends it; later frames carry no send.
+                    let conn = (at.slot.0, at.generation.0);
+                    let sent = self.written.get(&conn).copied();
+                    if sent.is_some_and(|s| s.msg_id == header.msg_id) {
+                        self.written.remove(&conn);
+                    }
+                    self.handle(Input::Frame { at, header, body, sent });
+                }
+            }
         } else {
             self.handle(Input::Tick);
         }
@@ -574,6 +596,10 @@ fn describe_input(input: &Input, t0: Instant) -> String {
             format!("submit {} {} {:?} {pin:?}", id.0, request.name(), *deadline - t0)
         }
         Input::Pin { id, deadline } => format!("pin {} {:?}", id.0, *deadline - t0),
+        Input::Frame { at, header, body, sent } => {
+            let sent = sent.map(|s| (s.msg_id, s.at - t0));
+            format!("frame {at:?} {header:?} {body:?} sent {sent:?}")
+        }
         other => format!("{other:?}"),
     }
 }

@@ -69,13 +69,6 @@ pub enum Input {
         /// The connection: slot, epoch and generation.
         at: SlotRef,
     },
-    /// The request frame for `msg_id` was fully written.
-    SendCompleted {
-        /// The connection: slot, epoch and generation.
-        at: SlotRef,
-        /// The frame's msg_id.
-        msg_id: u32,
-    },
     /// A whole response frame arrived on a slot.
     Frame {
         /// The connection: slot, epoch and generation.
@@ -84,6 +77,11 @@ pub enum Input {
         header: ResponseHeader,
         /// The body, parsed by the slot task when it was the reply it awaited.
         body: FrameBody,
+        /// The request the slot task had written, and not yet seen answered,
+        /// when it read this frame (`None`: nothing in flight). Only a frame
+        /// read after its request was written can be its reply, and the
+        /// write time is where the exchange's latency starts.
+        sent: Option<Sent>,
     },
     /// Time passed; fire due timers. Any input does this too.
     Tick,
@@ -105,6 +103,15 @@ pub enum Input {
     },
     /// Close the engine: admit nothing more, end every waiter, retire every slot.
     Close,
+}
+
+/// A request frame fully written on a connection: its msg_id and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    /// The request frame's msg_id.
+    pub msg_id: u32,
+    /// When its last byte was written (the driver's clock).
+    pub at: Instant,
 }
 
 /// A frame's body as the slot task delivers it.
@@ -229,8 +236,9 @@ pub enum Action {
         /// Give up connecting (and report `SlotFailed`) at this time.
         deadline: Instant,
     },
-    /// Write `request` as a frame with `msg_id` on the slot, then report
-    /// `SendCompleted`; parse the frame that answers it.
+    /// Write `request` as a frame with `msg_id` on the slot and note when;
+    /// parse the frame that answers it, and report every frame read until
+    /// then with that [`Sent`].
     Send {
         /// The connection: slot, epoch and generation.
         at: SlotRef,
@@ -238,6 +246,9 @@ pub enum Action {
         msg_id: u32,
         /// What to send.
         request: Arc<Request>,
+        /// The admitted request this is (`None`: a heartbeat or a canary
+        /// query), so a driver can send what it encoded at admission.
+        id: Option<RequestId>,
     },
     /// Close the slot's socket, drop its decoder, end its task, then report
     /// `SlotClosed` with this generation.

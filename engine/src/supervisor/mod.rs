@@ -112,12 +112,15 @@ pub use config::{
 };
 pub use diagnostics::{Counters, Diagnostics, SlotDiagnostics};
 pub use ids::{Epoch, Generation, PinId, RequestId, SlotId, SlotRef};
-pub use io::{Action, CloseState, FrameBody, Input, RequestError, SlotError};
+pub use io::{Action, CloseState, FrameBody, Input, RequestError, Sent, SlotError};
 pub use push::{PushBatch, PushFrame};
 pub use verdict::{default_probe, judge, RejectReason, Verdict};
 
 use establish::Establishment;
 use push::PushBuffer;
+// The driver's waiter maps (the runtime is not built under `--cfg loom`).
+#[cfg(not(loom))]
+pub(crate) use requests::IdMap;
 use requests::RequestTable;
 use second_opinion::KnownEnds;
 use slot::{IdleSet, Owner, Slot, SlotState};
@@ -322,8 +325,7 @@ impl Supervisor {
             Input::SlotReady { at } => self.slot_ready(at),
             Input::SlotFailed { at, error } => self.slot_failed(at, error),
             Input::SlotClosed { at } => self.slot_closed(at),
-            Input::SendCompleted { at, msg_id } => self.send_completed(at, msg_id),
-            Input::Frame { at, header, body } => self.frame(at, header, body),
+            Input::Frame { at, header, body, sent } => self.frame(at, header, body, sent),
             Input::Tick => {}
             Input::NewEpoch { endpoints } => self.new_epoch(endpoints),
             Input::ProbeDone { epoch, latencies } => self.probe_done(epoch, latencies),

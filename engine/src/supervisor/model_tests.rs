@@ -169,7 +169,7 @@ proptest! {
                         let header = crate::proto::ResponseHeader { control: 0x0c, msg_id: 1, reserved: 0, msg_type: 0x044e, zip_length: 0, length: 0 };
                         let body = FrameBody::Reply(Box::new(crate::proto::Reply::SecurityCount(0)));
                         let generation = Generation(slot.generation.0 - 1);
-                        world.handle(Input::Frame { at: SlotRef { slot: SlotId(slot.slot), epoch: Epoch(0), generation }, header, body });
+                        world.handle(Input::Frame { at: SlotRef { slot: SlotId(slot.slot), epoch: Epoch(0), generation }, header, body, sent: None });
                         prop_assert_eq!(world.drive.sup.counters().stale_frames, before + 1);
                     }
                 }

@@ -23,7 +23,7 @@ use crate::proto::Request;
 
 /// Sequential ids hash well with one multiply; SipHash would dominate a cycle.
 #[derive(Default)]
-struct IdHasher(u64);
+pub(crate) struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -39,7 +39,8 @@ impl Hasher for IdHasher {
     }
 }
 
-type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+/// A map keyed by sequential ids, hashed with one multiply.
+pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// Where an admitted request is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,8 +23,6 @@ pub(crate) struct Exchange {
     pub(crate) owner: Owner,
     pub(crate) msg_id: u32,
     pub(crate) msg_type: u16,
-    /// Set by `SendCompleted`: only frames after it can be the reply.
-    pub(crate) sent_at: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -6,7 +6,7 @@
 //! bars carry breadth bytes, quote prices follow each code's price scale, and
 //! 0x0547 records are delimited by the requested codes' markers.
 
-use super::frame::{encode_request, REQUEST_CONTROL};
+use super::frame::{encode_request_with, REQUEST_CONTROL};
 use super::security::{Market, SecurityCode};
 use super::wire::{PutLe, Reader};
 use super::ProtoError;
@@ -221,11 +221,10 @@ command_set! {
 }
 
 impl Request {
-    /// Appends a whole request frame with `msg_id`.
+    /// Appends a whole request frame with `msg_id` (on an error `out` is
+    /// left as it was).
     pub fn encode_frame(&self, msg_id: u32, out: &mut Vec<u8>) -> Result<(), ProtoError> {
-        let mut body = Vec::new();
-        self.encode_body(&mut body)?;
-        encode_request(out, msg_id, REQUEST_CONTROL, self.msg_type(), &body)
+        encode_request_with(out, msg_id, REQUEST_CONTROL, self.msg_type(), |out| self.encode_body(out))
     }
 }
 

@@ -22,6 +22,8 @@ pub(super) struct Hand {
     pub(super) now: Instant,
     /// Generation of each slot's latest OpenSlot.
     pub(super) connects: Vec<Option<(Generation, usize)>>,
+    /// Each slot's request written and not yet answered, as its slot task sees it.
+    pub(super) written: std::collections::BTreeMap<u32, Sent>,
 }
 
 pub(super) fn config(servers: usize, per_server: usize) -> SupervisorConfig {
@@ -54,7 +56,7 @@ impl Hand {
         let t0 = crate::test_support::time_origin();
         let slots = config.pool_size();
         let sup = Supervisor::new(config, t0).unwrap();
-        let mut hand = Self { sup, t0, now: t0, connects: vec![None; slots] };
+        let mut hand = Self { sup, t0, now: t0, connects: vec![None; slots], written: Default::default() };
         let actions = hand.drain();
         (hand, actions)
     }
@@ -105,17 +107,25 @@ impl Hand {
         self.input(Input::Submit { id: RequestId(id), request: count_request(), deadline, retry_safe: true, pin: None })
     }
 
-    pub(super) fn sent(&mut self, slot: SlotId, msg_id: u32) -> Vec<Action> {
-        let generation = self.generation(slot.0);
-        self.input(Input::SendCompleted { at: SlotRef { slot, epoch: Epoch(0), generation }, msg_id })
+    /// The slot task wrote `msg_id` now: frames read on `slot` from now
+    /// on carry it (see [`Hand::frame`]).
+    pub(super) fn sent(&mut self, slot: SlotId, msg_id: u32) {
+        self.written.insert(slot.0, Sent { msg_id, at: self.now });
     }
 
+    /// A frame read on `slot`, carrying the send noted by [`Hand::sent`].
     pub(super) fn frame(&mut self, slot: SlotId, msg_id: u32, msg_type: u16, body: FrameBody) -> Vec<Action> {
         let generation = self.generation(slot.0);
+        let sent = self.written.get(&slot.0).copied();
+        // As the slot task does: the frame it parsed as the reply ends the send.
+        if sent.is_some_and(|s| s.msg_id == msg_id) && !matches!(body, FrameBody::Unparsed(_)) {
+            self.written.remove(&slot.0);
+        }
         self.input(Input::Frame {
             at: SlotRef { slot, epoch: Epoch(0), generation },
             header: header(msg_id, msg_type),
             body,
+            sent,
         })
     }
 }
@@ -171,7 +181,7 @@ fn request_cycle_completes_and_frees_the_slot() {
     hand.ready_all();
     let (slot, msg_id) = the_send(&hand.submit(1, 1000));
     assert_ne!(msg_id, 0);
-    assert!(hand.sent(slot, msg_id).is_empty());
+    hand.sent(slot, msg_id);
     let done = hand.frame(slot, msg_id, COUNT, count_reply(6631));
     assert_eq!(completions(&done), vec![(1, Ok(6631))]);
     // The slot serves the next request at once.
@@ -220,6 +230,7 @@ fn stale_and_late_frames_are_dropped() {
         at: SlotRef { slot, epoch: Epoch(0), generation: old },
         header: header(msg_id, COUNT),
         body: count_reply(2),
+        sent: Some(Sent { msg_id, at: hand.now }),
     });
     assert!(out.is_empty());
     assert_eq!(hand.sup.counters().stale_frames, 1);
@@ -529,17 +540,11 @@ fn nonsense_inputs_are_counted_and_ignored() {
         .input(Input::SlotReady { at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation: future } })
         .is_empty());
     assert!(hand
-        .input(Input::SendCompleted {
-            at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation: Generation(0) },
-            msg_id: 5
-        })
-        .is_empty());
-    assert!(hand
         .input(Input::SlotClosed { at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation: Generation(0) } })
         .is_empty());
     hand.submit(1, 1000);
     hand.submit(1, 1000); // same id again
-    assert!(hand.sup.counters().ignored_inputs >= before + 5);
+    assert!(hand.sup.counters().ignored_inputs >= before + 4);
     let earlier = hand.now - Duration::from_millis(5);
     hand.sup.handle(earlier, Input::Tick);
     assert_eq!(hand.sup.counters().time_reversals, 1);
@@ -596,6 +601,7 @@ fn new_epoch_ends_pins_retires_everything_and_resends_on_new_endpoints() {
         at: SlotRef { slot, epoch: Epoch(0), generation: old },
         header: header(msg_id, COUNT),
         body: count_reply(1),
+        sent: Some(Sent { msg_id, at: hand.now }),
     });
     assert!(out.is_empty());
     // Old-epoch retirements complete; slots reconnect in the new epoch, to the new endpoint.
@@ -612,11 +618,11 @@ fn new_epoch_ends_pins_retires_everything_and_resends_on_new_endpoints() {
     let out = hand.input(Input::SlotReady { at: SlotRef { slot: SlotId(0), epoch: Epoch(1), generation } });
     let (slot, msg_id) = the_send(&out);
     assert_eq!(hand.sup.counters().retries, 1);
-    hand.input(Input::SendCompleted { at: SlotRef { slot, epoch: Epoch(1), generation }, msg_id });
     let out = hand.input(Input::Frame {
         at: SlotRef { slot, epoch: Epoch(1), generation },
         header: header(msg_id, COUNT),
         body: count_reply(9),
+        sent: Some(Sent { msg_id, at: hand.now }),
     });
     assert_eq!(completions(&out), vec![(1, Ok(9))]);
 }
