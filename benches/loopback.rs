@@ -250,6 +250,11 @@ fn with_process_stats(samples: Vec<Sample>, watch: ThreadWatch) -> Vec<Sample> {
 
 /// Closed-loop engine callers: each sends its next request when the last
 /// one is answered; timed for `seconds` after a warm-up.
+/// `TDX_BENCH_FLAVORS=shared,external`: only these engine flavors (for a profiler).
+fn flavor_wanted(flavor: Flavor) -> bool {
+    std::env::var("TDX_BENCH_FLAVORS").map_or(true, |f| f.split(',').any(|name| name == flavor.name()))
+}
+
 fn run_engine(
     hosts: &[String],
     pool: (usize, usize),
@@ -275,7 +280,6 @@ fn run_engine(
         .server_count(pool.0)
         .connections_per_server(pool.1)
         .runtime_flavor(runtime_flavor)
-        .driver_placement(driver_placement())
         .heartbeat_interval(None)
         .max_pending_requests(1024)
         .build()
@@ -401,6 +405,95 @@ fn run_raw(
     with_process_stats(samples, watch)
 }
 
+/// The raw baseline with a caller hop: the same connection tasks on
+/// `workers` threads, but each request comes from a caller task on another
+/// thread (a current-thread runtime, where the engine's `Shared` and
+/// `PerWorker` callers run) through a channel, and its reply goes back
+/// through a oneshot. The least any client pays when its callers and its
+/// connections live on different threads: two cross-thread wake-ups per
+/// request, which the raw loop above never pays.
+fn run_raw_hop(
+    hosts: &[String],
+    scenario: Scenario,
+    size: usize,
+    servers: usize,
+    seconds: f64,
+    codes: &[SecurityCode],
+) -> Sample {
+    type Ask = (Request, tokio::sync::oneshot::Sender<()>);
+    reset_peak_rss();
+    let watch = ThreadWatch::start();
+    let workers = workers_for(size);
+    let connections = if workers == 1 {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    } else {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap()
+    };
+    let mut asks = Vec::new();
+    let mut ready = Vec::new();
+    for k in 0..size {
+        let host = hosts[k % servers].clone();
+        let (ask_tx, mut ask_rx) = tokio::sync::mpsc::channel::<Ask>(1);
+        let (up_tx, up_rx) = tokio::sync::oneshot::channel();
+        asks.push(ask_tx);
+        ready.push(up_rx);
+        connections.spawn(async move {
+            let mut stream = tokio::net::TcpStream::connect(&host).await.expect("connect");
+            stream.set_nodelay(true).unwrap();
+            let mut decoder = FrameDecoder::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut wire = Vec::new();
+            let mut msg_id = 1u32;
+            let hello: Request = tdx_engine::proto::commands::Handshake::default().into();
+            hello.encode_frame(msg_id, &mut wire).unwrap();
+            roundtrip(&mut stream, &mut decoder, &mut buf, &wire, &hello).await;
+            let _ = up_tx.send(());
+            while let Some((request, done)) = ask_rx.recv().await {
+                msg_id = msg_id.wrapping_add(1).max(1);
+                wire.clear();
+                request.encode_frame(msg_id, &mut wire).unwrap();
+                roundtrip(&mut stream, &mut decoder, &mut buf, &wire, &request).await;
+                let _ = done.send(());
+            }
+        });
+    }
+    let callers = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut samples = callers.block_on(async {
+        for r in ready {
+            r.await.expect("raw connection up");
+        }
+        let measuring = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let lat = Arc::new(Mutex::new(Vec::new()));
+        let count = Arc::new(AtomicU64::new(0));
+        for (k, ask) in asks.into_iter().enumerate() {
+            let (lat, count, measuring, stop) = (lat.clone(), count.clone(), measuring.clone(), stop.clone());
+            let codes = codes.to_vec();
+            tokio::spawn(async move {
+                let mut i = k as u64 * 7919;
+                let mut mine = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    let t = Instant::now();
+                    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+                    if ask.send((scenario.request(i, &codes), done_tx)).await.is_err() || done_rx.await.is_err() {
+                        break;
+                    }
+                    if measuring.load(Ordering::Relaxed) {
+                        mine.push(t.elapsed().as_micros() as u32);
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                lat.lock().unwrap().extend(mine);
+            });
+        }
+        measure_window(vec![(lat, count)], seconds, &measuring, &stop).await
+    });
+    drop(callers);
+    drop(connections);
+    with_process_stats(vec![samples.remove(0)], watch).remove(0)
+}
+
 /// One request and its whole reply, parsed like the engine parses it.
 async fn roundtrip(
     stream: &mut tokio::net::TcpStream,
@@ -446,15 +539,6 @@ fn record(out: &mut Vec<Value>, scenario: &str, pool: &str, flavor: &str, client
         s.peak_rss_mb,
         s.threads
     );
-}
-
-/// `TDX_BENCH_DRIVER=dedicated|worker` overrides the engine's default.
-fn driver_placement() -> tdx_engine::DriverPlacement {
-    match std::env::var("TDX_BENCH_DRIVER").as_deref() {
-        Ok("dedicated") => tdx_engine::DriverPlacement::Dedicated,
-        Ok("worker") => tdx_engine::DriverPlacement::OnWorker,
-        _ => tdx_engine::DriverPlacement::default(),
-    }
 }
 
 fn workers_for(pool: usize) -> usize {
@@ -574,7 +658,12 @@ fn main() {
             let size = pool.0 * pool.1;
             let raw = run_raw(&servers.hosts, &[(scenario, size, pool.0)], workers_for(size), seconds, &codes);
             record(&mut out, scenario.name(), &label, "-", "raw", &raw[0]);
+            let hop = run_raw_hop(&servers.hosts, scenario, size, pool.0, seconds, &codes);
+            record(&mut out, scenario.name(), &label, "-", "raw-hop", &hop);
             for flavor in [Flavor::Shared, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c, Flavor::External] {
+                if !flavor_wanted(flavor) {
+                    continue;
+                }
                 let e = run_engine(&servers.hosts, pool, flavor, &[(scenario, size)], seconds, &codes);
                 record(&mut out, scenario.name(), &label, flavor.name(), "engine", &e[0]);
             }
@@ -633,15 +722,20 @@ fn print_table(rows: &[Value]) {
         rows.iter()
             .find(|r| r["scenario"] == scenario && r["pool"] == pool && r["client"] == client && r["flavor"] == flavor)
     };
-    println!("| scenario | pool | flavor | engine req/s | raw req/s | engine/raw | p50 us | p99 us | p99.9 us | raw p99 us | cpu us/req | raw cpu us/req | RSS MB | threads |");
-    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| scenario | pool | flavor | engine req/s | raw req/s | engine/raw | raw-hop req/s | engine/raw-hop | p50 us | p99 us | p99.9 us | raw p99 us | cpu us/req | raw cpu us/req | RSS MB | threads |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows.iter().filter(|r| r["client"] == "engine" && r["scenario"] != "memory") {
         let (scenario, pool) = (r["scenario"].as_str().unwrap(), r["pool"].as_str().unwrap());
         let raw = find(scenario, pool, "raw", "-");
         let raw_rps = raw.and_then(|x| x["rps"].as_f64()).unwrap_or(0.0);
         let ratio = if raw_rps > 0.0 { r["rps"].as_f64().unwrap_or(0.0) / raw_rps } else { 0.0 };
+        let hop_rps = find(scenario, pool, "raw-hop", "-").and_then(|x| x["rps"].as_f64());
+        let (hop, hop_ratio) = match hop_rps {
+            Some(h) if h > 0.0 => (format!("{h:.0}"), format!("{:.2}", r["rps"].as_f64().unwrap_or(0.0) / h)),
+            _ => ("-".to_owned(), "-".to_owned()),
+        };
         println!(
-            "| {scenario} | {pool} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} |",
+            "| {scenario} | {pool} | {} | {:.0} | {:.0} | {:.2} | {hop} | {hop_ratio} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} |",
             r["flavor"].as_str().unwrap(),
             r["rps"].as_f64().unwrap_or(0.0),
             raw_rps,

@@ -228,7 +228,12 @@ async fn dropping_every_call_at_once_cancels_each_one() {
         .collect();
     let d =
         diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.waiting + d.supervisor.active == 102).await;
-    assert_eq!((d.supervisor.active, d.supervisor.waiting), (2, 100), "all admitted before the storm");
+    assert_eq!(
+        (d.supervisor.active, d.supervisor.waiting),
+        (2, 100),
+        "all admitted before the storm: {:#?}",
+        d.supervisor
+    );
     for call in &calls {
         call.abort();
     }

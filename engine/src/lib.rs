@@ -47,7 +47,7 @@ pub use endpoint::{EndpointError, EndpointProblem};
 pub use error::Error;
 pub use proto::{Reply, Request};
 #[cfg(not(loom))]
-pub use runtime::{DriverPlacement, EngineDiagnostics, PushFrame, RuntimeFlavor};
+pub use runtime::{EngineDiagnostics, PushFrame, RuntimeFlavor};
 // The types a caller matches on or names, at the root.
 pub use supervisor::{CloseState, ConfigError, Endpoint, PinId, RequestError, SlotError, SlotId};
 

@@ -13,7 +13,7 @@ use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
 use crate::proto::{Reply, Request};
-use crate::runtime::driver::{BlockingCell, Waiter};
+use crate::runtime::locked::{BlockingCell, Waiter};
 use crate::runtime::EngineDiagnostics;
 use crate::supervisor::RequestError;
 
@@ -77,7 +77,7 @@ impl BlockingClient {
         let mut guard = self.client.admit(request, None, Waiter::Blocking(cell.clone()))?;
         loop {
             if let Some(outcome) = cell.wait(BLOCKING_WAKE) {
-                guard.permit = None;
+                guard.disarm();
                 return outcome.map(|r| *r).map_err(Error::Request);
             }
             if self.cancelled() {

@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::proto::Request;
 use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::{Connector, TcpConnector};
-use crate::runtime::{start, DriverPlacement, RuntimeConfig, RuntimeFlavor};
+use crate::runtime::{start, RuntimeConfig, RuntimeFlavor};
 use crate::supervisor::{ConfigError, Endpoint, StartProbe, SupervisorConfig};
 
 /// The default request-rate cap per server for the bundled public list:
@@ -41,7 +41,6 @@ pub struct ClientBuilder {
     pool_size: Option<usize>,
     runtime_workers: Option<usize>,
     runtime_flavor: RuntimeFlavor,
-    driver_placement: DriverPlacement,
     timeout: Duration,
     connect_timeout: Duration,
     heartbeat_timeout: Duration,
@@ -75,7 +74,6 @@ impl Default for ClientBuilder {
             pool_size: None,
             runtime_workers: None,
             runtime_flavor: RuntimeFlavor::Shared,
-            driver_placement: DriverPlacement::default(),
             timeout: Duration::from_secs(8),
             connect_timeout: sup.connect_timeout,
             heartbeat_timeout: sup.heartbeat_timeout,
@@ -181,11 +179,6 @@ impl ClientBuilder {
     /// Where slot tasks run.
     pub fn runtime_flavor(mut self, flavor: RuntimeFlavor) -> Self {
         self.runtime_flavor = flavor;
-        self
-    }
-    /// Where the driver runs (see [`DriverPlacement`] for the default).
-    pub fn driver_placement(mut self, placement: DriverPlacement) -> Self {
-        self.driver_placement = placement;
         self
     }
     /// Deadline of every call, from admission to its reply: queueing,
@@ -374,7 +367,6 @@ impl ClientBuilder {
         let config = self.supervisor_config(store.as_ref())?;
         let runtime = RuntimeConfig {
             flavor: self.runtime_flavor.clone(),
-            driver: self.driver_placement,
             runtime_workers: self.runtime_workers,
             raw_budget_bytes: self.raw_budget_bytes,
             decoded_budget_bytes: self.decoded_budget_bytes,

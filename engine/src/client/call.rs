@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use super::commands::Listed;
@@ -13,33 +13,29 @@ use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
 use crate::proto::{Reply, Request};
-use crate::runtime::driver::{Admission, Control, Outcome, Waiter};
+use crate::runtime::locked::{Core, Outcome, Waiter};
 use crate::supervisor::{PinId, RequestError, RequestId};
 
-/// Room reserved on the control lane for one message sent from `Drop`,
-/// which can neither wait nor fail (see `Control`).
-pub(super) type ControlPermit = mpsc::OwnedPermit<Control>;
-
 /// Cancels its request when dropped before completion (disarmed by
-/// dropping the permit).
-pub(super) struct CancelOnDrop {
-    pub(super) permit: Option<ControlPermit>,
+/// [`CancelOnDrop::disarm`]). Cancelling is one input to the core, applied
+/// right here: it can neither wait nor fail.
+pub(super) struct CancelOnDrop<'a> {
+    core: Option<&'a Core>,
     id: RequestId,
 }
 
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(permit) = self.permit.take() {
-            permit.send(Control::Cancel(self.id));
-        }
+impl CancelOnDrop<'_> {
+    /// The request has completed: nothing to cancel.
+    pub(super) fn disarm(&mut self) {
+        self.core = None;
     }
 }
 
-/// A lane that cannot take the message: full is `PoolBusy`, gone is `Closed`.
-pub(super) fn refused(e: mpsc::error::TrySendError<impl Sized>) -> Error {
-    match e {
-        mpsc::error::TrySendError::Full(_) => Error::Request(RequestError::PoolBusy),
-        mpsc::error::TrySendError::Closed(_) => Error::Request(RequestError::Closed),
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(core) = self.core.take() {
+            core.cancel(self.id);
+        }
     }
 }
 
@@ -50,15 +46,14 @@ pub(super) fn take<C: TypedCommand>(reply: Reply) -> Result<C::Reply, Error> {
 }
 
 impl Client {
-    /// Room for the one control message (a cancel or an unpin) the
-    /// caller's handle may send when dropped; none left is `PoolBusy`.
-    pub(super) fn control_permit(&self) -> Result<ControlPermit, Error> {
-        self.inner.engine().control.clone().try_reserve_owned().map_err(refused)
-    }
-
-    /// Admits a request; returns a guard that cancels it if dropped before
-    /// completion.
-    pub(super) fn admit(&self, request: Request, pin: Option<PinId>, waiter: Waiter) -> Result<CancelOnDrop, Error> {
+    /// Admits a request (its outcome goes to `waiter`, at once for a refused
+    /// one); returns a guard that cancels it if dropped before completion.
+    pub(super) fn admit(
+        &self,
+        request: Request,
+        pin: Option<PinId>,
+        waiter: Waiter,
+    ) -> Result<CancelOnDrop<'_>, Error> {
         // Encoded once, here: a bad input is the caller's error, and the
         // slot task writes these bytes with its msg_id patched in.
         // Room for a header and a short body up front: growing from empty
@@ -66,12 +61,11 @@ impl Client {
         // light-request profile).
         let mut frame = Vec::with_capacity(64);
         request.encode_frame(0, &mut frame).map_err(|e| Error::InvalidRequest(e.to_string()))?;
-        let permit = self.control_permit()?;
         let id = RequestId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let deadline = self.inner.deadline();
-        let admission = Admission::Submit { id, request: Arc::new(request), frame, deadline, pin, waiter };
-        self.inner.engine().admit.try_send(admission).map_err(refused)?;
-        Ok(CancelOnDrop { permit: Some(permit), id })
+        let core = &*self.inner.engine().core;
+        core.submit(id, Arc::new(request), frame, deadline, pin, waiter);
+        Ok(CancelOnDrop { core: Some(core), id })
     }
 
     /// Sends a typed command and awaits its whole typed reply. The named
@@ -96,7 +90,7 @@ impl Client {
             let (tx, rx) = oneshot::channel::<Outcome>();
             let mut guard = self.admit(request, pin, Waiter::Async(tx))?;
             let outcome = rx.await.map_err(|_| Error::Request(RequestError::Closed))?;
-            guard.permit = None;
+            guard.disarm();
             outcome.map(|reply| *reply).map_err(Error::Request)
         }
         .instrument(span)

@@ -34,7 +34,6 @@ use std::time::{Duration, Instant};
 use crate::proto::Request;
 use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::TcpConnector;
-use crate::runtime::driver::Control;
 use crate::runtime::{Engine, EngineDiagnostics};
 use crate::supervisor::{CloseState, Endpoint};
 
@@ -93,9 +92,8 @@ impl Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         if let Some(engine) = self.engine.take() {
-            // Best effort: the control lane closing with this last handle
-            // closes the engine anyway.
-            let _ = engine.control.try_send(Control::Close);
+            // The last handle: close, and let nothing wait for a second close.
+            engine.core.orphan();
             // Dropping the engine's owned runtimes joins its threads.
             drop(engine);
         }
@@ -157,7 +155,7 @@ impl Client {
         let queries = (!self.inner.probe_queries.is_empty()).then_some(self.inner.probe_queries.as_slice());
         let timeout = self.inner.probe_timeout;
         let round = crate::ranking::probe_and_save(connector, candidates, concurrency, timeout, queries, store).await;
-        let _ = self.inner.engine().control.send(Control::Ranking(round.ranking.servers.clone())).await;
+        self.inner.engine().core.set_ranking(round.ranking.servers.clone());
         match (round.saved, store) {
             (Err(source), Some(store)) => {
                 Err(RankingSaveError { ranking: round.ranking, path: store.path().to_owned(), source })
@@ -168,7 +166,7 @@ impl Client {
 
     /// The latest diagnostics snapshot (refreshed at most every 25 ms).
     pub fn diagnostics(&self) -> Arc<EngineDiagnostics> {
-        self.inner.engine().diagnostics.get()
+        self.inner.engine().core.diagnostics.get()
     }
 
     /// Worker threads in use.
@@ -182,15 +180,13 @@ impl Client {
     /// confirming it closed.
     pub async fn close(&self) -> CloseState {
         let engine = self.inner.engine();
-        let _ = engine.control.send(Control::Close).await;
+        engine.core.close();
         let mut watch = engine.close.clone();
         loop {
             let state = *watch.borrow_and_update();
             match state {
                 CloseState::Closed | CloseState::FailedClosed => return state,
-                CloseState::FailedClosing => {
-                    let _ = engine.control.send(Control::Close).await;
-                }
+                CloseState::FailedClosing => engine.core.close(),
                 _ => {}
             }
             if watch.changed().await.is_err() {

@@ -3,30 +3,28 @@
 //! the same FIFO as requests and released when dropped.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
-use super::call::{refused, ControlPermit};
 use super::commands::Listed;
 use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
 use crate::proto::{Reply, Request};
-use crate::runtime::driver::{Admission, Control};
+use crate::runtime::locked::Core;
 use crate::supervisor::{PinId, RequestError, SlotId};
 
-/// Sends the release when dropped: while the pin is awaited (the wait is
-/// abandoned) or, held by the [`Pinned`], when the pin is let go.
+/// Releases its pin when dropped: one input to the core, applied right
+/// here (it can neither wait nor fail).
 struct ReleaseOnDrop {
-    permit: Option<ControlPermit>,
+    core: Arc<Core>,
     id: PinId,
 }
 
 impl Drop for ReleaseOnDrop {
     fn drop(&mut self) {
-        if let Some(permit) = self.permit.take() {
-            permit.send(Control::Unpin(self.id));
-        }
+        self.core.release(self.id);
     }
 }
 
@@ -50,12 +48,12 @@ impl Client {
     /// requests. Calls on the pin run in order on that connection; dropping
     /// it returns the connection.
     pub async fn pin(&self) -> Result<Pinned, Error> {
-        let permit = self.control_permit()?;
         let id = PinId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         let deadline = self.inner.deadline();
-        self.inner.engine().admit.try_send(Admission::Pin { id, deadline, granted: tx }).map_err(refused)?;
-        let release = ReleaseOnDrop { permit: Some(permit), id };
+        let core = self.inner.engine().core.clone();
+        core.pin(id, deadline, tx);
+        let release = ReleaseOnDrop { core, id };
         let slot = rx.await.map_err(|_| Error::Request(RequestError::Closed))?.map_err(Error::Request)?;
         Ok(Pinned { client: self.clone(), id, slot, _release: release })
     }

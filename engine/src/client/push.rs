@@ -4,7 +4,7 @@
 //! nothing is left.
 
 use super::Client;
-use crate::runtime::driver::{Control, PushBatch};
+use crate::runtime::locked::PushBatch;
 use crate::runtime::PushFrame;
 
 /// Pushes returned by one read.
@@ -33,13 +33,13 @@ impl Client {
     /// dropped ones). `None` once the engine is closed and nothing is
     /// buffered: the stream of pushes has ended.
     pub async fn recv_pushes(&self, max: usize) -> Option<Pushes> {
-        let pushed = self.inner.engine().pushed.clone();
+        let core = &self.inner.engine().core;
         loop {
             // Registered before reading, so a push that lands in between wakes us.
-            let notified = pushed.notified();
+            let notified = core.pushed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let pushes = self.read_pushes(max).await;
+            let pushes = self.read_pushes(max);
             if !pushes.is_empty() {
                 return Some(pushes);
             }
@@ -59,15 +59,11 @@ impl Client {
     /// Whatever pushes are buffered now, without waiting for more (empty
     /// when there are none, whether or not the engine is closed).
     pub async fn drain_pushes(&self) -> Pushes {
-        self.read_pushes(usize::MAX).await
+        self.read_pushes(usize::MAX)
     }
 
-    async fn read_pushes(&self, max: usize) -> Pushes {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.inner.engine().control.send(Control::ReadPushes { max, reply: tx }).await.is_err() {
-            return Pushes::default();
-        }
-        rx.await.unwrap_or_default().into()
+    fn read_pushes(&self, max: usize) -> Pushes {
+        self.inner.engine().core.read_pushes(max).into()
     }
 }
 

@@ -1,5 +1,5 @@
-//! The runtime: worker threads for slot tasks and the driver for the
-//! Supervisor. See [`crate::Client`] for the public face.
+//! The runtime: worker threads for slot tasks, the locked core around the
+//! Supervisor, and the clock task. See [`crate::Client`] for the public face.
 //!
 //! Connections and threads are independent: slots are tasks, so 160 slots
 //! run on `runtime_workers` threads (default `min(pool_size, cores)`).
@@ -13,11 +13,15 @@
 //! - [`RuntimeFlavor::External`]: slots and the driver run on a runtime the
 //!   caller owns (embedding; simulation). No thread is started.
 //!
-//! The driver runs as a task on the (first) worker runtime by default, or
-//! on a thread of its own: [`DriverPlacement`].
+//! There is no driver task between callers and connections: whoever holds
+//! an input applies it to the Supervisor under a short lock ([`locked`]);
+//! the clock task ([`clock`]) runs on the (first) worker for timeouts and
+//! diagnostics.
 
+pub(crate) mod clock;
 pub mod connector;
-pub(crate) mod driver;
+pub mod diagnostics;
+pub(crate) mod locked;
 pub(crate) mod slot;
 pub mod workers;
 
@@ -25,16 +29,21 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 
 use crate::budget::Budget;
 use crate::proto::limits::RAW_STAGING_BYTES_MAX;
-use crate::supervisor::{CloseState, ConfigError, Supervisor, SupervisorConfig};
+use crate::ranking::RankingStore;
+use crate::supervisor::{CloseState, ConfigError, Endpoint, Supervisor, SupervisorConfig};
 use connector::Connector;
-use driver::{Admission, Control, DiagnosticsCell, Driver};
-use slot::{EngineShared, SLOT_QUEUE_BYTES_MAX};
+use diagnostics::DiagnosticsCell;
+use locked::{Core, CoreParts, Launch, OpenSlot, StartProbe};
+use slot::{EngineShared, SlotCommand, SlotTask, SLOT_DECODED_BYTES_DEFAULT};
 pub use slot::{DECODED_BUDGET_BYTES_MIN, RAW_BUDGET_BYTES_MIN};
 
-pub use driver::{check_invariants_always, BudgetDiagnostics, EngineDiagnostics, PushFrame, DIAGNOSTICS_REFRESH};
+pub use crate::supervisor::PushFrame;
+pub use diagnostics::{BudgetDiagnostics, EngineDiagnostics, DIAGNOSTICS_REFRESH};
+pub use locked::check_invariants_always;
 use workers::Workers;
 pub use workers::{Placement, WorkerDiagnostics};
 
@@ -50,26 +59,6 @@ pub enum RuntimeFlavor {
     External(tokio::runtime::Handle),
 }
 
-/// Where the driver (the Supervisor's task) runs.
-///
-/// Measured side by side on this 2-core machine: with one worker
-/// (`cargo run --release --example driver_placement`), on the worker got
-/// 1.23x to 1.41x the requests/s of a dedicated thread with 64 callers and
-/// even with one; with two workers (`cargo bench --bench loopback`,
-/// `TDX_BENCH_DRIVER=dedicated|worker`), light requests on a 2x4 pool went
-/// from 54k to 72k requests/s and 800-bar pages on 20x8 from 0.88x to 0.93x
-/// of the raw baseline, with one thread fewer. Hence the default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DriverPlacement {
-    /// Its own thread (Envoy's "main thread"): keeps the Supervisor off
-    /// the workers when they are saturated by heavy decoding.
-    Dedicated,
-    /// A task on the (first) worker runtime: no thread of its own, and no
-    /// thread hop between the driver and the slots on that worker. The default.
-    #[default]
-    OnWorker,
-}
-
 /// Largest raw budget: 256 MiB.
 pub const RAW_BUDGET_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// Largest decoded budget: 2 GiB.
@@ -81,7 +70,6 @@ pub const PUSH_QUEUE_BYTES_MIN: usize = crate::proto::limits::PAYLOAD_BYTES_MAX;
 #[derive(Debug, Clone)]
 pub(crate) struct RuntimeConfig {
     pub(crate) flavor: RuntimeFlavor,
-    pub(crate) driver: DriverPlacement,
     pub(crate) runtime_workers: Option<usize>,
     pub(crate) raw_budget_bytes: Option<usize>,
     pub(crate) decoded_budget_bytes: Option<usize>,
@@ -93,12 +81,8 @@ pub(crate) struct RuntimeConfig {
 
 /// The running engine's handles, held by the client.
 pub(crate) struct Engine {
-    pub(crate) admit: mpsc::Sender<Admission>,
-    /// The control lane (bounded; see [`driver::Control`] for what bounds it).
-    pub(crate) control: mpsc::Sender<Control>,
-    pub(crate) diagnostics: Arc<DiagnosticsCell>,
-    /// Woken when a push is buffered or the engine closes.
-    pub(crate) pushed: Arc<tokio::sync::Notify>,
+    /// The Supervisor and its tables, applied to by whoever has an input.
+    pub(crate) core: Arc<Core>,
     pub(crate) close: watch::Receiver<CloseState>,
     pub(crate) runtime_workers: usize,
     /// Owned runtimes and threads: held for their `Drop`, which stops them.
@@ -110,10 +94,8 @@ pub(crate) struct Owned {
     /// Current-thread runtimes: the threads driving them, and how to tell
     /// each to stop.
     pub(crate) worker_threads: Vec<WorkerThread>,
-    pub(crate) driver_thread: Option<JoinHandle<()>>,
-    /// For a driver running as a task on an owned worker: the close gate,
-    /// signalled when it ends.
-    pub(crate) driver_done: Option<Arc<crate::sync::DoneSignal>>,
+    /// Signalled when the clock task ends (the engine has closed).
+    pub(crate) clock_done: Option<Arc<crate::sync::DoneSignal>>,
 }
 
 /// A thread driving a current-thread runtime, and the sender that stops it.
@@ -140,14 +122,11 @@ fn current_thread_worker(name: String) -> Result<(tokio::runtime::Handle, Worker
 }
 
 impl Drop for Owned {
-    /// The driver first: it finishes the close (its slot tasks need the
-    /// workers to report in), within the 1 s close gate. Then the workers.
+    /// The close first (its slot tasks need the workers to report in),
+    /// within the 1 s close gate. Then the workers.
     fn drop(&mut self) {
-        if let Some(thread) = self.driver_thread.take() {
-            let _ = thread.join();
-        }
-        if let Some(done) = self.driver_done.take() {
-            // The close gate is 1 s; give the driver a little more.
+        if let Some(done) = self.clock_done.take() {
+            // The close gate is 1 s; give it a little more.
             done.wait(std::time::Duration::from_secs(2));
         }
         for (thread, stop) in self.worker_threads.drain(..) {
@@ -215,14 +194,13 @@ fn check_budget(
     }
 }
 
-/// Starts workers and the driver.
+/// Starts the workers, the core and its clock task.
 pub(crate) fn start<C: Connector>(
     config: SupervisorConfig,
     runtime: RuntimeConfig,
     connector: C,
 ) -> Result<Engine, ConfigError> {
     let pool_size = config.pool_size();
-    let capacity = pool_size + config.max_pending_requests;
     let runtime_workers = check_workers(runtime.runtime_workers, pool_size, runtime.cpus)?;
     let raw = check_budget(
         "raw_budget_bytes",
@@ -233,7 +211,7 @@ pub(crate) fn start<C: Connector>(
     let decoded = check_budget(
         "decoded_budget_bytes",
         runtime.decoded_budget_bytes,
-        pool_size * SLOT_QUEUE_BYTES_MAX,
+        pool_size * SLOT_DECODED_BYTES_DEFAULT,
         (DECODED_BUDGET_BYTES_MIN, DECODED_BUDGET_BYTES_MAX),
     )?;
     if config.push_bytes_max < PUSH_QUEUE_BYTES_MIN {
@@ -258,11 +236,7 @@ pub(crate) fn start<C: Connector>(
         slot_panics: Arc::default(),
         bytes_read: Arc::default(),
     };
-    let (admit_tx, admit_rx) = mpsc::channel(capacity);
-    let (control_tx, control_rx) = mpsc::channel(capacity + pool_size + driver::CONTROL_LANE_SPARE);
-    let events = mpsc::channel(pool_size * 8 + 64);
     let (close_tx, close_rx) = watch::channel(CloseState::Running);
-
     let diagnostics = Arc::new(DiagnosticsCell::new(EngineDiagnostics {
         supervisor: sup.diagnostics(),
         budgets: Vec::new(),
@@ -274,8 +248,7 @@ pub(crate) fn start<C: Connector>(
         ranking: None,
         runtime_workers,
     }));
-    let pushed = Arc::new(tokio::sync::Notify::new());
-    let mut owned = Owned { workers: None, worker_threads: Vec::new(), driver_thread: None, driver_done: None };
+    let mut owned = Owned { workers: None, worker_threads: Vec::new(), clock_done: None };
     let (handles, placement) = match &runtime.flavor {
         RuntimeFlavor::External(handle) => (vec![handle.clone()], Placement::default()),
         RuntimeFlavor::Shared if runtime_workers == 1 => {
@@ -306,61 +279,93 @@ pub(crate) fn start<C: Connector>(
         }
     };
     let workers = Workers::new(handles, placement, pool_size, seed);
-    let external = matches!(runtime.flavor, RuntimeFlavor::External(_));
-    let first = workers.first().clone();
-    let driver = Driver::new(
-        sup,
-        Arc::new(connector),
-        workers,
-        runtime_workers,
-        events,
-        control_rx,
-        admit_rx,
-        budgets,
-        diagnostics.clone(),
-        pushed.clone(),
-        close_tx,
-        runtime.ranking_store.clone(),
-    );
-    let owned = match (external, runtime.driver == DriverPlacement::OnWorker) {
-        (true, _) => {
-            first.spawn(driver.run());
-            None
-        }
-        (false, true) => {
-            let done = Arc::new(crate::sync::DoneSignal::default());
-            let signal = done.clone();
-            first.spawn(async move {
-                driver.run().await;
-                signal.signal();
-            });
-            owned.driver_done = Some(done);
-            Some(owned)
-        }
-        (false, false) => {
-            let thread = std::thread::Builder::new()
-                .name("tdx-driver".into())
-                .spawn(move || {
-                    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
-                    match rt {
-                        Ok(rt) => rt.block_on(driver.run()),
-                        Err(e) => tracing::error!(error = %e, "cannot start the driver runtime"),
-                    }
-                })
-                .map_err(|e| ConfigError { field: "runtime_flavor", reason: format!("cannot start a thread: {e}") })?;
-            owned.driver_thread = Some(thread);
-            Some(owned)
-        }
+    let external = match &runtime.flavor {
+        RuntimeFlavor::External(handle) => Some(handle.clone()),
+        RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
     };
-    Ok(Engine {
-        admit: admit_tx,
-        control: control_tx,
+    let launch = Launcher {
+        connector: Arc::new(connector),
+        endpoints: Arc::new(sup.config().endpoints.clone()),
+        budgets: budgets.clone(),
+        store: runtime.ranking_store.clone(),
+    };
+    let core = Core::new(CoreParts {
+        sup,
+        workers,
+        launch: Box::new(launch),
+        budgets,
         diagnostics,
-        pushed,
-        close: close_rx,
+        close_tx,
+        time_source: external.clone(),
         runtime_workers,
-        _owned: owned,
-    })
+    });
+    let clock = clock::run(core.clone(), pool_size);
+    let owned = if external.is_some() {
+        core.first.spawn(clock);
+        None
+    } else {
+        let done = Arc::new(crate::sync::DoneSignal::default());
+        let signal = done.clone();
+        core.first.spawn(async move {
+            clock.await;
+            signal.signal();
+        });
+        owned.clock_done = Some(done);
+        Some(owned)
+    };
+    Ok(Engine { core, close: close_rx, runtime_workers, _owned: owned })
+}
+
+/// Starts slot tasks and probes with the engine's connector.
+struct Launcher<C: Connector> {
+    connector: Arc<C>,
+    endpoints: Arc<Vec<Endpoint>>,
+    budgets: EngineShared,
+    /// Where probe results are saved for the next start.
+    store: Option<RankingStore>,
+}
+
+impl<C: Connector> Launch for Launcher<C> {
+    fn open(
+        &self,
+        core: &Arc<Core>,
+        open: OpenSlot,
+        commands: mpsc::Receiver<SlotCommand>,
+        on: &tokio::runtime::Handle,
+    ) {
+        let task = SlotTask {
+            at: open.at,
+            endpoint: self.endpoints[open.endpoint].clone(),
+            connect_timeout: open.connect_timeout,
+            connector: self.connector.clone(),
+            core: core.clone(),
+            budgets: self.budgets.clone(),
+        };
+        on.spawn(task.run(commands));
+    }
+
+    /// Probes every endpoint, saves the result in the ranking file (small;
+    /// written inline, once per start) and applies the outcome.
+    fn probe(&self, core: &Arc<Core>, probe: StartProbe, on: &tokio::runtime::Handle) {
+        let (connector, endpoints, store) = (self.connector.clone(), self.endpoints.clone(), self.store.clone());
+        let core = core.clone();
+        let span = tracing::debug_span!("probe", endpoints = endpoints.len());
+        let task = async move {
+            let StartProbe { epoch, timeout, concurrency, queries } = probe;
+            // The probe judges servers by the canary's own queries.
+            let queries = (!queries.is_empty()).then_some(queries.as_slice());
+            let round =
+                crate::ranking::probe_and_save(connector, &endpoints, concurrency, timeout, queries, store.as_ref())
+                    .await;
+            if let (Err(e), Some(store)) = (&round.saved, &store) {
+                tracing::warn!(path = %store.path().display(), error = %e, "cannot save the ranking");
+            }
+            // A rejected server ranks with the unreachable ones: behind every good one.
+            let latencies = round.results.iter().map(|r| r.latency.filter(|_| r.is_good())).collect();
+            core.probe_done(epoch, latencies, round.ranking.servers);
+        };
+        on.spawn(task.instrument(span));
+    }
 }
 
 /// The current time on a runtime's clock (tokio time, so paused or

@@ -1,19 +1,22 @@
 //! Slot tasks: one per TCP connection, on a worker runtime.
 //!
-//! A slot task connects, does the 0x000d handshake, then serves its driver:
-//! it writes the requests it is told to send, reads and decodes frames
+//! A slot task connects, does the 0x000d handshake, then serves the
+//! engine: it writes the requests it is given, reads and decodes frames
 //! (zlib included), parses the frame that answers its request in flight,
-//! and reports everything as Supervisor inputs. It never decides anything:
-//! matching, retries and deadlines are the Supervisor's.
+//! and applies everything to the locked core ([`super::locked`]) as
+//! Supervisor inputs, outside the lock for all the decoding. When its own
+//! input makes the Supervisor send on this connection (the next queued
+//! request after a reply), the task writes it at once; sends caused by
+//! others' inputs arrive on its command channel. It never decides
+//! anything: matching, retries and deadlines are the Supervisor's.
 //!
 //! Bounds, per round and per slot: at most 256 KiB read and 64 frames /
-//! 4 MiB decoded before the task yields to its neighbours; at most 1024
-//! frames / 8 MiB decoded and not yet taken by the driver (past that the
-//! task stops reading: TCP backpressure); raw staging and decoded bytes are
-//! reserved from the engine budgets, and a slot that cannot reserve pauses
-//! its reads, except for the reply to its own request in flight, which is
-//! always passed on (replies first, then backpressure). A panic inside the task is caught and reported as a failure of
-//! that slot only.
+//! 4 MiB decoded before the task yields to its neighbours; raw staging and
+//! decoded bytes are reserved from the engine budgets, and a slot that
+//! cannot reserve pauses its reads (TCP backpressure), except for the reply
+//! to its own request in flight, which is always passed on (replies first,
+//! then backpressure). A panic inside the task is caught and reported as a
+//! failure of that slot only.
 
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -24,21 +27,20 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 use tracing::{debug, Instrument};
 
 use super::connector::{Connector, Detach};
+use super::locked::Outgoing;
 use crate::budget::{Budget, Reservation};
 use crate::proto::commands::{Command, Handshake};
 use crate::proto::limits::{PAYLOAD_BYTES_MAX, RAW_STAGING_BYTES_MAX, RESPONSE_FRAME_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
 use crate::proto::{Frame, FrameDecoder, ProtoError, Request, RoundEnd, RoundLimits};
-use crate::supervisor::{Endpoint, Epoch, FrameBody, Generation, Input, Sent, SlotError, SlotId, SlotRef};
-use crate::sync::QueueBound;
+use crate::supervisor::{Endpoint, FrameBody, Input, Sent, SlotError, SlotRef};
 
-/// Frames a slot may have decoded and not yet handed over.
-pub const SLOT_QUEUE_FRAMES_MAX: usize = 1024;
-/// Decoded bytes a slot may have decoded and not yet handed over.
-pub const SLOT_QUEUE_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// Decoded bytes per slot the default decoded budget allows (the budget is
+/// `pool_size` times this unless set).
+pub const SLOT_DECODED_BYTES_DEFAULT: usize = 8 * 1024 * 1024;
 /// msg_id of the handshake a slot sends on connect; the Supervisor never
 /// sees it (its own ids come from a separate counter and the exchange is
 /// over before the slot is ready).
@@ -53,7 +55,7 @@ pub const RAW_BUDGET_BYTES_MIN: usize = RESPONSE_FRAME_BYTES_MAX + SLOT_READ_BYT
 /// (a push waits until its bytes fit).
 pub const DECODED_BUDGET_BYTES_MIN: usize = PAYLOAD_BYTES_MAX;
 const _: () = assert!(RAW_BUDGET_BYTES_MIN <= RAW_STAGING_BYTES_MAX);
-const _: () = assert!(DECODED_BUDGET_BYTES_MIN <= SLOT_QUEUE_BYTES_MAX);
+const _: () = assert!(DECODED_BUDGET_BYTES_MIN <= SLOT_DECODED_BYTES_DEFAULT);
 /// How long a slot waits before retrying a budget it could not reserve.
 const BUDGET_RETRY: Duration = Duration::from_millis(1);
 
@@ -78,50 +80,19 @@ pub(crate) enum SlotCommand {
     Migrate { to: tokio::runtime::Handle },
 }
 
-/// A Supervisor input from a slot, with the decoded bytes it holds.
+/// Where a slot task's inputs go: the engine's locked core
+/// ([`super::locked::Core`]); a test may stand a channel in.
+pub(crate) trait Reports: Send + Sync + 'static {
+    /// Applies `input` from the task at `at`; returns the request the task
+    /// must now write, if the input caused one.
+    fn slot_input(&self, at: SlotRef, input: Input) -> Result<Option<Outgoing>, Finished>;
+    /// The engine's clock, for send times.
+    fn now(&self) -> std::time::Instant;
+}
+
+/// The engine has finished: a slot task's report has no one to go to.
 #[derive(Debug)]
-pub(crate) struct SlotEvent {
-    pub(crate) slot: SlotId,
-    pub(crate) input: Input,
-    /// Decoded-budget bytes carried by a frame, released once the driver
-    /// has passed it on.
-    pub(crate) reservation: Option<Reservation>,
-    /// For frames: the bytes counted in the slot's queue, to release with
-    /// [`SlotQueue::taken`] once the driver has taken the event.
-    pub(crate) queued: Option<usize>,
-}
-
-/// The per-slot decoded queue bound, shared by the slot task and the driver.
-#[derive(Debug)]
-pub(crate) struct SlotQueue {
-    bound: QueueBound,
-    room: Notify,
-}
-
-impl Default for SlotQueue {
-    fn default() -> Self {
-        Self { bound: QueueBound::new(SLOT_QUEUE_FRAMES_MAX, SLOT_QUEUE_BYTES_MAX), room: Notify::new() }
-    }
-}
-
-impl SlotQueue {
-    /// Called by the driver when it has taken one event.
-    pub(crate) fn taken(&self, bytes: usize) {
-        self.bound.taken(bytes);
-        self.room.notify_one();
-    }
-
-    async fn wait_for_room(&self, bytes: usize) {
-        loop {
-            // Registered before the check, so a `taken` in between wakes us.
-            let notified = self.room.notified();
-            if self.bound.try_admit(bytes) {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
+pub(crate) struct Finished;
 
 /// What every slot task shares with the engine: the budgets it draws from
 /// and the count of slot tasks that panicked.
@@ -136,14 +107,13 @@ pub(crate) struct EngineShared {
 
 /// Everything a slot task needs for one generation.
 pub(crate) struct SlotTask<C: Connector> {
-    pub(crate) slot: SlotId,
-    pub(crate) epoch: Epoch,
-    pub(crate) generation: Generation,
+    /// The slot, epoch and generation this task serves.
+    pub(crate) at: SlotRef,
     pub(crate) endpoint: Endpoint,
     pub(crate) connect_timeout: Duration,
     pub(crate) connector: Arc<C>,
-    pub(crate) events: mpsc::Sender<SlotEvent>,
-    pub(crate) queue: Arc<SlotQueue>,
+    /// Where its inputs go.
+    pub(crate) core: Arc<dyn Reports>,
     pub(crate) budgets: EngineShared,
 }
 
@@ -153,8 +123,8 @@ enum End {
     Failed(SlotError),
     /// Retired: report `SlotClosed`.
     Retired,
-    /// The driver is gone: report nothing.
-    DriverGone,
+    /// The engine has finished: report nothing.
+    EngineGone,
     /// The task moved to another runtime, which reports its end.
     Migrated,
     /// Asked to move (internal: the exchange loop hands this to its caller).
@@ -174,10 +144,9 @@ impl<C: Connector> SlotTask<C> {
     /// Runs the task to its end; panics inside are caught and reported.
     pub(crate) async fn run(self, commands: mpsc::Receiver<SlotCommand>) {
         let span = self.span();
-        let ids = self.ids();
-        let (events, budgets) = (self.events.clone(), self.budgets.clone());
+        let (at, core, budgets) = (self.at, self.core.clone(), self.budgets.clone());
         let outcome = CatchPanic(Box::pin(self.serve(commands).instrument(span))).await;
-        Self::report_end(ids, events, budgets, outcome).await;
+        report_end(at, &*core, &budgets, outcome);
     }
 
     /// Goes on with a migrated connection on the current runtime. (A boxed
@@ -185,8 +154,7 @@ impl<C: Connector> SlotTask<C> {
     fn resume(self, parked: Parked, state: Exchanging) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
         Box::pin(async move {
             let span = self.span();
-            let ids = self.ids();
-            let (events, budgets) = (self.events.clone(), self.budgets.clone());
+            let (at, core, budgets) = (self.at, self.core.clone(), self.budgets.clone());
             let outcome = CatchPanic(Box::pin(
                 async move {
                     match self.connector.attach(parked.socket) {
@@ -196,7 +164,7 @@ impl<C: Connector> SlotTask<C> {
                             let budgets = self.budgets.clone();
                             let conn =
                                 Conn { stream, decoder, buf, budgets, raw, wire: Vec::new(), frames: Vec::new() };
-                            self.exchange_phase(conn, state).await
+                            self.exchange_phase(conn, state, None).await
                         }
                         Err(e) => End::Failed(SlotError::Io(format!("cannot attach a migrated connection: {e}"))),
                     }
@@ -204,42 +172,19 @@ impl<C: Connector> SlotTask<C> {
                 .instrument(span),
             ))
             .await;
-            Self::report_end(ids, events, budgets, outcome).await;
+            report_end(at, &*core, &budgets, outcome);
         })
     }
 
     fn span(&self) -> tracing::Span {
-        tracing::debug_span!("slot", slot = self.slot.0, generation = self.generation.0, endpoint = %self.endpoint)
+        let SlotRef { slot, generation, .. } = self.at;
+        tracing::debug_span!("slot", slot = slot.0, generation = generation.0, endpoint = %self.endpoint)
     }
 
-    fn ids(&self) -> (SlotId, Epoch, Generation) {
-        (self.slot, self.epoch, self.generation)
-    }
-
-    async fn report_end(
-        (slot, epoch, generation): (SlotId, Epoch, Generation),
-        events: mpsc::Sender<SlotEvent>,
-        budgets: EngineShared,
-        outcome: Result<End, String>,
-    ) {
-        let input = match outcome {
-            Ok(End::DriverGone | End::Migrated) => return,
-            Ok(End::Migrate(_)) => unreachable!("exchange_phase handles migration requests"),
-            Ok(End::Retired) => Input::SlotClosed { at: SlotRef { slot, epoch, generation } },
-            Ok(End::Failed(error)) => Input::SlotFailed { at: SlotRef { slot, epoch, generation }, error },
-            Err(panic) => {
-                budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
-                let error = SlotError::Io(format!("slot task panicked: {panic}"));
-                tracing::error!(slot = slot.0, %error, "slot task panicked; retiring the slot");
-                Input::SlotFailed { at: SlotRef { slot, epoch, generation }, error }
-            }
-        };
-        let _ = events.send(SlotEvent { slot, input, reservation: None, queued: None }).await;
-    }
-
-    async fn report(&self, input: Input) -> Result<(), End> {
-        let event = SlotEvent { slot: self.slot, input, reservation: None, queued: None };
-        self.events.send(event).await.map_err(|_| End::DriverGone)
+    /// Applies `input` to the core; returns the request it made this
+    /// connection send, if any.
+    fn report(&self, input: Input) -> Result<Option<Outgoing>, End> {
+        self.core.slot_input(self.at, input).map_err(|_| End::EngineGone)
     }
 
     async fn serve(self, mut commands: mpsc::Receiver<SlotCommand>) -> End {
@@ -249,8 +194,7 @@ impl<C: Connector> SlotTask<C> {
             Ok(Err(e)) => return End::Failed(SlotError::Connect(e.to_string())),
             Err(end) => return end,
         };
-        let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
-        if let Err(end) = self.report(Input::SlotConnected { at: SlotRef { slot, epoch, generation } }).await {
+        if let Err(end) = self.report(Input::SlotConnected { at: self.at }) {
             return end;
         }
         let mut conn = Conn::new(stream, self.budgets.clone());
@@ -259,16 +203,18 @@ impl<C: Connector> SlotTask<C> {
             Ok(Err(error)) => return End::Failed(error),
             Err(end) => return end,
         }
-        if let Err(end) = self.report(Input::SlotReady { at: SlotRef { slot, epoch, generation } }).await {
-            return end;
-        }
-        self.exchange_phase(conn, Exchanging { awaiting: None, commands }).await
+        let first = match self.report(Input::SlotReady { at: self.at }) {
+            Ok(outgoing) => outgoing,
+            Err(end) => return end,
+        };
+        self.exchange_phase(conn, Exchanging { awaiting: None, commands }, first).await
     }
 
     /// Serves a ready connection until it ends, moving it when asked.
-    async fn exchange_phase(self, mut conn: Conn<C::Stream>, mut state: Exchanging) -> End {
+    async fn exchange_phase(self, mut conn: Conn<C::Stream>, mut state: Exchanging, first: Option<Outgoing>) -> End {
+        let mut first = first;
         loop {
-            let to = match self.exchange_loop(&mut conn, &mut state).await {
+            let to = match self.exchange_loop(&mut conn, &mut state, first.take()).await {
                 Ok(End::Migrate(to)) => to,
                 Ok(end) | Err(end) => return end,
             };
@@ -299,9 +245,12 @@ impl<C: Connector> SlotTask<C> {
         &self,
         conn: &mut Conn<S>,
         state: &mut Exchanging,
+        first: Option<Outgoing>,
     ) -> Result<End, End> {
-        let (slot, epoch, generation) = (self.slot, self.epoch, self.generation);
         let Exchanging { awaiting, commands } = state;
+        if let Some(outgoing) = first {
+            *awaiting = Some(self.write(conn, outgoing).await?);
+        }
         let mut wire_this_round = 0usize;
         // Whole frames still staged after a round that hit its limits: they
         // are decoded before anything more is read, so a read never has to
@@ -312,8 +261,7 @@ impl<C: Connector> SlotTask<C> {
                 biased;
                 command = commands.recv() => match command {
                     Some(SlotCommand::Send { msg_id, request, frame }) => {
-                        conn.write_request(msg_id, &request, frame).await.map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
-                        *awaiting = Some((Sent { msg_id, at: super::driver::now() }, request));
+                        *awaiting = Some(self.write(conn, Outgoing { msg_id, request, frame }).await?);
                     }
                     Some(SlotCommand::Migrate { to }) => return Ok(End::Migrate(to)),
                     other => return Ok(retired_or_gone(other)),
@@ -346,10 +294,17 @@ impl<C: Connector> SlotTask<C> {
                             FrameBody::Unparsed(_) => self.reserve_decoded(bytes).await,
                             _ => Budget::try_reserve(&self.budgets.decoded, bytes),
                         };
-                        self.queue.wait_for_room(bytes).await;
-                        let input = Input::Frame { at: SlotRef { slot, epoch, generation }, header: frame.header, body, sent };
-                        let event = SlotEvent { slot, input, reservation, queued: Some(bytes) };
-                        self.events.send(event).await.map_err(|_| End::DriverGone)?;
+                        let bad_reply = matches!(body, FrameBody::Invalid(_));
+                        let input = Input::Frame { at: self.at, header: frame.header, body, sent };
+                        let outgoing = self.report(input);
+                        match reservation {
+                            Some(r) if bad_reply && crate::mutants::on(crate::mutants::Mutant::DecodedBudgetLeakOnBadReply) => std::mem::forget(r),
+                            // The frame's bytes have left with what the input caused.
+                            other => drop(other),
+                        }
+                        if let Some(outgoing) = outgoing? {
+                            *awaiting = Some(self.write(conn, outgoing).await?);
+                        }
                     }
                     conn.frames = frames;
                     frames_staged = end != RoundEnd::NeedBytes;
@@ -360,6 +315,16 @@ impl<C: Connector> SlotTask<C> {
                 }
             }
         }
+    }
+
+    /// Writes a request and returns what the reply will be matched by.
+    async fn write<S: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        conn: &mut Conn<S>,
+        Outgoing { msg_id, request, frame }: Outgoing,
+    ) -> Result<(Sent, Arc<Request>), End> {
+        conn.write_request(msg_id, &request, frame).await.map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
+        Ok((Sent { msg_id, at: self.core.now() }, request))
     }
 
     /// Decoded bytes from the engine budget; waits (pausing this slot's
@@ -377,7 +342,26 @@ impl<C: Connector> SlotTask<C> {
     }
 }
 
-/// Runs `work` (connect or handshake) to its end unless the driver retires
+/// Applies a finished task's last input: `SlotClosed` after a retire,
+/// `SlotFailed` otherwise (a panic included, counted apart).
+fn report_end(at: SlotRef, core: &dyn Reports, budgets: &EngineShared, outcome: Result<End, String>) {
+    let input = match outcome {
+        Ok(End::EngineGone | End::Migrated) => return,
+        Ok(End::Migrate(_)) => unreachable!("exchange_phase handles migration requests"),
+        Ok(End::Retired) => Input::SlotClosed { at },
+        Ok(End::Failed(error)) => Input::SlotFailed { at, error },
+        Err(panic) => {
+            budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
+            let error = SlotError::Io(format!("slot task panicked: {panic}"));
+            tracing::error!(slot = at.slot.0, %error, "slot task panicked; retiring the slot");
+            Input::SlotFailed { at, error }
+        }
+    };
+    // A finished engine has nobody to tell.
+    let _ = core.slot_input(at, input);
+}
+
+/// Runs `work` (connect or handshake) to its end unless the engine retires
 /// the slot first. A migration request is ignored: a slot that is not ready
 /// stays where it is. `work` is polled from one pinned future, so a command
 /// arriving midway never restarts it (a restarted handshake would be sent twice).
@@ -402,7 +386,7 @@ fn retired_or_gone(command: Option<SlotCommand>) -> End {
         Some(SlotCommand::Send { .. }) => End::Retired,
         // Callers handle migration themselves; reaching here is a stay.
         Some(SlotCommand::Migrate { .. }) => End::Retired,
-        None => End::DriverGone,
+        None => End::EngineGone,
     }
 }
 
@@ -583,6 +567,7 @@ mod tests {
     use crate::proto::frame::encode_response;
     use crate::proto::{Compression, Market, Reply, RequestDecoder};
     use crate::runtime::connector::TcpConnector;
+    use crate::supervisor::{Epoch, Generation, SlotId};
 
     /// Answers handshakes and count requests (with 42) on every connection.
     async fn responder(listener: tokio::net::TcpListener) {
@@ -622,8 +607,21 @@ mod tests {
         }
     }
 
-    async fn next(events: &mut mpsc::Receiver<SlotEvent>) -> Input {
-        events.recv().await.expect("the slot reports").input
+    async fn next(events: &mut mpsc::UnboundedReceiver<Input>) -> Input {
+        events.recv().await.expect("the slot reports")
+    }
+
+    /// Stands in for the core: passes every input on, never asks for a send.
+    struct Inputs(mpsc::UnboundedSender<Input>);
+
+    impl Reports for Inputs {
+        fn slot_input(&self, _: SlotRef, input: Input) -> Result<Option<Outgoing>, Finished> {
+            self.0.send(input).map(|()| None).map_err(|_| Finished)
+        }
+
+        fn now(&self) -> std::time::Instant {
+            std::time::Instant::now()
+        }
     }
 
     fn worker(name: &str) -> (tokio::runtime::Handle, std::thread::JoinHandle<()>, tokio::sync::oneshot::Sender<()>) {
@@ -659,17 +657,14 @@ mod tests {
         };
         let main = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         main.block_on(async {
-            let (events_tx, mut events) = mpsc::channel(64);
+            let (events_tx, mut events) = mpsc::unbounded_channel();
             let (commands, rx) = mpsc::channel(4);
             let task = SlotTask {
-                slot: SlotId(0),
-                epoch: Epoch(0),
-                generation: Generation(0),
+                at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation: Generation(0) },
                 endpoint: Endpoint::new("127.0.0.1", addr.port()),
                 connect_timeout: Duration::from_secs(5),
                 connector: Arc::new(TcpConnector::default()),
-                events: events_tx,
-                queue: Arc::default(),
+                core: Arc::new(Inputs(events_tx)),
                 budgets: EngineShared {
                     raw: Budget::new("raw", 1 << 20),
                     decoded: Budget::new("decoded", 1 << 20),

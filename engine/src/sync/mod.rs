@@ -4,19 +4,19 @@
 //! directly; `RUSTFLAGS="--cfg loom"` swaps in loom's models, and each
 //! primitive has a `loom_*` model test beside it.
 
+mod alarm;
 mod completion;
 mod done;
-mod queue_bound;
 mod snapshot;
 
 // Under loom only the models use the primitives (the runtime that uses
 // them is not compiled there).
 #[cfg_attr(loom, allow(unused_imports))]
+pub(crate) use alarm::Alarm;
+#[cfg_attr(loom, allow(unused_imports))]
 pub(crate) use completion::Completion;
 #[cfg_attr(loom, allow(unused_imports))]
 pub(crate) use done::DoneSignal;
-#[cfg_attr(loom, allow(unused_imports))]
-pub(crate) use queue_bound::QueueBound;
 #[cfg_attr(loom, allow(unused_imports))]
 pub(crate) use snapshot::Snapshot;
 

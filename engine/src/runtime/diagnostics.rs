@@ -1,0 +1,64 @@
+//! The engine's diagnostics snapshot: the Supervisor's view plus what the
+//! runtime around it knows (budgets, workers, slot panics). Rebuilt by the
+//! clock task at most every [`DIAGNOSTICS_REFRESH`], read without waiting.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::workers::WorkerDiagnostics;
+use crate::budget::Budget;
+use crate::supervisor::Diagnostics;
+use crate::sync::Snapshot;
+
+/// Diagnostics are rebuilt at most this often.
+pub const DIAGNOSTICS_REFRESH: Duration = Duration::from_millis(25);
+
+/// One budget's state.
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetDiagnostics {
+    /// Which budget.
+    pub name: &'static str,
+    /// Limit in bytes.
+    pub limit: usize,
+    /// Bytes reserved now.
+    pub used: usize,
+    /// Most ever reserved.
+    pub peak: usize,
+    /// Reservations refused.
+    pub refusals: usize,
+}
+
+impl From<&Budget> for BudgetDiagnostics {
+    fn from(b: &Budget) -> Self {
+        Self { name: b.name(), limit: b.limit(), used: b.used(), peak: b.peak(), refusals: b.refusals() }
+    }
+}
+
+/// The engine's diagnostics snapshot.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineDiagnostics {
+    /// The Supervisor's view: slots, queues, counters.
+    pub supervisor: Diagnostics,
+    /// The raw and decoded budgets.
+    pub budgets: Vec<BudgetDiagnostics>,
+    /// Load per worker runtime.
+    pub workers: Vec<WorkerDiagnostics>,
+    /// The worker each slot runs on (`None`: not connected).
+    pub slot_workers: Vec<Option<usize>>,
+    /// Slot tasks that panicked (each retired its slot only).
+    pub slot_panics: usize,
+    /// Commands to a slot task that found its bounded channel full: always
+    /// 0, since a connection has at most one send and one retire pending.
+    pub slot_command_overflows: u64,
+    /// Bytes read from the servers since start.
+    pub bytes_read: u64,
+    /// The server ranking after the last `refresh_ranking`, best first.
+    pub ranking: Option<Vec<crate::ranking::ServerRecord>>,
+    /// Worker threads.
+    pub runtime_workers: usize,
+}
+
+/// The latest published snapshot; reading it never waits on the runtime
+/// (loom-checked in [`crate::sync`]).
+pub(crate) type DiagnosticsCell = Snapshot<EngineDiagnostics>;

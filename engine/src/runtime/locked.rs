@@ -1,0 +1,570 @@
+//! The locked core: the Supervisor behind one short lock, applied to by
+//! whoever holds an input (quinn's shape: quinn-proto's pure `Connection`
+//! inside a mutex, driven by the tasks that have its inputs).
+//!
+//! - A caller applies its own `Submit`, `Cancel`, `Pin` and `Release`.
+//! - A slot task applies what happened on its connection (connected,
+//!   ready, a frame, failed, closed), after decoding and parsing outside
+//!   the lock.
+//! - The clock task ([`super::clock`]) applies `Tick` when the Supervisor's
+//!   next timeout passes.
+//!
+//! Under the lock: one [`Supervisor::handle`], the invariant check (debug
+//! builds and simulations), then every action drained into [`Effects`].
+//! After unlocking, the effects are carried out: a waiter completed, a
+//! command to another slot task, a slot task spawned. A slot task that
+//! gets a `Send` for its own connection writes it inline, with no hand-off.
+//! A light request's life is two messages and three wake-ups: caller →
+//! slot (the send), socket → slot (the reply), slot → caller (the outcome).
+//!
+//! Single ownership holds: one owner at a time, every input through
+//! `handle`, the Supervisor itself untouched and pure.
+
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, oneshot, watch, Notify};
+
+use super::diagnostics::{DiagnosticsCell, EngineDiagnostics};
+use super::slot::{EngineShared, Finished, Reports, SlotCommand};
+use super::workers::Workers;
+use crate::proto::{Reply, Request};
+use crate::ranking::ServerRecord;
+use crate::supervisor::{
+    Action, CloseState, Epoch, IdMap, Input, PinId, RequestError, RequestId, SlotId, SlotRef, Supervisor,
+};
+use crate::sync::{Alarm, Completion};
+
+/// A request's outcome.
+pub(crate) type Outcome = Result<Box<Reply>, RequestError>;
+
+/// Where a request's outcome goes.
+#[derive(Debug)]
+pub(crate) enum Waiter {
+    Async(oneshot::Sender<Outcome>),
+    Blocking(Arc<BlockingCell>),
+}
+
+/// A blocking caller's completion slot: it waits in short steps so it can
+/// notice its cancel flag (loom-checked in [`crate::sync`]).
+pub(crate) type BlockingCell = Completion<Outcome>;
+
+impl Waiter {
+    fn complete(self, outcome: Outcome) {
+        match self {
+            Self::Async(tx) => {
+                let _ = tx.send(outcome);
+            }
+            Self::Blocking(cell) => cell.complete(outcome),
+        }
+    }
+}
+
+pub(crate) use crate::supervisor::PushBatch;
+
+/// Set by simulations: check the Supervisor's invariants after every input
+/// in release builds too.
+static CHECK_INVARIANTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every engine in this process check the Supervisor's invariants
+/// after each input (debug builds always do). For simulations and tests;
+/// it costs a pass over the pool per input.
+#[doc(hidden)]
+pub fn check_invariants_always(on: bool) {
+    CHECK_INVARIANTS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Commands a slot task may have queued: one `Send` (a connection carries
+/// one exchange at a time, the next is sent only after the reply the task
+/// read, and a send caused by the task's own input is written inline), one
+/// `Retire`, and `Migrate` only while two places are free.
+pub(crate) const SLOT_COMMANDS_MAX: usize = 4;
+
+/// A request to write on the connection that applied the input causing it.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) msg_id: u32,
+    pub(crate) request: Arc<Request>,
+    /// The frame the client encoded (msg_id 0), on the request's first send.
+    pub(crate) frame: Option<Vec<u8>>,
+}
+
+/// What starts a slot task or a probe: the connector's side of the engine,
+/// behind a trait so the core is not generic over the connector.
+pub(crate) trait Launch: Send + Sync + 'static {
+    /// Spawns the task of one slot generation on `on`.
+    fn open(&self, core: &Arc<Core>, open: OpenSlot, commands: mpsc::Receiver<SlotCommand>, on: &Handle);
+    /// Probes every endpoint on `on` and applies the outcome.
+    fn probe(&self, core: &Arc<Core>, probe: StartProbe, on: &Handle);
+}
+
+/// A slot generation to connect.
+#[derive(Debug)]
+pub(crate) struct OpenSlot {
+    pub(crate) at: SlotRef,
+    pub(crate) endpoint: usize,
+    pub(crate) connect_timeout: Duration,
+}
+
+/// A start probe to run.
+#[derive(Debug)]
+pub(crate) struct StartProbe {
+    pub(crate) epoch: Epoch,
+    pub(crate) timeout: Duration,
+    pub(crate) concurrency: usize,
+    /// The canary's queries, which the probe judges servers by.
+    pub(crate) queries: Vec<Request>,
+}
+
+/// An admitted request's waiter, and its encoded frame until its first send
+/// (a resend after a lost connection encodes again in the slot task).
+struct Pending {
+    waiter: Waiter,
+    frame: Option<Vec<u8>>,
+}
+
+/// Everything behind the lock.
+struct State {
+    sup: Supervisor,
+    workers: Workers,
+    /// Each slot's command channel while its generation runs.
+    slots: Vec<Option<mpsc::Sender<SlotCommand>>>,
+    waiters: IdMap<RequestId, Pending>,
+    pins: IdMap<PinId, oneshot::Sender<Result<SlotId, RequestError>>>,
+    /// When the clock task will wake by: lowered, with a wake, by any input
+    /// that brings the Supervisor's next timeout earlier.
+    alarm: Alarm<Instant>,
+    /// Something changed since the last diagnostics snapshot.
+    dirty: bool,
+    /// Every client handle is gone.
+    orphaned: bool,
+    /// The clock task ended: slot tasks stop reporting.
+    finished: bool,
+    ranking: Option<Vec<ServerRecord>>,
+    /// Slot commands that found their channel full: always 0 (see
+    /// [`SLOT_COMMANDS_MAX`]); diagnostics and the simulation check it.
+    slot_command_overflows: u64,
+}
+
+/// What one input caused, carried out after the lock is released.
+enum Effect {
+    Complete(Waiter, Outcome),
+    Pin(oneshot::Sender<Result<SlotId, RequestError>>, Result<SlotId, RequestError>),
+    Command(SlotId, mpsc::Sender<SlotCommand>, SlotCommand),
+    Open(OpenSlot, mpsc::Receiver<SlotCommand>, Handle),
+    Probe(StartProbe),
+}
+
+/// The effects of one input: most inputs cause at most one, kept inline.
+#[derive(Default)]
+struct Effects {
+    first: Option<Effect>,
+    rest: Vec<Effect>,
+    /// The Supervisor's next timeout moved earlier, or it closed.
+    wake_clock: bool,
+    /// A push was buffered, or the engine closed.
+    wake_push_readers: bool,
+    /// The Send for the slot that applied the input, written inline.
+    outgoing: Option<Outgoing>,
+}
+
+impl Effects {
+    fn push(&mut self, effect: Effect) {
+        if self.first.is_none() {
+            self.first = Some(effect);
+        } else {
+            self.rest.push(effect);
+        }
+    }
+}
+
+/// The Supervisor, its adapters' tables, and the engine-wide pieces every
+/// applier needs.
+pub(crate) struct Core {
+    state: Mutex<State>,
+    /// This core, for the slot tasks and probes it starts.
+    me: Weak<Core>,
+    /// Wakes the clock task: its deadline moved earlier, or the engine closed.
+    pub(super) clock: Notify,
+    /// Woken when a push is buffered or the engine closes.
+    pub(crate) pushed: Notify,
+    pub(crate) diagnostics: Arc<DiagnosticsCell>,
+    close_tx: watch::Sender<CloseState>,
+    launch: Box<dyn Launch>,
+    pub(crate) budgets: EngineShared,
+    /// The worker the clock task and probes run on.
+    pub(super) first: Handle,
+    /// The runtime whose (possibly simulated) clock rules; `None`: the real clock.
+    time_source: Option<Handle>,
+    runtime_workers: usize,
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core").field("runtime_workers", &self.runtime_workers).finish_non_exhaustive()
+    }
+}
+
+/// The parts a core is built from.
+pub(crate) struct CoreParts {
+    pub(crate) sup: Supervisor,
+    pub(crate) workers: Workers,
+    pub(crate) launch: Box<dyn Launch>,
+    pub(crate) budgets: EngineShared,
+    pub(crate) diagnostics: Arc<DiagnosticsCell>,
+    pub(crate) close_tx: watch::Sender<CloseState>,
+    pub(crate) time_source: Option<Handle>,
+    pub(crate) runtime_workers: usize,
+}
+
+impl Core {
+    pub(crate) fn new(parts: CoreParts) -> Arc<Self> {
+        let CoreParts { sup, workers, launch, budgets, diagnostics, close_tx, time_source, runtime_workers } = parts;
+        let first = workers.first().clone();
+        let pool = sup.config().pool_size();
+        let state = State {
+            sup,
+            workers,
+            slots: (0..pool).map(|_| None).collect(),
+            waiters: IdMap::default(),
+            pins: IdMap::default(),
+            alarm: Alarm::default(),
+            dirty: true,
+            orphaned: false,
+            finished: false,
+            ranking: None,
+            slot_command_overflows: 0,
+        };
+        Arc::new_cyclic(|me| Self {
+            state: Mutex::new(state),
+            me: me.clone(),
+            clock: Notify::new(),
+            pushed: Notify::new(),
+            diagnostics,
+            close_tx,
+            launch,
+            budgets,
+            first,
+            time_source,
+            runtime_workers,
+        })
+    }
+
+    /// The engine's clock: the caller's runtime's (possibly simulated)
+    /// time for `RuntimeFlavor::External`, else the real clock.
+    pub(crate) fn now(&self) -> Instant {
+        match &self.time_source {
+            Some(handle) => {
+                let _entered = handle.enter();
+                tokio::time::Instant::now().into_std()
+            }
+            None => Instant::now(),
+        }
+    }
+
+    /// The lock. A panic under it (a broken invariant) poisons it; the
+    /// state is still the Supervisor's last, so later inputs go on.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    // ---- callers ----
+
+    /// Admits a request; its outcome goes to `waiter` (at once for a
+    /// refused one: `PoolBusy`, `Closed`, ...).
+    pub(crate) fn submit(
+        &self,
+        id: RequestId,
+        request: Arc<Request>,
+        frame: Vec<u8>,
+        deadline: Instant,
+        pin: Option<PinId>,
+        waiter: Waiter,
+    ) {
+        let retry_safe = request.retry_safe();
+        let input = Input::Submit { id, request, deadline, retry_safe, pin };
+        self.apply_with(input, None, |state| {
+            state.waiters.insert(id, Pending { waiter, frame: Some(frame) });
+        });
+    }
+
+    pub(crate) fn cancel(&self, id: RequestId) {
+        self.apply(Input::Cancel { id }, None);
+    }
+
+    pub(crate) fn pin(&self, id: PinId, deadline: Instant, granted: oneshot::Sender<Result<SlotId, RequestError>>) {
+        self.apply_with(Input::Pin { id, deadline }, None, |state| {
+            state.pins.insert(id, granted);
+        });
+    }
+
+    pub(crate) fn release(&self, id: PinId) {
+        self.apply(Input::Release { id }, None);
+    }
+
+    pub(crate) fn close(&self) {
+        self.apply(Input::Close, None);
+    }
+
+    /// The last client handle is gone: close, and let a failed close end
+    /// (nobody is left to ask for the second close that ends `FailedClosing`).
+    pub(crate) fn orphan(&self) {
+        self.apply_with(Input::Close, None, |state| state.orphaned = true);
+        self.clock.notify_one();
+    }
+
+    /// Buffered pushes, oldest first (a query: no input).
+    pub(crate) fn read_pushes(&self, max: usize) -> PushBatch {
+        self.lock().sup.read_pushes(max)
+    }
+
+    /// The latest ranking, for diagnostics.
+    pub(crate) fn set_ranking(&self, servers: Vec<ServerRecord>) {
+        let mut state = self.lock();
+        state.ranking = Some(servers);
+        state.dirty = true;
+    }
+
+    // ---- slot tasks ----
+
+    /// Applies an input from the slot task at `from`. Returns the request
+    /// that task must now write, if the input caused one; `Finished`: the
+    /// engine has ended and the task should end quietly.
+    fn apply_from_slot(&self, from: SlotRef, input: Input) -> Result<Option<Outgoing>, Finished> {
+        let ended = matches!(input, Input::SlotFailed { .. } | Input::SlotClosed { .. });
+        let mut finished = false;
+        let outgoing = self.apply_with(input, Some(from), |state| {
+            finished = state.finished;
+            state.workers.event(from.slot);
+            if ended {
+                // The task has ended: its socket no longer weighs on its worker.
+                state.workers.slot_ended(from.slot);
+            }
+        });
+        if finished {
+            return Err(Finished);
+        }
+        Ok(outgoing)
+    }
+
+    // ---- the clock task ----
+
+    /// Arms the clock task for the Supervisor's next timeout; `None` when
+    /// the engine is finished.
+    pub(super) fn arm(&self) -> Option<Option<Instant>> {
+        let mut state = self.lock();
+        let close = state.sup.close_state();
+        if close.is_final() || (state.orphaned && close == CloseState::FailedClosing) {
+            state.finished = true;
+            return None;
+        }
+        let next = state.sup.poll_timeout();
+        Some(state.alarm.arm(next))
+    }
+
+    /// Carries out what the Supervisor asked for before any input (its
+    /// first connects or start probe).
+    pub(super) fn start(&self) {
+        let mut effects = Effects::default();
+        {
+            let mut state = self.lock();
+            let now = self.now();
+            self.drain(&mut state, now, None, &mut effects);
+        }
+        self.carry_out(effects);
+    }
+
+    pub(super) fn tick(&self) {
+        self.apply(Input::Tick, None);
+    }
+
+    /// The probe for `epoch` finished: its ranking for diagnostics, its
+    /// latencies for the Supervisor.
+    pub(crate) fn probe_done(&self, epoch: Epoch, latencies: Vec<Option<Duration>>, ranking: Vec<ServerRecord>) {
+        self.apply_with(Input::ProbeDone { epoch, latencies }, None, |state| state.ranking = Some(ranking));
+    }
+
+    /// Every `DIAGNOSTICS_REFRESH`: worker load, an advisory migration, and
+    /// the diagnostics snapshot when anything changed.
+    pub(super) fn refresh(&self, seconds: f64) {
+        let mut state = self.lock();
+        state.workers.tick(seconds);
+        if let Some((slot, to)) = state.workers.plan_migration() {
+            // Advisory: only while Send and Retire keep their room.
+            if let Some(tx) = state.slots[slot.index()].as_ref().filter(|tx| tx.capacity() > 2) {
+                tracing::debug!(slot = slot.0, "moving a hot slot to a cooler worker");
+                let _ = tx.try_send(SlotCommand::Migrate { to });
+            }
+        }
+        if std::mem::take(&mut state.dirty) {
+            let snapshot = self.snapshot(&state);
+            drop(state);
+            self.diagnostics.set(snapshot);
+        }
+    }
+
+    /// Publishes the final snapshot.
+    pub(super) fn publish(&self) {
+        let state = self.lock();
+        let snapshot = self.snapshot(&state);
+        drop(state);
+        self.diagnostics.set(snapshot);
+    }
+
+    pub(crate) fn close_state(&self) -> CloseState {
+        self.lock().sup.close_state()
+    }
+
+    fn snapshot(&self, state: &State) -> EngineDiagnostics {
+        EngineDiagnostics {
+            supervisor: state.sup.diagnostics(),
+            budgets: vec![(&*self.budgets.raw).into(), (&*self.budgets.decoded).into()],
+            workers: state.workers.diagnostics(),
+            slot_workers: state.workers.slot_workers(),
+            slot_panics: self.budgets.slot_panics.load(std::sync::atomic::Ordering::Relaxed),
+            slot_command_overflows: state.slot_command_overflows,
+            bytes_read: self.budgets.bytes_read.load(std::sync::atomic::Ordering::Relaxed),
+            ranking: state.ranking.clone(),
+            runtime_workers: self.runtime_workers,
+        }
+    }
+
+    // ---- applying ----
+
+    fn apply(&self, input: Input, from: Option<SlotRef>) -> Option<Outgoing> {
+        self.apply_with(input, from, |_| {})
+    }
+
+    /// Locks, runs `before` (the adapters' own bookkeeping for this input),
+    /// feeds the input, drains the actions into effects, unlocks, and
+    /// carries the effects out.
+    fn apply_with(&self, input: Input, from: Option<SlotRef>, before: impl FnOnce(&mut State)) -> Option<Outgoing> {
+        let mut effects = Effects::default();
+        {
+            let mut state = self.lock();
+            // Read under the lock, so inputs reach the Supervisor in time order.
+            let now = self.now();
+            before(&mut state);
+            let buffered = state.sup.pushes_buffered();
+            state.sup.handle(now, input);
+            if cfg!(debug_assertions) || CHECK_INVARIANTS.load(std::sync::atomic::Ordering::Relaxed) {
+                state.sup.check_invariants();
+            }
+            effects.wake_push_readers = state.sup.pushes_buffered() > buffered;
+            self.drain(&mut state, now, from, &mut effects);
+        }
+        self.carry_out(effects)
+    }
+
+    /// Turns every pending action into an effect (under the lock).
+    fn drain(&self, state: &mut State, now: Instant, from: Option<SlotRef>, effects: &mut Effects) {
+        state.dirty = true;
+        while let Some(action) = state.sup.poll_action() {
+            match action {
+                Action::Probe { epoch, timeout, concurrency } => {
+                    let queries = state.sup.config().canary_probe.iter().map(|q| (**q).clone()).collect();
+                    effects.push(Effect::Probe(StartProbe { epoch, timeout, concurrency, queries }));
+                }
+                Action::OpenSlot { at, endpoint, deadline } => {
+                    let (tx, rx) = mpsc::channel(SLOT_COMMANDS_MAX);
+                    state.slots[at.slot.index()] = Some(tx);
+                    let on = state.workers.place(at.slot);
+                    let connect_timeout = deadline.saturating_duration_since(now);
+                    effects.push(Effect::Open(OpenSlot { at, endpoint, connect_timeout }, rx, on));
+                }
+                Action::Send { at, msg_id, request, id } => {
+                    let frame = id.and_then(|id| state.waiters.get_mut(&id)).and_then(|p| p.frame.take());
+                    if from == Some(at) && effects.outgoing.is_none() {
+                        effects.outgoing = Some(Outgoing { msg_id, request, frame });
+                    } else if let Some(tx) = &state.slots[at.slot.index()] {
+                        effects.push(Effect::Command(
+                            at.slot,
+                            tx.clone(),
+                            SlotCommand::Send { msg_id, request, frame },
+                        ));
+                    }
+                }
+                Action::Retire { at, .. } => {
+                    if let Some(tx) = state.slots[at.slot.index()].take() {
+                        effects.push(Effect::Command(at.slot, tx, SlotCommand::Retire));
+                    }
+                }
+                Action::Complete { id, outcome } => {
+                    if let Some(pending) = state.waiters.remove(&id) {
+                        effects.push(Effect::Complete(pending.waiter, outcome));
+                    }
+                }
+                Action::PinGranted { id, slot } => {
+                    if let Some(tx) = state.pins.remove(&id) {
+                        effects.push(Effect::Pin(tx, Ok(slot)));
+                    }
+                }
+                Action::PinEnded { id, reason } => {
+                    if let Some(tx) = state.pins.remove(&id) {
+                        effects.push(Effect::Pin(tx, Err(reason)));
+                    }
+                }
+                Action::CloseStateChanged { state: close } => {
+                    // Under the lock, so watchers see the states in order.
+                    self.close_tx.send_replace(close);
+                    // Push readers must not wait for pushes that will never come.
+                    effects.wake_push_readers = true;
+                    effects.wake_clock = true;
+                }
+            }
+        }
+        let next = state.sup.poll_timeout();
+        if state.alarm.lower(next) {
+            effects.wake_clock = true;
+        }
+    }
+
+    /// Carries out one input's effects (after the lock is released).
+    fn carry_out(&self, effects: Effects) -> Option<Outgoing> {
+        let Effects { first, rest, wake_clock, wake_push_readers, outgoing } = effects;
+        for effect in first.into_iter().chain(rest) {
+            match effect {
+                Effect::Complete(waiter, outcome) => waiter.complete(outcome),
+                Effect::Pin(tx, result) => {
+                    let _ = tx.send(result);
+                }
+                Effect::Command(slot, tx, command) => {
+                    if let Err(mpsc::error::TrySendError::Full(command)) = tx.try_send(command) {
+                        debug_assert!(false, "slot {} command channel full: {command:?}", slot.0);
+                        tracing::error!(slot = slot.0, ?command, "slot command channel full");
+                        self.lock().slot_command_overflows += 1;
+                    }
+                    // Closed: the task ended and reports it itself.
+                }
+                Effect::Open(open, rx, on) => {
+                    if let Some(me) = self.me.upgrade() {
+                        self.launch.open(&me, open, rx, &on);
+                    }
+                }
+                Effect::Probe(probe) => {
+                    if let Some(me) = self.me.upgrade() {
+                        self.launch.probe(&me, probe, &self.first);
+                    }
+                }
+            }
+        }
+        if wake_clock {
+            self.clock.notify_one();
+        }
+        if wake_push_readers {
+            self.pushed.notify_waiters();
+        }
+        outgoing
+    }
+}
+
+impl Reports for Core {
+    fn slot_input(&self, at: SlotRef, input: Input) -> Result<Option<Outgoing>, Finished> {
+        self.apply_from_slot(at, input)
+    }
+
+    fn now(&self) -> Instant {
+        Core::now(self)
+    }
+}
