@@ -423,12 +423,9 @@ fn run_raw_hop(
     type Ask = (Request, tokio::sync::oneshot::Sender<()>);
     reset_peak_rss();
     let watch = ThreadWatch::start();
-    let workers = workers_for(size);
-    let connections = if workers == 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
-    } else {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap()
-    };
+    // Multi-thread even with one worker: nothing else drives these tasks.
+    let connections =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(workers_for(size)).enable_all().build().unwrap();
     let mut asks = Vec::new();
     let mut ready = Vec::new();
     for k in 0..size {
@@ -722,20 +719,24 @@ fn print_table(rows: &[Value]) {
         rows.iter()
             .find(|r| r["scenario"] == scenario && r["pool"] == pool && r["client"] == client && r["flavor"] == flavor)
     };
-    println!("| scenario | pool | flavor | engine req/s | raw req/s | engine/raw | raw-hop req/s | engine/raw-hop | p50 us | p99 us | p99.9 us | raw p99 us | cpu us/req | raw cpu us/req | RSS MB | threads |");
-    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| scenario | pool | flavor | engine req/s | raw req/s | engine/raw | raw-hop req/s | engine/raw-hop | p50 us | p99 us | p99.9 us | raw p99 us | cpu us/req | raw cpu us/req | raw-hop cpu us/req | RSS MB | threads |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows.iter().filter(|r| r["client"] == "engine" && r["scenario"] != "memory") {
         let (scenario, pool) = (r["scenario"].as_str().unwrap(), r["pool"].as_str().unwrap());
         let raw = find(scenario, pool, "raw", "-");
         let raw_rps = raw.and_then(|x| x["rps"].as_f64()).unwrap_or(0.0);
         let ratio = if raw_rps > 0.0 { r["rps"].as_f64().unwrap_or(0.0) / raw_rps } else { 0.0 };
-        let hop_rps = find(scenario, pool, "raw-hop", "-").and_then(|x| x["rps"].as_f64());
-        let (hop, hop_ratio) = match hop_rps {
-            Some(h) if h > 0.0 => (format!("{h:.0}"), format!("{:.2}", r["rps"].as_f64().unwrap_or(0.0) / h)),
-            _ => ("-".to_owned(), "-".to_owned()),
+        let hop_row = find(scenario, pool, "raw-hop", "-");
+        let (hop, hop_ratio, hop_cpu) = match hop_row.and_then(|x| x["rps"].as_f64()) {
+            Some(h) if h > 0.0 => (
+                format!("{h:.0}"),
+                format!("{:.2}", r["rps"].as_f64().unwrap_or(0.0) / h),
+                format!("{:.2}", hop_row.and_then(|x| x["cpu_us_per_req"].as_f64()).unwrap_or(0.0)),
+            ),
+            _ => ("-".to_owned(), "-".to_owned(), "-".to_owned()),
         };
         println!(
-            "| {scenario} | {pool} | {} | {:.0} | {:.0} | {:.2} | {hop} | {hop_ratio} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} |",
+            "| {scenario} | {pool} | {} | {:.0} | {:.0} | {:.2} | {hop} | {hop_ratio} | {} | {} | {} | {} | {:.2} | {:.2} | {hop_cpu} | {} | {} |",
             r["flavor"].as_str().unwrap(),
             r["rps"].as_f64().unwrap_or(0.0),
             raw_rps,
