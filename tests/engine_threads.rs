@@ -1,10 +1,10 @@
 //! A 20x8 pool on 4 workers uses at most workers + 3 threads: the engine's
-//! workers, its driver, this test's main thread and the one thread running
+//! workers (its clock task runs on one), this test's main thread and the one thread running
 //! the 20 reference servers. Counted from /proc/self/task while all 160
 //! connections carry requests.
 //!
 //! Then close and drop: exactly the threads there were before the engine
-//! started remain (every worker and the driver joined).
+//! started remain (every worker joined).
 //!
 //! `harness = false`: libtest would add threads of its own, and no other
 //! test runs beside this one, so thread counts are exact.

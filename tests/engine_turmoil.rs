@@ -1,5 +1,5 @@
-//! The same engine code inside turmoil: the External flavor runs the driver
-//! and the slot tasks on the simulated host's runtime, connections go
+//! The same engine code inside turmoil: the External flavor runs the clock
+//! task and the slot tasks on the simulated host's runtime, connections go
 //! through turmoil's network, and time is simulated.
 
 use std::sync::Arc;

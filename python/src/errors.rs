@@ -56,7 +56,7 @@ pub fn _exception_for(py: Python<'_>, kind: &str) -> PyResult<Py<PyAny>> {
         "bad_reply" => Error::Request(RequestError::BadReply("short body".into())),
         "pin_lost" => Error::Request(RequestError::PinLost),
         "bad_file" => Error::BadFile { file: "block.dat".into(), reason: "md5".into() },
-        "fatal" => Error::Request(RequestError::Fatal("driver gone".into())),
+        "fatal" => Error::Request(RequestError::Fatal("engine gone".into())),
         "invalid_request" => Error::InvalidRequest("too many codes".into()),
         "config" => Error::Config(ConfigError { field: "pool_size", reason: "too small".into() }),
         other => return Err(PyValueError::new_err(format!("kind: unknown {other:?}"))),

@@ -18,7 +18,7 @@ try:
     print(json.dumps({"outcome": "returned"}), flush=True)
 except KeyboardInterrupt:
     interrupted = time.monotonic()
-    # The engine counts the cancel once its driver has handled it.
+    # The engine counts the cancel once the core has applied it.
     for _ in range(400):
         sup = client.diagnostics()["supervisor"]
         if sup["counters"]["cancels"] >= 1 and sup["waiting"] == 0 and sup["active"] == 0:

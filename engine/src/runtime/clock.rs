@@ -1,12 +1,13 @@
 //! The clock task: the one task the engine keeps besides its slot tasks.
-//! It sleeps until the Supervisor's next timeout (one timer for the
-//! engine's life, moved only when that timeout changes) and applies `Tick`;
-//! any input that brings the timeout earlier wakes it to re-arm. Every
-//! [`DIAGNOSTICS_REFRESH`] it weighs worker load and republishes the
-//! diagnostics. It ends when the engine has closed.
+//! One timer for the engine's life, set to the Supervisor's next timeout or
+//! the next diagnostics refresh, whichever is first: at a timeout it applies
+//! `Tick`; every [`DIAGNOSTICS_REFRESH`] it weighs worker load and
+//! republishes the diagnostics. An input that brings the next timeout
+//! before the armed instant wakes it to re-arm (see [`crate::sync::Alarm`]);
+//! since the refresh bounds how long it sleeps, a new request's deadline
+//! (seconds away) never wakes it. It ends when the engine has closed.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use tracing::Instrument;
 
@@ -17,29 +18,34 @@ use super::locked::Core;
 pub(crate) async fn run(core: Arc<Core>, pool: usize) {
     let span = tracing::info_span!("engine", pool);
     async move {
-        let mut refresh = tokio::time::interval(DIAGNOSTICS_REFRESH);
-        refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let timer = tokio::time::sleep_until(tokio::time::Instant::now());
         tokio::pin!(timer);
-        let mut set_for: Option<Instant> = None;
+        let mut set_for = None;
+        let mut next_refresh = core.now() + DIAGNOSTICS_REFRESH;
         core.start();
         loop {
             // Registered before arming, so a wake in between is kept.
             let woken = core.clock.notified();
-            let Some(next) = core.arm() else { break };
-            if let Some(at) = next.filter(|at| set_for != Some(*at)) {
+            let Some((at, is_timeout)) = core.arm(next_refresh) else { break };
+            if set_for != Some(at) {
                 timer.as_mut().reset(at.into());
                 set_for = Some(at);
             }
             tokio::select! {
                 biased;
                 () = woken => {}
-                () = &mut timer, if next.is_some() => {
-                    // Fired: the next timeout re-arms it, even at the same instant.
+                () = &mut timer => {
+                    // Fired: the next arming sets it again, even at the same instant.
                     set_for = None;
-                    core.tick();
+                    if is_timeout {
+                        core.tick();
+                    }
+                    let now = core.now();
+                    if now >= next_refresh {
+                        core.refresh(DIAGNOSTICS_REFRESH.as_secs_f64());
+                        next_refresh = now + DIAGNOSTICS_REFRESH;
+                    }
                 }
-                _ = refresh.tick() => core.refresh(DIAGNOSTICS_REFRESH.as_secs_f64()),
             }
         }
         core.publish();

@@ -350,17 +350,22 @@ impl Core {
 
     // ---- the clock task ----
 
-    /// Arms the clock task for the Supervisor's next timeout; `None` when
-    /// the engine is finished.
-    pub(super) fn arm(&self) -> Option<Option<Instant>> {
+    /// Arms the clock task: it wakes at the Supervisor's next timeout or at
+    /// `backstop` (its next diagnostics refresh), whichever is first, so an
+    /// input whose timeout is later than that need not wake it (a request's
+    /// deadline, seconds away, never does). Returns the wake-up instant and
+    /// whether it is the Supervisor's timeout; `None` once the engine is
+    /// finished.
+    pub(super) fn arm(&self, backstop: Instant) -> Option<(Instant, bool)> {
         let mut state = self.lock();
         let close = state.sup.close_state();
         if close.is_final() || (state.orphaned && close == CloseState::FailedClosing) {
             state.finished = true;
             return None;
         }
-        let next = state.sup.poll_timeout();
-        Some(state.alarm.arm(next))
+        let timeout = state.sup.poll_timeout().filter(|at| *at <= backstop);
+        let at = state.alarm.arm(Some(timeout.unwrap_or(backstop)))?;
+        Some((at, timeout.is_some()))
     }
 
     /// Carries out what the Supervisor asked for before any input (its

@@ -10,7 +10,7 @@
 //! - [`RuntimeFlavor::PerWorker`]: N current-thread runtimes, no work
 //!   stealing; each slot is placed on one (see [`workers`]) and connects
 //!   inside it.
-//! - [`RuntimeFlavor::External`]: slots and the driver run on a runtime the
+//! - [`RuntimeFlavor::External`]: slots and the clock task run on a runtime the
 //!   caller owns (embedding; simulation). No thread is started.
 //!
 //! There is no driver task between callers and connections: whoever holds
@@ -47,7 +47,7 @@ pub use locked::check_invariants_always;
 use workers::Workers;
 pub use workers::{Placement, WorkerDiagnostics};
 
-/// Where slot tasks (and the driver) run.
+/// Where slot tasks (and the clock task) run.
 #[derive(Debug, Clone, Default)]
 pub enum RuntimeFlavor {
     /// A runtime the engine starts and owns (the default).

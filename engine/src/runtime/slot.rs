@@ -59,7 +59,7 @@ const _: () = assert!(DECODED_BUDGET_BYTES_MIN <= SLOT_DECODED_BYTES_DEFAULT);
 /// How long a slot waits before retrying a budget it could not reserve.
 const BUDGET_RETRY: Duration = Duration::from_millis(1);
 
-/// What the driver tells a slot task.
+/// What the core tells a slot task (for sends caused by others' inputs).
 #[derive(Debug)]
 pub(crate) enum SlotCommand {
     /// Write this request. (Each generation has its own channel, so

@@ -209,7 +209,7 @@ impl Workers {
         self.slot_worker.clone()
     }
 
-    /// The first runtime (where the driver runs for `External`).
+    /// The first runtime (where the clock task and probes run).
     pub(crate) fn first(&self) -> &Handle {
         &self.handles[0]
     }

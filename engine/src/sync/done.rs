@@ -1,5 +1,5 @@
-//! The close gate: the engine's owner waits, with a bound, for the driver
-//! to report that it finished closing before it stops the workers.
+//! The close gate: the engine's owner waits, with a bound, for the clock
+//! task to report that the engine finished closing before it stops the workers.
 
 use std::time::Duration;
 
@@ -52,11 +52,11 @@ mod loom_done {
     use super::*;
     use crate::sync::Arc;
 
-    /// The driver signals while the owner starts waiting: the owner always
+    /// The clock task signals while the owner starts waiting: the owner always
     /// sees it (loom's `wait_timeout` never times out, so a lost wake-up
     /// would deadlock and fail the model).
     #[test]
-    fn the_close_gate_never_misses_the_driver() {
+    fn the_close_gate_never_misses_the_clock_task() {
         loom::model(|| {
             let gate = Arc::new(DoneSignal::default());
             let driver = {

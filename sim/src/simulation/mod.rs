@@ -1,5 +1,5 @@
 //! The deterministic simulation of the whole engine: reference servers and
-//! the engine's real driver and slot tasks inside turmoil, one `u64` seed
+//! the engine's real locked core, clock task and slot tasks inside turmoil, one `u64` seed
 //! deciding everything (see [`Plan`]), in two phases.
 //!
 //! Phase one runs the workload while the fault schedule partitions, holds,
@@ -8,7 +8,7 @@
 //! engine serves new requests, and close finishes.
 //!
 //! Checked all along (a failure names the seed):
-//! - the Supervisor's invariants after every input (the driver checks them
+//! - the Supervisor's invariants after every input (the core checks them
 //!   in any build while a simulation runs);
 //! - every successful reply equals the exchange's truth for *that* request
 //!   (requests differ per caller and op, so a reply delivered to the wrong
