@@ -667,16 +667,20 @@ fn main() {
         }
     }
 
-    if only.is_some() {
+    // `--only mixed/2x33`: the mixed load alone (for a profiler).
+    let mixed_only = only.is_some() && wanted("mixed", "2x33");
+    if only.is_some() && !mixed_only {
         print_table(&out);
         return;
     }
-    // One caller, one request at a time: every hop on the path shows.
-    let raw = run_raw(&servers.hosts, &[(Scenario::Light, 1, 1)], 1, seconds, &codes);
-    record(&mut out, "roundtrip", "1x1", "-", "raw", &raw[0]);
-    for flavor in [Flavor::Shared, Flavor::PerWorkerP2c] {
-        let e = run_engine(&servers.hosts, (1, 1), flavor, &[(Scenario::Light, 1)], seconds, &codes);
-        record(&mut out, "roundtrip", "1x1", flavor.name(), "engine", &e[0]);
+    if !mixed_only {
+        // One caller, one request at a time: every hop on the path shows.
+        let raw = run_raw(&servers.hosts, &[(Scenario::Light, 1, 1)], 1, seconds, &codes);
+        record(&mut out, "roundtrip", "1x1", "-", "raw", &raw[0]);
+        for flavor in [Flavor::Shared, Flavor::PerWorkerP2c] {
+            let e = run_engine(&servers.hosts, (1, 1), flavor, &[(Scenario::Light, 1)], seconds, &codes);
+            record(&mut out, "roundtrip", "1x1", flavor.name(), "engine", &e[0]);
+        }
     }
 
     // Mixed: 64 light callers and 2 heavy ones on a 66-connection pool
@@ -688,6 +692,9 @@ fn main() {
     let raw = run_raw(&servers.hosts, &[(Scenario::Light, 64, 2)], workers_for(66), seconds, &codes);
     record(&mut out, "light-64", "2x33", "-", "raw", &raw[0]);
     for flavor in [Flavor::Shared, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c] {
+        if !flavor_wanted(flavor) {
+            continue;
+        }
         let alone = run_engine(&servers.hosts, mixed_pool, flavor, &[(Scenario::Light, 64)], seconds, &codes);
         record(&mut out, "light-64", "2x33", flavor.name(), "engine", &alone[0]);
         let mixed = run_engine(
@@ -701,6 +708,10 @@ fn main() {
         record(&mut out, "mixed", "2x33", flavor.name(), "engine", &mixed[0]);
     }
     drop(servers);
+    if mixed_only {
+        print_table(&out);
+        return;
+    }
 
     let (rss, bound) = memory(seconds, &codes, &mut out);
 
