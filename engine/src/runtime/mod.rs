@@ -14,8 +14,8 @@
 //!   caller owns (embedding; simulation). No thread is started.
 //!
 //! There is no driver task between callers and connections: whoever holds
-//! an input applies it to the Supervisor under a short lock ([`locked`]);
-//! the clock task ([`clock`]) runs on the (first) worker for timeouts and
+//! an input applies it to the Supervisor under a short lock (`locked.rs`);
+//! the clock task (`clock.rs`) runs on the (first) worker for timeouts and
 //! diagnostics.
 
 pub(crate) mod clock;

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-/// A caller's request, unique for the engine's life (the driver allocates them).
+/// A caller's request, unique for the engine's life (the client allocates them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct RequestId(pub u64);
 

@@ -177,7 +177,8 @@ pub enum RequestError {
     /// The pin it was submitted on does not exist or has ended.
     #[error("pin lost")]
     PinLost,
-    /// The driver failed.
+    /// The engine failed underneath the call (the Python binding's wait
+    /// ending without an outcome; the Rust engine itself has no such path).
     #[error("engine failed: {0}")]
     Fatal(String),
 }

@@ -16,6 +16,11 @@
 //! }
 //! ```
 //!
+//! Whoever does this is called "the driver" in these docs. In the engine
+//! it is the locked core (`runtime/locked.rs`): each caller, slot task and
+//! the clock task applies its own input under one lock and drains there;
+//! in tests it is the harness or the loop in `supervisor/drive.rs`.
+//!
 //! After **every** `handle`, drain `poll_action` until `None`, then sleep
 //! until `poll_timeout` or the next input. `poll_timeout` changes after
 //! `handle` only; a wake-up with nothing due is harmless.
@@ -118,7 +123,7 @@ pub use verdict::{default_probe, judge, RejectReason, Verdict};
 
 use establish::Establishment;
 use push::PushBuffer;
-// The driver's waiter maps (the runtime is not built under `--cfg loom`).
+// The locked core's waiter maps (the runtime is not built under `--cfg loom`).
 #[cfg(not(loom))]
 pub(crate) use requests::IdMap;
 use requests::RequestTable;
