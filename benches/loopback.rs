@@ -304,23 +304,13 @@ fn run_engine(
             let lat = Arc::new(Mutex::new(Vec::new()));
             let count = Arc::new(AtomicU64::new(0));
             for k in 0..n {
-                let (client, lat, count, measuring, stop) =
-                    (client.clone(), lat.clone(), count.clone(), measuring.clone(), stop.clone());
-                let codes = codes.to_vec();
+                let client = client.clone();
+                let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &measuring, &stop);
                 tokio::spawn(async move {
-                    let mut i = k as u64 * 7919;
-                    let mut mine = Vec::new();
-                    while !stop.load(Ordering::Relaxed) {
-                        i += 1;
-                        let request = scenario.request(i, &codes);
-                        let t = Instant::now();
+                    while let Some((request, t)) = caller.next() {
                         client.call_raw(request).await.expect("reply");
-                        if measuring.load(Ordering::Relaxed) {
-                            mine.push(t.elapsed().as_micros() as u32);
-                            count.fetch_add(1, Ordering::Relaxed);
-                        }
+                        caller.done(t);
                     }
-                    lat.lock().unwrap().extend(mine);
                 });
             }
             groups.push((lat, count));
@@ -358,40 +348,16 @@ fn run_raw(
             let count = Arc::new(AtomicU64::new(0));
             for k in 0..n {
                 let host = hosts[k % servers].clone();
-                let (lat, count, measuring, stop) = (lat.clone(), count.clone(), measuring.clone(), stop.clone());
-                let codes = codes.to_vec();
                 let (up_tx, up_rx) = tokio::sync::oneshot::channel();
                 ready.push(up_rx);
+                let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &measuring, &stop);
                 tokio::spawn(async move {
-                    let mut stream = tokio::net::TcpStream::connect(&host).await.expect("connect");
-                    stream.set_nodelay(true).unwrap();
-                    let mut decoder = FrameDecoder::new();
-                    let mut buf = vec![0u8; 64 * 1024];
-                    let mut wire = Vec::new();
-                    let mut msg_id = 1u32;
-                    let exchange = |request: Request, msg_id: u32, wire: &mut Vec<u8>| {
-                        wire.clear();
-                        request.encode_frame(msg_id, wire).unwrap();
-                        request
-                    };
-                    // Handshake first, as every client does.
-                    let hello = exchange(tdx_engine::proto::commands::Handshake::default().into(), msg_id, &mut wire);
-                    roundtrip(&mut stream, &mut decoder, &mut buf, &wire, &hello).await;
+                    let mut conn = RawConn::open(&host).await;
                     let _ = up_tx.send(());
-                    let mut i = k as u64 * 7919;
-                    let mut mine = Vec::new();
-                    while !stop.load(Ordering::Relaxed) {
-                        i += 1;
-                        msg_id = msg_id.wrapping_add(1).max(1);
-                        let request = exchange(scenario.request(i, &codes), msg_id, &mut wire);
-                        let t = Instant::now();
-                        roundtrip(&mut stream, &mut decoder, &mut buf, &wire, &request).await;
-                        if measuring.load(Ordering::Relaxed) {
-                            mine.push(t.elapsed().as_micros() as u32);
-                            count.fetch_add(1, Ordering::Relaxed);
-                        }
+                    while let Some((request, t)) = caller.next() {
+                        conn.exchange(&request).await;
+                        caller.done(t);
                     }
-                    lat.lock().unwrap().extend(mine);
                 });
             }
             groups.push((lat, count));
@@ -435,21 +401,10 @@ fn run_raw_hop(
         asks.push(ask_tx);
         ready.push(up_rx);
         connections.spawn(async move {
-            let mut stream = tokio::net::TcpStream::connect(&host).await.expect("connect");
-            stream.set_nodelay(true).unwrap();
-            let mut decoder = FrameDecoder::new();
-            let mut buf = vec![0u8; 64 * 1024];
-            let mut wire = Vec::new();
-            let mut msg_id = 1u32;
-            let hello: Request = tdx_engine::proto::commands::Handshake::default().into();
-            hello.encode_frame(msg_id, &mut wire).unwrap();
-            roundtrip(&mut stream, &mut decoder, &mut buf, &wire, &hello).await;
+            let mut conn = RawConn::open(&host).await;
             let _ = up_tx.send(());
             while let Some((request, done)) = ask_rx.recv().await {
-                msg_id = msg_id.wrapping_add(1).max(1);
-                wire.clear();
-                request.encode_frame(msg_id, &mut wire).unwrap();
-                roundtrip(&mut stream, &mut decoder, &mut buf, &wire, &request).await;
+                conn.exchange(&request).await;
                 let _ = done.send(());
             }
         });
@@ -464,24 +419,15 @@ fn run_raw_hop(
         let lat = Arc::new(Mutex::new(Vec::new()));
         let count = Arc::new(AtomicU64::new(0));
         for (k, ask) in asks.into_iter().enumerate() {
-            let (lat, count, measuring, stop) = (lat.clone(), count.clone(), measuring.clone(), stop.clone());
-            let codes = codes.to_vec();
+            let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &measuring, &stop);
             tokio::spawn(async move {
-                let mut i = k as u64 * 7919;
-                let mut mine = Vec::new();
-                while !stop.load(Ordering::Relaxed) {
-                    i += 1;
-                    let t = Instant::now();
+                while let Some((request, t)) = caller.next() {
                     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-                    if ask.send((scenario.request(i, &codes), done_tx)).await.is_err() || done_rx.await.is_err() {
+                    if ask.send((request, done_tx)).await.is_err() || done_rx.await.is_err() {
                         break;
                     }
-                    if measuring.load(Ordering::Relaxed) {
-                        mine.push(t.elapsed().as_micros() as u32);
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
+                    caller.done(t);
                 }
-                lat.lock().unwrap().extend(mine);
             });
         }
         measure_window(vec![(lat, count)], seconds, &measuring, &stop).await
@@ -489,6 +435,92 @@ fn run_raw_hop(
     drop(callers);
     drop(connections);
     with_process_stats(vec![samples.remove(0)], watch).remove(0)
+}
+
+/// One closed-loop caller's side of a measurement: the requests it sends
+/// (its own sequence through the scenario), and the latencies and count it
+/// records while the window is open, handed to its group when it is dropped.
+struct Caller {
+    scenario: Scenario,
+    codes: Vec<SecurityCode>,
+    i: u64,
+    mine: Vec<u32>,
+    group: Group,
+    measuring: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Caller {
+    fn new(
+        k: usize,
+        scenario: Scenario,
+        codes: &[SecurityCode],
+        (lat, count): (&Arc<Mutex<Vec<u32>>>, &Arc<AtomicU64>),
+        measuring: &Arc<AtomicBool>,
+        stop: &Arc<AtomicBool>,
+    ) -> Self {
+        Self {
+            scenario,
+            codes: codes.to_vec(),
+            i: k as u64 * 7919,
+            mine: Vec::new(),
+            group: (lat.clone(), count.clone()),
+            measuring: measuring.clone(),
+            stop: stop.clone(),
+        }
+    }
+
+    /// The next request and its start time; `None` once the run stops.
+    fn next(&mut self) -> Option<(Request, Instant)> {
+        if self.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.i += 1;
+        Some((self.scenario.request(self.i, &self.codes), Instant::now()))
+    }
+
+    /// The request started at `t` is answered.
+    fn done(&mut self, t: Instant) {
+        if self.measuring.load(Ordering::Relaxed) {
+            self.mine.push(t.elapsed().as_micros() as u32);
+            self.group.1.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Caller {
+    fn drop(&mut self) {
+        self.group.0.lock().unwrap().extend(std::mem::take(&mut self.mine));
+    }
+}
+
+/// A raw baseline connection: its socket, decoder and buffers.
+struct RawConn {
+    stream: tokio::net::TcpStream,
+    decoder: FrameDecoder,
+    buf: Vec<u8>,
+    wire: Vec<u8>,
+    msg_id: u32,
+}
+
+impl RawConn {
+    /// Connects and does the handshake first, as every client does.
+    async fn open(host: &str) -> Self {
+        let stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+        stream.set_nodelay(true).unwrap();
+        let mut conn =
+            Self { stream, decoder: FrameDecoder::new(), buf: vec![0u8; 64 * 1024], wire: Vec::new(), msg_id: 0 };
+        conn.exchange(&tdx_engine::proto::commands::Handshake::default().into()).await;
+        conn
+    }
+
+    /// One request with the next msg_id, and its whole reply.
+    async fn exchange(&mut self, request: &Request) {
+        self.msg_id = self.msg_id.wrapping_add(1).max(1);
+        self.wire.clear();
+        request.encode_frame(self.msg_id, &mut self.wire).unwrap();
+        roundtrip(&mut self.stream, &mut self.decoder, &mut self.buf, &self.wire, request).await;
+    }
 }
 
 /// One request and its whole reply, parsed like the engine parses it.
