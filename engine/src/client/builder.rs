@@ -373,10 +373,6 @@ impl ClientBuilder {
             ranking_store: store.clone(),
             cpus: config.available_cpus,
         };
-        let clock = match &self.runtime_flavor {
-            RuntimeFlavor::External(handle) => Some(handle.clone()),
-            RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
-        };
         let endpoints = config.endpoints.clone();
         let config_cpus = config.available_cpus;
         let engine = start(config, runtime, connector)?;
@@ -385,7 +381,6 @@ impl ClientBuilder {
                 engine: Some(engine),
                 next_id: AtomicU64::new(1),
                 timeout: self.timeout,
-                clock,
                 endpoints,
                 store,
                 cpus: config_cpus,

@@ -147,12 +147,7 @@ impl Client {
     /// all batches at once so they spread over the pool; a server that
     /// answers a prefix of a batch is asked again for the rest.
     pub async fn capital_changes(&self, codes: &[SecurityCode]) -> Result<Vec<CapitalChangeBlock>, Error> {
-        let batches = codes.chunks(CAPITAL_CHANGES_BATCH).map(|batch| self.capital_changes_whole_batch(batch));
-        let mut out = Vec::with_capacity(codes.len());
-        for batch in join_all(batches.collect()).await {
-            out.extend(batch?);
-        }
-        Ok(out)
+        in_batches(codes, |batch| self.capital_changes_whole_batch(batch)).await
     }
 
     async fn capital_changes_whole_batch(&self, codes: &[SecurityCode]) -> Result<Vec<CapitalChangeBlock>, Error> {
@@ -170,12 +165,7 @@ impl Client {
     /// [`CAPITAL_CHANGES_BATCH`] sent at once; codes the server does not
     /// know have no record.
     pub async fn finance(&self, codes: &[SecurityCode]) -> Result<Vec<Finance>, Error> {
-        let batches = codes.chunks(CAPITAL_CHANGES_BATCH).map(|batch| self.finance_batch(batch));
-        let mut out = Vec::with_capacity(codes.len());
-        for batch in join_all(batches.collect()).await {
-            out.extend(batch?);
-        }
-        Ok(out)
+        in_batches(codes, |batch| self.finance_batch(batch)).await
     }
 
     /// Forward and backward adjustment factors of `code` from its capital
@@ -256,6 +246,20 @@ fn next_capital_changes<'a>(
 }
 
 /// Polls every future until all are done; outputs in input order.
+/// `codes` in batches of [`CAPITAL_CHANGES_BATCH`], every batch at once
+/// (so they spread over the pool), the rows in request order.
+async fn in_batches<'a, T, F, Fut>(codes: &'a [SecurityCode], batch: F) -> Result<Vec<T>, Error>
+where
+    F: Fn(&'a [SecurityCode]) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<T>, Error>>,
+{
+    let mut out = Vec::with_capacity(codes.len());
+    for rows in join_all(codes.chunks(CAPITAL_CHANGES_BATCH).map(batch).collect()).await {
+        out.extend(rows?);
+    }
+    Ok(out)
+}
+
 async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
     let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
     let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();

@@ -58,9 +58,6 @@ struct Inner {
     engine: Option<Engine>,
     next_id: AtomicU64,
     timeout: Duration,
-    /// The engine's clock: a caller's runtime may run simulated or paused
-    /// time, and deadlines must be on the clock the Supervisor sees.
-    clock: Option<tokio::runtime::Handle>,
     /// The configured servers, the candidates a ranking refresh probes.
     endpoints: Vec<Endpoint>,
     store: Option<RankingStore>,
@@ -77,15 +74,10 @@ impl Inner {
         self.engine.as_ref().expect("the engine lives as long as the client")
     }
 
+    /// A call's deadline, on the engine's clock (the one the Supervisor
+    /// sees: a caller's runtime may run simulated or paused time).
     fn deadline(&self) -> Instant {
-        let now = match &self.clock {
-            Some(handle) => {
-                let _entered = handle.enter();
-                tokio::time::Instant::now().into_std()
-            }
-            None => Instant::now(),
-        };
-        now + self.timeout
+        self.engine().core.now() + self.timeout
     }
 }
 
@@ -171,7 +163,7 @@ impl Client {
 
     /// Worker threads in use.
     pub fn runtime_workers(&self) -> usize {
-        self.inner.engine().runtime_workers
+        self.inner.engine().core.runtime_workers
     }
 
     /// Closes the engine: nothing more is admitted, every call in flight

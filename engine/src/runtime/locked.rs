@@ -189,7 +189,7 @@ pub(crate) struct Core {
     pub(super) clock: Notify,
     /// Woken when a push is buffered or the engine closes.
     pub(crate) pushed: Notify,
-    pub(crate) diagnostics: Arc<DiagnosticsCell>,
+    pub(crate) diagnostics: DiagnosticsCell,
     close_tx: watch::Sender<CloseState>,
     launch: Box<dyn Launch>,
     pub(crate) budgets: EngineShared,
@@ -197,7 +197,8 @@ pub(crate) struct Core {
     pub(super) first: Handle,
     /// The runtime whose (possibly simulated) clock rules; `None`: the real clock.
     time_source: Option<Handle>,
-    runtime_workers: usize,
+    /// Worker threads in use.
+    pub(crate) runtime_workers: usize,
 }
 
 impl std::fmt::Debug for Core {
@@ -212,7 +213,7 @@ pub(crate) struct CoreParts {
     pub(crate) workers: Workers,
     pub(crate) launch: Box<dyn Launch>,
     pub(crate) budgets: EngineShared,
-    pub(crate) diagnostics: Arc<DiagnosticsCell>,
+    pub(crate) diagnostics: DiagnosticsCell,
     pub(crate) close_tx: watch::Sender<CloseState>,
     pub(crate) time_source: Option<Handle>,
     pub(crate) runtime_workers: usize,
@@ -251,16 +252,9 @@ impl Core {
         })
     }
 
-    /// The engine's clock: the caller's runtime's (possibly simulated)
-    /// time for `RuntimeFlavor::External`, else the real clock.
+    /// The engine's clock (see [`clock_now`]).
     pub(crate) fn now(&self) -> Instant {
-        match &self.time_source {
-            Some(handle) => {
-                let _entered = handle.enter();
-                tokio::time::Instant::now().into_std()
-            }
-            None => Instant::now(),
-        }
+        clock_now(self.time_source.as_ref())
     }
 
     /// The lock. A panic under it (a broken invariant) poisons it; the
@@ -364,7 +358,8 @@ impl Core {
             return None;
         }
         let timeout = state.sup.poll_timeout().filter(|at| *at <= backstop);
-        let at = state.alarm.arm(Some(timeout.unwrap_or(backstop)))?;
+        let at = timeout.unwrap_or(backstop);
+        state.alarm.arm(Some(at));
         Some((at, timeout.is_some()))
     }
 
@@ -571,5 +566,18 @@ impl Reports for Core {
 
     fn now(&self) -> Instant {
         Core::now(self)
+    }
+}
+
+/// The engine's clock: `time_source`'s (tokio time, so a caller's paused
+/// or simulated clock is honoured; `RuntimeFlavor::External`), else the
+/// real clock.
+pub(crate) fn clock_now(time_source: Option<&Handle>) -> Instant {
+    match time_source {
+        Some(handle) => {
+            let _entered = handle.enter();
+            tokio::time::Instant::now().into_std()
+        }
+        None => Instant::now(),
     }
 }

@@ -84,7 +84,6 @@ pub(crate) struct Engine {
     /// The Supervisor and its tables, applied to by whoever has an input.
     pub(crate) core: Arc<Core>,
     pub(crate) close: watch::Receiver<CloseState>,
-    pub(crate) runtime_workers: usize,
     /// Owned runtimes and threads: held for their `Drop`, which stops them.
     pub(crate) _owned: Option<Owned>,
 }
@@ -223,11 +222,12 @@ pub(crate) fn start<C: Connector>(
             ),
         });
     }
-    let now = match &runtime.flavor {
-        // Inside a caller's runtime, its (possibly simulated) clock rules.
-        RuntimeFlavor::External(handle) => handle.block_on_clock_now(),
-        RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => std::time::Instant::now(),
+    // Inside a caller's runtime, its (possibly simulated) clock rules.
+    let time_source = match &runtime.flavor {
+        RuntimeFlavor::External(handle) => Some(handle.clone()),
+        RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
     };
+    let now = locked::clock_now(time_source.as_ref());
     let seed = config.rng_seed;
     let sup = Supervisor::new(config, now)?;
     let budgets = EngineShared {
@@ -237,7 +237,7 @@ pub(crate) fn start<C: Connector>(
         bytes_read: Arc::default(),
     };
     let (close_tx, close_rx) = watch::channel(CloseState::Running);
-    let diagnostics = Arc::new(DiagnosticsCell::new(EngineDiagnostics {
+    let diagnostics = DiagnosticsCell::new(EngineDiagnostics {
         supervisor: sup.diagnostics(),
         budgets: Vec::new(),
         workers: Vec::new(),
@@ -247,7 +247,7 @@ pub(crate) fn start<C: Connector>(
         bytes_read: 0,
         ranking: None,
         runtime_workers,
-    }));
+    });
     let mut owned = Owned { workers: None, worker_threads: Vec::new(), clock_done: None };
     let (handles, placement) = match &runtime.flavor {
         RuntimeFlavor::External(handle) => (vec![handle.clone()], Placement::default()),
@@ -279,10 +279,6 @@ pub(crate) fn start<C: Connector>(
         }
     };
     let workers = Workers::new(handles, placement, pool_size, seed);
-    let external = match &runtime.flavor {
-        RuntimeFlavor::External(handle) => Some(handle.clone()),
-        RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
-    };
     let launch = Launcher {
         connector: Arc::new(connector),
         endpoints: Arc::new(sup.config().endpoints.clone()),
@@ -296,11 +292,11 @@ pub(crate) fn start<C: Connector>(
         budgets,
         diagnostics,
         close_tx,
-        time_source: external.clone(),
+        time_source: time_source.clone(),
         runtime_workers,
     });
     let clock = clock::run(core.clone(), pool_size);
-    let owned = if external.is_some() {
+    let owned = if time_source.is_some() {
         core.first.spawn(clock);
         None
     } else {
@@ -313,7 +309,7 @@ pub(crate) fn start<C: Connector>(
         owned.clock_done = Some(done);
         Some(owned)
     };
-    Ok(Engine { core, close: close_rx, runtime_workers, _owned: owned })
+    Ok(Engine { core, close: close_rx, _owned: owned })
 }
 
 /// Starts slot tasks and probes with the engine's connector.
@@ -365,18 +361,5 @@ impl<C: Connector> Launch for Launcher<C> {
             core.probe_done(epoch, latencies, round.ranking.servers);
         };
         on.spawn(task.instrument(span));
-    }
-}
-
-/// The current time on a runtime's clock (tokio time, so paused or
-/// simulated clocks are honoured).
-trait ClockNow {
-    fn block_on_clock_now(&self) -> std::time::Instant;
-}
-
-impl ClockNow for tokio::runtime::Handle {
-    fn block_on_clock_now(&self) -> std::time::Instant {
-        let _guard = self.enter();
-        tokio::time::Instant::now().into_std()
     }
 }
