@@ -108,6 +108,8 @@ enum Flavor {
 }
 
 impl Flavor {
+    const ALL: [Flavor; 4] = [Flavor::Shared, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c, Flavor::External];
+
     fn name(self) -> &'static str {
         match self {
             Flavor::Shared => "shared",
@@ -138,6 +140,9 @@ struct Sample {
     /// the servers') in the measuring window per request completed in it by
     /// all groups together.
     cpu_us_per_req: f64,
+    /// The engine's requests that their callers did themselves on a lent
+    /// connection, over all it admitted (`None` for the raw clients).
+    lent_share: Option<f64>,
 }
 
 fn percentile(sorted: &[u32], p: f64) -> u32 {
@@ -236,6 +241,7 @@ async fn measure_window(groups: Vec<Group>, seconds: f64, measuring: &AtomicBool
                 peak_rss_mb: 0.0,
                 threads: 0,
                 cpu_us_per_req,
+                lent_share: None,
             }
         })
         .collect()
@@ -317,9 +323,11 @@ fn run_engine(
         }
         measure_window(groups, seconds, &measuring, &stop).await
     });
+    let d = client.diagnostics();
+    let lent_share = Some(d.lent_exchanges as f64 / d.supervisor.counters.admitted.max(1) as f64);
     drop(client);
     drop(rt);
-    with_process_stats(samples, watch)
+    with_process_stats(samples, watch).into_iter().map(|s| Sample { lent_share, ..s }).collect()
 }
 
 /// The raw baseline: one task per connection, write then read, the same
@@ -437,6 +445,50 @@ fn run_raw_hop(
     with_process_stats(vec![samples.remove(0)], watch).remove(0)
 }
 
+/// EXPERIMENT: callers on a current-thread runtime own their connections,
+/// whose sockets are registered with another runtime's reactor (`remote`)
+/// or with the callers' own (`local`).
+fn run_raw_remote(
+    hosts: &[String],
+    scenario: Scenario,
+    size: usize,
+    servers: usize,
+    seconds: f64,
+    codes: &[SecurityCode],
+    local: bool,
+) -> Sample {
+    reset_peak_rss();
+    let watch = ThreadWatch::start();
+    let reactor =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(workers_for(size)).enable_all().build().unwrap();
+    let callers = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut conns = Vec::new();
+    for k in 0..size {
+        let host = hosts[k % servers].clone();
+        let conn = if local { callers.block_on(RawConn::open(&host)) } else { reactor.block_on(RawConn::open(&host)) };
+        conns.push(conn);
+    }
+    let mut samples = callers.block_on(async {
+        let measuring = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let lat = Arc::new(Mutex::new(Vec::new()));
+        let count = Arc::new(AtomicU64::new(0));
+        for (k, mut conn) in conns.into_iter().enumerate() {
+            let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &measuring, &stop);
+            tokio::spawn(async move {
+                while let Some((request, t)) = caller.next() {
+                    conn.exchange(&request).await;
+                    caller.done(t);
+                }
+            });
+        }
+        measure_window(vec![(lat, count)], seconds, &measuring, &stop).await
+    });
+    drop(callers);
+    drop(reactor);
+    with_process_stats(vec![samples.remove(0)], watch).remove(0)
+}
+
 /// One closed-loop caller's side of a measurement: the requests it sends
 /// (its own sequence through the scenario), and the latencies and count it
 /// records while the window is open, handed to its group when it is dropped.
@@ -543,9 +595,11 @@ async fn roundtrip(
     }
 }
 
-fn record(out: &mut Vec<Value>, scenario: &str, pool: &str, flavor: &str, client: &str, s: &Sample) {
+/// Records one measurement of repetition `rep` (see `--repeat`).
+fn record(out: &mut Vec<Value>, rep: usize, (scenario, pool, flavor, client): (&str, &str, &str, &str), s: &Sample) {
     let rps = s.requests as f64 / s.seconds.max(1e-9);
     out.push(json!({
+        "rep": rep,
         "scenario": scenario,
         "pool": pool,
         "flavor": flavor,
@@ -558,15 +612,17 @@ fn record(out: &mut Vec<Value>, scenario: &str, pool: &str, flavor: &str, client
         "peak_rss_mb": (s.peak_rss_mb * 10.0).round() / 10.0,
         "threads": s.threads,
         "cpu_us_per_req": (s.cpu_us_per_req * 100.0).round() / 100.0,
+        "lent_share": s.lent_share.map(|x| (x * 1000.0).round() / 1000.0),
     }));
     eprintln!(
-        "  {scenario:<8} {pool:<6} {flavor:<18} {client:<6} {:>9.0} req/s  p50 {:>6} us  p99 {:>6} us  cpu {:>6.2} us/req  rss {:>6.1} MB  threads {}",
+        "  {scenario:<8} {pool:<6} {flavor:<18} {client:<6} {:>9.0} req/s  p50 {:>6} us  p99 {:>6} us  cpu {:>6.2} us/req  rss {:>6.1} MB  threads {}{}",
         rps,
         percentile(&s.latencies_us, 0.50),
         percentile(&s.latencies_us, 0.99),
         s.cpu_us_per_req,
         s.peak_rss_mb,
-        s.threads
+        s.threads,
+        s.lent_share.map_or(String::new(), |x| format!("  lent {:.0} %", x * 100.0)),
     );
 }
 
@@ -635,9 +691,16 @@ fn memory(seconds: f64, codes: &[SecurityCode], out: &mut Vec<Value>) -> (f64, f
     let threads = watch.finish();
     let rss = proc_status("VmHWM:").unwrap_or(0.0) / 1024.0;
     let cpu_us_per_req = cpu.as_secs_f64() * 1e6 / requests.max(1) as f64;
-    let sample =
-        Sample { requests, seconds: elapsed, latencies_us: Vec::new(), peak_rss_mb: rss, threads, cpu_us_per_req };
-    record(out, "memory", "20x8", "shared", "engine", &sample);
+    let sample = Sample {
+        requests,
+        seconds: elapsed,
+        latencies_us: Vec::new(),
+        peak_rss_mb: rss,
+        threads,
+        cpu_us_per_req,
+        lent_share: None,
+    };
+    record(out, 0, ("memory", "20x8", "shared", "engine"), &sample);
     (rss, budgets + push_limit)
 }
 
@@ -678,6 +741,18 @@ fn main() {
     let mut out = Vec::new();
     eprintln!("loopback bench: {} s per measurement, servers in pid {}", seconds, servers.child.id());
 
+    // `--repeat N`: every measurement N times, raw and engine alternating;
+    // the table shows the median of the N paired ratios.
+    let repeat: usize = args
+        .iter()
+        .position(|a| a == "--repeat")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    // `TDX_BENCH_FLOORS=1`: also the two raw variants that bound what a
+    // client can do when its callers run on another thread (docs/PERFORMANCE.md).
+    let floors = std::env::var("TDX_BENCH_FLOORS").is_ok_and(|v| v == "1");
+
     for scenario in [Scenario::Light, Scenario::Medium, Scenario::Heavy] {
         for pool in [(1usize, 1usize), (2, 4), (20, 8)] {
             let label = format!("{}x{}", pool.0, pool.1);
@@ -685,16 +760,22 @@ fn main() {
                 continue;
             }
             let size = pool.0 * pool.1;
-            let raw = run_raw(&servers.hosts, &[(scenario, size, pool.0)], workers_for(size), seconds, &codes);
-            record(&mut out, scenario.name(), &label, "-", "raw", &raw[0]);
-            let hop = run_raw_hop(&servers.hosts, scenario, size, pool.0, seconds, &codes);
-            record(&mut out, scenario.name(), &label, "-", "raw-hop", &hop);
-            for flavor in [Flavor::Shared, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c, Flavor::External] {
-                if !flavor_wanted(flavor) {
-                    continue;
+            let cell = |client| (scenario.name(), label.as_str(), "-", client);
+            for rep in 0..repeat {
+                let raw = run_raw(&servers.hosts, &[(scenario, size, pool.0)], workers_for(size), seconds, &codes);
+                record(&mut out, rep, cell("raw"), &raw[0]);
+                let hop = run_raw_hop(&servers.hosts, scenario, size, pool.0, seconds, &codes);
+                record(&mut out, rep, cell("raw-hop"), &hop);
+                if floors {
+                    let r = run_raw_remote(&servers.hosts, scenario, size, pool.0, seconds, &codes, false);
+                    record(&mut out, rep, cell("raw-remote"), &r);
+                    let r = run_raw_remote(&servers.hosts, scenario, size, pool.0, seconds, &codes, true);
+                    record(&mut out, rep, cell("raw-1thread"), &r);
                 }
-                let e = run_engine(&servers.hosts, pool, flavor, &[(scenario, size)], seconds, &codes);
-                record(&mut out, scenario.name(), &label, flavor.name(), "engine", &e[0]);
+                for flavor in Flavor::ALL.into_iter().filter(|f| flavor_wanted(*f)) {
+                    let e = run_engine(&servers.hosts, pool, flavor, &[(scenario, size)], seconds, &codes);
+                    record(&mut out, rep, (scenario.name(), &label, flavor.name(), "engine"), &e[0]);
+                }
             }
         }
     }
@@ -705,39 +786,37 @@ fn main() {
         print_table(&out);
         return;
     }
-    if !mixed_only {
-        // One caller, one request at a time: every hop on the path shows.
-        let raw = run_raw(&servers.hosts, &[(Scenario::Light, 1, 1)], 1, seconds, &codes);
-        record(&mut out, "roundtrip", "1x1", "-", "raw", &raw[0]);
-        for flavor in [Flavor::Shared, Flavor::PerWorkerP2c] {
-            let e = run_engine(&servers.hosts, (1, 1), flavor, &[(Scenario::Light, 1)], seconds, &codes);
-            record(&mut out, "roundtrip", "1x1", flavor.name(), "engine", &e[0]);
+    for rep in 0..repeat {
+        if !mixed_only {
+            // One caller, one request at a time: every hop on the path shows.
+            let raw = run_raw(&servers.hosts, &[(Scenario::Light, 1, 1)], 1, seconds, &codes);
+            record(&mut out, rep, ("roundtrip", "1x1", "-", "raw"), &raw[0]);
+            for flavor in [Flavor::Shared, Flavor::PerWorkerP2c, Flavor::External] {
+                let e = run_engine(&servers.hosts, (1, 1), flavor, &[(Scenario::Light, 1)], seconds, &codes);
+                record(&mut out, rep, ("roundtrip", "1x1", flavor.name(), "engine"), &e[0]);
+            }
         }
-    }
 
-    // Mixed: 64 light callers and 2 heavy ones on a 66-connection pool
-    // (2 servers x 33); against 64 light callers alone on the same pool.
-    let mixed_pool = (2usize, 33usize);
-    let raw =
-        run_raw(&servers.hosts, &[(Scenario::Light, 64, 2), (Scenario::Heavy, 2, 2)], workers_for(66), seconds, &codes);
-    record(&mut out, "mixed", "2x33", "-", "raw", &raw[0]);
-    let raw = run_raw(&servers.hosts, &[(Scenario::Light, 64, 2)], workers_for(66), seconds, &codes);
-    record(&mut out, "light-64", "2x33", "-", "raw", &raw[0]);
-    for flavor in [Flavor::Shared, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c] {
-        if !flavor_wanted(flavor) {
-            continue;
-        }
-        let alone = run_engine(&servers.hosts, mixed_pool, flavor, &[(Scenario::Light, 64)], seconds, &codes);
-        record(&mut out, "light-64", "2x33", flavor.name(), "engine", &alone[0]);
-        let mixed = run_engine(
+        // Mixed: 64 light callers and 2 heavy ones on a 66-connection pool
+        // (2 servers x 33); against 64 light callers alone on the same pool.
+        let mixed_pool = (2usize, 33usize);
+        let both = [(Scenario::Light, 64), (Scenario::Heavy, 2)];
+        let raw = run_raw(
             &servers.hosts,
-            mixed_pool,
-            flavor,
-            &[(Scenario::Light, 64), (Scenario::Heavy, 2)],
+            &[(Scenario::Light, 64, 2), (Scenario::Heavy, 2, 2)],
+            workers_for(66),
             seconds,
             &codes,
         );
-        record(&mut out, "mixed", "2x33", flavor.name(), "engine", &mixed[0]);
+        record(&mut out, rep, ("mixed", "2x33", "-", "raw"), &raw[0]);
+        let raw = run_raw(&servers.hosts, &[(Scenario::Light, 64, 2)], workers_for(66), seconds, &codes);
+        record(&mut out, rep, ("light-64", "2x33", "-", "raw"), &raw[0]);
+        for flavor in Flavor::ALL.into_iter().filter(|f| flavor_wanted(*f)) {
+            let alone = run_engine(&servers.hosts, mixed_pool, flavor, &[(Scenario::Light, 64)], seconds, &codes);
+            record(&mut out, rep, ("light-64", "2x33", flavor.name(), "engine"), &alone[0]);
+            let mixed = run_engine(&servers.hosts, mixed_pool, flavor, &both, seconds, &codes);
+            record(&mut out, rep, ("mixed", "2x33", flavor.name(), "engine"), &mixed[0]);
+        }
     }
     drop(servers);
     if mixed_only {
@@ -757,41 +836,89 @@ fn main() {
     let _ = std::io::stdout().flush();
 }
 
+/// The median of `values` (the lower middle for an even count); 0 for none.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+}
+
+/// One row per engine measurement cell: medians over the repetitions, each
+/// ratio taken against the raw (and raw-hop) measurement of the same
+/// repetition, so a slow stretch of the machine hits both sides of a ratio.
+/// With `--repeat` above 1 the engine/raw column also shows the range.
 fn print_table(rows: &[Value]) {
-    let find = |scenario: &str, pool: &str, client: &str, flavor: &str| {
-        rows.iter()
-            .find(|r| r["scenario"] == scenario && r["pool"] == pool && r["client"] == client && r["flavor"] == flavor)
+    let field = |r: &Value, f: &str| r[f].as_f64().unwrap_or(0.0);
+    let find = |scenario: &Value, pool: &Value, client: &str, rep: &Value| {
+        rows.iter().find(|r| {
+            r["scenario"] == *scenario
+                && r["pool"] == *pool
+                && r["client"] == client
+                && r["flavor"] == "-"
+                && r["rep"] == *rep
+        })
     };
     println!("| scenario | pool | flavor | engine req/s | raw req/s | engine/raw | raw-hop req/s | engine/raw-hop | p50 us | p99 us | p99.9 us | raw p99 us | cpu us/req | raw cpu us/req | raw-hop cpu us/req | RSS MB | threads |");
     println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut cells: Vec<(&Value, &Value, &Value)> = Vec::new();
     for r in rows.iter().filter(|r| r["client"] == "engine" && r["scenario"] != "memory") {
-        let (scenario, pool) = (r["scenario"].as_str().unwrap(), r["pool"].as_str().unwrap());
-        let raw = find(scenario, pool, "raw", "-");
-        let raw_rps = raw.and_then(|x| x["rps"].as_f64()).unwrap_or(0.0);
-        let ratio = if raw_rps > 0.0 { r["rps"].as_f64().unwrap_or(0.0) / raw_rps } else { 0.0 };
-        let hop_row = find(scenario, pool, "raw-hop", "-");
-        let (hop, hop_ratio, hop_cpu) = match hop_row.and_then(|x| x["rps"].as_f64()) {
-            Some(h) if h > 0.0 => (
-                format!("{h:.0}"),
-                format!("{:.2}", r["rps"].as_f64().unwrap_or(0.0) / h),
-                format!("{:.2}", hop_row.and_then(|x| x["cpu_us_per_req"].as_f64()).unwrap_or(0.0)),
-            ),
-            _ => ("-".to_owned(), "-".to_owned(), "-".to_owned()),
+        let cell = (&r["scenario"], &r["pool"], &r["flavor"]);
+        if !cells.contains(&cell) {
+            cells.push(cell);
+        }
+    }
+    for (scenario, pool, flavor) in cells {
+        let reps: Vec<&Value> = rows
+            .iter()
+            .filter(|r| {
+                r["client"] == "engine" && r["scenario"] == *scenario && r["pool"] == *pool && r["flavor"] == *flavor
+            })
+            .collect();
+        let raws: Vec<Option<&Value>> = reps.iter().map(|r| find(scenario, pool, "raw", &r["rep"])).collect();
+        let hops: Vec<Option<&Value>> = reps.iter().map(|r| find(scenario, pool, "raw-hop", &r["rep"])).collect();
+        let of = |values: &[Option<&Value>], f: &str| median(values.iter().flatten().map(|v| field(v, f)).collect());
+        let engine = |f: &str| median(reps.iter().map(|r| field(r, f)).collect());
+        let ratios: Vec<f64> = reps
+            .iter()
+            .zip(&raws)
+            .filter_map(|(e, raw)| raw.map(|raw| field(e, "rps") / field(raw, "rps").max(1e-9)))
+            .collect();
+        let hop_ratios: Vec<f64> = reps
+            .iter()
+            .zip(&hops)
+            .filter_map(|(e, hop)| hop.map(|hop| field(e, "rps") / field(hop, "rps").max(1e-9)))
+            .collect();
+        let ratio = match ratios.len() {
+            0 => "-".to_owned(),
+            1 => format!("{:.2}", ratios[0]),
+            _ => {
+                let (lo, hi) = ratios.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+                format!("{:.2} ({lo:.2}–{hi:.2})", median(ratios.clone()))
+            }
+        };
+        let (hop, hop_ratio, hop_cpu) = if hop_ratios.is_empty() {
+            ("-".to_owned(), "-".to_owned(), "-".to_owned())
+        } else {
+            (
+                format!("{:.0}", of(&hops, "rps")),
+                format!("{:.2}", median(hop_ratios)),
+                format!("{:.2}", of(&hops, "cpu_us_per_req")),
+            )
         };
         println!(
-            "| {scenario} | {pool} | {} | {:.0} | {:.0} | {:.2} | {hop} | {hop_ratio} | {} | {} | {} | {} | {:.2} | {:.2} | {hop_cpu} | {} | {} |",
-            r["flavor"].as_str().unwrap(),
-            r["rps"].as_f64().unwrap_or(0.0),
-            raw_rps,
-            ratio,
-            r["p50_us"],
-            r["p99_us"],
-            r["p999_us"],
-            raw.map_or(Value::Null, |x| x["p99_us"].clone()),
-            r["cpu_us_per_req"].as_f64().unwrap_or(0.0),
-            raw.and_then(|x| x["cpu_us_per_req"].as_f64()).unwrap_or(0.0),
-            r["peak_rss_mb"],
-            r["threads"]
+            "| {} | {} | {} | {:.0} | {:.0} | {ratio} | {hop} | {hop_ratio} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {hop_cpu} | {:.1} | {:.0} |",
+            scenario.as_str().unwrap_or(""),
+            pool.as_str().unwrap_or(""),
+            flavor.as_str().unwrap_or(""),
+            engine("rps"),
+            of(&raws, "rps"),
+            engine("p50_us"),
+            engine("p99_us"),
+            engine("p999_us"),
+            of(&raws, "p99_us"),
+            engine("cpu_us_per_req"),
+            of(&raws, "cpu_us_per_req"),
+            engine("peak_rss_mb"),
+            engine("threads"),
         );
     }
 }

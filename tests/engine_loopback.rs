@@ -96,6 +96,7 @@ async fn check_pool_on(server_count: usize, per_server: usize, workers: usize, f
         .runtime_flavor(flavor.clone())
         .build()
         .unwrap();
+    all_ready(&client).await;
     let requests = workload();
     // Several rounds, all at once: every connection gets work.
     let calls = (0..4).flat_map(|_| requests.iter().cloned()).map(|r| {
@@ -120,7 +121,33 @@ async fn check_pool_on(server_count: usize, per_server: usize, workers: usize, f
         assert_eq!(placed.iter().sum::<usize>(), server_count * per_server, "{placed:?}");
         assert!(placed.iter().all(|&n| n > 0), "every worker carries slots: {placed:?}");
     }
+    check_lending(&client, &flavor).await;
     assert_eq!(client.close().await, CloseState::Closed);
+}
+
+/// The engine on the test's own runtime: callers spawned there may borrow
+/// its connections.
+fn on_this_runtime() -> RuntimeFlavor {
+    RuntimeFlavor::External(tokio::runtime::Handle::current())
+}
+
+/// Waits until every connection of the pool is up and idle: only a request
+/// sent at once, on a connection parked on its caller's runtime, is lent.
+async fn all_ready(client: &Client) {
+    let ready = |d: &tdx_engine::EngineDiagnostics| d.supervisor.slots.iter().all(|s| s.state == "ready");
+    assert!(ready(&*diagnostics_when(client, Duration::from_secs(5), ready).await), "the pool came up");
+}
+
+/// Callers on the engine's own runtime did some exchanges themselves on a
+/// lent connection; callers anywhere else never do.
+async fn check_lending(client: &Client, flavor: &RuntimeFlavor) {
+    if let RuntimeFlavor::External(_) = flavor {
+        let d = diagnostics_when(client, Duration::from_secs(2), |d| d.lent_exchanges > 0).await;
+        assert!(d.lent_exchanges > 0, "callers on the engine's runtime borrowed no connection");
+    } else {
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(client.diagnostics().lent_exchanges, 0, "a caller on another runtime borrowed a connection");
+    }
 }
 
 async fn join_all<F: std::future::Future + Send + 'static>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
@@ -145,6 +172,13 @@ async fn pool_2x4_is_byte_exact() {
     check_pool(2, 4, 2).await;
 }
 
+/// Callers on the engine's own runtime borrow its connections and get the
+/// same bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_2x4_on_the_callers_runtime_is_byte_exact() {
+    check_pool_on(2, 4, 2, on_this_runtime()).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pool_20x8_is_byte_exact() {
     check_pool(20, 8, 4).await;
@@ -163,12 +197,29 @@ async fn per_worker_random_20x8_is_byte_exact() {
 /// Why: dropping futures and short deadlines must not disturb other calls.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellations_and_timeouts_lose_nothing_else() {
+    cancellations_and_timeouts_lose_nothing_else_on(RuntimeFlavor::Shared).await;
+}
+
+/// The same with the callers on the engine's own runtime, where they
+/// borrow its connections for their requests (`runtime::lending`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellations_and_timeouts_lose_nothing_else_lent() {
+    cancellations_and_timeouts_lose_nothing_else_on(on_this_runtime()).await;
+}
+
+async fn cancellations_and_timeouts_lose_nothing_else_on(flavor: RuntimeFlavor) {
     let s = servers(2, |_| Faults {
         latency: Duration::from_millis(2),
         jitter: Duration::from_millis(5),
         ..Default::default()
     });
-    let client = Client::builder().hosts(s.hosts.clone()).connections_per_server(2).build().unwrap();
+    let client = Client::builder()
+        .runtime_flavor(flavor.clone())
+        .hosts(s.hosts.clone())
+        .connections_per_server(2)
+        .build()
+        .unwrap();
+    all_ready(&client).await;
     let request: Request = Bars::new(code("sz000001"), Period::Day, 0, 800).into();
     let want = respond(&s.market, 0, &request);
     let calls = (0..200).map(|i| {
@@ -201,6 +252,7 @@ async fn cancellations_and_timeouts_lose_nothing_else() {
     assert_eq!(d.supervisor.active, 0, "cancelled calls left nothing in flight");
     assert_eq!(d.supervisor.waiting, 0);
     assert!(d.supervisor.counters.cancels > 0, "some calls were cancelled while queued or sent");
+    check_lending(&client, &flavor).await;
     client.close().await;
 }
 
@@ -209,8 +261,20 @@ async fn cancellations_and_timeouts_lose_nothing_else() {
 /// them, queued or sent, and nothing is left in flight.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_every_call_at_once_cancels_each_one() {
+    dropping_every_call_at_once_cancels_each_one_on(RuntimeFlavor::Shared).await;
+}
+
+/// The same with the callers on the engine's own runtime, where they
+/// borrow its connections for their requests (`runtime::lending`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_every_call_at_once_cancels_each_one_lent() {
+    dropping_every_call_at_once_cancels_each_one_on(on_this_runtime()).await;
+}
+
+async fn dropping_every_call_at_once_cancels_each_one_on(flavor: RuntimeFlavor) {
     let s = servers(1, |_| Faults { latency: Duration::from_millis(300), ..Default::default() });
     let client = Client::builder()
+        .runtime_flavor(flavor.clone())
         .hosts(s.hosts.clone())
         .server_count(1)
         .connections_per_server(2)
@@ -240,6 +304,7 @@ async fn dropping_every_call_at_once_cancels_each_one() {
     assert_eq!(d.slot_command_overflows, 0);
     // The engine serves on afterwards.
     assert!(client.count(Exchange::Sz).await.is_ok());
+    check_lending(&client, &flavor).await;
     client.close().await;
 }
 
@@ -251,8 +316,25 @@ async fn dropping_every_call_at_once_cancels_each_one() {
 /// every server are the simulation's business.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_faulty_server_costs_only_its_requests() {
+    a_faulty_server_costs_only_its_requests_on(RuntimeFlavor::Shared).await;
+}
+
+/// The same with the callers on the engine's own runtime, where they
+/// borrow its connections for their requests (`runtime::lending`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_faulty_server_costs_only_its_requests_lent() {
+    a_faulty_server_costs_only_its_requests_on(on_this_runtime()).await;
+}
+
+async fn a_faulty_server_costs_only_its_requests_on(flavor: RuntimeFlavor) {
     let s = servers(3, |_| Faults::default());
-    let client = Client::builder().hosts(s.hosts.clone()).server_count(3).connections_per_server(1).build().unwrap();
+    let client = Client::builder()
+        .runtime_flavor(flavor.clone())
+        .hosts(s.hosts.clone())
+        .server_count(3)
+        .connections_per_server(1)
+        .build()
+        .unwrap();
     // Warm up until all three connections are ready (each served a call).
     let d =
         diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.slots.iter().all(|s| s.state == "ready"))
@@ -276,6 +358,7 @@ async fn a_faulty_server_costs_only_its_requests() {
     // request broke the connection and was retried elsewhere.
     assert!(d.supervisor.counters.retries >= 1, "{:?}", d.supervisor.counters);
     assert_eq!(d.supervisor.counters.errors, 0, "{:?}", d.supervisor.counters);
+    check_lending(&client, &flavor).await;
     client.close().await;
 }
 
@@ -307,8 +390,19 @@ async fn push_flood_stays_bounded_and_reports_overflow() {
 /// Why: close is linearizable: every call in flight ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_while_busy_ends_every_call() {
+    close_while_busy_ends_every_call_on(RuntimeFlavor::Shared).await;
+}
+
+/// The same with the callers on the engine's own runtime, where they
+/// borrow its connections for their requests (`runtime::lending`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_while_busy_ends_every_call_lent() {
+    close_while_busy_ends_every_call_on(on_this_runtime()).await;
+}
+
+async fn close_while_busy_ends_every_call_on(flavor: RuntimeFlavor) {
     let s = servers(2, |_| Faults { latency: Duration::from_millis(50), ..Default::default() });
-    let client = Client::builder().hosts(s.hosts.clone()).build().unwrap();
+    let client = Client::builder().runtime_flavor(flavor.clone()).hosts(s.hosts.clone()).build().unwrap();
     let calls: Vec<_> = (0..100)
         .map(|_| {
             let client = client.clone();
@@ -611,9 +705,21 @@ mod panicky {
 /// it never reaches the caller.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slot_panic_retires_only_that_slot() {
+    a_slot_panic_retires_only_that_slot_on(RuntimeFlavor::Shared).await;
+}
+
+/// The same with the callers on the engine's own runtime, where they
+/// borrow its connections for their requests (`runtime::lending`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_panic_retires_only_that_slot_lent() {
+    a_slot_panic_retires_only_that_slot_on(on_this_runtime()).await;
+}
+
+async fn a_slot_panic_retires_only_that_slot_on(flavor: RuntimeFlavor) {
     let s = servers(1, |_| Faults::default());
     let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let client = Client::builder()
+        .runtime_flavor(flavor.clone())
         .hosts(s.hosts.clone())
         .server_count(1)
         .connections_per_server(2)
@@ -628,6 +734,7 @@ async fn a_slot_panic_retires_only_that_slot() {
     let d = diagnostics_when(&client, Duration::from_secs(2), |d| d.slot_panics > 0).await;
     assert_eq!(d.slot_panics, 1, "{:?}", d.supervisor.slots);
     assert!(d.supervisor.counters.retirements >= 1);
+    check_lending(&client, &flavor).await;
     assert_eq!(client.close().await, CloseState::Closed);
 }
 
@@ -692,8 +799,28 @@ async fn per_worker_migrates_a_hot_slot_and_keeps_serving() {
 /// with the refresh that subscribed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushes_after_refresh_reach_a_waiting_reader() {
+    pushes_after_refresh_reach_a_waiting_reader_on(RuntimeFlavor::Shared).await;
+}
+
+/// The same with the callers on the engine's own runtime, where they
+/// borrow its connections for their requests (`runtime::lending`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_after_refresh_reach_a_waiting_reader_lent() {
+    pushes_after_refresh_reach_a_waiting_reader_on(on_this_runtime()).await;
+}
+
+async fn pushes_after_refresh_reach_a_waiting_reader_on(flavor: RuntimeFlavor) {
     let s = servers(1, |_| Faults::default());
-    let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(1).build().unwrap();
+    let client = Client::builder()
+        .runtime_flavor(flavor.clone())
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(1)
+        .build()
+        .unwrap();
+    // Ready first: a refresh sent at once borrows the connection, and the
+    // pushes that follow must still be read by its slot task.
+    all_ready(&client).await;
     let codes = [code("sz000001"), code("sh600000")];
     let first = client.refresh_quotes(&codes).await.unwrap();
     assert_eq!(first.len(), 2);
@@ -720,6 +847,7 @@ async fn pushes_after_refresh_reach_a_waiting_reader() {
     .expect("the stream yields")
     .expect("not ended");
     assert!(!batch.frames.is_empty() && batch.frames.len() <= 4);
+    check_lending(&client, &flavor).await;
     client.close().await;
     let end = std::future::poll_fn(|cx| futures_core::Stream::poll_next(std::pin::Pin::new(&mut stream), cx)).await;
     assert!(end.is_none(), "the stream ends when the engine closes");
@@ -752,8 +880,20 @@ fn one_worker_engine_drops_cleanly() {
 /// ends those, and every other request is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalling_server_costs_only_its_requests() {
+    a_stalling_server_costs_only_its_requests_on(RuntimeFlavor::Shared).await;
+}
+
+/// The same with the callers on the engine's own runtime, where they
+/// borrow its connections for their requests (`runtime::lending`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalling_server_costs_only_its_requests_lent() {
+    a_stalling_server_costs_only_its_requests_on(on_this_runtime()).await;
+}
+
+async fn a_stalling_server_costs_only_its_requests_on(flavor: RuntimeFlavor) {
     let s = servers(2, |_| Faults::default());
     let client = Client::builder()
+        .runtime_flavor(flavor.clone())
         .hosts(s.hosts.clone())
         .server_count(2)
         .connections_per_server(2)
@@ -784,6 +924,7 @@ async fn a_stalling_server_costs_only_its_requests() {
     }
     assert!(timed_out >= 1, "calls held by the stalling server time out");
     assert!(ok >= 90, "the healthy server carried the rest: {ok} ok, {timed_out} timed out");
+    check_lending(&client, &flavor).await;
     client.close().await;
 }
 

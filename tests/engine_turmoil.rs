@@ -118,6 +118,13 @@ fn first_start_probes_by_data_and_picks_the_fastest_good_servers() {
         for _ in 0..8 {
             assert_eq!(client.call_raw(request.clone()).await.expect("reply"), respond(&market_c, 0, &request));
         }
+        // The calls may finish on the first group while the second one's
+        // canary still probes its server (a slower link): wait for both.
+        let established = tokio::time::Instant::now() + Duration::from_secs(5);
+        while client.diagnostics().supervisor.servers.iter().any(Option::is_none) {
+            assert!(tokio::time::Instant::now() < established, "both groups established within 5 s");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let diagnostics = client.diagnostics();
         let sup = &diagnostics.supervisor;
         let names: Vec<&str> = CANDIDATES.iter().map(|c| c.trim_end_matches(":7709")).collect();

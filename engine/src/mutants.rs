@@ -41,11 +41,15 @@ pub enum Mutant {
     RetryOnSameConnection,
     /// Admission lets one request past `pool_size + max_pending_requests`.
     AdmissionPastCapacity,
+    /// A caller whose exchange on a lent connection fails closes the
+    /// connection but does not report the failure (its slot task, seeing
+    /// the line closed, reports nothing either).
+    BorrowerFailureUnreported,
 }
 
 impl Mutant {
     /// Every mutant, in declaration order.
-    pub const ALL: [Mutant; 11] = [
+    pub const ALL: [Mutant; 12] = [
         Mutant::CancelReleasesSlot,
         Mutant::GenerationCheckSkipped,
         Mutant::ReplyCompletedTwice,
@@ -57,6 +61,7 @@ impl Mutant {
         Mutant::StaleFrameAccepted,
         Mutant::RetryOnSameConnection,
         Mutant::AdmissionPastCapacity,
+        Mutant::BorrowerFailureUnreported,
     ];
 
     /// Its name on the command line (snake case).
@@ -73,6 +78,7 @@ impl Mutant {
             Mutant::StaleFrameAccepted => "stale_frame_accepted",
             Mutant::RetryOnSameConnection => "retry_on_same_connection",
             Mutant::AdmissionPastCapacity => "admission_past_capacity",
+            Mutant::BorrowerFailureUnreported => "borrower_failure_unreported",
         }
     }
 

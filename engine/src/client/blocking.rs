@@ -74,7 +74,8 @@ impl BlockingClient {
         refuse_inside_runtime();
         let cell = Arc::new(BlockingCell::default());
         // Dropped armed (the cancel flag, or a panic), it cancels the request.
-        let mut guard = self.client.admit(request, None, Waiter::Blocking(cell.clone()))?;
+        // A blocking caller is on no runtime: it never borrows a connection.
+        let (mut guard, _) = self.client.admit(request, None, Waiter::Blocking(cell.clone()), None)?;
         loop {
             if let Some(outcome) = cell.wait(BLOCKING_WAKE) {
                 guard.disarm();

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::Poll;
 
 use tokio::sync::oneshot;
 use tracing::Instrument;
@@ -13,6 +14,7 @@ use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
 use crate::proto::{Reply, Request};
+use crate::runtime::lending::Borrowed;
 use crate::runtime::locked::{Core, Outcome, Waiter};
 use crate::supervisor::{PinId, RequestError, RequestId};
 
@@ -47,13 +49,16 @@ pub(super) fn take<C: TypedCommand>(reply: Reply) -> Result<C::Reply, Error> {
 
 impl Client {
     /// Admits a request (its outcome goes to `waiter`, at once for a refused
-    /// one); returns a guard that cancels it if dropped before completion.
+    /// one); returns a guard that cancels it if dropped before completion,
+    /// and the exchange to do on a lent connection when the request was
+    /// sent at once on one parked on `runtime` (the caller's).
     pub(super) fn admit(
         &self,
         request: Request,
         pin: Option<PinId>,
         waiter: Waiter,
-    ) -> Result<CancelOnDrop<'_>, Error> {
+        runtime: Option<tokio::runtime::Id>,
+    ) -> Result<(CancelOnDrop<'_>, Option<Borrowed>), Error> {
         // Encoded once, here: a bad input is the caller's error, and the
         // slot task writes these bytes with its msg_id patched in.
         // Room for a header and a short body up front: growing from empty
@@ -62,10 +67,10 @@ impl Client {
         let mut frame = Vec::with_capacity(64);
         request.encode_frame(0, &mut frame).map_err(|e| Error::InvalidRequest(e.to_string()))?;
         let id = RequestId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
-        let deadline = self.inner.deadline();
         let core = &*self.inner.engine().core;
-        core.submit(id, Arc::new(request), frame, deadline, pin, waiter);
-        Ok(CancelOnDrop { core: Some(core), id })
+        let now = core.now();
+        let lease = core.submit(id, Arc::new(request), frame, now, now + self.inner.timeout, pin, waiter, runtime);
+        Ok((CancelOnDrop { core: Some(core), id }, lease))
     }
 
     /// Sends a typed command and awaits its whole typed reply. The named
@@ -84,12 +89,30 @@ impl Client {
         self.call(command).await.map(C::output)
     }
 
+    /// One call. A caller on the runtime of the connection its request
+    /// goes out on does the exchange itself (`runtime::lending`); its
+    /// outcome comes from that, or else from the waiter.
     pub(super) async fn call_on(&self, request: Request, pin: Option<PinId>) -> Result<Reply, Error> {
         let span = tracing::debug_span!("request", command = request.name());
         async move {
-            let (tx, rx) = oneshot::channel::<Outcome>();
-            let mut guard = self.admit(request, pin, Waiter::Async(tx))?;
-            let outcome = rx.await.map_err(|_| Error::Request(RequestError::Closed))?;
+            let (tx, mut rx) = oneshot::channel::<Outcome>();
+            let runtime = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
+            let (mut guard, lease) = self.admit(request, pin, Waiter::Async(tx), runtime)?;
+            let mut outcome = None;
+            if let Some(mut lease) = lease {
+                // The waiter is only looked at here, never registered: the
+                // outcome of a lent exchange comes from the exchange itself,
+                // and the lease is woken when its request ends elsewhere.
+                outcome = std::future::poll_fn(|cx| match rx.try_recv() {
+                    Ok(outcome) => Poll::Ready(Some(outcome)),
+                    Err(_) => lease.as_mut().poll(cx),
+                })
+                .await;
+            }
+            let outcome = match outcome {
+                Some(outcome) => outcome,
+                None => rx.await.map_err(|_| Error::Request(RequestError::Closed))?,
+            };
             guard.disarm();
             outcome.map(|reply| *reply).map_err(Error::Request)
         }

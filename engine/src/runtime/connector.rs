@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::task::{Context, Waker};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -24,6 +25,16 @@ pub trait Connector: Send + Sync + 'static {
     /// The default keeps connections where they are.
     fn detach(&self, stream: Self::Stream) -> Detach<Self::Stream> {
         Detach::Kept(stream)
+    }
+
+    /// Registers `waker` to be woken when `stream` has bytes to read, and
+    /// says whether it has some already. A borrowed connection goes back
+    /// to its slot task this way without waking it. The default cannot
+    /// register without reading and says `true`: the task is woken and
+    /// polls the stream itself (correct, one wake-up dearer).
+    fn read_ready(&self, stream: &Self::Stream, waker: &Waker) -> bool {
+        let _ = (stream, waker);
+        true
     }
 
     /// Registers a detached socket with the current runtime's reactor.
@@ -103,6 +114,12 @@ impl Connector for TcpConnector {
 
     fn attach(&self, socket: std::net::TcpStream) -> io::Result<Self::Stream> {
         tokio::net::TcpStream::from_std(socket)
+    }
+
+    /// Tokio keeps one read waker per socket for `poll_*` readers: this
+    /// one replaces a borrower's, without reading.
+    fn read_ready(&self, stream: &Self::Stream, waker: &Waker) -> bool {
+        stream.poll_read_ready(&mut Context::from_waker(waker)).is_ready()
     }
 }
 

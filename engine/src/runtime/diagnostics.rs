@@ -53,6 +53,9 @@ pub struct EngineDiagnostics {
     pub slot_command_overflows: u64,
     /// Bytes read from the servers since start.
     pub bytes_read: u64,
+    /// Exchanges a caller did itself on a connection lent to it (callers
+    /// on the connections' runtime; see `ARCHITECTURE.md`, lending).
+    pub lent_exchanges: u64,
     /// The server ranking after the last `refresh_ranking`, best first.
     pub ranking: Option<Vec<crate::ranking::ServerRecord>>,
     /// Worker threads.

@@ -14,8 +14,11 @@
 //! After unlocking, the effects are carried out: a waiter completed, a
 //! command to another slot task, a slot task spawned. A slot task that
 //! gets a `Send` for its own connection writes it inline, with no hand-off.
-//! A light request's life is two messages and three wake-ups: caller →
-//! slot (the send), socket → slot (the reply), slot → caller (the outcome).
+//! A caller whose request is sent on a connection parked on the caller's
+//! own runtime borrows it and does the exchange itself
+//! ([`super::lending`]): one wake-up per request, the socket's. Otherwise
+//! a request's life is two messages and three wake-ups: caller → slot (the
+//! send), socket → slot (the reply), slot → caller (the outcome).
 //!
 //! Single ownership holds: one owner at a time, every input through
 //! `handle`, the Supervisor itself untouched and pure.
@@ -27,7 +30,9 @@ use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use super::diagnostics::{DiagnosticsCell, EngineDiagnostics};
-use super::slot::{EngineShared, Finished, Reports, SlotCommand};
+use super::lending::{Borrowed, Lender};
+use super::session::{Applied, By, EngineShared, Finished, Reports};
+use super::slot::SlotCommand;
 use super::workers::Workers;
 use crate::proto::{Reply, Request};
 use crate::ranking::ServerRecord;
@@ -122,14 +127,39 @@ pub(crate) struct StartProbe {
 struct Pending {
     waiter: Waiter,
     frame: Option<Vec<u8>>,
+    /// The connection lent to its caller for it: woken when the request
+    /// ends by another applier's input (a deadline, a close).
+    lent: Option<Arc<dyn Lender>>,
+}
+
+/// A slot generation's task, as the core reaches it.
+struct SlotEntry {
+    at: SlotRef,
+    commands: mpsc::Sender<SlotCommand>,
+    /// Its ready connection and the runtime it is registered with: callers
+    /// on that runtime may borrow it.
+    lender: Option<(Arc<dyn Lender>, tokio::runtime::Id)>,
+}
+
+/// Who applies an input, for what its effects may hand straight back.
+#[derive(Debug, Clone, Copy)]
+enum Applier {
+    /// A caller submitting `id`, running on `runtime`: it may borrow the
+    /// connection its request is first sent on, if that is parked on the
+    /// same runtime.
+    Submitter { id: RequestId, runtime: Option<tokio::runtime::Id> },
+    /// The connection at `at`: its slot task or a borrower (see [`By`]).
+    Slot { at: SlotRef, by: By },
+    /// Anyone else (a cancel, the clock, a pin).
+    Other,
 }
 
 /// Everything behind the lock.
 struct State {
     sup: Supervisor,
     workers: Workers,
-    /// Each slot's command channel while its generation runs.
-    slots: Vec<Option<mpsc::Sender<SlotCommand>>>,
+    /// Each slot's task while its generation runs.
+    slots: Vec<Option<SlotEntry>>,
     waiters: IdMap<RequestId, Pending>,
     pins: IdMap<PinId, oneshot::Sender<Result<SlotId, RequestError>>>,
     /// When the clock task will wake by: lowered, with a wake, by any input
@@ -145,11 +175,15 @@ struct State {
     /// Slot commands that found their channel full: always 0 (see
     /// [`SLOT_COMMANDS_MAX`]); diagnostics and the simulation check it.
     slot_command_overflows: u64,
+    /// The time the last input was applied at.
+    last_input: Instant,
 }
 
 /// What one input caused, carried out after the lock is released.
 enum Effect {
     Complete(Waiter, Outcome),
+    /// A lent request ended by someone else's input: its borrower should look.
+    WakeBorrower(Arc<dyn Lender>),
     Pin(oneshot::Sender<Result<SlotId, RequestError>>, Result<SlotId, RequestError>),
     Command(SlotId, mpsc::Sender<SlotCommand>, SlotCommand),
     Open(OpenSlot, mpsc::Receiver<SlotCommand>, Handle),
@@ -165,8 +199,10 @@ struct Effects {
     wake_clock: bool,
     /// A push was buffered, or the engine closed.
     wake_push_readers: bool,
-    /// The Send for the slot that applied the input, written inline.
-    outgoing: Option<Outgoing>,
+    /// What goes straight back to the applier.
+    applied: Applied,
+    /// The submitter's request, lent its connection: the caller's exchange.
+    lease: Option<Borrowed>,
 }
 
 impl Effects {
@@ -224,6 +260,7 @@ impl Core {
         let CoreParts { sup, workers, launch, budgets, diagnostics, close_tx, time_source, runtime_workers } = parts;
         let first = workers.first().clone();
         let pool = sup.config().pool_size();
+        let started = sup.now();
         let state = State {
             sup,
             workers,
@@ -236,6 +273,7 @@ impl Core {
             finished: false,
             ranking: None,
             slot_command_overflows: 0,
+            last_input: started,
         };
         Arc::new_cyclic(|me| Self {
             state: Mutex::new(state),
@@ -266,45 +304,53 @@ impl Core {
     // ---- callers ----
 
     /// Admits a request; its outcome goes to `waiter` (at once for a
-    /// refused one: `PoolBusy`, `Closed`, ...).
+    /// refused one: `PoolBusy`, `Closed`, ...). `admitted` is the engine
+    /// clock's reading its deadline was set from (one clock read serves
+    /// both). A caller on `runtime` whose request is sent at once on a
+    /// connection parked there gets the exchange to do itself: await it,
+    /// and the waiter only if it ends without the outcome.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn submit(
         &self,
         id: RequestId,
         request: Arc<Request>,
         frame: Vec<u8>,
+        admitted: Instant,
         deadline: Instant,
         pin: Option<PinId>,
         waiter: Waiter,
-    ) {
+        runtime: Option<tokio::runtime::Id>,
+    ) -> Option<Borrowed> {
         let retry_safe = request.retry_safe();
         let input = Input::Submit { id, request, deadline, retry_safe, pin };
-        self.apply_with(input, None, |state| {
-            state.waiters.insert(id, Pending { waiter, frame: Some(frame) });
+        let carried = self.apply_at(input, Applier::Submitter { id, runtime }, Some(admitted), |state| {
+            state.waiters.insert(id, Pending { waiter, frame: Some(frame), lent: None });
         });
+        carried.lease
     }
 
     pub(crate) fn cancel(&self, id: RequestId) {
-        self.apply(Input::Cancel { id }, None);
+        self.apply(Input::Cancel { id });
     }
 
     pub(crate) fn pin(&self, id: PinId, deadline: Instant, granted: oneshot::Sender<Result<SlotId, RequestError>>) {
-        self.apply_with(Input::Pin { id, deadline }, None, |state| {
+        self.apply_with(Input::Pin { id, deadline }, Applier::Other, |state| {
             state.pins.insert(id, granted);
         });
     }
 
     pub(crate) fn release(&self, id: PinId) {
-        self.apply(Input::Release { id }, None);
+        self.apply(Input::Release { id });
     }
 
     pub(crate) fn close(&self) {
-        self.apply(Input::Close, None);
+        self.apply(Input::Close);
     }
 
     /// The last client handle is gone: close, and let a failed close end
     /// (nobody is left to ask for the second close that ends `FailedClosing`).
     pub(crate) fn orphan(&self) {
-        self.apply_with(Input::Close, None, |state| state.orphaned = true);
+        self.apply_with(Input::Close, Applier::Other, |state| state.orphaned = true);
         self.clock.notify_one();
     }
 
@@ -322,24 +368,39 @@ impl Core {
 
     // ---- slot tasks ----
 
-    /// Applies an input from the slot task at `from`. Returns the request
-    /// that task must now write, if the input caused one; `Finished`: the
-    /// engine has ended and the task should end quietly.
-    fn apply_from_slot(&self, from: SlotRef, input: Input) -> Result<Option<Outgoing>, Finished> {
+    /// Applies an input from the connection at `from` (its slot task, or
+    /// a borrower there). Returns what comes straight back to `by`: the
+    /// request to write now, the borrower's outcome; `Finished`: the engine
+    /// has ended and the task should end quietly.
+    fn apply_from_slot(&self, from: SlotRef, input: Input, by: By) -> Result<Applied, Finished> {
         let ended = matches!(input, Input::SlotFailed { .. } | Input::SlotClosed { .. });
         let mut finished = false;
-        let outgoing = self.apply_with(input, Some(from), |state| {
+        let carried = self.apply_with(input, Applier::Slot { at: from, by }, |state| {
             finished = state.finished;
             state.workers.event(from.slot);
             if ended {
-                // The task has ended: its socket no longer weighs on its worker.
+                // The task has ended: its socket no longer weighs on its
+                // worker, and its connection is lent to nobody.
                 state.workers.slot_ended(from.slot);
+                if state.slots[from.slot.index()].as_ref().is_some_and(|e| e.at == from) {
+                    state.slots[from.slot.index()] = None;
+                }
             }
         });
         if finished {
             return Err(Finished);
         }
-        Ok(outgoing)
+        Ok(carried.applied)
+    }
+
+    /// The ready connection at `at` may be lent to callers on the runtime
+    /// this is called from (its slot task's).
+    fn offer(&self, at: SlotRef, lender: Arc<dyn Lender>) {
+        let Ok(runtime) = Handle::try_current().map(|h| h.id()) else { return };
+        let mut state = self.lock();
+        if let Some(entry) = state.slots[at.slot.index()].as_mut().filter(|e| e.at == at) {
+            entry.lender = Some((lender, runtime));
+        }
     }
 
     // ---- the clock task ----
@@ -370,19 +431,19 @@ impl Core {
         {
             let mut state = self.lock();
             let now = self.now();
-            self.drain(&mut state, now, None, &mut effects);
+            self.drain(&mut state, now, Applier::Other, &mut effects);
         }
         self.carry_out(effects);
     }
 
     pub(super) fn tick(&self) {
-        self.apply(Input::Tick, None);
+        self.apply(Input::Tick);
     }
 
     /// The probe for `epoch` finished: its ranking for diagnostics, its
     /// latencies for the Supervisor.
     pub(crate) fn probe_done(&self, epoch: Epoch, latencies: Vec<Option<Duration>>, ranking: Vec<ServerRecord>) {
-        self.apply_with(Input::ProbeDone { epoch, latencies }, None, |state| state.ranking = Some(ranking));
+        self.apply_with(Input::ProbeDone { epoch, latencies }, Applier::Other, |state| state.ranking = Some(ranking));
     }
 
     /// Every `DIAGNOSTICS_REFRESH`: worker load, an advisory migration, and
@@ -392,9 +453,9 @@ impl Core {
         state.workers.tick(seconds);
         if let Some((slot, to)) = state.workers.plan_migration() {
             // Advisory: only while Send and Retire keep their room.
-            if let Some(tx) = state.slots[slot.index()].as_ref().filter(|tx| tx.capacity() > 2) {
+            if let Some(entry) = state.slots[slot.index()].as_ref().filter(|e| e.commands.capacity() > 2) {
                 tracing::debug!(slot = slot.0, "moving a hot slot to a cooler worker");
-                let _ = tx.try_send(SlotCommand::Migrate { to });
+                let _ = entry.commands.try_send(SlotCommand::Migrate { to });
             }
         }
         if std::mem::take(&mut state.dirty) {
@@ -425,6 +486,7 @@ impl Core {
             slot_panics: self.budgets.slot_panics.load(std::sync::atomic::Ordering::Relaxed),
             slot_command_overflows: state.slot_command_overflows,
             bytes_read: self.budgets.bytes_read.load(std::sync::atomic::Ordering::Relaxed),
+            lent_exchanges: self.budgets.lent_exchanges.load(std::sync::atomic::Ordering::Relaxed),
             ranking: state.ranking.clone(),
             runtime_workers: self.runtime_workers,
         }
@@ -432,19 +494,31 @@ impl Core {
 
     // ---- applying ----
 
-    fn apply(&self, input: Input, from: Option<SlotRef>) -> Option<Outgoing> {
-        self.apply_with(input, from, |_| {})
+    fn apply(&self, input: Input) {
+        self.apply_with(input, Applier::Other, |_| {});
+    }
+
+    fn apply_with(&self, input: Input, applier: Applier, before: impl FnOnce(&mut State)) -> Carried {
+        self.apply_at(input, applier, None, before)
     }
 
     /// Locks, runs `before` (the adapters' own bookkeeping for this input),
-    /// feeds the input, drains the actions into effects, unlocks, and
-    /// carries the effects out.
-    fn apply_with(&self, input: Input, from: Option<SlotRef>, before: impl FnOnce(&mut State)) -> Option<Outgoing> {
+    /// feeds the input at `now` (read under the lock when not given),
+    /// drains the actions into effects, unlocks, and carries the effects out.
+    fn apply_at(
+        &self,
+        input: Input,
+        applier: Applier,
+        now: Option<Instant>,
+        before: impl FnOnce(&mut State),
+    ) -> Carried {
         let mut effects = Effects::default();
         {
             let mut state = self.lock();
-            // Read under the lock, so inputs reach the Supervisor in time order.
-            let now = self.now();
+            // Inputs reach the Supervisor in time order: a reading taken
+            // before the lock never goes behind the last input's.
+            let now = now.unwrap_or_else(|| self.now()).max(state.last_input);
+            state.last_input = now;
             before(&mut state);
             let buffered = state.sup.pushes_buffered();
             state.sup.handle(now, input);
@@ -452,13 +526,42 @@ impl Core {
                 state.sup.check_invariants();
             }
             effects.wake_push_readers = state.sup.pushes_buffered() > buffered;
-            self.drain(&mut state, now, from, &mut effects);
+            self.drain(&mut state, now, applier, &mut effects);
         }
         self.carry_out(effects)
     }
 
+    /// Lends the connection at `at` to the submitter, for its own request's
+    /// first send, when the connection is parked on the submitter's runtime.
+    fn try_lend(
+        &self,
+        state: &mut State,
+        now: Instant,
+        applier: Applier,
+        (at, id): (SlotRef, Option<RequestId>),
+        outgoing: Outgoing,
+        effects: &mut Effects,
+    ) -> Result<(), Outgoing> {
+        let Applier::Submitter { id: own, runtime: Some(runtime) } = applier else { return Err(outgoing) };
+        if id != Some(own) || effects.lease.is_some() {
+            return Err(outgoing);
+        }
+        let lender = match state.slots[at.slot.index()].as_ref() {
+            Some(SlotEntry { at: current, lender: Some((lender, on)), .. }) if *current == at && *on == runtime => {
+                lender.clone()
+            }
+            _ => return Err(outgoing),
+        };
+        let Some(core) = self.me.upgrade() else { return Err(outgoing) };
+        effects.lease = Some(lender.clone().lend(core, outgoing, own, now)?);
+        if let Some(pending) = state.waiters.get_mut(&own) {
+            pending.lent = Some(lender);
+        }
+        Ok(())
+    }
+
     /// Turns every pending action into an effect (under the lock).
-    fn drain(&self, state: &mut State, now: Instant, from: Option<SlotRef>, effects: &mut Effects) {
+    fn drain(&self, state: &mut State, now: Instant, applier: Applier, effects: &mut Effects) {
         state.dirty = true;
         while let Some(action) = state.sup.poll_action() {
             match action {
@@ -468,31 +571,49 @@ impl Core {
                 }
                 Action::OpenSlot { at, endpoint, deadline } => {
                     let (tx, rx) = mpsc::channel(SLOT_COMMANDS_MAX);
-                    state.slots[at.slot.index()] = Some(tx);
+                    state.slots[at.slot.index()] = Some(SlotEntry { at, commands: tx, lender: None });
                     let on = state.workers.place(at.slot);
                     let connect_timeout = deadline.saturating_duration_since(now);
                     effects.push(Effect::Open(OpenSlot { at, endpoint, connect_timeout }, rx, on));
                 }
                 Action::Send { at, msg_id, request, id } => {
                     let frame = id.and_then(|id| state.waiters.get_mut(&id)).and_then(|p| p.frame.take());
-                    if from == Some(at) && effects.outgoing.is_none() {
-                        effects.outgoing = Some(Outgoing { msg_id, request, frame });
-                    } else if let Some(tx) = &state.slots[at.slot.index()] {
+                    let outgoing = Outgoing { msg_id, request, frame };
+                    let holder = matches!(applier, Applier::Slot { at: from, by: By::Task | By::Borrower { holding: true, .. } } if from == at);
+                    if holder && effects.applied.outgoing.is_none() {
+                        effects.applied.outgoing = Some(outgoing);
+                        continue;
+                    }
+                    let Err(Outgoing { msg_id, request, frame }) =
+                        self.try_lend(state, now, applier, (at, id), outgoing, effects)
+                    else {
+                        continue;
+                    };
+                    if let Some(entry) = &state.slots[at.slot.index()] {
                         effects.push(Effect::Command(
                             at.slot,
-                            tx.clone(),
+                            entry.commands.clone(),
                             SlotCommand::Send { msg_id, request, frame },
                         ));
                     }
                 }
                 Action::Retire { at, .. } => {
-                    if let Some(tx) = state.slots[at.slot.index()].take() {
-                        effects.push(Effect::Command(at.slot, tx, SlotCommand::Retire));
+                    if let Some(entry) = state.slots[at.slot.index()].take() {
+                        effects.push(Effect::Command(at.slot, entry.commands, SlotCommand::Retire));
                     }
                 }
                 Action::Complete { id, outcome } => {
-                    if let Some(pending) = state.waiters.remove(&id) {
-                        effects.push(Effect::Complete(pending.waiter, outcome));
+                    let Some(pending) = state.waiters.remove(&id) else { continue };
+                    if matches!(applier, Applier::Slot { by: By::Borrower { own, .. }, .. } if own == id)
+                        && effects.applied.own.is_none()
+                    {
+                        // The borrower's own reply: straight back, no wake-up.
+                        effects.applied.own = Some(outcome);
+                        continue;
+                    }
+                    effects.push(Effect::Complete(pending.waiter, outcome));
+                    if let Some(lender) = pending.lent {
+                        effects.push(Effect::WakeBorrower(lender));
                     }
                 }
                 Action::PinGranted { id, slot } => {
@@ -521,11 +642,12 @@ impl Core {
     }
 
     /// Carries out one input's effects (after the lock is released).
-    fn carry_out(&self, effects: Effects) -> Option<Outgoing> {
-        let Effects { first, rest, wake_clock, wake_push_readers, outgoing } = effects;
+    fn carry_out(&self, effects: Effects) -> Carried {
+        let Effects { first, rest, wake_clock, wake_push_readers, applied, lease } = effects;
         for effect in first.into_iter().chain(rest) {
             match effect {
                 Effect::Complete(waiter, outcome) => waiter.complete(outcome),
+                Effect::WakeBorrower(lender) => lender.wake_borrower(),
                 Effect::Pin(tx, result) => {
                     let _ = tx.send(result);
                 }
@@ -555,13 +677,23 @@ impl Core {
         if wake_push_readers {
             self.pushed.notify_waiters();
         }
-        outgoing
+        Carried { applied, lease }
     }
 }
 
+/// What an input's effects hand straight back to its applier.
+struct Carried {
+    applied: Applied,
+    lease: Option<Borrowed>,
+}
+
 impl Reports for Core {
-    fn slot_input(&self, at: SlotRef, input: Input) -> Result<Option<Outgoing>, Finished> {
-        self.apply_from_slot(at, input)
+    fn slot_input(&self, at: SlotRef, input: Input, by: By) -> Result<Applied, Finished> {
+        self.apply_from_slot(at, input, by)
+    }
+
+    fn offer(&self, at: SlotRef, lender: Arc<dyn Lender>) {
+        Core::offer(self, at, lender)
     }
 
     fn now(&self) -> Instant {

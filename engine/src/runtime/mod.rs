@@ -21,7 +21,9 @@
 pub(crate) mod clock;
 pub mod connector;
 pub mod diagnostics;
+pub(crate) mod lending;
 pub(crate) mod locked;
+pub(crate) mod session;
 pub(crate) mod slot;
 pub mod workers;
 
@@ -31,15 +33,15 @@ use std::thread::JoinHandle;
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
-use crate::budget::Budget;
 use crate::proto::limits::RAW_STAGING_BYTES_MAX;
 use crate::ranking::RankingStore;
 use crate::supervisor::{CloseState, ConfigError, Endpoint, Supervisor, SupervisorConfig};
 use connector::Connector;
 use diagnostics::DiagnosticsCell;
 use locked::{Core, CoreParts, Launch, OpenSlot, StartProbe};
-use slot::{EngineShared, SlotCommand, SlotTask, SLOT_DECODED_BYTES_DEFAULT};
-pub use slot::{DECODED_BUDGET_BYTES_MIN, RAW_BUDGET_BYTES_MIN};
+use session::{EngineShared, SLOT_DECODED_BYTES_DEFAULT};
+pub use session::{DECODED_BUDGET_BYTES_MIN, RAW_BUDGET_BYTES_MIN};
+use slot::{SlotCommand, SlotTask};
 
 pub use crate::supervisor::PushFrame;
 pub use diagnostics::{BudgetDiagnostics, EngineDiagnostics, DIAGNOSTICS_REFRESH};
@@ -230,12 +232,7 @@ pub(crate) fn start<C: Connector>(
     let now = locked::clock_now(time_source.as_ref());
     let seed = config.rng_seed;
     let sup = Supervisor::new(config, now)?;
-    let budgets = EngineShared {
-        raw: Budget::new("raw", raw),
-        decoded: Budget::new("decoded", decoded),
-        slot_panics: Arc::default(),
-        bytes_read: Arc::default(),
-    };
+    let budgets = EngineShared::new(raw, decoded);
     let (close_tx, close_rx) = watch::channel(CloseState::Running);
     let diagnostics = DiagnosticsCell::new(EngineDiagnostics {
         supervisor: sup.diagnostics(),
@@ -245,6 +242,7 @@ pub(crate) fn start<C: Connector>(
         slot_panics: 0,
         slot_command_overflows: 0,
         bytes_read: 0,
+        lent_exchanges: 0,
         ranking: None,
         runtime_workers,
     });

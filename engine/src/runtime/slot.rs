@@ -4,60 +4,37 @@
 //! engine: it writes the requests it is given, reads and decodes frames
 //! (zlib included), parses the frame that answers its request in flight,
 //! and applies everything to the locked core ([`super::locked`]) as
-//! Supervisor inputs, outside the lock for all the decoding. When its own
+//! Supervisor inputs, outside the lock for all the decoding (the exchange
+//! itself is [`super::session`]'s, shared with borrowers). When its own
 //! input makes the Supervisor send on this connection (the next queued
 //! request after a reply), the task writes it at once; sends caused by
 //! others' inputs arrive on its command channel. It never decides
 //! anything: matching, retries and deadlines are the Supervisor's.
 //!
-//! Bounds, per round and per slot: at most 256 KiB read and 64 frames /
-//! 4 MiB decoded before the task yields to its neighbours; raw staging and
-//! decoded bytes are reserved from the engine budgets, and a slot that
-//! cannot reserve pauses its reads (TCP backpressure), except for the reply
-//! to its own request in flight, which is always passed on (replies first,
-//! then backpressure). A panic inside the task is caught and reported as a
-//! failure of that slot only.
+//! Whenever it has nothing in hand, the task parks its connection in its
+//! [`Line`], where a caller on the same runtime may borrow it for its own
+//! request ([`super::lending`]); the task then waits for the connection's
+//! next bytes or its next command. A panic inside the task is caught and
+//! reported as a failure of that slot only.
 
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tracing::{debug, Instrument};
 
 use super::connector::{Connector, Detach};
+use super::lending::Line;
 use super::locked::Outgoing;
-use crate::budget::{Budget, Reservation};
-use crate::proto::commands::{Command, Handshake};
-use crate::proto::limits::{PAYLOAD_BYTES_MAX, RAW_STAGING_BYTES_MAX, RESPONSE_FRAME_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
-use crate::proto::{Frame, FrameDecoder, ProtoError, Request, RoundEnd, RoundLimits};
-use crate::supervisor::{Endpoint, FrameBody, Input, Sent, SlotError, SlotRef};
-
-/// Decoded bytes per slot the default decoded budget allows (the budget is
-/// `pool_size` times this unless set).
-pub const SLOT_DECODED_BYTES_DEFAULT: usize = 8 * 1024 * 1024;
-/// msg_id of the handshake a slot sends on connect; the Supervisor never
-/// sees it (its own ids come from a separate counter and the exchange is
-/// over before the slot is ready).
-const HANDSHAKE_MSG_ID: u32 = 1;
-/// Bytes one socket read asks for at most.
-pub const SLOT_READ_BYTES: usize = 64 * 1024;
-/// The smallest engine raw budget that cannot stall: a read reserves what
-/// the decoder stages (less than one whole frame, since whole frames are
-/// decoded before the next read) plus the read itself.
-pub const RAW_BUDGET_BYTES_MIN: usize = RESPONSE_FRAME_BYTES_MAX + SLOT_READ_BYTES;
-/// The smallest decoded budget that cannot stall: one largest payload
-/// (a push waits until its bytes fit).
-pub const DECODED_BUDGET_BYTES_MIN: usize = PAYLOAD_BYTES_MAX;
-const _: () = assert!(RAW_BUDGET_BYTES_MIN <= RAW_STAGING_BYTES_MAX);
-const _: () = assert!(DECODED_BUDGET_BYTES_MIN <= SLOT_DECODED_BYTES_DEFAULT);
-/// How long a slot waits before retrying a budget it could not reserve.
-const BUDGET_RETRY: Duration = Duration::from_millis(1);
+use super::session::{Applied, By, Conn, Ctx, Detached, End, EngineShared, Reports, Session};
+use crate::proto::Request;
+use crate::supervisor::{Endpoint, Input, SlotError, SlotRef};
+use crate::sync::Closed;
 
 /// What the core tells a slot task (for sends caused by others' inputs).
 #[derive(Debug)]
@@ -76,33 +53,9 @@ pub(crate) enum SlotCommand {
     /// Move this connection to another worker runtime (`PerWorker`
     /// migration): the socket is re-registered with that runtime's reactor
     /// and the task goes on there, its state intact. Ignored before the
-    /// slot is ready and by connectors that cannot move connections.
+    /// slot is ready, while the connection is lent, and by connectors that
+    /// cannot move connections.
     Migrate { to: tokio::runtime::Handle },
-}
-
-/// Where a slot task's inputs go: the engine's locked core
-/// ([`super::locked::Core`]); a test may stand a channel in.
-pub(crate) trait Reports: Send + Sync + 'static {
-    /// Applies `input` from the task at `at`; returns the request the task
-    /// must now write, if the input caused one.
-    fn slot_input(&self, at: SlotRef, input: Input) -> Result<Option<Outgoing>, Finished>;
-    /// The engine's clock, for send times.
-    fn now(&self) -> std::time::Instant;
-}
-
-/// The engine has finished: a slot task's report has no one to go to.
-#[derive(Debug)]
-pub(crate) struct Finished;
-
-/// What every slot task shares with the engine: the budgets it draws from
-/// and the count of slot tasks that panicked.
-#[derive(Debug, Clone)]
-pub(crate) struct EngineShared {
-    pub(crate) raw: Arc<Budget>,
-    pub(crate) decoded: Arc<Budget>,
-    pub(crate) slot_panics: Arc<AtomicUsize>,
-    /// Bytes read from every socket since start.
-    pub(crate) bytes_read: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Everything a slot task needs for one generation.
@@ -117,29 +70,6 @@ pub(crate) struct SlotTask<C: Connector> {
     pub(crate) budgets: EngineShared,
 }
 
-/// Why a slot task ended early, before reporting.
-enum End {
-    /// Report this failure.
-    Failed(SlotError),
-    /// Retired: report `SlotClosed`.
-    Retired,
-    /// The engine has finished: report nothing.
-    EngineGone,
-    /// The task moved to another runtime, which reports its end.
-    Migrated,
-    /// Asked to move (internal: the exchange loop hands this to its caller).
-    Migrate(tokio::runtime::Handle),
-}
-
-/// A ready connection's state, carried across a migration.
-struct Exchanging {
-    /// The request in flight, its msg_id and when it was written: the frame
-    /// that answers it is parsed, and every frame read meanwhile carries the
-    /// [`Sent`].
-    awaiting: Option<(Sent, Arc<Request>)>,
-    commands: mpsc::Receiver<SlotCommand>,
-}
-
 impl<C: Connector> SlotTask<C> {
     /// Runs the task to its end; panics inside are caught and reported.
     pub(crate) async fn run(self, commands: mpsc::Receiver<SlotCommand>) {
@@ -151,20 +81,21 @@ impl<C: Connector> SlotTask<C> {
 
     /// Goes on with a migrated connection on the current runtime. (A boxed
     /// `Send` future: migration makes the task's future recursive.)
-    fn resume(self, parked: Parked, state: Exchanging) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+    fn resume(
+        self,
+        socket: std::net::TcpStream,
+        parts: Detached,
+        commands: mpsc::Receiver<SlotCommand>,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
         Box::pin(async move {
             let span = self.span();
             let (at, core, budgets) = (self.at, self.core.clone(), self.budgets.clone());
             let outcome = CatchPanic(Box::pin(
                 async move {
-                    match self.connector.attach(parked.socket) {
+                    match self.connector.attach(socket) {
                         Ok(stream) => {
                             debug!("connection migrated to this worker");
-                            let (decoder, buf, raw) = (parked.decoder, parked.buf, parked.raw);
-                            let budgets = self.budgets.clone();
-                            let conn =
-                                Conn { stream, decoder, buf, budgets, raw, wire: Vec::new(), frames: Vec::new() };
-                            self.exchange_phase(conn, state, None).await
+                            self.exchange_phase(Session::from_parts(stream, parts), commands, None).await
                         }
                         Err(e) => End::Failed(SlotError::Io(format!("cannot attach a migrated connection: {e}"))),
                     }
@@ -184,7 +115,10 @@ impl<C: Connector> SlotTask<C> {
     /// Applies `input` to the core; returns the request it made this
     /// connection send, if any.
     fn report(&self, input: Input) -> Result<Option<Outgoing>, End> {
-        self.core.slot_input(self.at, input).map_err(|_| End::EngineGone)
+        match self.core.slot_input(self.at, input, By::Task) {
+            Ok(Applied { outgoing, .. }) => Ok(outgoing),
+            Err(_) => Err(End::EngineGone),
+        }
     }
 
     async fn serve(self, mut commands: mpsc::Receiver<SlotCommand>) -> End {
@@ -203,142 +137,124 @@ impl<C: Connector> SlotTask<C> {
             Ok(Err(error)) => return End::Failed(error),
             Err(end) => return end,
         }
-        let first = match self.report(Input::SlotReady { at: self.at }) {
-            Ok(outgoing) => outgoing,
-            Err(end) => return end,
-        };
-        self.exchange_phase(conn, Exchanging { awaiting: None, commands }, first).await
+        let ready = Input::SlotReady { at: self.at };
+        self.exchange_phase(Session::new(conn), commands, Some(ready)).await
     }
 
-    /// Serves a ready connection until it ends, moving it when asked.
-    async fn exchange_phase(self, mut conn: Conn<C::Stream>, mut state: Exchanging, first: Option<Outgoing>) -> End {
+    /// Serves a ready connection until it ends, moving it when asked. The
+    /// connection is offered for lending (on the runtime it is registered
+    /// with) before `ready` is applied, so the first request the Supervisor
+    /// sends on it may already be a caller's own exchange.
+    async fn exchange_phase(
+        self,
+        session: Session<C::Stream>,
+        mut commands: mpsc::Receiver<SlotCommand>,
+        ready: Option<Input>,
+    ) -> End {
+        let line = Arc::new(Line::new(self.at, self.connector.clone(), self.budgets.clone()));
+        // However the task ends (a panic unwinding included), nothing is
+        // lent from its line afterwards and a parked connection is closed.
+        let _closed = CloseOnDrop(&line);
+        self.core.offer(self.at, line.clone());
+        let first = match ready.map(|input| self.report(input)) {
+            Some(Ok(outgoing)) => outgoing,
+            Some(Err(end)) => return self.end(&line, end),
+            None => None,
+        };
+        let mut session = session;
         let mut first = first;
         loop {
-            let to = match self.exchange_loop(&mut conn, &mut state, first.take()).await {
-                Ok(End::Migrate(to)) => to,
-                Ok(end) | Err(end) => return end,
-            };
-            let Conn { stream, decoder, buf, raw, .. } = conn;
+            let (end, kept) = self.exchange_loop(&line, session, &mut commands, first.take()).await;
+            let (End::Migrate(to), Some(kept)) = (&end, kept) else { return self.end(&line, end) };
+            let (stream, parts) = kept.into_parts();
             match self.connector.detach(stream) {
                 Detach::Moved(socket) => {
-                    let parked = Parked { socket, decoder, buf, raw };
-                    to.spawn(self.resume(parked, state));
+                    // Nothing to report for this runtime: the moved task reports its end.
+                    let _ = line.lend.close();
+                    to.spawn(self.resume(socket, parts, commands));
                     return End::Migrated;
                 }
-                Detach::Kept(stream) => {
-                    conn = Conn {
-                        stream,
-                        decoder,
-                        buf,
-                        budgets: self.budgets.clone(),
-                        raw,
-                        wire: Vec::new(),
-                        frames: Vec::new(),
-                    };
+                Detach::Kept(stream) => session = Session::from_parts(stream, parts),
+                Detach::Failed(e) => {
+                    return self.end(&line, End::Failed(SlotError::Io(format!("cannot move the connection: {e}"))))
                 }
-                Detach::Failed(e) => return End::Failed(SlotError::Io(format!("cannot move the connection: {e}"))),
             }
         }
     }
 
-    async fn exchange_loop<S: AsyncRead + AsyncWrite + Unpin>(
-        &self,
-        conn: &mut Conn<S>,
-        state: &mut Exchanging,
-        first: Option<Outgoing>,
-    ) -> Result<End, End> {
-        let Exchanging { awaiting, commands } = state;
-        if let Some(outgoing) = first {
-            *awaiting = Some(self.write(conn, outgoing).await?);
+    /// Closes the line as the generation ends; the end is reported only if
+    /// nobody (a failed borrower) reported it first.
+    fn end(&self, line: &Line<C>, end: End) -> End {
+        match (line.lend.close(), end) {
+            (Closed::Already, End::Failed(_) | End::Retired) => End::ReportedElsewhere,
+            (_, end) => end,
         }
-        let mut wire_this_round = 0usize;
-        // Whole frames still staged after a round that hit its limits: they
-        // are decoded before anything more is read, so a read never has to
-        // reserve raw budget for more than a partial frame plus one read.
-        let mut frames_staged = false;
+    }
+
+    /// The ready connection's loop: commands, and the connection's own
+    /// bytes, with the connection parked in `line` between the two. Hands
+    /// the session back only with `End::Migrate`.
+    async fn exchange_loop(
+        &self,
+        line: &Line<C>,
+        session: Session<C::Stream>,
+        commands: &mut mpsc::Receiver<SlotCommand>,
+        first: Option<Outgoing>,
+    ) -> (End, Option<Session<C::Stream>>) {
+        let ctx = Ctx { at: self.at, core: &*self.core, budgets: &self.budgets, own: None };
+        let mut session = session;
+        if let Some(outgoing) = first {
+            if let Err(end) = session.write(outgoing, ctx.core).await {
+                return (end, None);
+            }
+        }
+        line.lend.park(session);
         loop {
             tokio::select! {
                 biased;
                 command = commands.recv() => match command {
                     Some(SlotCommand::Send { msg_id, request, frame }) => {
-                        *awaiting = Some(self.write(conn, Outgoing { msg_id, request, frame }).await?);
+                        // Parked, or back from a borrower soon (it gives it back when its reply is in).
+                        let Some(mut session) = poll_fn(|cx| line.lend.poll_take(cx)).await else {
+                            return (End::ReportedElsewhere, None);
+                        };
+                        if let Err(end) = session.write(Outgoing { msg_id, request, frame }, ctx.core).await {
+                            return (end, None);
+                        }
+                        line.lend.park(session);
                     }
-                    Some(SlotCommand::Migrate { to }) => return Ok(End::Migrate(to)),
-                    other => return Ok(retired_or_gone(other)),
+                    Some(SlotCommand::Migrate { to }) => {
+                        // Advisory: a lent connection stays where it is.
+                        if let Some(session) = line.lend.try_take() {
+                            return (End::Migrate(to), Some(session));
+                        }
+                    }
+                    other => return (retired_or_gone(other), None),
                 },
-                read = conn.fill(frames_staged, awaiting.is_some()) => {
-                    let n = read.map_err(End::Failed)?;
-                    wire_this_round += n;
-                    let (mut frames, end) = conn.decode().map_err(|e| End::Failed(SlotError::Protocol(e.to_string())))?;
-                    for frame in frames.drain(..) {
-                        let sent = awaiting.as_ref().map(|(sent, _)| *sent);
-                        let body = match &*awaiting {
-                            Some((sent, request)) if frame.header.msg_id == sent.msg_id && frame.header.msg_type == request.msg_type() => {
-                                let parsed = request.parse_reply(&frame.payload);
-                                *awaiting = None;
-                                match parsed {
-                                    Ok(reply) => FrameBody::Reply(Box::new(reply)),
-                                    Err(e) => match crate::proto::text::server_message(&frame.payload) {
-                                        Some(text) => FrameBody::ServerMessage(text),
-                                        None => FrameBody::Invalid(e),
-                                    },
-                                }
-                            }
-                            _ => FrameBody::Unparsed(frame.payload.clone()),
-                        };
-                        let bytes = frame.payload.len();
-                        // Replies to sent requests first: a reply (at most one per
-                        // slot, at most 64 KiB) never waits for the decoded budget;
-                        // pushes do, which pauses this slot's reads.
-                        let reservation = match body {
-                            FrameBody::Unparsed(_) => self.reserve_decoded(bytes).await,
-                            _ => Budget::try_reserve(&self.budgets.decoded, bytes),
-                        };
-                        let bad_reply = matches!(body, FrameBody::Invalid(_));
-                        let input = Input::Frame { at: self.at, header: frame.header, body, sent };
-                        let outgoing = self.report(input);
-                        match reservation {
-                            Some(r) if bad_reply && crate::mutants::on(crate::mutants::Mutant::DecodedBudgetLeakOnBadReply) => std::mem::forget(r),
-                            // The frame's bytes have left with what the input caused.
-                            other => drop(other),
-                        }
-                        if let Some(outgoing) = outgoing? {
-                            *awaiting = Some(self.write(conn, outgoing).await?);
-                        }
+                work = poll_fn(|cx| line.lend.poll_work(cx, |session, cx| session.poll_fill(cx))) => {
+                    // Closed by a borrower whose exchange failed (it reported that).
+                    let Some((mut session, read)) = work else { return (End::ReportedElsewhere, None) };
+                    if let Err(end) = session.serve(read, &ctx).await {
+                        return (end, None);
                     }
-                    conn.frames = frames;
-                    frames_staged = end != RoundEnd::NeedBytes;
-                    if frames_staged || wire_this_round >= ROUND_WIRE_BYTES_MAX {
-                        wire_this_round = 0;
+                    let yield_now = session.round_full();
+                    line.lend.park(session);
+                    if yield_now {
                         tokio::task::yield_now().await;
                     }
                 }
             }
         }
     }
+}
 
-    /// Writes a request and returns what the reply will be matched by.
-    async fn write<S: AsyncRead + AsyncWrite + Unpin>(
-        &self,
-        conn: &mut Conn<S>,
-        Outgoing { msg_id, request, frame }: Outgoing,
-    ) -> Result<(Sent, Arc<Request>), End> {
-        conn.write_request(msg_id, &request, frame).await.map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
-        Ok((Sent { msg_id, at: self.core.now() }, request))
-    }
+/// Closes a line when dropped (the normal ends close it first, to learn
+/// whether they report).
+struct CloseOnDrop<'a, C: Connector>(&'a Line<C>);
 
-    /// Decoded bytes from the engine budget; waits (pausing this slot's
-    /// reads) while the budget is exhausted.
-    async fn reserve_decoded(&self, bytes: usize) -> Option<Reservation> {
-        if bytes == 0 {
-            return None;
-        }
-        loop {
-            if let Some(r) = Budget::try_reserve(&self.budgets.decoded, bytes) {
-                return Some(r);
-            }
-            tokio::time::sleep(BUDGET_RETRY).await;
-        }
+impl<C: Connector> Drop for CloseOnDrop<'_, C> {
+    fn drop(&mut self) {
+        let _ = self.0.lend.close();
     }
 }
 
@@ -346,7 +262,7 @@ impl<C: Connector> SlotTask<C> {
 /// `SlotFailed` otherwise (a panic included, counted apart).
 fn report_end(at: SlotRef, core: &dyn Reports, budgets: &EngineShared, outcome: Result<End, String>) {
     let input = match outcome {
-        Ok(End::EngineGone | End::Migrated) => return,
+        Ok(End::EngineGone | End::Migrated | End::ReportedElsewhere) => return,
         Ok(End::Migrate(_)) => unreachable!("exchange_phase handles migration requests"),
         Ok(End::Retired) => Input::SlotClosed { at },
         Ok(End::Failed(error)) => Input::SlotFailed { at, error },
@@ -358,7 +274,7 @@ fn report_end(at: SlotRef, core: &dyn Reports, budgets: &EngineShared, outcome: 
         }
     };
     // A finished engine has nobody to tell.
-    let _ = core.slot_input(at, input);
+    let _ = core.slot_input(at, input, By::Task);
 }
 
 /// Runs `work` (connect or handshake) to its end unless the engine retires
@@ -390,146 +306,13 @@ fn retired_or_gone(command: Option<SlotCommand>) -> End {
     }
 }
 
-/// A connection in transit between runtimes.
-struct Parked {
-    socket: std::net::TcpStream,
-    decoder: FrameDecoder,
-    buf: Vec<u8>,
-    raw: Option<Reservation>,
-}
-
-/// One connection's socket, decoder and raw-budget hold.
-struct Conn<S> {
-    stream: S,
-    decoder: FrameDecoder,
-    buf: Vec<u8>,
-    budgets: EngineShared,
-    /// Raw-budget bytes held for what the decoder stages.
-    raw: Option<Reservation>,
-    wire: Vec<u8>,
-    /// One decode round's frames; kept so a round allocates nothing.
-    frames: Vec<Frame>,
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
-    fn new(stream: S, budgets: EngineShared) -> Self {
-        Self {
-            stream,
-            decoder: FrameDecoder::new(),
-            buf: vec![0; SLOT_READ_BYTES],
-            budgets,
-            raw: None,
-            wire: Vec::new(),
-            frames: Vec::new(),
-        }
-    }
-
-    /// Writes `request` as a frame with `msg_id`: the `frame` the client
-    /// encoded when there is one, else encoded here.
-    async fn write_request(&mut self, msg_id: u32, request: &Request, frame: Option<Vec<u8>>) -> std::io::Result<()> {
-        if let Some(mut frame) = frame {
-            crate::proto::frame::set_request_msg_id(&mut frame, msg_id);
-            return self.stream.write_all(&frame).await;
-        }
-        self.wire.clear();
-        request
-            .encode_frame(msg_id, &mut self.wire)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        self.stream.write_all(&self.wire).await
-    }
-
-    /// Reads more bytes unless whole frames are already staged (then 0:
-    /// decode those first).
-    async fn fill(&mut self, frames_staged: bool, reply_due: bool) -> Result<usize, SlotError> {
-        if frames_staged {
-            return Ok(0);
-        }
-        self.read(reply_due).await
-    }
-
-    /// Reads what the socket has (at most what staging allows), then
-    /// accounts it in the raw budget before the decoder stages it. Waiting
-    /// for bytes holds no reservation beyond what is already staged, so idle
-    /// connections tie up nothing.
-    async fn read(&mut self, reply_due: bool) -> Result<usize, SlotError> {
-        let want = self.buf.len().min(self.decoder.staging_room());
-        debug_assert!(want > 0, "a decode round leaves staging room");
-        let read = self.stream.read(&mut self.buf[..want]).await;
-        if crate::mutants::on(crate::mutants::Mutant::RawBudgetLeakOnError) && !matches!(read, Ok(1..)) {
-            std::mem::forget(self.raw.take());
-        }
-        let n = read.map_err(|e| SlotError::Io(e.to_string()))?;
-        self.budgets.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
-        if n == 0 {
-            return Err(match self.decoder.finish() {
-                Ok(()) => SlotError::PeerClosed,
-                Err(e) => SlotError::Protocol(e.to_string()),
-            });
-        }
-        self.account(n, reply_due).await;
-        self.decoder.feed(&self.buf[..n]).map_err(|e| SlotError::Protocol(e.to_string()))?;
-        Ok(n)
-    }
-
-    /// Reserves raw budget for `n` more staged bytes. Replies first: while
-    /// this connection's request is in flight the read goes on even when the
-    /// budget is spent (unaccounted, and bounded by this slot's own staging
-    /// bound), so a reply never waits behind other slots' pushes; otherwise
-    /// the slot waits, which pauses its reads (TCP backpressure).
-    async fn account(&mut self, n: usize, reply_due: bool) {
-        loop {
-            if let Some(more) = Budget::try_reserve(&self.budgets.raw, n) {
-                match &mut self.raw {
-                    Some(held) => held.merge(more),
-                    None => self.raw = Some(more),
-                }
-                return;
-            }
-            if reply_due {
-                return;
-            }
-            tokio::time::sleep(BUDGET_RETRY).await;
-        }
-    }
-
-    /// Decodes one round of frames and shrinks the raw hold to what stays staged.
-    /// The frames come in the connection's kept vector, empty; hand it back
-    /// (`conn.frames = frames`) when done.
-    fn decode(&mut self) -> Result<(Vec<Frame>, RoundEnd), ProtoError> {
-        let mut frames = std::mem::take(&mut self.frames);
-        debug_assert!(frames.is_empty(), "the last round's frames were handed over");
-        let round = self.decoder.decode_round(RoundLimits::default(), |f| frames.push(f))?;
-        if let Some(raw) = &mut self.raw {
-            raw.shrink_to(self.decoder.staged().min(raw.bytes()));
-        }
-        debug_assert!(self.decoder.staged() <= RAW_STAGING_BYTES_MAX);
-        Ok((frames, round.end))
-    }
-
-    /// Sends the handshake and waits for its reply (frames before it are dropped).
-    async fn handshake(&mut self) -> Result<(), SlotError> {
-        let request: Request = Handshake::default().into();
-        self.write_request(HANDSHAKE_MSG_ID, &request, None).await.map_err(|e| SlotError::Handshake(e.to_string()))?;
-        loop {
-            while let Some(frame) = self.decoder.next_frame().map_err(|e| SlotError::Handshake(e.to_string()))? {
-                if frame.header.msg_id == HANDSHAKE_MSG_ID && frame.header.msg_type == Handshake::MSG_TYPE {
-                    return Handshake::default()
-                        .parse_reply(&frame.payload)
-                        .map(|reply| debug!(server = %reply.server_name, "handshake done"))
-                        .map_err(|e| match crate::proto::text::server_message(&frame.payload) {
-                            // A 2026 server turning this client away in words.
-                            Some(text) => SlotError::Mismatch(text),
-                            None => SlotError::Handshake(e.to_string()),
-                        });
-                }
-            }
-            // The handshake's reply is due: it never waits for the budget.
-            self.read(true).await.map_err(|e| match e {
-                SlotError::Io(m) | SlotError::Protocol(m) => SlotError::Handshake(m),
-                other => other,
-            })?;
-        }
-    }
+/// A panic's message, for the failure it is reported as.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
 /// Polls a future, turning a panic into `Err(message)`.
@@ -543,14 +326,7 @@ impl<F: Future> Future for CatchPanic<F> {
         match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
             Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
             Ok(Poll::Pending) => Poll::Pending,
-            Err(panic) => {
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".to_owned());
-                Poll::Ready(Err(message))
-            }
+            Err(panic) => Poll::Ready(Err(panic_message(&*panic))),
         }
     }
 }
@@ -567,7 +343,8 @@ mod tests {
     use crate::proto::frame::encode_response;
     use crate::proto::{Compression, Market, Reply, RequestDecoder};
     use crate::runtime::connector::TcpConnector;
-    use crate::supervisor::{Epoch, Generation, SlotId};
+    use crate::runtime::session::Finished;
+    use crate::supervisor::{Epoch, FrameBody, Generation, SlotId};
 
     /// Answers handshakes and count requests (with 42) on every connection.
     async fn responder(listener: tokio::net::TcpListener) {
@@ -611,13 +388,16 @@ mod tests {
         events.recv().await.expect("the slot reports")
     }
 
-    /// Stands in for the core: passes every input on, never asks for a send.
+    /// Stands in for the core: passes every input on, never asks for a
+    /// send, lends nothing.
     struct Inputs(mpsc::UnboundedSender<Input>);
 
     impl Reports for Inputs {
-        fn slot_input(&self, _: SlotRef, input: Input) -> Result<Option<Outgoing>, Finished> {
-            self.0.send(input).map(|()| None).map_err(|_| Finished)
+        fn slot_input(&self, _: SlotRef, input: Input, _: By) -> Result<Applied, Finished> {
+            self.0.send(input).map(|()| Applied::default()).map_err(|_| Finished)
         }
+
+        fn offer(&self, _: SlotRef, _: Arc<dyn crate::runtime::lending::Lender>) {}
 
         fn now(&self) -> std::time::Instant {
             std::time::Instant::now()
@@ -665,12 +445,7 @@ mod tests {
                 connect_timeout: Duration::from_secs(5),
                 connector: Arc::new(TcpConnector::default()),
                 core: Arc::new(Inputs(events_tx)),
-                budgets: EngineShared {
-                    raw: Budget::new("raw", 1 << 20),
-                    decoded: Budget::new("decoded", 1 << 20),
-                    slot_panics: Arc::default(),
-                    bytes_read: Arc::default(),
-                },
+                budgets: EngineShared::new(1 << 20, 1 << 20),
             };
             a.spawn(task.run(rx));
             assert!(matches!(next(&mut events).await, Input::SlotConnected { .. }));

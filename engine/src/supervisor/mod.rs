@@ -302,6 +302,12 @@ impl Supervisor {
         self.actions.pop_front()
     }
 
+    /// The latest time it has seen (its start, or the last input's).
+    #[must_use]
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
     /// When to call `handle(now, Input::Tick)` if no input comes first.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {

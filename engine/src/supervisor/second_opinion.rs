@@ -30,8 +30,7 @@
 //! returned. If it agrees, the empty answer is returned. With one server in
 //! use there is nobody to ask: the answer is returned as it is.
 
-use std::collections::HashMap;
-
+use super::requests::IdMap;
 use crate::proto::commands::{Adjust, Period};
 use crate::proto::limits::{
     BARS_PER_PAGE_MAX, CATEGORY_ROWS_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE,
@@ -128,7 +127,7 @@ fn records(reply: &Reply) -> Option<usize> {
 #[derive(Debug, Default)]
 pub(crate) struct KnownEnds {
     /// Invariant: at most [`KNOWN_ENDS_MAX`] entries.
-    ends: HashMap<Series, u32>,
+    ends: IdMap<Series, u32>,
 }
 
 impl KnownEnds {

@@ -7,6 +7,7 @@
 mod alarm;
 mod completion;
 mod done;
+mod lend;
 mod snapshot;
 
 // Under loom only the models use the primitives (the runtime that uses
@@ -18,14 +19,16 @@ pub(crate) use completion::Completion;
 #[cfg_attr(loom, allow(unused_imports))]
 pub(crate) use done::DoneSignal;
 #[cfg_attr(loom, allow(unused_imports))]
+pub(crate) use lend::{Closed, Lend};
+#[cfg_attr(loom, allow(unused_imports))]
 pub(crate) use snapshot::Snapshot;
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicUsize, Ordering};
 #[cfg(loom)]
-pub(crate) use loom::sync::{Arc, Condvar, Mutex};
+pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicUsize, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Arc, Condvar, Mutex};
+pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};

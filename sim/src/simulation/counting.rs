@@ -47,6 +47,10 @@ impl<C: Connector> Connector for Counting<C> {
         self.live.fetch_add(1, Ordering::SeqCst);
         Ok(Counted { stream, live: self.live.clone() })
     }
+
+    fn read_ready(&self, stream: &Self::Stream, waker: &std::task::Waker) -> bool {
+        self.inner.read_ready(&stream.stream, waker)
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {

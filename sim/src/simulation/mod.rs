@@ -69,6 +69,9 @@ pub struct Outcome {
     pub calls: u64,
     /// Calls that got a reply.
     pub replies: u64,
+    /// Exchanges callers did themselves on a lent connection (the callers
+    /// run on the engine's runtime, so the lending path is under test).
+    pub lent_exchanges: u64,
     /// The trace, when asked for.
     pub trace: Vec<String>,
 }
@@ -99,6 +102,8 @@ struct Shared {
     problems: Mutex<Vec<String>>,
     healed: AtomicBool,
     calls: Mutex<(u64, u64)>,
+    /// Exchanges callers did themselves on lent connections.
+    lent: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -156,7 +161,14 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
         return Err(Failure { seed, message, trace_hash, trace: if keep_trace { trace } else { Vec::new() } });
     }
     let (calls, replies) = *shared.calls.lock().unwrap_or_else(|e| e.into_inner());
-    Ok(Outcome { trace_hash: fnv(&trace), calls, replies, trace: if keep_trace { trace } else { Vec::new() } })
+    let lent_exchanges = shared.lent.load(Ordering::SeqCst);
+    Ok(Outcome {
+        trace_hash: fnv(&trace),
+        calls,
+        replies,
+        lent_exchanges,
+        trace: if keep_trace { trace } else { Vec::new() },
+    })
 }
 
 pub(crate) fn fnv(lines: &[String]) -> u64 {
@@ -413,8 +425,9 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         }
     }
     let counters = &d.supervisor.counters;
+    shared.lent.store(d.lent_exchanges, Ordering::SeqCst);
     shared.trace(format!(
-        "counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} pushes={} bad_replies={} ignored={} data_rejections={} second_opinions={} contradictions={} demotions={}",
+        "counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} pushes={} bad_replies={} ignored={} data_rejections={} second_opinions={} contradictions={} demotions={} lent={}",
         counters.admitted,
         counters.replies,
         counters.errors,
@@ -429,7 +442,8 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         counters.data_rejections,
         counters.second_opinions,
         counters.contradictions,
-        counters.demotions
+        counters.demotions,
+        d.lent_exchanges
     ));
     drop(client);
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -1,0 +1,230 @@
+//! Lending a ready connection to the caller whose request it carries, so
+//! the caller does its own exchange: writes the request, waits for the
+//! socket, reads, decodes and parses the reply, and applies it to the core,
+//! all in its own task. A request's life is then one wake-up (the socket's,
+//! of the caller), as in a raw socket loop, instead of three (the slot task
+//! for the send, the slot task for the reply, the caller).
+//!
+//! When: the Supervisor sends a caller's request on a connection whose
+//! slot task has parked it in its [`Line`], and the caller runs on the
+//! runtime that connection is registered with (on another runtime, the
+//! socket's reactor would have to wake the caller across threads, which
+//! measured slower than the slot task doing the exchange). Otherwise the
+//! request goes to the slot task as before.
+//!
+//! While lent, the slot task does not touch the connection: the caller's
+//! socket read replaces the slot task's registered waker, and giving the
+//! connection back re-arms it without a wake-up (or wakes the task when
+//! bytes, staged frames or a command wait for it). A retire while lent
+//! closes the line and wakes the borrower, which drops the connection; a
+//! borrower whose exchange fails closes the line and reports the failure
+//! itself, so every generation's end is reported exactly once
+//! ([`crate::sync::Lend`], loom-checked).
+//!
+//! One caveat comes with the caller doing its own reads: a call's future
+//! that is polled once and then neither polled again nor dropped holds its
+//! connection (and its reply, unread) until the request's deadline, when
+//! the engine retires that connection. Dropping the future returns it at once.
+
+use std::future::{poll_fn, Future};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Poll, Waker};
+use std::time::Instant;
+
+use super::connector::Connector;
+use super::locked::{Outcome, Outgoing};
+use super::session::{Applied, By, Ctx, End, EngineShared, Reports, Session};
+use crate::supervisor::{Input, RequestId, SlotError, SlotRef};
+use crate::sync::{Closed, Lend};
+
+/// A borrowed exchange: awaited by the caller; `Some` is its request's
+/// outcome, `None` that the outcome will come to its waiter instead (the
+/// reply went for a second opinion, the connection failed or was retired).
+pub(crate) type Borrowed = Pin<Box<dyn Future<Output = Option<Outcome>> + Send>>;
+
+/// A ready connection that callers may borrow, as the core sees it (not
+/// generic over the connector).
+pub(crate) trait Lender: Send + Sync + 'static {
+    /// Lends the connection for `outgoing`, the first send of `own`
+    /// submitted at `now`, if its slot task has it parked now; otherwise
+    /// gives the request back. Called under the core's lock (the line's
+    /// lock nests inside it).
+    fn lend(
+        self: Arc<Self>,
+        core: Arc<dyn Reports>,
+        outgoing: Outgoing,
+        own: RequestId,
+        now: Instant,
+    ) -> Result<Borrowed, Outgoing>;
+    /// The borrower's request ended elsewhere: wake it to look.
+    fn wake_borrower(&self);
+}
+
+/// One slot generation's connection, between its slot task and borrowers.
+pub(crate) struct Line<C: Connector> {
+    pub(crate) lend: Lend<Session<C::Stream>>,
+    at: SlotRef,
+    connector: Arc<C>,
+    budgets: EngineShared,
+}
+
+impl<C: Connector> Line<C> {
+    pub(crate) fn new(at: SlotRef, connector: Arc<C>, budgets: EngineShared) -> Self {
+        Self { lend: Lend::default(), at, connector, budgets }
+    }
+
+    /// Gives a borrowed session back to the slot task: re-armed on the
+    /// socket with the task's waker, or the task woken when it has work.
+    fn give_back(&self, session: Session<C::Stream>) {
+        self.lend.give_back(session, |session, owner: &Waker| {
+            session.has_staged_frames() || self.connector.read_ready(&session.conn.stream, owner)
+        });
+    }
+}
+
+impl<C: Connector> Lender for Line<C> {
+    fn lend(
+        self: Arc<Self>,
+        core: Arc<dyn Reports>,
+        outgoing: Outgoing,
+        own: RequestId,
+        now: Instant,
+    ) -> Result<Borrowed, Outgoing> {
+        match self.lend.try_borrow() {
+            Some(session) => Ok(Box::pin(borrowed_exchange(self, session, core, (outgoing, now), own))),
+            None => Err(outgoing),
+        }
+    }
+
+    fn wake_borrower(&self) {
+        self.lend.wake_borrower();
+    }
+}
+
+/// The session while a borrower has it: given back when dropped (the
+/// caller's future dropped, or a panic unwinding), unless taken first.
+struct Lease<'a, C: Connector> {
+    line: &'a Line<C>,
+    session: Option<Session<C::Stream>>,
+}
+
+impl<C: Connector> Lease<'_, C> {
+    fn session_mut(&mut self) -> &mut Session<C::Stream> {
+        self.session.as_mut().expect("held until given back")
+    }
+
+    fn give_back(&mut self) {
+        if let Some(session) = self.session.take() {
+            self.line.give_back(session);
+        }
+    }
+}
+
+impl<C: Connector> Drop for Lease<'_, C> {
+    fn drop(&mut self) {
+        self.give_back();
+    }
+}
+
+/// The caller's exchange on a borrowed connection (see the module docs).
+async fn borrowed_exchange<C: Connector>(
+    line: Arc<Line<C>>,
+    session: Session<C::Stream>,
+    core: Arc<dyn Reports>,
+    outgoing: (Outgoing, Instant),
+    own: RequestId,
+) -> Option<Outcome> {
+    line.budgets.lent_exchanges.fetch_add(1, Ordering::Relaxed);
+    let mut lease = Lease { line: &line, session: Some(session) };
+    let ctx = Ctx { at: line.at, core: &*core, budgets: &line.budgets, own: Some(own) };
+    let ended = {
+        let exchange = exchange(&mut lease, &ctx, outgoing);
+        tokio::pin!(exchange);
+        // A panic is this connection's failure, as in a slot task, never the caller's.
+        poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| exchange.as_mut().poll(cx))) {
+            Ok(poll) => poll.map(Ok),
+            Err(panic) => Poll::Ready(Err(panic)),
+        })
+        .await
+    };
+    let error = match ended {
+        Ok(Ok(outcome)) => return outcome,
+        Ok(Err(End::Failed(error))) => error,
+        // Retired meanwhile, or the engine is gone: the outcome comes to the waiter.
+        Ok(Err(_)) => return None,
+        Err(panic) => {
+            line.budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
+            let error = SlotError::Io(format!("a borrowed exchange panicked: {}", super::slot::panic_message(&*panic)));
+            tracing::error!(slot = line.at.slot.0, %error, "borrowed exchange panicked; retiring the slot");
+            error
+        }
+    };
+    // Not given back: the connection is broken. Dropping it closes the socket.
+    drop(lease.session.take());
+    fail(&line, &*core, error);
+    None
+}
+
+/// Writes the request, then serves reads until its reply has been applied.
+/// When the reply is the last frame of its round (the usual case), the
+/// connection is given back before the reply is applied: the apply frees
+/// the slot in the Supervisor, and the next caller it goes to then finds
+/// the connection parked, ready to borrow.
+///
+/// The request's send time is taken as its submission's (`submitted`, the
+/// same clock reading, microseconds before the write): one clock read less
+/// per request.
+async fn exchange<C: Connector>(
+    lease: &mut Lease<'_, C>,
+    ctx: &Ctx<'_>,
+    (outgoing, submitted): (Outgoing, Instant),
+) -> Result<Option<Outcome>, End> {
+    let line = lease.line;
+    let mine = outgoing.msg_id;
+    lease.session_mut().write_at(outgoing, submitted).await?;
+    loop {
+        let session = lease.session_mut();
+        let read = poll_fn(|cx| {
+            if !line.lend.register_borrower(cx.waker()) {
+                return Poll::Ready(None);
+            }
+            session.poll_fill(cx).map(Some)
+        })
+        .await;
+        let Some(read) = read else { return Err(End::ReportedElsewhere) };
+        let mut frames = session.decode_read(read).await?;
+        let last = frames.pop();
+        let mut own = None;
+        for frame in frames.drain(..) {
+            let prepared = session.prepare(frame, ctx).await;
+            own = own.or(session.apply(prepared, ctx).await?);
+        }
+        session.recycle(frames);
+        if let Some(frame) = last {
+            let prepared = session.prepare(frame, ctx).await;
+            if prepared.answers(mine) && own.is_none() {
+                lease.give_back();
+                let Applied { own, outgoing } = prepared.apply(ctx, false)?;
+                debug_assert!(outgoing.is_none(), "a send on a given-back connection goes to its slot task");
+                return Ok(own);
+            }
+            own = own.or(session.apply(prepared, ctx).await?);
+        }
+        if own.is_some() || !session.awaits(mine) {
+            return Ok(own);
+        }
+    }
+}
+
+/// A borrowed exchange failed: the connection is closed (its session
+/// already dropped) and, unless the slot task ended it first, the failure
+/// is reported here, once for the generation.
+fn fail<C: Connector>(line: &Line<C>, core: &dyn Reports, error: SlotError) {
+    if line.lend.close() == Closed::First && !crate::mutants::on(crate::mutants::Mutant::BorrowerFailureUnreported) {
+        tracing::debug!(slot = line.at.slot.0, %error, "borrowed connection failed");
+        let _ = core.slot_input(line.at, Input::SlotFailed { at: line.at, error }, By::Task);
+    }
+}

@@ -1,0 +1,512 @@
+//! A ready connection's exchange: its socket, decoder and budget holds
+//! ([`Conn`]), what it awaits, and the one body of code that writes a
+//! request and serves what a read brought ([`Session`]). Its slot task runs
+//! it, and so does a caller that borrowed the connection
+//! ([`super::lending`]): the same reads, the same inputs to the core, the
+//! same bounds, whoever holds it.
+//!
+//! Bounds, per round: at most 256 KiB read and 64 frames / 4 MiB decoded
+//! before the holder yields; raw staging and decoded bytes are reserved
+//! from the engine budgets, and a connection that cannot reserve pauses its
+//! reads (TCP backpressure), except for the reply to its own request in
+//! flight, which is always passed on (replies first, then backpressure).
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tracing::debug;
+
+use super::locked::{Outcome, Outgoing};
+use crate::budget::{Budget, Reservation};
+use crate::proto::commands::{Command, Handshake};
+use crate::proto::limits::{PAYLOAD_BYTES_MAX, RAW_STAGING_BYTES_MAX, RESPONSE_FRAME_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
+use crate::proto::{Frame, FrameDecoder, ProtoError, Request, RoundEnd, RoundLimits};
+use crate::supervisor::{FrameBody, Input, RequestId, Sent, SlotError, SlotRef};
+
+/// Decoded bytes per slot the default decoded budget allows (the budget is
+/// `pool_size` times this unless set).
+pub const SLOT_DECODED_BYTES_DEFAULT: usize = 8 * 1024 * 1024;
+/// msg_id of the handshake a slot sends on connect; the Supervisor never
+/// sees it (its own ids come from a separate counter and the exchange is
+/// over before the slot is ready).
+const HANDSHAKE_MSG_ID: u32 = 1;
+/// Bytes one socket read asks for at most.
+pub const SLOT_READ_BYTES: usize = 64 * 1024;
+/// The smallest engine raw budget that cannot stall: a read reserves what
+/// the decoder stages (less than one whole frame, since whole frames are
+/// decoded before the next read) plus the read itself.
+pub const RAW_BUDGET_BYTES_MIN: usize = RESPONSE_FRAME_BYTES_MAX + SLOT_READ_BYTES;
+/// The smallest decoded budget that cannot stall: one largest payload
+/// (a push waits until its bytes fit).
+pub const DECODED_BUDGET_BYTES_MIN: usize = PAYLOAD_BYTES_MAX;
+const _: () = assert!(RAW_BUDGET_BYTES_MIN <= RAW_STAGING_BYTES_MAX);
+const _: () = assert!(DECODED_BUDGET_BYTES_MIN <= SLOT_DECODED_BYTES_DEFAULT);
+/// How long a connection waits before retrying a budget it could not reserve.
+const BUDGET_RETRY: Duration = Duration::from_millis(1);
+
+/// Where a connection's inputs go: the engine's locked core
+/// ([`super::locked::Core`]); a test may stand a channel in.
+pub(crate) trait Reports: Send + Sync + 'static {
+    /// Applies `input` from the connection at `at`, on behalf of `by`.
+    fn slot_input(&self, at: SlotRef, input: Input, by: By) -> Result<Applied, Finished>;
+    /// Offers the ready connection at `at` for callers on the current
+    /// runtime to borrow.
+    fn offer(&self, at: SlotRef, lender: Arc<dyn super::lending::Lender>);
+    /// The engine's clock, for send times.
+    fn now(&self) -> Instant;
+}
+
+/// Who applies a connection's input, for what may come straight back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum By {
+    /// Its slot task, holding the connection: a send on it comes back to
+    /// be written at once.
+    Task,
+    /// A borrower doing request `own`'s exchange: `own`'s outcome comes
+    /// back instead of going to its waiter, and a send on the connection
+    /// comes back too while the borrower still `holding` it (else the slot
+    /// task gets it).
+    Borrower { own: RequestId, holding: bool },
+}
+
+/// What applying a connection's input caused for the one that applied it.
+#[derive(Debug, Default)]
+pub(crate) struct Applied {
+    /// The request to write now on this connection.
+    pub(crate) outgoing: Option<Outgoing>,
+    /// The borrower's own request's outcome.
+    pub(crate) own: Option<Outcome>,
+}
+
+/// The engine has finished: a connection's report has no one to go to.
+#[derive(Debug)]
+pub(crate) struct Finished;
+
+/// What every connection shares with the engine: the budgets it draws from
+/// and the counters it keeps.
+#[derive(Debug, Clone)]
+pub(crate) struct EngineShared {
+    pub(crate) raw: Arc<Budget>,
+    pub(crate) decoded: Arc<Budget>,
+    /// Slot tasks (and borrowed exchanges) that panicked.
+    pub(crate) slot_panics: Arc<AtomicUsize>,
+    /// Bytes read from every socket since start.
+    pub(crate) bytes_read: Arc<AtomicU64>,
+    /// Exchanges a caller did itself on a borrowed connection.
+    pub(crate) lent_exchanges: Arc<AtomicU64>,
+}
+
+impl EngineShared {
+    pub(crate) fn new(raw: usize, decoded: usize) -> Self {
+        Self {
+            raw: Budget::new("raw", raw),
+            decoded: Budget::new("decoded", decoded),
+            slot_panics: Arc::default(),
+            bytes_read: Arc::default(),
+            lent_exchanges: Arc::default(),
+        }
+    }
+}
+
+/// Why an exchange (a slot task's, or a borrower's) stopped.
+#[derive(Debug)]
+pub(crate) enum End {
+    /// The connection failed: report this.
+    Failed(SlotError),
+    /// Retired: report `SlotClosed`.
+    Retired,
+    /// The engine has finished: report nothing.
+    EngineGone,
+    /// Someone else ended this generation and reported it (a borrower whose
+    /// exchange failed, or the slot task retiring it): report nothing.
+    ReportedElsewhere,
+    /// The task moved to another runtime, which reports its end.
+    Migrated,
+    /// Asked to move (internal: the exchange loop hands this to its caller).
+    Migrate(tokio::runtime::Handle),
+}
+
+/// Who is serving a connection right now, for its inputs to the core.
+pub(crate) struct Ctx<'a> {
+    pub(crate) at: SlotRef,
+    pub(crate) core: &'a dyn Reports,
+    pub(crate) budgets: &'a EngineShared,
+    /// A borrower's own request (see [`By`]).
+    pub(crate) own: Option<RequestId>,
+}
+
+impl Ctx<'_> {
+    fn by(&self, holding: bool) -> By {
+        match self.own {
+            Some(own) => By::Borrower { own, holding },
+            None => By::Task,
+        }
+    }
+}
+
+/// A frame made ready to apply: its input, the decoded-budget bytes it
+/// holds until then, and the request it answers.
+pub(crate) struct Prepared {
+    input: Input,
+    reservation: Option<Reservation>,
+    bad_reply: bool,
+    answers: Option<u32>,
+}
+
+impl Prepared {
+    /// Whether this frame is the reply to the request written with `msg_id`.
+    pub(crate) fn answers(&self, msg_id: u32) -> bool {
+        self.answers == Some(msg_id)
+    }
+
+    /// Applies it to the core: what the input caused for `by`.
+    pub(crate) fn apply(self, ctx: &Ctx<'_>, holding: bool) -> Result<Applied, End> {
+        let Prepared { input, reservation, bad_reply, .. } = self;
+        let applied = ctx.core.slot_input(ctx.at, input, ctx.by(holding));
+        match reservation {
+            Some(r) if bad_reply && crate::mutants::on(crate::mutants::Mutant::DecodedBudgetLeakOnBadReply) => {
+                std::mem::forget(r)
+            }
+            // The frame's bytes have left with what the input caused.
+            other => drop(other),
+        }
+        applied.map_err(|_| End::EngineGone)
+    }
+}
+
+/// A ready connection and its exchange state. It moves between its slot
+/// task, its line (parked) and a borrower, and across runtimes.
+pub(crate) struct Session<S> {
+    pub(crate) conn: Conn<S>,
+    /// The request in flight, its msg_id and when it was written: the frame
+    /// that answers it is parsed, and every frame read meanwhile carries the
+    /// [`Sent`].
+    awaiting: Option<(Sent, Arc<Request>)>,
+    /// Whole frames still staged after a round that hit its limits: they are
+    /// decoded before anything more is read, so a read never has to reserve
+    /// raw budget for more than a partial frame plus one read.
+    frames_staged: bool,
+    wire_this_round: usize,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    pub(crate) fn new(conn: Conn<S>) -> Self {
+        Self { conn, awaiting: None, frames_staged: false, wire_this_round: 0 }
+    }
+
+    /// Whether the request written with `msg_id` still awaits its reply.
+    pub(crate) fn awaits(&self, msg_id: u32) -> bool {
+        self.awaiting.as_ref().is_some_and(|(sent, _)| sent.msg_id == msg_id)
+    }
+
+    /// Whether whole frames are staged, to be served before the next read.
+    pub(crate) fn has_staged_frames(&self) -> bool {
+        self.frames_staged
+    }
+
+    /// Writes a request; its reply is what is awaited from now on. The send
+    /// time is read when the write is done.
+    pub(crate) async fn write(&mut self, outgoing: Outgoing, clock: &dyn Reports) -> Result<(), End> {
+        let (msg_id, request) = self.write_request(outgoing).await?;
+        self.awaiting = Some((Sent { msg_id, at: clock.now() }, request));
+        Ok(())
+    }
+
+    /// [`write`](Self::write) with a send time the caller read already.
+    pub(crate) async fn write_at(&mut self, outgoing: Outgoing, at: Instant) -> Result<(), End> {
+        let (msg_id, request) = self.write_request(outgoing).await?;
+        self.awaiting = Some((Sent { msg_id, at }, request));
+        Ok(())
+    }
+
+    async fn write_request(&mut self, outgoing: Outgoing) -> Result<(u32, Arc<Request>), End> {
+        let Outgoing { msg_id, request, frame } = outgoing;
+        self.conn
+            .write_request(msg_id, &request, frame)
+            .await
+            .map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
+        Ok((msg_id, request))
+    }
+
+    /// Bytes from the socket, or `Ready(Ok(0))` at once when whole frames
+    /// are staged (serve those first). Registers the task's waker with the
+    /// socket when there is nothing to read.
+    pub(crate) fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.frames_staged {
+            return Poll::Ready(Ok(0));
+        }
+        self.conn.poll_read_some(cx)
+    }
+
+    /// Serves what one [`poll_fill`](Self::poll_fill) brought: stages the
+    /// bytes (reserving raw budget), decodes one round, applies every frame
+    /// to the core (the reply to the request in flight parsed, outside the
+    /// lock) and writes the request an applied frame made this connection
+    /// send. Returns the borrower's own outcome, if a frame brought it.
+    pub(crate) async fn serve(&mut self, read: io::Result<usize>, ctx: &Ctx<'_>) -> Result<Option<Outcome>, End> {
+        let mut frames = self.decode_read(read).await?;
+        let mut own = None;
+        for frame in frames.drain(..) {
+            let prepared = self.prepare(frame, ctx).await;
+            own = own.or(self.apply(prepared, ctx).await?);
+        }
+        self.recycle(frames);
+        Ok(own)
+    }
+
+    /// Stages a read's bytes (nothing when whole frames were staged) and
+    /// decodes one round. Hand the frames' vector back with
+    /// [`recycle`](Self::recycle) when done.
+    pub(crate) async fn decode_read(&mut self, read: io::Result<usize>) -> Result<Vec<Frame>, End> {
+        if !self.frames_staged {
+            let n = self.conn.took(read, self.awaiting.is_some()).await.map_err(End::Failed)?;
+            self.wire_this_round += n;
+        }
+        let (frames, end) = self.conn.decode().map_err(|e| End::Failed(SlotError::Protocol(e.to_string())))?;
+        self.frames_staged = end != RoundEnd::NeedBytes;
+        Ok(frames)
+    }
+
+    /// The round's frame vector, empty, kept for the next round.
+    pub(crate) fn recycle(&mut self, frames: Vec<Frame>) {
+        debug_assert!(frames.is_empty());
+        self.conn.frames = frames;
+    }
+
+    /// Makes a frame's input: the reply to the request in flight parsed
+    /// (outside the lock), anything else unparsed; its decoded bytes
+    /// reserved. Replies to sent requests first: a reply (at most one per
+    /// connection, at most 64 KiB) never waits for the decoded budget;
+    /// pushes do, which pauses this connection's reads.
+    pub(crate) async fn prepare(&mut self, frame: Frame, ctx: &Ctx<'_>) -> Prepared {
+        let sent = self.awaiting.as_ref().map(|(sent, _)| *sent);
+        let mut answers = None;
+        let body = match &self.awaiting {
+            Some((sent, request))
+                if frame.header.msg_id == sent.msg_id && frame.header.msg_type == request.msg_type() =>
+            {
+                let parsed = request.parse_reply(&frame.payload);
+                answers = Some(sent.msg_id);
+                self.awaiting = None;
+                match parsed {
+                    Ok(reply) => FrameBody::Reply(Box::new(reply)),
+                    Err(e) => match crate::proto::text::server_message(&frame.payload) {
+                        Some(text) => FrameBody::ServerMessage(text),
+                        None => FrameBody::Invalid(e),
+                    },
+                }
+            }
+            _ => FrameBody::Unparsed(frame.payload.clone()),
+        };
+        let bytes = frame.payload.len();
+        let reservation = match body {
+            FrameBody::Unparsed(_) => reserve_decoded(&ctx.budgets.decoded, bytes).await,
+            _ => Budget::try_reserve(&ctx.budgets.decoded, bytes),
+        };
+        let bad_reply = matches!(body, FrameBody::Invalid(_));
+        let input = Input::Frame { at: ctx.at, header: frame.header, body, sent };
+        Prepared { input, reservation, bad_reply, answers }
+    }
+
+    /// Applies a prepared frame and writes the request it made this
+    /// connection send; returns the borrower's own outcome, if it brought it.
+    pub(crate) async fn apply(&mut self, prepared: Prepared, ctx: &Ctx<'_>) -> Result<Option<Outcome>, End> {
+        let Applied { outgoing, own } = prepared.apply(ctx, true)?;
+        if let Some(outgoing) = outgoing {
+            self.write(outgoing, ctx.core).await?;
+        }
+        Ok(own)
+    }
+
+    /// A round hit its limits: the holder should yield to its neighbours
+    /// before serving more (and the round's count starts again).
+    pub(crate) fn round_full(&mut self) -> bool {
+        let full = self.frames_staged || self.wire_this_round >= ROUND_WIRE_BYTES_MAX;
+        if full {
+            self.wire_this_round = 0;
+        }
+        full
+    }
+
+    /// Splits off the stream, for moving it to another runtime.
+    pub(crate) fn into_parts(self) -> (S, Detached) {
+        let Session { conn, awaiting, frames_staged, wire_this_round } = self;
+        let Conn { stream, decoder, buf, budgets, raw, .. } = conn;
+        (stream, Detached { decoder, buf, budgets, raw, awaiting, frames_staged, wire_this_round })
+    }
+
+    /// A session again, around `stream` (the same socket, re-registered).
+    pub(crate) fn from_parts(stream: S, parts: Detached) -> Self {
+        let Detached { decoder, buf, budgets, raw, awaiting, frames_staged, wire_this_round } = parts;
+        let conn = Conn { stream, decoder, buf, budgets, raw, wire: Vec::new(), frames: Vec::new() };
+        Session { conn, awaiting, frames_staged, wire_this_round }
+    }
+}
+
+/// A session without its stream, in transit between runtimes.
+pub(crate) struct Detached {
+    decoder: FrameDecoder,
+    buf: Vec<u8>,
+    budgets: EngineShared,
+    raw: Option<Reservation>,
+    awaiting: Option<(Sent, Arc<Request>)>,
+    frames_staged: bool,
+    wire_this_round: usize,
+}
+
+/// Decoded bytes from the engine budget; waits (pausing this connection's
+/// reads) while the budget is exhausted.
+async fn reserve_decoded(budget: &Arc<Budget>, bytes: usize) -> Option<Reservation> {
+    if bytes == 0 {
+        return None;
+    }
+    loop {
+        if let Some(r) = Budget::try_reserve(budget, bytes) {
+            return Some(r);
+        }
+        tokio::time::sleep(BUDGET_RETRY).await;
+    }
+}
+
+/// One connection's socket, decoder and raw-budget hold.
+pub(crate) struct Conn<S> {
+    pub(crate) stream: S,
+    decoder: FrameDecoder,
+    buf: Vec<u8>,
+    budgets: EngineShared,
+    /// Raw-budget bytes held for what the decoder stages.
+    raw: Option<Reservation>,
+    wire: Vec<u8>,
+    /// One decode round's frames; kept so a round allocates nothing.
+    frames: Vec<Frame>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+    pub(crate) fn new(stream: S, budgets: EngineShared) -> Self {
+        Self {
+            stream,
+            decoder: FrameDecoder::new(),
+            buf: vec![0; SLOT_READ_BYTES],
+            budgets,
+            raw: None,
+            wire: Vec::new(),
+            frames: Vec::new(),
+        }
+    }
+
+    /// Writes `request` as a frame with `msg_id`: the `frame` the client
+    /// encoded when there is one, else encoded here.
+    async fn write_request(&mut self, msg_id: u32, request: &Request, frame: Option<Vec<u8>>) -> io::Result<()> {
+        if let Some(mut frame) = frame {
+            crate::proto::frame::set_request_msg_id(&mut frame, msg_id);
+            return self.stream.write_all(&frame).await;
+        }
+        self.wire.clear();
+        request.encode_frame(msg_id, &mut self.wire).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        self.stream.write_all(&self.wire).await
+    }
+
+    /// Reads what the socket has into the read buffer (at most what staging
+    /// allows). Waiting for bytes holds no reservation beyond what is
+    /// already staged, so idle connections tie up nothing.
+    fn poll_read_some(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let want = self.buf.len().min(self.decoder.staging_room());
+        debug_assert!(want > 0, "a decode round leaves staging room");
+        let mut buf = ReadBuf::new(&mut self.buf[..want]);
+        match Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(buf.filled().len())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Accounts a read's bytes in the raw budget and stages them in the
+    /// decoder; a read of 0 is the peer closing.
+    async fn took(&mut self, read: io::Result<usize>, reply_due: bool) -> Result<usize, SlotError> {
+        if crate::mutants::on(crate::mutants::Mutant::RawBudgetLeakOnError) && !matches!(read, Ok(1..)) {
+            std::mem::forget(self.raw.take());
+        }
+        let n = read.map_err(|e| SlotError::Io(e.to_string()))?;
+        self.budgets.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        if n == 0 {
+            return Err(match self.decoder.finish() {
+                Ok(()) => SlotError::PeerClosed,
+                Err(e) => SlotError::Protocol(e.to_string()),
+            });
+        }
+        self.account(n, reply_due).await;
+        self.decoder.feed(&self.buf[..n]).map_err(|e| SlotError::Protocol(e.to_string()))?;
+        Ok(n)
+    }
+
+    /// Reads once and stages what came.
+    async fn read(&mut self, reply_due: bool) -> Result<usize, SlotError> {
+        let read = std::future::poll_fn(|cx| self.poll_read_some(cx)).await;
+        self.took(read, reply_due).await
+    }
+
+    /// Reserves raw budget for `n` more staged bytes. Replies first: while
+    /// this connection's request is in flight the read goes on even when the
+    /// budget is spent (unaccounted, and bounded by this connection's own
+    /// staging bound), so a reply never waits behind other slots' pushes;
+    /// otherwise the connection waits, which pauses its reads (TCP backpressure).
+    async fn account(&mut self, n: usize, reply_due: bool) {
+        loop {
+            if let Some(more) = Budget::try_reserve(&self.budgets.raw, n) {
+                match &mut self.raw {
+                    Some(held) => held.merge(more),
+                    None => self.raw = Some(more),
+                }
+                return;
+            }
+            if reply_due {
+                return;
+            }
+            tokio::time::sleep(BUDGET_RETRY).await;
+        }
+    }
+
+    /// Decodes one round of frames and shrinks the raw hold to what stays staged.
+    /// The frames come in the connection's kept vector, empty; hand it back
+    /// (`conn.frames = frames`) when done.
+    fn decode(&mut self) -> Result<(Vec<Frame>, RoundEnd), ProtoError> {
+        let mut frames = std::mem::take(&mut self.frames);
+        debug_assert!(frames.is_empty(), "the last round's frames were handed over");
+        let round = self.decoder.decode_round(RoundLimits::default(), |f| frames.push(f))?;
+        if let Some(raw) = &mut self.raw {
+            raw.shrink_to(self.decoder.staged().min(raw.bytes()));
+        }
+        debug_assert!(self.decoder.staged() <= RAW_STAGING_BYTES_MAX);
+        Ok((frames, round.end))
+    }
+
+    /// Sends the handshake and waits for its reply (frames before it are dropped).
+    pub(crate) async fn handshake(&mut self) -> Result<(), SlotError> {
+        let request: Request = Handshake::default().into();
+        self.write_request(HANDSHAKE_MSG_ID, &request, None).await.map_err(|e| SlotError::Handshake(e.to_string()))?;
+        loop {
+            while let Some(frame) = self.decoder.next_frame().map_err(|e| SlotError::Handshake(e.to_string()))? {
+                if frame.header.msg_id == HANDSHAKE_MSG_ID && frame.header.msg_type == Handshake::MSG_TYPE {
+                    return Handshake::default()
+                        .parse_reply(&frame.payload)
+                        .map(|reply| debug!(server = %reply.server_name, "handshake done"))
+                        .map_err(|e| match crate::proto::text::server_message(&frame.payload) {
+                            // A 2026 server turning this client away in words.
+                            Some(text) => SlotError::Mismatch(text),
+                            None => SlotError::Handshake(e.to_string()),
+                        });
+                }
+            }
+            // The handshake's reply is due: it never waits for the budget.
+            self.read(true).await.map_err(|e| match e {
+                SlotError::Io(m) | SlotError::Protocol(m) => SlotError::Handshake(m),
+                other => other,
+            })?;
+        }
+    }
+}
