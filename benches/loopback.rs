@@ -101,6 +101,8 @@ impl Scenario {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Flavor {
     Shared,
+    /// `Shared`, the callers spawned on the engine's runtime (`Client::runtime`).
+    SharedSpawned,
     PerWorkerRandom,
     PerWorkerP2c,
     /// The engine on the callers' own multi-thread runtime.
@@ -108,11 +110,13 @@ enum Flavor {
 }
 
 impl Flavor {
-    const ALL: [Flavor; 4] = [Flavor::Shared, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c, Flavor::External];
+    const ALL: [Flavor; 5] =
+        [Flavor::Shared, Flavor::SharedSpawned, Flavor::PerWorkerRandom, Flavor::PerWorkerP2c, Flavor::External];
 
     fn name(self) -> &'static str {
         match self {
             Flavor::Shared => "shared",
+            Flavor::SharedSpawned => "shared-spawned",
             Flavor::PerWorkerRandom => "per-worker-random",
             Flavor::PerWorkerP2c => "per-worker-p2c",
             Flavor::External => "external",
@@ -121,7 +125,7 @@ impl Flavor {
 
     fn runtime(self) -> RuntimeFlavor {
         match self {
-            Flavor::Shared => RuntimeFlavor::Shared,
+            Flavor::Shared | Flavor::SharedSpawned => RuntimeFlavor::Shared,
             Flavor::PerWorkerRandom => RuntimeFlavor::PerWorker(Placement::Random),
             Flavor::PerWorkerP2c => RuntimeFlavor::PerWorker(Placement::PowerOfTwoChoices),
             Flavor::External => unreachable!("needs the callers' runtime"),
@@ -258,6 +262,16 @@ fn with_process_stats(samples: Vec<Sample>, watch: ThreadWatch) -> Vec<Sample> {
 /// one is answered; timed for `seconds` after a warm-up.
 /// `TDX_BENCH_FLAVORS=shared,external`: only these engine flavors (for a profiler).
 fn flavor_wanted(flavor: Flavor) -> bool {
+    client_wanted("engine") && flavor_named(flavor)
+}
+
+/// `TDX_BENCH_CLIENTS=raw` (or `engine`, `raw-hop`, a list): only these
+/// clients, so a profiler or `valgrind --tool=callgrind` sees one at a time.
+fn client_wanted(client: &str) -> bool {
+    std::env::var("TDX_BENCH_CLIENTS").map_or(true, |c| c.split(',').any(|name| name == client))
+}
+
+fn flavor_named(flavor: Flavor) -> bool {
     std::env::var("TDX_BENCH_FLAVORS").map_or(true, |f| f.split(',').any(|name| name == flavor.name()))
 }
 
@@ -312,7 +326,11 @@ fn run_engine(
             for k in 0..n {
                 let client = client.clone();
                 let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &measuring, &stop);
-                tokio::spawn(async move {
+                let on = match flavor {
+                    Flavor::SharedSpawned => client.runtime().expect("a Shared engine's runtime"),
+                    _ => tokio::runtime::Handle::current(),
+                };
+                on.spawn(async move {
                     while let Some((request, t)) = caller.next() {
                         client.call_raw(request).await.expect("reply");
                         caller.done(t);
@@ -760,21 +778,30 @@ fn main() {
                 continue;
             }
             let size = pool.0 * pool.1;
-            let cell = |client| (scenario.name(), label.as_str(), "-", client);
+            let cell = |flavor, client| (scenario.name(), label.as_str(), flavor, client);
             for rep in 0..repeat {
-                let raw = run_raw(&servers.hosts, &[(scenario, size, pool.0)], workers_for(size), seconds, &codes);
-                record(&mut out, rep, cell("raw"), &raw[0]);
-                let hop = run_raw_hop(&servers.hosts, scenario, size, pool.0, seconds, &codes);
-                record(&mut out, rep, cell("raw-hop"), &hop);
+                if client_wanted("raw-hop") {
+                    let hop = run_raw_hop(&servers.hosts, scenario, size, pool.0, seconds, &codes);
+                    record(&mut out, rep, cell("-", "raw-hop"), &hop);
+                }
                 if floors {
                     let r = run_raw_remote(&servers.hosts, scenario, size, pool.0, seconds, &codes, false);
-                    record(&mut out, rep, cell("raw-remote"), &r);
+                    record(&mut out, rep, cell("-", "raw-remote"), &r);
                     let r = run_raw_remote(&servers.hosts, scenario, size, pool.0, seconds, &codes, true);
-                    record(&mut out, rep, cell("raw-1thread"), &r);
+                    record(&mut out, rep, cell("-", "raw-1thread"), &r);
                 }
-                for flavor in Flavor::ALL.into_iter().filter(|f| flavor_wanted(*f)) {
-                    let e = run_engine(&servers.hosts, pool, flavor, &[(scenario, size)], seconds, &codes);
-                    record(&mut out, rep, (scenario.name(), &label, flavor.name(), "engine"), &e[0]);
+                // Each flavor right after its own raw measurement: this
+                // machine's speed drifts over seconds, a pair's halves barely.
+                for flavor in Flavor::ALL.into_iter().filter(|f| flavor_named(*f)) {
+                    if client_wanted("raw") {
+                        let raw =
+                            run_raw(&servers.hosts, &[(scenario, size, pool.0)], workers_for(size), seconds, &codes);
+                        record(&mut out, rep, cell(flavor.name(), "raw"), &raw[0]);
+                    }
+                    if client_wanted("engine") {
+                        let e = run_engine(&servers.hosts, pool, flavor, &[(scenario, size)], seconds, &codes);
+                        record(&mut out, rep, cell(flavor.name(), "engine"), &e[0]);
+                    }
                 }
             }
         }
@@ -783,15 +810,16 @@ fn main() {
     // `--only mixed/2x33`: the mixed load alone (for a profiler).
     let mixed_only = only.is_some() && wanted("mixed", "2x33");
     if only.is_some() && !mixed_only {
+        write_json(&out);
         print_table(&out);
         return;
     }
     for rep in 0..repeat {
         if !mixed_only {
             // One caller, one request at a time: every hop on the path shows.
-            let raw = run_raw(&servers.hosts, &[(Scenario::Light, 1, 1)], 1, seconds, &codes);
-            record(&mut out, rep, ("roundtrip", "1x1", "-", "raw"), &raw[0]);
             for flavor in [Flavor::Shared, Flavor::PerWorkerP2c, Flavor::External] {
+                let raw = run_raw(&servers.hosts, &[(Scenario::Light, 1, 1)], 1, seconds, &codes);
+                record(&mut out, rep, ("roundtrip", "1x1", flavor.name(), "raw"), &raw[0]);
                 let e = run_engine(&servers.hosts, (1, 1), flavor, &[(Scenario::Light, 1)], seconds, &codes);
                 record(&mut out, rep, ("roundtrip", "1x1", flavor.name(), "engine"), &e[0]);
             }
@@ -801,39 +829,41 @@ fn main() {
         // (2 servers x 33); against 64 light callers alone on the same pool.
         let mixed_pool = (2usize, 33usize);
         let both = [(Scenario::Light, 64), (Scenario::Heavy, 2)];
-        let raw = run_raw(
-            &servers.hosts,
-            &[(Scenario::Light, 64, 2), (Scenario::Heavy, 2, 2)],
-            workers_for(66),
-            seconds,
-            &codes,
-        );
-        record(&mut out, rep, ("mixed", "2x33", "-", "raw"), &raw[0]);
-        let raw = run_raw(&servers.hosts, &[(Scenario::Light, 64, 2)], workers_for(66), seconds, &codes);
-        record(&mut out, rep, ("light-64", "2x33", "-", "raw"), &raw[0]);
         for flavor in Flavor::ALL.into_iter().filter(|f| flavor_wanted(*f)) {
+            let name = flavor.name();
+            let raw = run_raw(&servers.hosts, &[(Scenario::Light, 64, 2)], workers_for(66), seconds, &codes);
+            record(&mut out, rep, ("light-64", "2x33", name, "raw"), &raw[0]);
             let alone = run_engine(&servers.hosts, mixed_pool, flavor, &[(Scenario::Light, 64)], seconds, &codes);
-            record(&mut out, rep, ("light-64", "2x33", flavor.name(), "engine"), &alone[0]);
+            record(&mut out, rep, ("light-64", "2x33", name, "engine"), &alone[0]);
+            let raw_both = [(Scenario::Light, 64, 2), (Scenario::Heavy, 2, 2)];
+            let raw = run_raw(&servers.hosts, &raw_both, workers_for(66), seconds, &codes);
+            record(&mut out, rep, ("mixed", "2x33", name, "raw"), &raw[0]);
             let mixed = run_engine(&servers.hosts, mixed_pool, flavor, &both, seconds, &codes);
-            record(&mut out, rep, ("mixed", "2x33", flavor.name(), "engine"), &mixed[0]);
+            record(&mut out, rep, ("mixed", "2x33", name, "engine"), &mixed[0]);
         }
     }
     drop(servers);
     if mixed_only {
+        write_json(&out);
         print_table(&out);
         return;
     }
 
     let (rss, bound) = memory(seconds, &codes, &mut out);
 
-    std::fs::create_dir_all("target/bench").expect("target/bench");
-    let json = serde_json::to_string_pretty(&out).expect("json");
-    std::fs::write("target/bench/loopback.json", json).expect("write target/bench/loopback.json");
+    write_json(&out);
     print_table(&out);
     println!();
     println!("memory: peak RSS {rss:.0} MB under a push flood and heavy replies; engine budgets + push buffer + 64 MiB = {:.0} MB", bound + 64.0);
     println!("wrote target/bench/loopback.json in {:.0} s", started.elapsed().as_secs_f64());
     let _ = std::io::stdout().flush();
+}
+
+/// Every measurement, one object each, to `target/bench/loopback.json`.
+fn write_json(rows: &[Value]) {
+    std::fs::create_dir_all("target/bench").expect("target/bench");
+    let json = serde_json::to_string_pretty(rows).expect("json");
+    std::fs::write("target/bench/loopback.json", json).expect("write target/bench/loopback.json");
 }
 
 /// The median of `values` (the lower middle for an even count); 0 for none.
@@ -848,14 +878,19 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// With `--repeat` above 1 the engine/raw column also shows the range.
 fn print_table(rows: &[Value]) {
     let field = |r: &Value, f: &str| r[f].as_f64().unwrap_or(0.0);
-    let find = |scenario: &Value, pool: &Value, client: &str, rep: &Value| {
-        rows.iter().find(|r| {
-            r["scenario"] == *scenario
-                && r["pool"] == *pool
-                && r["client"] == client
-                && r["flavor"] == "-"
-                && r["rep"] == *rep
-        })
+    // The raw measurement paired with a flavor's (taken just before it), or
+    // the one every flavor of its repetition shares (raw-hop).
+    let find = |scenario: &Value, pool: &Value, client: &str, flavor: &Value, rep: &Value| {
+        let of = |f: &Value| {
+            rows.iter().find(|r| {
+                r["scenario"] == *scenario
+                    && r["pool"] == *pool
+                    && r["client"] == client
+                    && r["flavor"] == *f
+                    && r["rep"] == *rep
+            })
+        };
+        of(flavor).or_else(|| of(&Value::from("-")))
     };
     println!("| scenario | pool | flavor | engine req/s | raw req/s | engine/raw | raw-hop req/s | engine/raw-hop | p50 us | p99 us | p99.9 us | raw p99 us | cpu us/req | raw cpu us/req | raw-hop cpu us/req | RSS MB | threads |");
     println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -873,8 +908,9 @@ fn print_table(rows: &[Value]) {
                 r["client"] == "engine" && r["scenario"] == *scenario && r["pool"] == *pool && r["flavor"] == *flavor
             })
             .collect();
-        let raws: Vec<Option<&Value>> = reps.iter().map(|r| find(scenario, pool, "raw", &r["rep"])).collect();
-        let hops: Vec<Option<&Value>> = reps.iter().map(|r| find(scenario, pool, "raw-hop", &r["rep"])).collect();
+        let raws: Vec<Option<&Value>> = reps.iter().map(|r| find(scenario, pool, "raw", flavor, &r["rep"])).collect();
+        let hops: Vec<Option<&Value>> =
+            reps.iter().map(|r| find(scenario, pool, "raw-hop", flavor, &r["rep"])).collect();
         let of = |values: &[Option<&Value>], f: &str| median(values.iter().flatten().map(|v| field(v, f)).collect());
         let engine = |f: &str| median(reps.iter().map(|r| field(r, f)).collect());
         let ratios: Vec<f64> = reps

@@ -172,6 +172,42 @@ async fn pool_2x4_is_byte_exact() {
     check_pool(2, 4, 2).await;
 }
 
+/// Why: with the engine's own runtime (`Shared`), calls from the caller's
+/// runtime never borrow a connection (the socket's reactor would have to
+/// wake them across threads), and calls from tasks spawned on
+/// `Client::runtime()` do, with the same bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_spawned_on_the_engines_runtime_borrow_its_connections() {
+    let s = servers(2, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).build().unwrap();
+    all_ready(&client).await;
+    let request: Request = Bars::new(code("sz000001"), Period::Day, 0, 800).into();
+    let want = respond(&s.market, 0, &request);
+    for _ in 0..20 {
+        assert_eq!(client.call_raw(request.clone()).await.unwrap(), want);
+    }
+    check_lending(&client, &RuntimeFlavor::Shared).await;
+    let engine = client.runtime().expect("a Shared engine has one runtime");
+    let calls: Vec<_> = (0..40)
+        .map(|_| {
+            let (client, request) = (client.clone(), request.clone());
+            engine.spawn(async move { client.call_raw(request).await })
+        })
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap(), want);
+    }
+    check_lending(&client, &RuntimeFlavor::External(engine)).await;
+    let per_worker = Client::builder()
+        .hosts(s.hosts.clone())
+        .runtime_flavor(RuntimeFlavor::PerWorker(Placement::Random))
+        .build()
+        .unwrap();
+    assert!(per_worker.runtime().is_none(), "PerWorker has a runtime per worker");
+    per_worker.close().await;
+    client.close().await;
+}
+
 /// Callers on the engine's own runtime borrow its connections and get the
 /// same bytes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

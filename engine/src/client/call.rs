@@ -2,6 +2,7 @@
 //! input is the caller's error, before anything is queued), admit it without waiting,
 //! await its reply, and cancel it if the caller's future is dropped first.
 
+use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::Poll;
@@ -14,7 +15,7 @@ use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
 use crate::proto::{Reply, Request};
-use crate::runtime::lending::Borrowed;
+use crate::runtime::lending::Lease;
 use crate::runtime::locked::{Core, Outcome, Waiter};
 use crate::supervisor::{PinId, RequestError, RequestId};
 
@@ -58,7 +59,7 @@ impl Client {
         pin: Option<PinId>,
         waiter: Waiter,
         runtime: Option<tokio::runtime::Id>,
-    ) -> Result<(CancelOnDrop<'_>, Option<Borrowed>), Error> {
+    ) -> Result<(CancelOnDrop<'_>, Option<Lease>), Error> {
         // Encoded once, here: a bad input is the caller's error, and the
         // slot task writes these bytes with its msg_id patched in.
         // Room for a header and a short body up front: growing from empty
@@ -99,13 +100,15 @@ impl Client {
             let runtime = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
             let (mut guard, lease) = self.admit(request, pin, Waiter::Async(tx), runtime)?;
             let mut outcome = None;
-            if let Some(mut lease) = lease {
+            if let Some(lease) = lease {
                 // The waiter is only looked at here, never registered: the
                 // outcome of a lent exchange comes from the exchange itself,
                 // and the lease is woken when its request ends elsewhere.
+                let exchange = lease.run();
+                tokio::pin!(exchange);
                 outcome = std::future::poll_fn(|cx| match rx.try_recv() {
                     Ok(outcome) => Poll::Ready(Some(outcome)),
-                    Err(_) => lease.as_mut().poll(cx),
+                    Err(_) => exchange.as_mut().poll(cx),
                 })
                 .await;
             }

@@ -166,6 +166,15 @@ impl Client {
         self.inner.engine().core.runtime_workers
     }
 
+    /// The runtime the engine's connections run on, when there is one
+    /// (`Shared` and `External`; `None` for `PerWorker`, which has one per
+    /// worker). Calls made from tasks spawned there do their exchanges
+    /// themselves on a lent connection, with no hop to another thread:
+    /// the raw socket loop's cost (docs/ARCHITECTURE.md, lending).
+    pub fn runtime(&self) -> Option<tokio::runtime::Handle> {
+        self.inner.engine().core.callers_runtime.clone()
+    }
+
     /// Closes the engine: nothing more is admitted, every call in flight
     /// ends with `Closed`, every connection is retired. Returns `Closed`,
     /// or `FailedClosed` when the 1 s gate passed without every connection

@@ -28,91 +28,135 @@
 
 use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
-use super::connector::Connector;
 use super::locked::{Outcome, Outgoing};
-use super::session::{Applied, By, Ctx, End, EngineShared, Reports, Session};
+use super::session::{Applied, By, Ctx, End, EngineShared, Reports, Session, Stream};
 use crate::supervisor::{Input, RequestId, SlotError, SlotRef};
 use crate::sync::{Closed, Lend};
 
-/// A borrowed exchange: awaited by the caller; `Some` is its request's
-/// outcome, `None` that the outcome will come to its waiter instead (the
-/// reply went for a second opinion, the connection failed or was retired).
-pub(crate) type Borrowed = Pin<Box<dyn Future<Output = Option<Outcome>> + Send>>;
+/// Registers the slot task's waker for the stream's next bytes, and says
+/// whether it has some now (the connector's `read_ready`).
+pub(crate) type ReadReady = Box<dyn Fn(&dyn Stream, &Waker) -> bool + Send + Sync>;
 
-/// A ready connection that callers may borrow, as the core sees it (not
-/// generic over the connector).
-pub(crate) trait Lender: Send + Sync + 'static {
+/// One slot generation's connection, between its slot task and borrowers.
+/// The session is boxed once, so parking and lending move a pointer.
+pub(crate) struct Line {
+    pub(crate) lend: Lend<Box<Session>>,
+    at: SlotRef,
+    budgets: EngineShared,
+    read_ready: ReadReady,
+}
+
+impl Line {
+    pub(crate) fn new(at: SlotRef, budgets: EngineShared, read_ready: ReadReady) -> Self {
+        Self { lend: Lend::default(), at, budgets, read_ready }
+    }
+
     /// Lends the connection for `outgoing`, the first send of `own`
     /// submitted at `now`, if its slot task has it parked now; otherwise
     /// gives the request back. Called under the core's lock (the line's
     /// lock nests inside it).
-    fn lend(
-        self: Arc<Self>,
+    pub(crate) fn lend(
+        self: &Arc<Self>,
         core: Arc<dyn Reports>,
         outgoing: Outgoing,
         own: RequestId,
         now: Instant,
-    ) -> Result<Borrowed, Outgoing>;
-    /// The borrower's request ended elsewhere: wake it to look.
-    fn wake_borrower(&self);
-}
-
-/// One slot generation's connection, between its slot task and borrowers.
-pub(crate) struct Line<C: Connector> {
-    pub(crate) lend: Lend<Session<C::Stream>>,
-    at: SlotRef,
-    connector: Arc<C>,
-    budgets: EngineShared,
-}
-
-impl<C: Connector> Line<C> {
-    pub(crate) fn new(at: SlotRef, connector: Arc<C>, budgets: EngineShared) -> Self {
-        Self { lend: Lend::default(), at, connector, budgets }
-    }
-
-    /// Gives a borrowed session back to the slot task: re-armed on the
-    /// socket with the task's waker, or the task woken when it has work.
-    fn give_back(&self, session: Session<C::Stream>) {
-        self.lend.give_back(session, |session, owner: &Waker| {
-            session.has_staged_frames() || self.connector.read_ready(&session.conn.stream, owner)
-        });
-    }
-}
-
-impl<C: Connector> Lender for Line<C> {
-    fn lend(
-        self: Arc<Self>,
-        core: Arc<dyn Reports>,
-        outgoing: Outgoing,
-        own: RequestId,
-        now: Instant,
-    ) -> Result<Borrowed, Outgoing> {
+    ) -> Result<Lease, Outgoing> {
         match self.lend.try_borrow() {
-            Some(session) => Ok(Box::pin(borrowed_exchange(self, session, core, (outgoing, now), own))),
+            Some(session) => {
+                let held = Held { line: self.clone(), session: Some(session) };
+                Ok(Lease { held, core, outgoing, submitted: now, own })
+            }
             None => Err(outgoing),
         }
     }
 
-    fn wake_borrower(&self) {
+    /// The borrower's request ended elsewhere: wake it to look.
+    pub(crate) fn wake_borrower(&self) {
         self.lend.wake_borrower();
+    }
+
+    /// Gives a borrowed session back to the slot task: re-armed on the
+    /// socket with the task's waker, or the task woken when it has work.
+    fn give_back(&self, session: Box<Session>) {
+        self.lend.give_back(session, |session, owner: &Waker| {
+            session.has_staged_frames() || (self.read_ready)(&*session.conn.stream, owner)
+        });
+    }
+}
+
+/// A connection lent to the caller whose request it will carry: run it,
+/// in the caller's own task (a concrete future, so no allocation per
+/// request). `Some` is the request's outcome, `None` that the outcome will
+/// come to its waiter instead (the reply went for a second opinion, the
+/// connection failed or was retired). Dropped unrun, it gives the
+/// connection back.
+pub(crate) struct Lease {
+    held: Held,
+    core: Arc<dyn Reports>,
+    outgoing: Outgoing,
+    submitted: Instant,
+    own: RequestId,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease").field("at", &self.held.line.at).field("own", &self.own).finish_non_exhaustive()
+    }
+}
+
+impl Lease {
+    /// The caller's exchange on the borrowed connection (see the module docs).
+    pub(crate) async fn run(self) -> Option<Outcome> {
+        let Lease { mut held, core, outgoing, submitted, own } = self;
+        let line = held.line.clone();
+        line.budgets.lent_exchanges.fetch_add(1, Ordering::Relaxed);
+        let ctx = Ctx { at: line.at, core: &*core, budgets: &line.budgets, own: Some(own) };
+        let ended = {
+            let exchange = exchange(&mut held, &ctx, (outgoing, submitted));
+            tokio::pin!(exchange);
+            // A panic is this connection's failure, as in a slot task, never the caller's.
+            poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| exchange.as_mut().poll(cx))) {
+                Ok(poll) => poll.map(Ok),
+                Err(panic) => Poll::Ready(Err(panic)),
+            })
+            .await
+        };
+        let error = match ended {
+            Ok(Ok(outcome)) => return outcome,
+            Ok(Err(End::Failed(error))) => error,
+            // Retired meanwhile, or the engine is gone: the outcome comes to the waiter.
+            Ok(Err(_)) => return None,
+            Err(panic) => {
+                line.budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
+                let message = super::slot::panic_message(&*panic);
+                let error = SlotError::Io(format!("a borrowed exchange panicked: {message}"));
+                tracing::error!(slot = line.at.slot.0, %error, "borrowed exchange panicked; retiring the slot");
+                error
+            }
+        };
+        // Not given back: the connection is broken. Dropping it closes the socket.
+        drop(held.session.take());
+        fail(&line, &*core, error);
+        None
     }
 }
 
 /// The session while a borrower has it: given back when dropped (the
-/// caller's future dropped, or a panic unwinding), unless taken first.
-struct Lease<'a, C: Connector> {
-    line: &'a Line<C>,
-    session: Option<Session<C::Stream>>,
+/// lease never run, the caller's future dropped, or a panic unwinding),
+/// unless taken first.
+struct Held {
+    line: Arc<Line>,
+    session: Option<Box<Session>>,
 }
 
-impl<C: Connector> Lease<'_, C> {
-    fn session_mut(&mut self) -> &mut Session<C::Stream> {
+impl Held {
+    fn session_mut(&mut self) -> &mut Session {
         self.session.as_mut().expect("held until given back")
     }
 
@@ -123,49 +167,10 @@ impl<C: Connector> Lease<'_, C> {
     }
 }
 
-impl<C: Connector> Drop for Lease<'_, C> {
+impl Drop for Held {
     fn drop(&mut self) {
         self.give_back();
     }
-}
-
-/// The caller's exchange on a borrowed connection (see the module docs).
-async fn borrowed_exchange<C: Connector>(
-    line: Arc<Line<C>>,
-    session: Session<C::Stream>,
-    core: Arc<dyn Reports>,
-    outgoing: (Outgoing, Instant),
-    own: RequestId,
-) -> Option<Outcome> {
-    line.budgets.lent_exchanges.fetch_add(1, Ordering::Relaxed);
-    let mut lease = Lease { line: &line, session: Some(session) };
-    let ctx = Ctx { at: line.at, core: &*core, budgets: &line.budgets, own: Some(own) };
-    let ended = {
-        let exchange = exchange(&mut lease, &ctx, outgoing);
-        tokio::pin!(exchange);
-        // A panic is this connection's failure, as in a slot task, never the caller's.
-        poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| exchange.as_mut().poll(cx))) {
-            Ok(poll) => poll.map(Ok),
-            Err(panic) => Poll::Ready(Err(panic)),
-        })
-        .await
-    };
-    let error = match ended {
-        Ok(Ok(outcome)) => return outcome,
-        Ok(Err(End::Failed(error))) => error,
-        // Retired meanwhile, or the engine is gone: the outcome comes to the waiter.
-        Ok(Err(_)) => return None,
-        Err(panic) => {
-            line.budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
-            let error = SlotError::Io(format!("a borrowed exchange panicked: {}", super::slot::panic_message(&*panic)));
-            tracing::error!(slot = line.at.slot.0, %error, "borrowed exchange panicked; retiring the slot");
-            error
-        }
-    };
-    // Not given back: the connection is broken. Dropping it closes the socket.
-    drop(lease.session.take());
-    fail(&line, &*core, error);
-    None
 }
 
 /// Writes the request, then serves reads until its reply has been applied.
@@ -177,16 +182,16 @@ async fn borrowed_exchange<C: Connector>(
 /// The request's send time is taken as its submission's (`submitted`, the
 /// same clock reading, microseconds before the write): one clock read less
 /// per request.
-async fn exchange<C: Connector>(
-    lease: &mut Lease<'_, C>,
+async fn exchange(
+    held: &mut Held,
     ctx: &Ctx<'_>,
     (outgoing, submitted): (Outgoing, Instant),
 ) -> Result<Option<Outcome>, End> {
-    let line = lease.line;
+    let line = held.line.clone();
     let mine = outgoing.msg_id;
-    lease.session_mut().write_at(outgoing, submitted).await?;
+    held.session_mut().write_at(outgoing, submitted).await?;
     loop {
-        let session = lease.session_mut();
+        let session = held.session_mut();
         let read = poll_fn(|cx| {
             if !line.lend.register_borrower(cx.waker()) {
                 return Poll::Ready(None);
@@ -206,7 +211,7 @@ async fn exchange<C: Connector>(
         if let Some(frame) = last {
             let prepared = session.prepare(frame, ctx).await;
             if prepared.answers(mine) && own.is_none() {
-                lease.give_back();
+                held.give_back();
                 let Applied { own, outgoing } = prepared.apply(ctx, false)?;
                 debug_assert!(outgoing.is_none(), "a send on a given-back connection goes to its slot task");
                 return Ok(own);
@@ -222,7 +227,7 @@ async fn exchange<C: Connector>(
 /// A borrowed exchange failed: the connection is closed (its session
 /// already dropped) and, unless the slot task ended it first, the failure
 /// is reported here, once for the generation.
-fn fail<C: Connector>(line: &Line<C>, core: &dyn Reports, error: SlotError) {
+fn fail(line: &Line, core: &dyn Reports, error: SlotError) {
     if line.lend.close() == Closed::First && !crate::mutants::on(crate::mutants::Mutant::BorrowerFailureUnreported) {
         tracing::debug!(slot = line.at.slot.0, %error, "borrowed connection failed");
         let _ = core.slot_input(line.at, Input::SlotFailed { at: line.at, error }, By::Task);

@@ -30,7 +30,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use super::diagnostics::{DiagnosticsCell, EngineDiagnostics};
-use super::lending::{Borrowed, Lender};
+use super::lending::{Lease, Line};
 use super::session::{Applied, By, EngineShared, Finished, Reports};
 use super::slot::SlotCommand;
 use super::workers::Workers;
@@ -129,7 +129,7 @@ struct Pending {
     frame: Option<Vec<u8>>,
     /// The connection lent to its caller for it: woken when the request
     /// ends by another applier's input (a deadline, a close).
-    lent: Option<Arc<dyn Lender>>,
+    lent: Option<Arc<Line>>,
 }
 
 /// A slot generation's task, as the core reaches it.
@@ -138,7 +138,7 @@ struct SlotEntry {
     commands: mpsc::Sender<SlotCommand>,
     /// Its ready connection and the runtime it is registered with: callers
     /// on that runtime may borrow it.
-    lender: Option<(Arc<dyn Lender>, tokio::runtime::Id)>,
+    lender: Option<(Arc<Line>, tokio::runtime::Id)>,
 }
 
 /// Who applies an input, for what its effects may hand straight back.
@@ -183,7 +183,7 @@ struct State {
 enum Effect {
     Complete(Waiter, Outcome),
     /// A lent request ended by someone else's input: its borrower should look.
-    WakeBorrower(Arc<dyn Lender>),
+    WakeBorrower(Arc<Line>),
     Pin(oneshot::Sender<Result<SlotId, RequestError>>, Result<SlotId, RequestError>),
     Command(SlotId, mpsc::Sender<SlotCommand>, SlotCommand),
     Open(OpenSlot, mpsc::Receiver<SlotCommand>, Handle),
@@ -202,7 +202,7 @@ struct Effects {
     /// What goes straight back to the applier.
     applied: Applied,
     /// The submitter's request, lent its connection: the caller's exchange.
-    lease: Option<Borrowed>,
+    lease: Option<Lease>,
 }
 
 impl Effects {
@@ -235,6 +235,9 @@ pub(crate) struct Core {
     time_source: Option<Handle>,
     /// Worker threads in use.
     pub(crate) runtime_workers: usize,
+    /// The one runtime every connection runs on (`Shared`, `External`):
+    /// callers there may borrow connections.
+    pub(crate) callers_runtime: Option<Handle>,
 }
 
 impl std::fmt::Debug for Core {
@@ -253,11 +256,22 @@ pub(crate) struct CoreParts {
     pub(crate) close_tx: watch::Sender<CloseState>,
     pub(crate) time_source: Option<Handle>,
     pub(crate) runtime_workers: usize,
+    pub(crate) callers_runtime: Option<Handle>,
 }
 
 impl Core {
     pub(crate) fn new(parts: CoreParts) -> Arc<Self> {
-        let CoreParts { sup, workers, launch, budgets, diagnostics, close_tx, time_source, runtime_workers } = parts;
+        let CoreParts {
+            sup,
+            workers,
+            launch,
+            budgets,
+            diagnostics,
+            close_tx,
+            time_source,
+            runtime_workers,
+            callers_runtime,
+        } = parts;
         let first = workers.first().clone();
         let pool = sup.config().pool_size();
         let started = sup.now();
@@ -287,6 +301,7 @@ impl Core {
             first,
             time_source,
             runtime_workers,
+            callers_runtime,
         })
     }
 
@@ -320,7 +335,7 @@ impl Core {
         pin: Option<PinId>,
         waiter: Waiter,
         runtime: Option<tokio::runtime::Id>,
-    ) -> Option<Borrowed> {
+    ) -> Option<Lease> {
         let retry_safe = request.retry_safe();
         let input = Input::Submit { id, request, deadline, retry_safe, pin };
         let carried = self.apply_at(input, Applier::Submitter { id, runtime }, Some(admitted), |state| {
@@ -395,7 +410,7 @@ impl Core {
 
     /// The ready connection at `at` may be lent to callers on the runtime
     /// this is called from (its slot task's).
-    fn offer(&self, at: SlotRef, lender: Arc<dyn Lender>) {
+    fn offer(&self, at: SlotRef, lender: Arc<Line>) {
         let Ok(runtime) = Handle::try_current().map(|h| h.id()) else { return };
         let mut state = self.lock();
         if let Some(entry) = state.slots[at.slot.index()].as_mut().filter(|e| e.at == at) {
@@ -553,7 +568,7 @@ impl Core {
             _ => return Err(outgoing),
         };
         let Some(core) = self.me.upgrade() else { return Err(outgoing) };
-        effects.lease = Some(lender.clone().lend(core, outgoing, own, now)?);
+        effects.lease = Some(lender.lend(core, outgoing, own, now)?);
         if let Some(pending) = state.waiters.get_mut(&own) {
             pending.lent = Some(lender);
         }
@@ -684,7 +699,7 @@ impl Core {
 /// What an input's effects hand straight back to its applier.
 struct Carried {
     applied: Applied,
-    lease: Option<Borrowed>,
+    lease: Option<Lease>,
 }
 
 impl Reports for Core {
@@ -692,7 +707,7 @@ impl Reports for Core {
         self.apply_from_slot(at, input, by)
     }
 
-    fn offer(&self, at: SlotRef, lender: Arc<dyn Lender>) {
+    fn offer(&self, at: SlotRef, lender: Arc<Line>) {
         Core::offer(self, at, lender)
     }
 

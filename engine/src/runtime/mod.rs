@@ -276,6 +276,10 @@ pub(crate) fn start<C: Connector>(
             (handles, *placement)
         }
     };
+    let callers_runtime = match &runtime.flavor {
+        RuntimeFlavor::PerWorker(_) => None,
+        RuntimeFlavor::Shared | RuntimeFlavor::External(_) => Some(handles[0].clone()),
+    };
     let workers = Workers::new(handles, placement, pool_size, seed);
     let launch = Launcher {
         connector: Arc::new(connector),
@@ -292,6 +296,7 @@ pub(crate) fn start<C: Connector>(
         close_tx,
         time_source: time_source.clone(),
         runtime_workers,
+        callers_runtime,
     });
     let clock = clock::run(core.clone(), pool_size);
     let owned = if time_source.is_some() {

@@ -11,6 +11,7 @@
 //! reads (TCP backpressure), except for the reply to its own request in
 //! flight, which is always passed on (replies first, then backpressure).
 
+use std::any::Any;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -49,6 +50,26 @@ const _: () = assert!(DECODED_BUDGET_BYTES_MIN <= SLOT_DECODED_BYTES_DEFAULT);
 /// How long a connection waits before retrying a budget it could not reserve.
 const BUDGET_RETRY: Duration = Duration::from_millis(1);
 
+/// A connection's bytes, whatever its connector (tokio TCP, turmoil): the
+/// exchange is written once, not once per connector, and a borrower's
+/// exchange is one concrete future (no allocation per request).
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    /// For the connector's own operations on its concrete stream.
+    fn as_any(&self) -> &dyn Any;
+    /// Back to the concrete stream (to move it to another runtime).
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Stream for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
+    }
+}
+
 /// Where a connection's inputs go: the engine's locked core
 /// ([`super::locked::Core`]); a test may stand a channel in.
 pub(crate) trait Reports: Send + Sync + 'static {
@@ -56,7 +77,7 @@ pub(crate) trait Reports: Send + Sync + 'static {
     fn slot_input(&self, at: SlotRef, input: Input, by: By) -> Result<Applied, Finished>;
     /// Offers the ready connection at `at` for callers on the current
     /// runtime to borrow.
-    fn offer(&self, at: SlotRef, lender: Arc<dyn super::lending::Lender>);
+    fn offer(&self, at: SlotRef, line: Arc<super::lending::Line>);
     /// The engine's clock, for send times.
     fn now(&self) -> Instant;
 }
@@ -181,8 +202,8 @@ impl Prepared {
 
 /// A ready connection and its exchange state. It moves between its slot
 /// task, its line (parked) and a borrower, and across runtimes.
-pub(crate) struct Session<S> {
-    pub(crate) conn: Conn<S>,
+pub(crate) struct Session {
+    pub(crate) conn: Conn,
     /// The request in flight, its msg_id and when it was written: the frame
     /// that answers it is parsed, and every frame read meanwhile carries the
     /// [`Sent`].
@@ -194,8 +215,8 @@ pub(crate) struct Session<S> {
     wire_this_round: usize,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
-    pub(crate) fn new(conn: Conn<S>) -> Self {
+impl Session {
+    pub(crate) fn new(conn: Conn) -> Self {
         Self { conn, awaiting: None, frames_staged: false, wire_this_round: 0 }
     }
 
@@ -334,14 +355,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// Splits off the stream, for moving it to another runtime.
-    pub(crate) fn into_parts(self) -> (S, Detached) {
+    pub(crate) fn into_parts(self) -> (Box<dyn Stream>, Detached) {
         let Session { conn, awaiting, frames_staged, wire_this_round } = self;
         let Conn { stream, decoder, buf, budgets, raw, .. } = conn;
         (stream, Detached { decoder, buf, budgets, raw, awaiting, frames_staged, wire_this_round })
     }
 
     /// A session again, around `stream` (the same socket, re-registered).
-    pub(crate) fn from_parts(stream: S, parts: Detached) -> Self {
+    pub(crate) fn from_parts(stream: Box<dyn Stream>, parts: Detached) -> Self {
         let Detached { decoder, buf, budgets, raw, awaiting, frames_staged, wire_this_round } = parts;
         let conn = Conn { stream, decoder, buf, budgets, raw, wire: Vec::new(), frames: Vec::new() };
         Session { conn, awaiting, frames_staged, wire_this_round }
@@ -374,8 +395,8 @@ async fn reserve_decoded(budget: &Arc<Budget>, bytes: usize) -> Option<Reservati
 }
 
 /// One connection's socket, decoder and raw-budget hold.
-pub(crate) struct Conn<S> {
-    pub(crate) stream: S,
+pub(crate) struct Conn {
+    pub(crate) stream: Box<dyn Stream>,
     decoder: FrameDecoder,
     buf: Vec<u8>,
     budgets: EngineShared,
@@ -386,8 +407,8 @@ pub(crate) struct Conn<S> {
     frames: Vec<Frame>,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
-    pub(crate) fn new(stream: S, budgets: EngineShared) -> Self {
+impl Conn {
+    pub(crate) fn new(stream: Box<dyn Stream>, budgets: EngineShared) -> Self {
         Self {
             stream,
             decoder: FrameDecoder::new(),
@@ -418,7 +439,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let want = self.buf.len().min(self.decoder.staging_room());
         debug_assert!(want > 0, "a decode round leaves staging room");
         let mut buf = ReadBuf::new(&mut self.buf[..want]);
-        match Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
+        match Pin::new(&mut *self.stream).poll_read(cx, &mut buf) {
             Poll::Ready(Ok(())) => Poll::Ready(Ok(buf.filled().len())),
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => Poll::Pending,

@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 use tracing::{debug, Instrument};
 
 use super::connector::{Connector, Detach};
-use super::lending::Line;
+use super::lending::{Line, ReadReady};
 use super::locked::Outgoing;
 use super::session::{Applied, By, Conn, Ctx, Detached, End, EngineShared, Reports, Session};
 use crate::proto::Request;
@@ -95,7 +95,8 @@ impl<C: Connector> SlotTask<C> {
                     match self.connector.attach(socket) {
                         Ok(stream) => {
                             debug!("connection migrated to this worker");
-                            self.exchange_phase(Session::from_parts(stream, parts), commands, None).await
+                            let session = Session::from_parts(Box::new(stream), parts);
+                            self.exchange_phase(Box::new(session), commands, None).await
                         }
                         Err(e) => End::Failed(SlotError::Io(format!("cannot attach a migrated connection: {e}"))),
                     }
@@ -131,14 +132,14 @@ impl<C: Connector> SlotTask<C> {
         if let Err(end) = self.report(Input::SlotConnected { at: self.at }) {
             return end;
         }
-        let mut conn = Conn::new(stream, self.budgets.clone());
+        let mut conn = Conn::new(Box::new(stream), self.budgets.clone());
         match before_ready(&mut commands, conn.handshake()).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => return End::Failed(error),
             Err(end) => return end,
         }
         let ready = Input::SlotReady { at: self.at };
-        self.exchange_phase(Session::new(conn), commands, Some(ready)).await
+        self.exchange_phase(Box::new(Session::new(conn)), commands, Some(ready)).await
     }
 
     /// Serves a ready connection until it ends, moving it when asked. The
@@ -147,11 +148,15 @@ impl<C: Connector> SlotTask<C> {
     /// sends on it may already be a caller's own exchange.
     async fn exchange_phase(
         self,
-        session: Session<C::Stream>,
+        session: Box<Session>,
         mut commands: mpsc::Receiver<SlotCommand>,
         ready: Option<Input>,
     ) -> End {
-        let line = Arc::new(Line::new(self.at, self.connector.clone(), self.budgets.clone()));
+        let connector = self.connector.clone();
+        let read_ready: ReadReady = Box::new(move |stream, waker| {
+            stream.as_any().downcast_ref::<C::Stream>().is_none_or(|stream| connector.read_ready(stream, waker))
+        });
+        let line = Arc::new(Line::new(self.at, self.budgets.clone(), read_ready));
         // However the task ends (a panic unwinding included), nothing is
         // lent from its line afterwards and a parked connection is closed.
         let _closed = CloseOnDrop(&line);
@@ -167,14 +172,17 @@ impl<C: Connector> SlotTask<C> {
             let (end, kept) = self.exchange_loop(&line, session, &mut commands, first.take()).await;
             let (End::Migrate(to), Some(kept)) = (&end, kept) else { return self.end(&line, end) };
             let (stream, parts) = kept.into_parts();
-            match self.connector.detach(stream) {
+            let Ok(stream) = stream.into_any().downcast::<C::Stream>() else {
+                unreachable!("a slot task's stream is its connector's")
+            };
+            match self.connector.detach(*stream) {
                 Detach::Moved(socket) => {
                     // Nothing to report for this runtime: the moved task reports its end.
                     let _ = line.lend.close();
                     to.spawn(self.resume(socket, parts, commands));
                     return End::Migrated;
                 }
-                Detach::Kept(stream) => session = Session::from_parts(stream, parts),
+                Detach::Kept(stream) => session = Box::new(Session::from_parts(Box::new(stream), parts)),
                 Detach::Failed(e) => {
                     return self.end(&line, End::Failed(SlotError::Io(format!("cannot move the connection: {e}"))))
                 }
@@ -184,7 +192,7 @@ impl<C: Connector> SlotTask<C> {
 
     /// Closes the line as the generation ends; the end is reported only if
     /// nobody (a failed borrower) reported it first.
-    fn end(&self, line: &Line<C>, end: End) -> End {
+    fn end(&self, line: &Line, end: End) -> End {
         match (line.lend.close(), end) {
             (Closed::Already, End::Failed(_) | End::Retired) => End::ReportedElsewhere,
             (_, end) => end,
@@ -196,11 +204,11 @@ impl<C: Connector> SlotTask<C> {
     /// the session back only with `End::Migrate`.
     async fn exchange_loop(
         &self,
-        line: &Line<C>,
-        session: Session<C::Stream>,
+        line: &Line,
+        session: Box<Session>,
         commands: &mut mpsc::Receiver<SlotCommand>,
         first: Option<Outgoing>,
-    ) -> (End, Option<Session<C::Stream>>) {
+    ) -> (End, Option<Box<Session>>) {
         let ctx = Ctx { at: self.at, core: &*self.core, budgets: &self.budgets, own: None };
         let mut session = session;
         if let Some(outgoing) = first {
@@ -250,9 +258,9 @@ impl<C: Connector> SlotTask<C> {
 
 /// Closes a line when dropped (the normal ends close it first, to learn
 /// whether they report).
-struct CloseOnDrop<'a, C: Connector>(&'a Line<C>);
+struct CloseOnDrop<'a>(&'a Line);
 
-impl<C: Connector> Drop for CloseOnDrop<'_, C> {
+impl Drop for CloseOnDrop<'_> {
     fn drop(&mut self) {
         let _ = self.0.lend.close();
     }
@@ -397,7 +405,7 @@ mod tests {
             self.0.send(input).map(|()| Applied::default()).map_err(|_| Finished)
         }
 
-        fn offer(&self, _: SlotRef, _: Arc<dyn crate::runtime::lending::Lender>) {}
+        fn offer(&self, _: SlotRef, _: Arc<crate::runtime::lending::Line>) {}
 
         fn now(&self) -> std::time::Instant {
             std::time::Instant::now()
