@@ -1,18 +1,27 @@
 //! The engine against the simplest honest client, side by side in one run.
 //!
 //! ```text
-//! cargo bench --bench loopback -- [--quick] [--seconds S]
+//! cargo bench --bench loopback -- [--quick] [--seconds S] [--repeat N] [--only CELL,...]
 //! ```
 //!
 //! Reference servers run in a separate process (`tdx-sim serve`, built on
 //! demand) on 127.0.0.1. For each scenario (light: security count; medium:
 //! 800 daily bars; heavy: 1600-record code pages, zlib-compressed) and pool
-//! (1x1, 2x4, 20x8) it measures the engine in three runtime flavors and a
-//! raw baseline: one task per connection doing write-request, read-reply
-//! with the same codec, on a runtime with the same worker count, no
-//! Supervisor. Then: one caller with one request at a time (round trip),
-//! a mixed load (64 light callers while 2 hammer heavy requests: the light
-//! p99 is what matters), and memory under a push flood with heavy replies.
+//! (1x1, 2x4, 20x8) it measures the engine in five runtime flavors, each
+//! right after a raw baseline of its own (one task per connection doing
+//! write-request, read-reply with the same codec, on a runtime with the
+//! same worker count, no Supervisor), and `raw-hop` (the raw connections
+//! fed by callers on another thread). Then: one caller with one request at
+//! a time (round trip), a mixed load (64 light callers while 2 hammer heavy
+//! requests: the light p99 is what matters), and memory under a push flood
+//! with heavy replies.
+//!
+//! `--repeat N` measures everything N times; the table shows medians, each
+//! ratio the median of N ratios of adjacent pairs (this VM's speed drifts
+//! by several times over minutes). `TDX_BENCH_FLAVORS=a,b` and
+//! `TDX_BENCH_CLIENTS=raw|raw-hop|engine` narrow a run (for a profiler, or
+//! `valgrind --tool=callgrind`); `TDX_BENCH_FLOORS=1` adds `raw-remote` and
+//! `raw-1thread` (see [`run_raw_remote`]).
 //!
 //! Writes `target/bench/loopback.json` (one object per measurement) and
 //! prints a markdown table with engine/raw ratios.
@@ -463,9 +472,12 @@ fn run_raw_hop(
     with_process_stats(vec![samples.remove(0)], watch).remove(0)
 }
 
-/// EXPERIMENT: callers on a current-thread runtime own their connections,
-/// whose sockets are registered with another runtime's reactor (`remote`)
-/// or with the callers' own (`local`).
+/// Two floors for callers on one thread (`TDX_BENCH_FLOORS=1`): callers on
+/// a current-thread runtime each own a raw connection and do their own
+/// exchange, its socket registered with another runtime's reactor
+/// (`raw-remote`: what lending to a caller on another runtime would cost,
+/// the reactor waking it across threads) or with the callers' own
+/// (`raw-1thread`: the raw loop squeezed onto one thread).
 fn run_raw_remote(
     hosts: &[String],
     scenario: Scenario,

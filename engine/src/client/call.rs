@@ -104,8 +104,12 @@ impl Client {
                 // The waiter is only looked at here, never registered: the
                 // outcome of a lent exchange comes from the exchange itself,
                 // and the lease is woken when its request ends elsewhere.
-                let exchange = lease.run();
-                tokio::pin!(exchange);
+                // Boxed: its ~1.2 KB of state then lives in a heap chunk
+                // the allocator hands back hot to the next request on this
+                // thread, not in the caller's task (cold again by the time
+                // it runs, with 160 of them: inline measured 10-25 % slower
+                // at 20x8 in alternating runs, for fewer instructions).
+                let mut exchange = Box::pin(lease.run());
                 outcome = std::future::poll_fn(|cx| match rx.try_recv() {
                     Ok(outcome) => Poll::Ready(Some(outcome)),
                     Err(_) => exchange.as_mut().poll(cx),

@@ -90,9 +90,8 @@ impl Line {
     }
 }
 
-/// A connection lent to the caller whose request it will carry: run it,
-/// in the caller's own task (a concrete future, so no allocation per
-/// request). `Some` is the request's outcome, `None` that the outcome will
+/// A connection lent to the caller whose request it will carry: run it in
+/// the caller's own task. `Some` is the request's outcome, `None` that the outcome will
 /// come to its waiter instead (the reply went for a second opinion, the
 /// connection failed or was retired). Dropped unrun, it gives the
 /// connection back.

@@ -51,8 +51,8 @@ const _: () = assert!(DECODED_BUDGET_BYTES_MIN <= SLOT_DECODED_BYTES_DEFAULT);
 const BUDGET_RETRY: Duration = Duration::from_millis(1);
 
 /// A connection's bytes, whatever its connector (tokio TCP, turmoil): the
-/// exchange is written once, not once per connector, and a borrower's
-/// exchange is one concrete future (no allocation per request).
+/// exchange is written once, not once per connector, and the session, its
+/// line and a borrower's lease are concrete types the core can hold.
 pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     /// For the connector's own operations on its concrete stream.
     fn as_any(&self) -> &dyn Any;
@@ -380,6 +380,12 @@ pub(crate) struct Detached {
     wire_this_round: usize,
 }
 
+/// Waits before retrying a budget. Boxed: it is the rare path, and a
+/// `Sleep` held in place would make every exchange's future larger.
+async fn budget_wait() {
+    Box::pin(tokio::time::sleep(BUDGET_RETRY)).await;
+}
+
 /// Decoded bytes from the engine budget; waits (pausing this connection's
 /// reads) while the budget is exhausted.
 async fn reserve_decoded(budget: &Arc<Budget>, bytes: usize) -> Option<Reservation> {
@@ -390,7 +396,7 @@ async fn reserve_decoded(budget: &Arc<Budget>, bytes: usize) -> Option<Reservati
         if let Some(r) = Budget::try_reserve(budget, bytes) {
             return Some(r);
         }
-        tokio::time::sleep(BUDGET_RETRY).await;
+        budget_wait().await;
     }
 }
 
@@ -488,7 +494,7 @@ impl Conn {
             if reply_due {
                 return;
             }
-            tokio::time::sleep(BUDGET_RETRY).await;
+            budget_wait().await;
         }
     }
 
