@@ -26,8 +26,7 @@
 //! connection (and its reply, unread) until the request's deadline, when
 //! the engine retires that connection. Dropping the future returns it at once.
 
-use std::future::{poll_fn, Future};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::future::poll_fn;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Poll, Waker};
@@ -35,6 +34,7 @@ use std::time::Instant;
 
 use super::locked::{Outcome, Outgoing};
 use super::session::{Applied, By, Ctx, End, EngineShared, Reports, Session, Stream};
+use super::slot::CatchPanic;
 use crate::supervisor::{Input, RequestId, SlotError, SlotRef};
 use crate::sync::{Closed, Lend};
 
@@ -120,20 +120,15 @@ impl Lease {
             let exchange = exchange(&mut held, &ctx, (outgoing, submitted));
             tokio::pin!(exchange);
             // A panic is this connection's failure, as in a slot task, never the caller's.
-            poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| exchange.as_mut().poll(cx))) {
-                Ok(poll) => poll.map(Ok),
-                Err(panic) => Poll::Ready(Err(panic)),
-            })
-            .await
+            CatchPanic(exchange.as_mut()).await
         };
         let error = match ended {
             Ok(Ok(outcome)) => return outcome,
             Ok(Err(End::Failed(error))) => error,
             // Retired meanwhile, or the engine is gone: the outcome comes to the waiter.
             Ok(Err(_)) => return None,
-            Err(panic) => {
+            Err(message) => {
                 line.budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
-                let message = super::slot::panic_message(&*panic);
                 let error = SlotError::Io(format!("a borrowed exchange panicked: {message}"));
                 tracing::error!(slot = line.at.slot.0, %error, "borrowed exchange panicked; retiring the slot");
                 error

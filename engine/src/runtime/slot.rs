@@ -315,7 +315,7 @@ fn retired_or_gone(command: Option<SlotCommand>) -> End {
 }
 
 /// A panic's message, for the failure it is reported as.
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
@@ -323,14 +323,15 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
-/// Polls a future, turning a panic into `Err(message)`.
-struct CatchPanic<F>(Pin<Box<F>>);
+/// Polls a future, turning a panic into `Err(message)`. The future is
+/// pinned by the caller (boxed, or `Pin<&mut _>` to one pinned in place).
+pub(crate) struct CatchPanic<F>(pub(crate) F);
 
-impl<F: Future> Future for CatchPanic<F> {
+impl<F: Future + Unpin> Future for CatchPanic<F> {
     type Output = Result<F::Output, String>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = self.0.as_mut();
+        let inner = Pin::new(&mut self.0);
         match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
             Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
             Ok(Poll::Pending) => Poll::Pending,
