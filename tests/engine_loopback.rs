@@ -237,7 +237,9 @@ async fn cancellations_and_timeouts_lose_nothing_else() {
 }
 
 /// The same with the callers on the engine's own runtime, where they
-/// borrow its connections for their requests (`runtime::lending`).
+/// borrow its connections for their requests (`runtime::lending`): the
+/// panic is in the caller's own task, caught there, and the caller's
+/// request is still answered (on another connection).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellations_and_timeouts_lose_nothing_else_lent() {
     cancellations_and_timeouts_lose_nothing_else_on(on_this_runtime()).await;
@@ -684,7 +686,9 @@ fn dropping_the_client_closes_cleanly() {
 }
 
 mod panicky {
-    //! A connector whose streams panic once on read when armed.
+    //! A connector whose streams panic once when armed: at the first read
+    //! after a write, so inside an exchange (a slot task's or a borrower's,
+    //! whichever wrote), never in an idle connection's read.
     use std::pin::Pin;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -701,6 +705,7 @@ mod panicky {
     pub struct Stream {
         inner: TcpStream,
         armed: Arc<AtomicBool>,
+        wrote_armed: bool,
     }
 
     impl AsyncRead for Stream {
@@ -709,7 +714,7 @@ mod panicky {
             cx: &mut Context<'_>,
             buf: &mut ReadBuf<'_>,
         ) -> Poll<std::io::Result<()>> {
-            if self.armed.swap(false, Ordering::SeqCst) {
+            if self.wrote_armed && self.armed.swap(false, Ordering::SeqCst) {
                 panic!("injected slot panic");
             }
             Pin::new(&mut self.inner).poll_read(cx, buf)
@@ -718,6 +723,7 @@ mod panicky {
 
     impl AsyncWrite for Stream {
         fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+            self.wrote_armed = self.armed.load(Ordering::SeqCst);
             Pin::new(&mut self.inner).poll_write(cx, buf)
         }
         fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -732,13 +738,13 @@ mod panicky {
         type Stream = Stream;
         async fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> std::io::Result<Stream> {
             let inner = TcpConnector::default().connect(endpoint, timeout).await?;
-            Ok(Stream { inner, armed: self.0.clone() })
+            Ok(Stream { inner, armed: self.0.clone(), wrote_armed: false })
         }
     }
 }
 
-/// Why: a panic inside a slot task retires that slot only and is reported;
-/// it never reaches the caller.
+/// Why: a panic inside a slot task's exchange retires that slot only and
+/// is reported; it never reaches the caller.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slot_panic_retires_only_that_slot() {
     a_slot_panic_retires_only_that_slot_on(RuntimeFlavor::Shared).await;
@@ -762,6 +768,9 @@ async fn a_slot_panic_retires_only_that_slot_on(flavor: RuntimeFlavor) {
         .build_with(panicky::PanicOnce(armed.clone()))
         .unwrap();
     assert!(client.count(Exchange::Sz).await.is_ok());
+    // Both connections up first: a handshake written after arming would
+    // put the panic in its slot task's read.
+    all_ready(&client).await;
     armed.store(true, std::sync::atomic::Ordering::SeqCst);
     for _ in 0..20 {
         let reply = client.count(Exchange::Sz).await;
@@ -769,6 +778,8 @@ async fn a_slot_panic_retires_only_that_slot_on(flavor: RuntimeFlavor) {
     }
     let d = diagnostics_when(&client, Duration::from_secs(2), |d| d.slot_panics > 0).await;
     assert_eq!(d.slot_panics, 1, "{:?}", d.supervisor.slots);
+    let lent = matches!(flavor, RuntimeFlavor::External(_));
+    assert_eq!(d.lent_panics, usize::from(lent), "the panic was caught where the exchange ran");
     assert!(d.supervisor.counters.retirements >= 1);
     check_lending(&client, &flavor).await;
     assert_eq!(client.close().await, CloseState::Closed);

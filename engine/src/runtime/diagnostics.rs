@@ -46,8 +46,12 @@ pub struct EngineDiagnostics {
     pub workers: Vec<WorkerDiagnostics>,
     /// The worker each slot runs on (`None`: not connected).
     pub slot_workers: Vec<Option<usize>>,
-    /// Slot tasks that panicked (each retired its slot only).
+    /// Slot tasks and borrowed exchanges that panicked (each retired its
+    /// slot only).
     pub slot_panics: usize,
+    /// Of those, the exchanges a caller did on a lent connection: the
+    /// panic was caught in the caller's task and never reached the caller.
+    pub lent_panics: usize,
     /// Commands to a slot task that found its bounded channel full: always
     /// 0, since a connection has at most one send and one retire pending.
     pub slot_command_overflows: u64,

@@ -129,6 +129,7 @@ impl Lease {
             Ok(Err(_)) => return None,
             Err(message) => {
                 line.budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
+                line.budgets.lent_panics.fetch_add(1, Ordering::Relaxed);
                 let error = SlotError::Io(format!("a borrowed exchange panicked: {message}"));
                 tracing::error!(slot = line.at.slot.0, %error, "borrowed exchange panicked; retiring the slot");
                 error

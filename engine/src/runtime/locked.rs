@@ -499,6 +499,7 @@ impl Core {
             workers: state.workers.diagnostics(),
             slot_workers: state.workers.slot_workers(),
             slot_panics: self.budgets.slot_panics.load(std::sync::atomic::Ordering::Relaxed),
+            lent_panics: self.budgets.lent_panics.load(std::sync::atomic::Ordering::Relaxed),
             slot_command_overflows: state.slot_command_overflows,
             bytes_read: self.budgets.bytes_read.load(std::sync::atomic::Ordering::Relaxed),
             lent_exchanges: self.budgets.lent_exchanges.load(std::sync::atomic::Ordering::Relaxed),

@@ -240,6 +240,7 @@ pub(crate) fn start<C: Connector>(
         workers: Vec::new(),
         slot_workers: Vec::new(),
         slot_panics: 0,
+        lent_panics: 0,
         slot_command_overflows: 0,
         bytes_read: 0,
         lent_exchanges: 0,

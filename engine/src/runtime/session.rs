@@ -116,6 +116,8 @@ pub(crate) struct EngineShared {
     pub(crate) decoded: Arc<Budget>,
     /// Slot tasks (and borrowed exchanges) that panicked.
     pub(crate) slot_panics: Arc<AtomicUsize>,
+    /// Of those, borrowed exchanges.
+    pub(crate) lent_panics: Arc<AtomicUsize>,
     /// Bytes read from every socket since start.
     pub(crate) bytes_read: Arc<AtomicU64>,
     /// Exchanges a caller did itself on a borrowed connection.
@@ -128,6 +130,7 @@ impl EngineShared {
             raw: Budget::new("raw", raw),
             decoded: Budget::new("decoded", decoded),
             slot_panics: Arc::default(),
+            lent_panics: Arc::default(),
             bytes_read: Arc::default(),
             lent_exchanges: Arc::default(),
         }
