@@ -237,9 +237,7 @@ async fn cancellations_and_timeouts_lose_nothing_else() {
 }
 
 /// The same with the callers on the engine's own runtime, where they
-/// borrow its connections for their requests (`runtime::lending`): the
-/// panic is in the caller's own task, caught there, and the caller's
-/// request is still answered (on another connection).
+/// borrow its connections for their requests (`runtime::lending`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellations_and_timeouts_lose_nothing_else_lent() {
     cancellations_and_timeouts_lose_nothing_else_on(on_this_runtime()).await;
@@ -751,7 +749,9 @@ async fn a_slot_panic_retires_only_that_slot() {
 }
 
 /// The same with the callers on the engine's own runtime, where they
-/// borrow its connections for their requests (`runtime::lending`).
+/// borrow its connections for their requests (`runtime::lending`): the
+/// panic is in the caller's own task, caught there, and the caller's
+/// request is still answered (on another connection).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slot_panic_retires_only_that_slot_lent() {
     a_slot_panic_retires_only_that_slot_on(on_this_runtime()).await;
