@@ -39,6 +39,10 @@ use tdx_engine::runtime::Placement;
 use tdx_engine::{Client, RuntimeFlavor};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// The integration tests' diagnostics waits (`tests/common`).
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 const SEED: u64 = 7;
 
 /// The reference servers' process; killed on drop.
@@ -336,12 +340,8 @@ fn run_engine(
         }
         // The warm-up's replies can all come from the first connections up:
         // wait for the rest, or the window measures a smaller pool.
-        let up = Instant::now();
-        while !client.diagnostics().supervisor.slots.iter().all(|s| s.state == "ready") {
-            assert!(up.elapsed() < Duration::from_secs(30), "the pool did not come up");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let d = client.diagnostics();
+        let d = common::diagnostics_when(&client, Duration::from_secs(30), common::pool_ready).await;
+        assert!(common::pool_ready(&d), "the pool did not come up");
         let before = (d.lent_exchanges, d.supervisor.counters.admitted);
         let measuring = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));

@@ -17,7 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 mod common;
-use common::diagnostics_when;
+use common::{diagnostics_when, pool_ready};
 
 /// Connections that have not yet had their handshake answered.
 #[derive(Default)]
@@ -103,9 +103,8 @@ async fn connect_bounds_hold_on_the_server_side() {
         assert_eq!(call.await.unwrap(), respond(&market, 0, &count_request()));
     }
     // Every slot comes up in the end.
-    let all_ready = |d: &tdx_engine::EngineDiagnostics| d.supervisor.slots.iter().all(|s| s.state == "ready");
-    let d = diagnostics_when(&client, Duration::from_secs(4), all_ready).await;
-    assert!(d.supervisor.slots.iter().all(|s| s.state == "ready"), "{:?}", d.supervisor.slots);
+    let d = diagnostics_when(&client, Duration::from_secs(4), pool_ready).await;
+    assert!(pool_ready(&d), "{:?}", d.supervisor.slots);
     assert!(all.peak() <= 5, "global bound: {} connects at once", all.peak());
     assert!(all.peak() >= 2, "connects overlapped");
     for g in &gauges {

@@ -14,7 +14,7 @@ use tdx_sim::responder::respond;
 use tdx_sim::{Faults, Market, PushFlood, ReferenceServer};
 
 mod common;
-use common::diagnostics_when;
+use common::{diagnostics_when, pool_ready};
 
 const SEED: u64 = 21;
 
@@ -134,8 +134,7 @@ fn on_this_runtime() -> RuntimeFlavor {
 /// Waits until every connection of the pool is up and idle: only a request
 /// sent at once, on a connection parked on its caller's runtime, is lent.
 async fn all_ready(client: &Client) {
-    let ready = |d: &tdx_engine::EngineDiagnostics| d.supervisor.slots.iter().all(|s| s.state == "ready");
-    assert!(ready(&*diagnostics_when(client, Duration::from_secs(5), ready).await), "the pool came up");
+    assert!(pool_ready(&*diagnostics_when(client, Duration::from_secs(5), pool_ready).await), "the pool came up");
 }
 
 /// Callers on the engine's own runtime did some exchanges themselves on a
@@ -317,7 +316,7 @@ async fn dropping_every_call_at_once_cancels_each_one_on(flavor: RuntimeFlavor) 
         .max_pending_requests(100)
         .build()
         .unwrap();
-    diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.slots.iter().all(|s| s.state == "ready")).await;
+    diagnostics_when(&client, Duration::from_secs(5), pool_ready).await;
     // Capacity 102: two in flight, a hundred queued.
     let calls: Vec<_> = (0..102)
         .map(|_| {
@@ -372,9 +371,7 @@ async fn a_faulty_server_costs_only_its_requests_on(flavor: RuntimeFlavor) {
         .build()
         .unwrap();
     // Warm up until all three connections are ready (each served a call).
-    let d =
-        diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.slots.iter().all(|s| s.state == "ready"))
-            .await;
+    let d = diagnostics_when(&client, Duration::from_secs(5), pool_ready).await;
     assert_eq!(d.supervisor.slots.len(), 3);
     s.handles[0].faults().set(Faults { close_mid_frame_per_mille: 1000, ..Default::default() });
     let requests: Vec<Request> =
@@ -474,7 +471,7 @@ async fn capital_changes_complete_prefix_replies() {
     assert_eq!(stocks.len(), 300);
     // Count only the capital-change requests: no handshake or canary may
     // land between the two counts (heartbeats come every 30 s).
-    diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.slots.iter().all(|s| s.state == "ready")).await;
+    diagnostics_when(&client, Duration::from_secs(5), pool_ready).await;
     let before: u64 = s.handles.iter().map(ReferenceServer::requests).sum();
     let blocks = client.capital_changes(&stocks).await.unwrap();
     let after: u64 = s.handles.iter().map(ReferenceServer::requests).sum();
@@ -525,7 +522,7 @@ async fn capital_changes_without_any_block_are_an_error() {
         .second_opinion(false)
         .build()
         .unwrap();
-    diagnostics_when(&client, Duration::from_secs(5), |d| d.supervisor.slots.iter().all(|s| s.state == "ready")).await;
+    diagnostics_when(&client, Duration::from_secs(5), pool_ready).await;
     let codes = vec![code("sz000001"), code("sh600000")];
     let before = s.handles[0].requests();
     let expect_no_block = |r: Result<Vec<CapitalChangeBlock>, Error>| match r {

@@ -5,6 +5,11 @@ use std::time::Duration;
 
 use tdx_engine::{Client, EngineDiagnostics};
 
+/// Every slot of the pool is connected and ready.
+pub fn pool_ready(d: &EngineDiagnostics) -> bool {
+    d.supervisor.slots.iter().all(|s| s.state == "ready")
+}
+
 /// The diagnostics snapshot once it satisfies `ready`, or the latest one
 /// after `limit`: snapshots are refreshed every 25 ms, and batched connects
 /// and background probes land a little later than the calls that caused them.
