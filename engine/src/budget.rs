@@ -41,20 +41,41 @@ impl Budget {
     /// the limit. (An associated function, like `Arc::clone`, because loom's
     /// `Arc` cannot be a method receiver.)
     pub fn try_reserve(budget: &Arc<Self>, bytes: usize) -> Option<Reservation> {
-        let this = &**budget;
-        let mut used = this.used.load(Ordering::Relaxed);
+        budget.take(bytes).then(|| Reservation { budget: budget.clone(), bytes })
+    }
+
+    /// Takes `bytes` for as long as the returned hold borrows this budget:
+    /// a reservation without a reference count to touch, for bytes held
+    /// only within one caller's scope (a frame between decode and apply).
+    pub fn try_hold(&self, bytes: usize) -> Option<Hold<'_>> {
+        // Made only once taken: a hold dropped on a refusal would release
+        // bytes never taken (`then_some` would build it either way).
+        if self.take(bytes) {
+            Some(Hold { budget: self, bytes })
+        } else {
+            None
+        }
+    }
+
+    /// The one compare-and-swap loop every reservation goes through.
+    fn take(&self, bytes: usize) -> bool {
+        let mut used = self.used.load(Ordering::Relaxed);
         loop {
             let next = match used.checked_add(bytes) {
-                Some(next) if next <= this.limit => next,
+                Some(next) if next <= self.limit => next,
                 _ => {
-                    this.refusals.fetch_add(1, Ordering::Relaxed);
-                    return None;
+                    self.refusals.fetch_add(1, Ordering::Relaxed);
+                    return false;
                 }
             };
-            match this.used.compare_exchange_weak(used, next, Ordering::AcqRel, Ordering::Relaxed) {
+            match self.used.compare_exchange_weak(used, next, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => {
-                    this.peak.fetch_max(next, Ordering::Relaxed);
-                    return Some(Reservation { budget: budget.clone(), bytes });
+                    // Read first: a read-modify-write on every reservation
+                    // would pull the line from the other cores each time.
+                    if next > self.peak.load(Ordering::Relaxed) {
+                        self.peak.fetch_max(next, Ordering::Relaxed);
+                    }
+                    return true;
                 }
                 Err(actual) => used = actual,
             }
@@ -106,10 +127,15 @@ impl Reservation {
         self.bytes
     }
 
-    /// Adds `other`'s bytes (from the same budget) to this reservation.
-    pub fn merge(&mut self, mut other: Reservation) {
-        assert!(Arc::ptr_eq(&self.budget, &other.budget), "merge reservations of one budget only");
-        self.bytes += std::mem::take(&mut other.bytes);
+    /// Takes `bytes` more from the same budget into this reservation, or
+    /// refuses at once (as [`Budget::try_reserve`]); a held reservation,
+    /// even of 0 bytes, grows without touching the budget's reference count.
+    pub fn try_grow(&mut self, bytes: usize) -> bool {
+        let grown = self.budget.take(bytes);
+        if grown {
+            self.bytes += bytes;
+        }
+        grown
     }
 
     /// Gives back all but `keep` bytes (for example once a frame's real size is known).
@@ -121,6 +147,30 @@ impl Reservation {
 }
 
 impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            self.budget.release(self.bytes);
+        }
+    }
+}
+
+/// Bytes held from a [`Budget`] it borrows ([`Budget::try_hold`]); given
+/// back on drop.
+#[derive(Debug)]
+#[must_use = "a hold is released as soon as it is dropped"]
+pub struct Hold<'a> {
+    budget: &'a Budget,
+    bytes: usize,
+}
+
+impl Hold<'_> {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for Hold<'_> {
     fn drop(&mut self) {
         if self.bytes > 0 {
             self.budget.release(self.bytes);
@@ -146,6 +196,24 @@ mod tests {
         assert_eq!(budget.used(), 0);
         assert_eq!(budget.refusals(), 1);
         assert!(Budget::try_reserve(&budget, usize::MAX).is_none(), "overflow is a refusal, not a wrap");
+    }
+
+    #[test]
+    fn grow_and_hold_account_like_reserve() {
+        let budget = Budget::new("raw", 100);
+        let mut held = Budget::try_reserve(&budget, 0).unwrap();
+        assert!(held.try_grow(70));
+        assert!(!held.try_grow(31), "past the limit");
+        assert_eq!((held.bytes(), budget.used(), budget.refusals()), (70, 70, 1));
+        let hold = budget.try_hold(30).unwrap();
+        assert_eq!((hold.bytes(), budget.used(), budget.peak()), (30, 100, 100));
+        assert!(budget.try_hold(1).is_none());
+        drop(hold);
+        held.shrink_to(0);
+        assert_eq!(budget.used(), 0);
+        assert!(held.try_grow(5), "a reservation shrunk to nothing grows again");
+        drop(held);
+        assert_eq!((budget.used(), budget.peak(), budget.refusals()), (0, 100, 2));
     }
 
     #[test]
@@ -197,6 +265,32 @@ mod loom_budget {
             assert!(won >= 1, "at least one reservation fits");
             assert_eq!(budget.used(), 0, "guards dropped in the threads released everything");
             assert!(budget.peak() <= 10);
+        });
+    }
+
+    /// A reservation growing in place races a borrowed hold for the last
+    /// bytes: at most one wins them, the peak never passes the limit, and
+    /// releasing both returns to zero.
+    #[test]
+    fn grow_races_hold() {
+        loom::model(|| {
+            let budget = Budget::new("loom", 10);
+            let mut held = Budget::try_reserve(&budget, 4).unwrap();
+            let other = {
+                let budget = budget.clone();
+                loom::thread::spawn(move || {
+                    let hold = budget.try_hold(6);
+                    assert!(budget.used() <= 10);
+                    hold.map(|h| h.bytes())
+                })
+            };
+            let grew = held.try_grow(6);
+            let got = other.join().unwrap();
+            assert!(budget.peak() <= 10);
+            assert!(grew || got.is_some(), "one of them fits whenever the other holds the bytes");
+            assert_eq!(held.bytes(), if grew { 10 } else { 4 });
+            drop(held);
+            assert_eq!(budget.used(), 0);
         });
     }
 

@@ -60,18 +60,9 @@ impl Line {
     /// submitted at `now`, if its slot task has it parked now; otherwise
     /// gives the request back. Called under the core's lock (the line's
     /// lock nests inside it).
-    pub(crate) fn lend(
-        self: &Arc<Self>,
-        core: Arc<dyn Reports>,
-        outgoing: Outgoing,
-        own: RequestId,
-        now: Instant,
-    ) -> Result<Lease, Outgoing> {
+    pub(crate) fn lend(self: &Arc<Self>, outgoing: Outgoing, own: RequestId, now: Instant) -> Result<Lease, Outgoing> {
         match self.lend.try_borrow() {
-            Some(session) => {
-                let held = Held { line: self.clone(), session: Some(session) };
-                Ok(Lease { held, core, outgoing, submitted: now, own })
-            }
+            Some(session) => Ok(Lease { line: self.clone(), lent: Some((session, outgoing)), submitted: now, own }),
             None => Err(outgoing),
         }
     }
@@ -91,31 +82,43 @@ impl Line {
 }
 
 /// A connection lent to the caller whose request it will carry: run it in
-/// the caller's own task. `Some` is the request's outcome, `None` that the outcome will
-/// come to its waiter instead (the reply went for a second opinion, the
-/// connection failed or was retired). Dropped unrun, it gives the
-/// connection back.
+/// the caller's own task, against the core that lent it. `Some` is the
+/// request's outcome, `None` that the outcome will come to its waiter
+/// instead (the reply went for a second opinion, the connection failed or
+/// was retired). Dropped unrun, it gives the connection back.
 pub(crate) struct Lease {
-    held: Held,
-    core: Arc<dyn Reports>,
-    outgoing: Outgoing,
+    line: Arc<Line>,
+    /// The session and the request to write on it, taken when it runs.
+    lent: Option<(Box<Session>, Outgoing)>,
     submitted: Instant,
     own: RequestId,
 }
 
 impl std::fmt::Debug for Lease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lease").field("at", &self.held.line.at).field("own", &self.own).finish_non_exhaustive()
+        f.debug_struct("Lease").field("at", &self.line.at).field("own", &self.own).finish_non_exhaustive()
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // Unrun: the connection goes back (`run` takes it out first).
+        if let Some((session, _)) = self.lent.take() {
+            self.line.give_back(session);
+        }
     }
 }
 
 impl Lease {
-    /// The caller's exchange on the borrowed connection (see the module docs).
-    pub(crate) async fn run(self) -> Option<Outcome> {
-        let Lease { mut held, core, outgoing, submitted, own } = self;
-        let line = held.line.clone();
-        line.budgets.lent_exchanges.fetch_add(1, Ordering::Relaxed);
-        let ctx = Ctx { at: line.at, core: &*core, budgets: &line.budgets, own: Some(own) };
+    /// The caller's exchange on the borrowed connection (see the module
+    /// docs), its inputs applied to `core` (the one that lent it; borrowed,
+    /// so a request touches no reference count of the engine's).
+    pub(crate) async fn run(mut self, core: &dyn Reports) -> Option<Outcome> {
+        // Always there: a lease runs once, and is made with both.
+        let (session, outgoing) = self.lent.take()?;
+        let (line, submitted, own) = (&*self.line, self.submitted, self.own);
+        let mut held = Held { line, session: Some(session) };
+        let ctx = Ctx { at: line.at, core, budgets: &line.budgets, own: Some(own) };
         let ended = {
             let exchange = exchange(&mut held, &ctx, (outgoing, submitted));
             tokio::pin!(exchange);
@@ -137,20 +140,19 @@ impl Lease {
         };
         // Not given back: the connection is broken. Dropping it closes the socket.
         drop(held.session.take());
-        fail(&line, &*core, error);
+        fail(line, core, error);
         None
     }
 }
 
 /// The session while a borrower has it: given back when dropped (the
-/// lease never run, the caller's future dropped, or a panic unwinding),
-/// unless taken first.
-struct Held {
-    line: Arc<Line>,
+/// caller's future dropped, or a panic unwinding), unless taken first.
+struct Held<'l> {
+    line: &'l Line,
     session: Option<Box<Session>>,
 }
 
-impl Held {
+impl Held<'_> {
     fn session_mut(&mut self) -> &mut Session {
         self.session.as_mut().expect("held until given back")
     }
@@ -162,7 +164,7 @@ impl Held {
     }
 }
 
-impl Drop for Held {
+impl Drop for Held<'_> {
     fn drop(&mut self) {
         self.give_back();
     }
@@ -178,11 +180,11 @@ impl Drop for Held {
 /// same clock reading, microseconds before the write): one clock read less
 /// per request.
 async fn exchange(
-    held: &mut Held,
+    held: &mut Held<'_>,
     ctx: &Ctx<'_>,
     (outgoing, submitted): (Outgoing, Instant),
 ) -> Result<Option<Outcome>, End> {
-    let line = held.line.clone();
+    let line = held.line;
     let mine = outgoing.msg_id;
     held.session_mut().write_at(outgoing, submitted).await?;
     loop {

@@ -177,6 +177,9 @@ struct State {
     slot_command_overflows: u64,
     /// The time the last input was applied at.
     last_input: Instant,
+    /// Connections lent to their callers (counted here, under the lock
+    /// already held, rather than in a counter every caller's core would pull).
+    lent_exchanges: u64,
 }
 
 /// What one input caused, carried out after the lock is released.
@@ -288,6 +291,7 @@ impl Core {
             ranking: None,
             slot_command_overflows: 0,
             last_input: started,
+            lent_exchanges: 0,
         };
         Arc::new_cyclic(|me| Self {
             state: Mutex::new(state),
@@ -308,6 +312,29 @@ impl Core {
     /// The engine's clock (see [`clock_now`]).
     pub(crate) fn now(&self) -> Instant {
         clock_now(self.time_source.as_ref())
+    }
+
+    /// The engine's clock, read by a caller running on `runtime`: when that
+    /// is the clock's own runtime, its context is already entered (entering
+    /// it again would touch the runtime's reference count twice per read,
+    /// a cache line every worker pulls).
+    pub(crate) fn now_on(&self, runtime: Option<tokio::runtime::Id>) -> Instant {
+        match &self.time_source {
+            Some(handle) if runtime == Some(handle.id()) => tokio::time::Instant::now().into_std(),
+            source => clock_now(source.as_ref()),
+        }
+    }
+
+    /// The engine's clock, read in a connection's task (its slot task, or a
+    /// borrower): those run on the clock's runtime when it has one (every
+    /// connection of an `External` engine runs on the caller's runtime, and
+    /// a connection is lent only to callers on its own), so no context
+    /// needs entering.
+    fn now_on_connections(&self) -> Instant {
+        match &self.time_source {
+            Some(_) => tokio::time::Instant::now().into_std(),
+            None => Instant::now(),
+        }
     }
 
     /// The lock. A panic under it (a broken invariant) poisons it; the
@@ -390,7 +417,8 @@ impl Core {
     fn apply_from_slot(&self, from: SlotRef, input: Input, by: By) -> Result<Applied, Finished> {
         let ended = matches!(input, Input::SlotFailed { .. } | Input::SlotClosed { .. });
         let mut finished = false;
-        let carried = self.apply_with(input, Applier::Slot { at: from, by }, |state| {
+        let now = self.now_on_connections();
+        let carried = self.apply_at(input, Applier::Slot { at: from, by }, Some(now), |state| {
             finished = state.finished;
             state.workers.event(from.slot);
             if ended {
@@ -502,7 +530,7 @@ impl Core {
             lent_panics: self.budgets.lent_panics.load(std::sync::atomic::Ordering::Relaxed),
             slot_command_overflows: state.slot_command_overflows,
             bytes_read: self.budgets.bytes_read.load(std::sync::atomic::Ordering::Relaxed),
-            lent_exchanges: self.budgets.lent_exchanges.load(std::sync::atomic::Ordering::Relaxed),
+            lent_exchanges: state.lent_exchanges,
             ranking: state.ranking.clone(),
             runtime_workers: self.runtime_workers,
         }
@@ -568,8 +596,8 @@ impl Core {
             }
             _ => return Err(outgoing),
         };
-        let Some(core) = self.me.upgrade() else { return Err(outgoing) };
-        effects.lease = Some(lender.lend(core, outgoing, own, now)?);
+        effects.lease = Some(lender.lend(outgoing, own, now)?);
+        state.lent_exchanges += 1;
         if let Some(pending) = state.waiters.get_mut(&own) {
             pending.lent = Some(lender);
         }
@@ -713,7 +741,7 @@ impl Reports for Core {
     }
 
     fn now(&self) -> Instant {
-        Core::now(self)
+        self.now_on_connections()
     }
 }
 

@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tracing::debug;
 
 use super::locked::{Outcome, Outgoing};
-use crate::budget::{Budget, Reservation};
+use crate::budget::{Budget, Hold, Reservation};
 use crate::proto::commands::{Command, Handshake};
 use crate::proto::limits::{PAYLOAD_BYTES_MAX, RAW_STAGING_BYTES_MAX, RESPONSE_FRAME_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
 use crate::proto::{Frame, FrameDecoder, ProtoError, Request, RoundEnd, RoundLimits};
@@ -120,8 +120,6 @@ pub(crate) struct EngineShared {
     pub(crate) lent_panics: Arc<AtomicUsize>,
     /// Bytes read from every socket since start.
     pub(crate) bytes_read: Arc<AtomicU64>,
-    /// Exchanges a caller did itself on a borrowed connection.
-    pub(crate) lent_exchanges: Arc<AtomicU64>,
 }
 
 impl EngineShared {
@@ -132,7 +130,6 @@ impl EngineShared {
             slot_panics: Arc::default(),
             lent_panics: Arc::default(),
             bytes_read: Arc::default(),
-            lent_exchanges: Arc::default(),
         }
     }
 }
@@ -174,15 +171,16 @@ impl Ctx<'_> {
 }
 
 /// A frame made ready to apply: its input, the decoded-budget bytes it
-/// holds until then, and the request it answers.
-pub(crate) struct Prepared {
+/// holds until then (borrowed from the budget: no reference count touched
+/// per frame), and the request it answers.
+pub(crate) struct Prepared<'a> {
     input: Input,
-    reservation: Option<Reservation>,
+    reservation: Option<Hold<'a>>,
     bad_reply: bool,
     answers: Option<u32>,
 }
 
-impl Prepared {
+impl Prepared<'_> {
     /// Whether this frame is the reply to the request written with `msg_id`.
     pub(crate) fn answers(&self, msg_id: u32) -> bool {
         self.answers == Some(msg_id)
@@ -307,7 +305,7 @@ impl Session {
     /// reserved. Replies to sent requests first: a reply (at most one per
     /// connection, at most 64 KiB) never waits for the decoded budget;
     /// pushes do, which pauses this connection's reads.
-    pub(crate) async fn prepare(&mut self, frame: Frame, ctx: &Ctx<'_>) -> Prepared {
+    pub(crate) async fn prepare<'a>(&mut self, frame: Frame, ctx: &Ctx<'a>) -> Prepared<'a> {
         let sent = self.awaiting.as_ref().map(|(sent, _)| *sent);
         let mut answers = None;
         let body = match &self.awaiting {
@@ -330,7 +328,7 @@ impl Session {
         let bytes = frame.payload.len();
         let reservation = match body {
             FrameBody::Unparsed(_) => reserve_decoded(&ctx.budgets.decoded, bytes).await,
-            _ => Budget::try_reserve(&ctx.budgets.decoded, bytes),
+            _ => ctx.budgets.decoded.try_hold(bytes),
         };
         let bad_reply = matches!(body, FrameBody::Invalid(_));
         let input = Input::Frame { at: ctx.at, header: frame.header, body, sent };
@@ -339,7 +337,7 @@ impl Session {
 
     /// Applies a prepared frame and writes the request it made this
     /// connection send; returns the borrower's own outcome, if it brought it.
-    pub(crate) async fn apply(&mut self, prepared: Prepared, ctx: &Ctx<'_>) -> Result<Option<Outcome>, End> {
+    pub(crate) async fn apply(&mut self, prepared: Prepared<'_>, ctx: &Ctx<'_>) -> Result<Option<Outcome>, End> {
         let Applied { outgoing, own } = prepared.apply(ctx, true)?;
         if let Some(outgoing) = outgoing {
             self.write(outgoing, ctx.core).await?;
@@ -391,12 +389,12 @@ async fn budget_wait() {
 
 /// Decoded bytes from the engine budget; waits (pausing this connection's
 /// reads) while the budget is exhausted.
-async fn reserve_decoded(budget: &Arc<Budget>, bytes: usize) -> Option<Reservation> {
+async fn reserve_decoded(budget: &Budget, bytes: usize) -> Option<Hold<'_>> {
     if bytes == 0 {
         return None;
     }
     loop {
-        if let Some(r) = Budget::try_reserve(budget, bytes) {
+        if let Some(r) = budget.try_hold(bytes) {
             return Some(r);
         }
         budget_wait().await;
@@ -409,7 +407,8 @@ pub(crate) struct Conn {
     decoder: FrameDecoder,
     buf: Vec<u8>,
     budgets: EngineShared,
-    /// Raw-budget bytes held for what the decoder stages.
+    /// Raw-budget bytes held for what the decoder stages: kept once taken,
+    /// even at 0 bytes, so a read grows it in place.
     raw: Option<Reservation>,
     wire: Vec<u8>,
     /// One decode round's frames; kept so a round allocates nothing.
@@ -487,11 +486,11 @@ impl Conn {
     /// otherwise the connection waits, which pauses its reads (TCP backpressure).
     async fn account(&mut self, n: usize, reply_due: bool) {
         loop {
-            if let Some(more) = Budget::try_reserve(&self.budgets.raw, n) {
-                match &mut self.raw {
-                    Some(held) => held.merge(more),
-                    None => self.raw = Some(more),
-                }
+            let taken = match &mut self.raw {
+                Some(held) => held.try_grow(n),
+                None => Budget::try_reserve(&self.budgets.raw, n).map(|r| self.raw = Some(r)).is_some(),
+            };
+            if taken {
                 return;
             }
             if reply_due {
