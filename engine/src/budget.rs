@@ -44,6 +44,12 @@ impl Budget {
         budget.take(bytes).then(|| Reservation { budget: budget.clone(), bytes })
     }
 
+    /// A reservation of nothing from `budget`, to grow with
+    /// [`Reservation::try_grow`]: it takes no bytes and cannot be refused.
+    pub fn empty_reservation(budget: &Arc<Self>) -> Reservation {
+        Reservation { budget: budget.clone(), bytes: 0 }
+    }
+
     /// Takes `bytes` for as long as the returned hold borrows this budget:
     /// a reservation without a reference count to touch, for bytes held
     /// only within one caller's scope (a frame between decode and apply).
@@ -201,7 +207,8 @@ mod tests {
     #[test]
     fn grow_and_hold_account_like_reserve() {
         let budget = Budget::new("raw", 100);
-        let mut held = Budget::try_reserve(&budget, 0).unwrap();
+        let mut held = Budget::empty_reservation(&budget);
+        assert_eq!((held.bytes(), budget.used()), (0, 0));
         assert!(held.try_grow(70));
         assert!(!held.try_grow(31), "past the limit");
         assert_eq!((held.bytes(), budget.used(), budget.refusals()), (70, 70, 1));

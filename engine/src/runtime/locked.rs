@@ -320,8 +320,8 @@ impl Core {
     /// a cache line every worker pulls).
     pub(crate) fn now_on(&self, runtime: Option<tokio::runtime::Id>) -> Instant {
         match &self.time_source {
-            Some(handle) if runtime == Some(handle.id()) => tokio::time::Instant::now().into_std(),
-            source => clock_now(source.as_ref()),
+            Some(handle) if runtime != Some(handle.id()) => self.now(),
+            _ => self.now_on_connections(),
         }
     }
 

@@ -375,7 +375,7 @@ pub(crate) struct Detached {
     decoder: FrameDecoder,
     buf: Vec<u8>,
     budgets: EngineShared,
-    raw: Option<Reservation>,
+    raw: Reservation,
     awaiting: Option<(Sent, Arc<Request>)>,
     frames_staged: bool,
     wire_this_round: usize,
@@ -407,9 +407,9 @@ pub(crate) struct Conn {
     decoder: FrameDecoder,
     buf: Vec<u8>,
     budgets: EngineShared,
-    /// Raw-budget bytes held for what the decoder stages: kept once taken,
-    /// even at 0 bytes, so a read grows it in place.
-    raw: Option<Reservation>,
+    /// Raw-budget bytes held for what the decoder stages: one reservation
+    /// for the connection's life, grown in place per read.
+    raw: Reservation,
     wire: Vec<u8>,
     /// One decode round's frames; kept so a round allocates nothing.
     frames: Vec<Frame>,
@@ -421,8 +421,8 @@ impl Conn {
             stream,
             decoder: FrameDecoder::new(),
             buf: vec![0; SLOT_READ_BYTES],
+            raw: Budget::empty_reservation(&budgets.raw),
             budgets,
-            raw: None,
             wire: Vec::new(),
             frames: Vec::new(),
         }
@@ -458,7 +458,7 @@ impl Conn {
     /// decoder; a read of 0 is the peer closing.
     async fn took(&mut self, read: io::Result<usize>, reply_due: bool) -> Result<usize, SlotError> {
         if crate::mutants::on(crate::mutants::Mutant::RawBudgetLeakOnError) && !matches!(read, Ok(1..)) {
-            std::mem::forget(self.raw.take());
+            std::mem::forget(std::mem::replace(&mut self.raw, Budget::empty_reservation(&self.budgets.raw)));
         }
         let n = read.map_err(|e| SlotError::Io(e.to_string()))?;
         self.budgets.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
@@ -486,11 +486,7 @@ impl Conn {
     /// otherwise the connection waits, which pauses its reads (TCP backpressure).
     async fn account(&mut self, n: usize, reply_due: bool) {
         loop {
-            let taken = match &mut self.raw {
-                Some(held) => held.try_grow(n),
-                None => Budget::try_reserve(&self.budgets.raw, n).map(|r| self.raw = Some(r)).is_some(),
-            };
-            if taken {
+            if self.raw.try_grow(n) {
                 return;
             }
             if reply_due {
@@ -507,9 +503,7 @@ impl Conn {
         let mut frames = std::mem::take(&mut self.frames);
         debug_assert!(frames.is_empty(), "the last round's frames were handed over");
         let round = self.decoder.decode_round(RoundLimits::default(), |f| frames.push(f))?;
-        if let Some(raw) = &mut self.raw {
-            raw.shrink_to(self.decoder.staged().min(raw.bytes()));
-        }
+        self.raw.shrink_to(self.decoder.staged().min(self.raw.bytes()));
         debug_assert!(self.decoder.staged() <= RAW_STAGING_BYTES_MAX);
         Ok((frames, round.end))
     }
