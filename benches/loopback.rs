@@ -279,13 +279,6 @@ fn with_process_stats(samples: Vec<Sample>, watch: ThreadWatch) -> Vec<Sample> {
     samples.into_iter().map(|s| Sample { peak_rss_mb: rss, threads, ..s }).collect()
 }
 
-/// Closed-loop engine callers: each sends its next request when the last
-/// one is answered; timed for `seconds` after a warm-up.
-/// `TDX_BENCH_FLAVORS=shared,external`: only these engine flavors (for a profiler).
-fn flavor_wanted(flavor: Flavor) -> bool {
-    client_wanted("engine") && flavor_named(flavor)
-}
-
 /// `TDX_BENCH_CLIENTS=raw` (or `engine`, `raw-hop`, a list): only these
 /// clients, so a profiler or `valgrind --tool=callgrind` sees one at a time.
 fn client_wanted(client: &str) -> bool {
@@ -848,11 +841,17 @@ fn main() {
     for rep in 0..repeat {
         if !mixed_only {
             // One caller, one request at a time: every hop on the path shows.
-            for flavor in [Flavor::Shared, Flavor::PerWorkerP2c, Flavor::External] {
-                let raw = run_raw(&servers.hosts, &[(Scenario::Light, 1, 1)], 1, seconds, &codes);
-                record(&mut out, rep, ("roundtrip", "1x1", flavor.name(), "raw"), &raw[0]);
-                let e = run_engine(&servers.hosts, (1, 1), flavor, &[(Scenario::Light, 1)], seconds, &codes);
-                record(&mut out, rep, ("roundtrip", "1x1", flavor.name(), "engine"), &e[0]);
+            for flavor in
+                [Flavor::Shared, Flavor::PerWorkerP2c, Flavor::External].into_iter().filter(|f| flavor_named(*f))
+            {
+                if client_wanted("raw") {
+                    let raw = run_raw(&servers.hosts, &[(Scenario::Light, 1, 1)], 1, seconds, &codes);
+                    record(&mut out, rep, ("roundtrip", "1x1", flavor.name(), "raw"), &raw[0]);
+                }
+                if client_wanted("engine") {
+                    let e = run_engine(&servers.hosts, (1, 1), flavor, &[(Scenario::Light, 1)], seconds, &codes);
+                    record(&mut out, rep, ("roundtrip", "1x1", flavor.name(), "engine"), &e[0]);
+                }
             }
         }
 
@@ -860,17 +859,25 @@ fn main() {
         // (2 servers x 33); against 64 light callers alone on the same pool.
         let mixed_pool = (2usize, 33usize);
         let both = [(Scenario::Light, 64), (Scenario::Heavy, 2)];
-        for flavor in Flavor::ALL.into_iter().filter(|f| flavor_wanted(*f)) {
+        let raw_both = [(Scenario::Light, 64, 2), (Scenario::Heavy, 2, 2)];
+        for flavor in Flavor::ALL.into_iter().filter(|f| flavor_named(*f)) {
             let name = flavor.name();
-            let raw = run_raw(&servers.hosts, &[(Scenario::Light, 64, 2)], workers_for(66), seconds, &codes);
-            record(&mut out, rep, ("light-64", "2x33", name, "raw"), &raw[0]);
-            let alone = run_engine(&servers.hosts, mixed_pool, flavor, &[(Scenario::Light, 64)], seconds, &codes);
-            record(&mut out, rep, ("light-64", "2x33", name, "engine"), &alone[0]);
-            let raw_both = [(Scenario::Light, 64, 2), (Scenario::Heavy, 2, 2)];
-            let raw = run_raw(&servers.hosts, &raw_both, workers_for(66), seconds, &codes);
-            record(&mut out, rep, ("mixed", "2x33", name, "raw"), &raw[0]);
-            let mixed = run_engine(&servers.hosts, mixed_pool, flavor, &both, seconds, &codes);
-            record(&mut out, rep, ("mixed", "2x33", name, "engine"), &mixed[0]);
+            if client_wanted("raw") {
+                let raw = run_raw(&servers.hosts, &[(Scenario::Light, 64, 2)], workers_for(66), seconds, &codes);
+                record(&mut out, rep, ("light-64", "2x33", name, "raw"), &raw[0]);
+            }
+            if client_wanted("engine") {
+                let alone = run_engine(&servers.hosts, mixed_pool, flavor, &[(Scenario::Light, 64)], seconds, &codes);
+                record(&mut out, rep, ("light-64", "2x33", name, "engine"), &alone[0]);
+            }
+            if client_wanted("raw") {
+                let raw = run_raw(&servers.hosts, &raw_both, workers_for(66), seconds, &codes);
+                record(&mut out, rep, ("mixed", "2x33", name, "raw"), &raw[0]);
+            }
+            if client_wanted("engine") {
+                let mixed = run_engine(&servers.hosts, mixed_pool, flavor, &both, seconds, &codes);
+                record(&mut out, rep, ("mixed", "2x33", name, "engine"), &mixed[0]);
+            }
         }
     }
     drop(servers);
@@ -897,10 +904,15 @@ fn write_json(rows: &[Value]) {
     std::fs::write("target/bench/loopback.json", json).expect("write target/bench/loopback.json");
 }
 
-/// The median of `values` (the lower middle for an even count); 0 for none.
+/// The median of `values` (the mean of the two middle ones for an even
+/// count, so two repetitions are not read as the worse one); 0 for none.
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
-    values.get(values.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
 }
 
 /// One row per engine measurement cell: medians over the repetitions, each

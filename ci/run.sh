@@ -23,6 +23,12 @@ SIM_SEEDS="${SIM_SEEDS:-400}"
 # that is not loopback for everything this script runs.
 export TDX_ENGINE_LOOPBACK_ONLY=1
 CARGO_FUZZ_VERSION="0.13.2"
+# CI checks behaviour, not speed: release builds without the manifest's
+# thin LTO, debug builds with line tables only. On 2 cores that is minutes
+# of linking saved; a failing seed still names its file and line, and
+# benchmarks (not run here) keep the manifest's profiles.
+export CARGO_PROFILE_RELEASE_LTO=false
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
 # Something in the toolchain's build probes can replace /dev/null with a
 # regular file when run as root (seen on this CI machine), after which every
