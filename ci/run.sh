@@ -24,15 +24,14 @@ SIM_SEEDS="${SIM_SEEDS:-400}"
 export TDX_ENGINE_LOOPBACK_ONLY=1
 CARGO_FUZZ_VERSION="0.13.2"
 # CI checks behaviour, not speed: release builds without the manifest's
-# thin LTO, debug builds with line tables only, and the bench profile
-# (which `cargo test --release`, the loom step, builds test targets with)
-# without LTO or its single codegen unit. On 2 cores that saved 6:48 of
-# a 40:43 run; a failing seed still names its file and line, and the
-# benchmarks, not run here, keep the manifest's profiles.
+# thin LTO, debug builds with line tables only. On 2 cores that took a
+# fresh clone's run from 40:43 to 33:55 on the same day (mostly linking:
+# the test step 8:12 to 5:55, interop 5:09 to 3:55, the mutants' build
+# 1:41 to 0:59); a failing seed still names its file and line, and the
+# benchmarks, not run here, keep the manifest's profiles. (`cargo test
+# --release`, the loom step, builds with the release profile too.)
 export CARGO_PROFILE_RELEASE_LTO=false
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
-export CARGO_PROFILE_BENCH_LTO=false
-export CARGO_PROFILE_BENCH_CODEGEN_UNITS=16
 
 # Something in the toolchain's build probes can replace /dev/null with a
 # regular file when run as root (seen on this CI machine), after which every
