@@ -285,10 +285,13 @@ fn client_wanted(client: &str) -> bool {
     std::env::var("TDX_BENCH_CLIENTS").map_or(true, |c| c.split(',').any(|name| name == client))
 }
 
+/// `TDX_BENCH_FLAVORS=shared,external`: only these engine flavors (for a profiler).
 fn flavor_named(flavor: Flavor) -> bool {
     std::env::var("TDX_BENCH_FLAVORS").map_or(true, |f| f.split(',').any(|name| name == flavor.name()))
 }
 
+/// Closed-loop engine callers: each sends its next request when the last
+/// one is answered; timed for `seconds` after a warm-up.
 fn run_engine(
     hosts: &[String],
     pool: (usize, usize),
