@@ -104,11 +104,12 @@ impl Client {
                 // The waiter is only looked at here, never registered: the
                 // outcome of a lent exchange comes from the exchange itself,
                 // and the lease is woken when its request ends elsewhere.
-                // Boxed: its ~1.2 KB of state then lives in a heap chunk
-                // the allocator hands back hot to the next request on this
-                // thread, not in the caller's task (cold again by the time
-                // it runs, with 160 of them: inline measured 10-25 % slower
-                // at 20x8 in alternating runs, for fewer instructions).
+                // Boxed: its ~950 bytes of state then live in a heap chunk
+                // the allocator's per-thread cache hands back hot to the
+                // next request on this thread, not in the caller's task
+                // (cold again by the time it runs, with 160 of them: inline
+                // measured 10-25 % slower at 20x8 in alternating runs, for
+                // fewer instructions). Kept small enough for that cache.
                 let mut exchange = Box::pin(lease.run(&*self.inner.engine().core));
                 outcome = std::future::poll_fn(|cx| match rx.try_recv() {
                     Ok(outcome) => Poll::Ready(Some(outcome)),

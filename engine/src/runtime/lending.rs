@@ -26,14 +26,14 @@
 //! connection (and its reply, unread) until the request's deadline, when
 //! the engine retires that connection. Dropping the future returns it at once.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
 use super::locked::{Outcome, Outgoing};
-use super::session::{Applied, By, Ctx, End, EngineShared, Reports, Session, Stream};
+use super::session::{Applied, By, Ctx, End, EngineShared, Prepared, Reports, Session, Stream};
 use super::slot::CatchPanic;
 use crate::supervisor::{Input, RequestId, SlotError, SlotRef};
 use crate::sync::{Closed, Lend};
@@ -113,35 +113,42 @@ impl Lease {
     /// The caller's exchange on the borrowed connection (see the module
     /// docs), its inputs applied to `core` (the one that lent it; borrowed,
     /// so a request touches no reference count of the engine's).
-    pub(crate) async fn run(mut self, core: &dyn Reports) -> Option<Outcome> {
-        // Always there: a lease runs once, and is made with both.
-        let (session, outgoing) = self.lent.take()?;
-        let (line, submitted, own) = (&*self.line, self.submitted, self.own);
-        let mut held = Held { line, session: Some(session) };
-        let ctx = Ctx { at: line.at, core, budgets: &line.budgets, own: Some(own) };
-        let ended = {
-            let exchange = exchange(&mut held, &ctx, (outgoing, submitted));
-            tokio::pin!(exchange);
-            // A panic is this connection's failure, as in a slot task, never the caller's.
-            CatchPanic(exchange.as_mut()).await
-        };
-        let error = match ended {
-            Ok(Ok(outcome)) => return outcome,
-            Ok(Err(End::Failed(error))) => error,
-            // Retired meanwhile, or the engine is gone: the outcome comes to the waiter.
-            Ok(Err(_)) => return None,
-            Err(message) => {
-                line.budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
-                line.budgets.lent_panics.fetch_add(1, Ordering::Relaxed);
-                let error = SlotError::Io(format!("a borrowed exchange panicked: {message}"));
-                tracing::error!(slot = line.at.slot.0, %error, "borrowed exchange panicked; retiring the slot");
-                error
-            }
-        };
-        // Not given back: the connection is broken. Dropping it closes the socket.
-        drop(held.session.take());
-        fail(line, core, error);
-        None
+    ///
+    /// An `async` block, not an `async fn`: the function's arguments would
+    /// be kept twice in its state, and every byte of this future is in the
+    /// box each lent request allocates (see [`apply_aside`]).
+    #[allow(clippy::manual_async_fn)]
+    pub(crate) fn run(mut self, core: &dyn Reports) -> impl Future<Output = Option<Outcome>> + '_ {
+        async move {
+            // Always there: a lease runs once, and is made with both.
+            let (session, outgoing) = self.lent.take()?;
+            let line = &*self.line;
+            let mut held = Held { line, session: Some(session) };
+            let ctx = Ctx { at: line.at, core, budgets: &line.budgets, own: Some(self.own) };
+            let ended = {
+                let exchange = exchange(&mut held, &ctx, (outgoing, self.submitted));
+                tokio::pin!(exchange);
+                // A panic is this connection's failure, as in a slot task, never the caller's.
+                CatchPanic(exchange.as_mut()).await
+            };
+            let error = match ended {
+                Ok(Ok(outcome)) => return outcome,
+                Ok(Err(End::Failed(error))) => error,
+                // Retired meanwhile, or the engine is gone: the outcome comes to the waiter.
+                Ok(Err(_)) => return None,
+                Err(message) => {
+                    line.budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
+                    line.budgets.lent_panics.fetch_add(1, Ordering::Relaxed);
+                    let error = SlotError::Io(format!("a borrowed exchange panicked: {message}"));
+                    tracing::error!(slot = line.at.slot.0, %error, "borrowed exchange panicked; retiring the slot");
+                    error
+                }
+            };
+            // Not given back: the connection is broken. Dropping it closes the socket.
+            drop(held.session.take());
+            fail(line, core, error);
+            None
+        }
     }
 }
 
@@ -202,7 +209,7 @@ async fn exchange(
         let mut own = None;
         for frame in frames.drain(..) {
             let prepared = session.prepare(frame, ctx).await;
-            own = own.or(session.apply(prepared, ctx).await?);
+            own = own.or(apply_aside(session, prepared, ctx).await?);
         }
         session.recycle(frames);
         if let Some(frame) = last {
@@ -213,12 +220,22 @@ async fn exchange(
                 debug_assert!(outgoing.is_none(), "a send on a given-back connection goes to its slot task");
                 return Ok(own);
             }
-            own = own.or(session.apply(prepared, ctx).await?);
+            own = own.or(apply_aside(session, prepared, ctx).await?);
         }
         if own.is_some() || !session.awaits(mine) {
             return Ok(own);
         }
     }
+}
+
+/// Applies a frame that is not the reply the borrower waits for (a push, a
+/// heartbeat's reply, frames ahead of its own): the rare path, boxed, as
+/// its inline write of a resulting send would otherwise make every
+/// exchange's future larger. Kept under 1 KiB, the boxed exchange comes
+/// from the allocator's per-thread cache (glibc's tcache serves chunks up
+/// to 1,032 bytes); at 1,312 bytes every request took the slower bins.
+async fn apply_aside(session: &mut Session, prepared: Prepared<'_>, ctx: &Ctx<'_>) -> Result<Option<Outcome>, End> {
+    Box::pin(session.apply(prepared, ctx)).await
 }
 
 /// A borrowed exchange failed: the connection is closed (its session
@@ -228,5 +245,26 @@ fn fail(line: &Line, core: &dyn Reports, error: SlotError) {
     if line.lend.close() == Closed::First && !crate::mutants::on(crate::mutants::Mutant::BorrowerFailureUnreported) {
         tracing::debug!(slot = line.at.slot.0, %error, "borrowed connection failed");
         let _ = core.slot_input(line.at, Input::SlotFailed { at: line.at, error }, By::Task);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Lease, Reports};
+
+    /// The size of the future a closure returns, without making one.
+    fn future_size<A, F>(_: impl Fn(A) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// Why: every lent request boxes its exchange, and glibc's per-thread
+    /// cache serves only chunks up to 1,032 bytes; a larger future takes
+    /// the allocator's slower bins on every request (it was 1,312 bytes,
+    /// until the rare apply was boxed and `run` stopped keeping its
+    /// arguments twice).
+    #[test]
+    fn a_lent_exchange_fits_the_allocators_thread_cache() {
+        let size = future_size(|(lease, core): (Lease, &'static dyn Reports)| lease.run(core));
+        assert!(size <= 1032, "the lent exchange's future is {size} bytes");
     }
 }
