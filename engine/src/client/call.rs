@@ -2,12 +2,9 @@
 //! input is the caller's error, before anything is queued), admit it without waiting,
 //! await its reply, and cancel it if the caller's future is dropped first.
 
-use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::Poll;
 
-use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use super::commands::Listed;
@@ -15,8 +12,7 @@ use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
 use crate::proto::{Reply, Request};
-use crate::runtime::lending::Lease;
-use crate::runtime::locked::{Core, Outcome, Waiter};
+use crate::runtime::locked::{Core, Submitted, Waiter};
 use crate::supervisor::{PinId, RequestError, RequestId};
 
 /// Cancels its request when dropped before completion (disarmed by
@@ -59,7 +55,7 @@ impl Client {
         pin: Option<PinId>,
         waiter: Waiter,
         runtime: Option<tokio::runtime::Id>,
-    ) -> Result<(CancelOnDrop<'_>, Option<Lease>), Error> {
+    ) -> Result<(CancelOnDrop<'_>, Submitted), Error> {
         // Encoded once, here: a bad input is the caller's error, and the
         // slot task writes these bytes with its msg_id patched in.
         // Room for a header and a short body up front: growing from empty
@@ -70,8 +66,8 @@ impl Client {
         let id = RequestId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let core = &*self.inner.engine().core;
         let now = core.now_on(runtime);
-        let lease = core.submit(id, Arc::new(request), frame, now, now + self.inner.timeout, pin, waiter, runtime);
-        Ok((CancelOnDrop { core: Some(core), id }, lease))
+        let submitted = core.submit(id, Arc::new(request), frame, now, now + self.inner.timeout, pin, waiter, runtime);
+        Ok((CancelOnDrop { core: Some(core), id }, submitted))
     }
 
     /// Sends a typed command and awaits its whole typed reply. The named
@@ -96,30 +92,30 @@ impl Client {
     pub(super) async fn call_on(&self, request: Request, pin: Option<PinId>) -> Result<Reply, Error> {
         let span = tracing::debug_span!("request", command = request.name());
         async move {
-            let (tx, mut rx) = oneshot::channel::<Outcome>();
             let runtime = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
-            let (mut guard, lease) = self.admit(request, pin, Waiter::Async(tx), runtime)?;
-            let mut outcome = None;
-            if let Some(lease) = lease {
-                // The waiter is only looked at here, never registered: the
-                // outcome of a lent exchange comes from the exchange itself,
-                // and the lease is woken when its request ends elsewhere.
+            let (mut guard, submitted) = self.admit(request, pin, Waiter::OnDemand(None), runtime)?;
+            let core = &*self.inner.engine().core;
+            let waiting = match submitted {
+                Submitted::Done(outcome) => Ok(outcome),
+                Submitted::Waiting(rx) => Err(rx),
                 // Boxed: its ~950 bytes of state then live in a heap chunk
                 // the allocator's per-thread cache hands back hot to the
                 // next request on this thread, not in the caller's task
                 // (cold again by the time it runs, with 160 of them: inline
                 // measured 10-25 % slower at 20x8 in alternating runs, for
                 // fewer instructions). Kept small enough for that cache.
-                let mut exchange = Box::pin(lease.run(&*self.inner.engine().core));
-                outcome = std::future::poll_fn(|cx| match rx.try_recv() {
-                    Ok(outcome) => Poll::Ready(Some(outcome)),
-                    Err(_) => exchange.as_mut().poll(cx),
-                })
-                .await;
-            }
-            let outcome = match outcome {
-                Some(outcome) => outcome,
-                None => rx.await.map_err(|_| Error::Request(RequestError::Closed))?,
+                Submitted::Lent(lease) => match Box::pin(lease.run(core)).await {
+                    Some(outcome) => Ok(outcome),
+                    // Its request ended elsewhere, or went on elsewhere.
+                    None => core.outcome(guard.id),
+                },
+                Submitted::Registered => {
+                    return Err(Error::Internal("an async call's waiter is made on demand".into()));
+                }
+            };
+            let outcome = match waiting {
+                Ok(outcome) => outcome,
+                Err(rx) => rx.await.map_err(|_| Error::Request(RequestError::Closed))?,
             };
             guard.disarm();
             outcome.map(|reply| *reply).map_err(Error::Request)

@@ -67,9 +67,10 @@ impl Line {
         }
     }
 
-    /// The borrower's request ended elsewhere: wake it to look.
-    pub(crate) fn wake_borrower(&self) {
-        self.lend.wake_borrower();
+    /// The borrower's request ended elsewhere: stop its exchange (the
+    /// outcome waits in its waiter) and wake it.
+    pub(crate) fn stop_borrower(&self) {
+        self.lend.stop_borrower();
     }
 
     /// Gives a borrowed session back to the slot task: re-armed on the

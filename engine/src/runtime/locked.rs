@@ -49,6 +49,27 @@ pub(crate) type Outcome = Result<Box<Reply>, RequestError>;
 pub(crate) enum Waiter {
     Async(oneshot::Sender<Outcome>),
     Blocking(Arc<BlockingCell>),
+    /// An async caller's channel, made only when it must wait: a caller
+    /// whose request is refused at once, or whose connection is lent to it,
+    /// gets its outcome straight back and never needs one (a channel cost
+    /// a lent request 300 of its 7,300 instructions). An outcome that comes
+    /// from elsewhere during a lent exchange is kept here until the caller
+    /// takes it ([`Core::outcome`]).
+    OnDemand(Option<Outcome>),
+}
+
+/// What a caller does after [`Core::submit`].
+#[derive(Debug)]
+pub(crate) enum Submitted {
+    /// Its exchange on a lent connection; if that ends without the
+    /// outcome, [`Core::outcome`].
+    Lent(Lease),
+    /// The outcome already: refused at once.
+    Done(Outcome),
+    /// Await the outcome here.
+    Waiting(oneshot::Receiver<Outcome>),
+    /// The waiter it gave will get the outcome.
+    Registered,
 }
 
 /// A blocking caller's completion slot: it waits in short steps so it can
@@ -62,6 +83,8 @@ impl Waiter {
                 let _ = tx.send(outcome);
             }
             Self::Blocking(cell) => cell.complete(outcome),
+            // Never completed through an effect: `drain` keeps its outcome.
+            Self::OnDemand(_) => debug_assert!(false, "an on-demand waiter completed as an effect"),
         }
     }
 }
@@ -127,8 +150,8 @@ pub(crate) struct StartProbe {
 struct Pending {
     waiter: Waiter,
     frame: Option<Vec<u8>>,
-    /// The connection lent to its caller for it: woken when the request
-    /// ends by another applier's input (a deadline, a close).
+    /// The connection lent to its caller for it: its borrower is stopped
+    /// when the request ends by another applier's input (a deadline, a close).
     lent: Option<Arc<Line>>,
 }
 
@@ -185,8 +208,9 @@ struct State {
 /// What one input caused, carried out after the lock is released.
 enum Effect {
     Complete(Waiter, Outcome),
-    /// A lent request ended by someone else's input: its borrower should look.
-    WakeBorrower(Arc<Line>),
+    /// A lent request ended by someone else's input: its borrower stops
+    /// and takes the outcome from its waiter.
+    StopBorrower(Arc<Line>),
     Pin(oneshot::Sender<Result<SlotId, RequestError>>, Result<SlotId, RequestError>),
     Command(SlotId, mpsc::Sender<SlotCommand>, SlotCommand),
     Open(OpenSlot, mpsc::Receiver<SlotCommand>, Handle),
@@ -206,6 +230,8 @@ struct Effects {
     applied: Applied,
     /// The submitter's request, lent its connection: the caller's exchange.
     lease: Option<Lease>,
+    /// The channel made for an on-demand submitter that must wait.
+    waiting: Option<oneshot::Receiver<Outcome>>,
 }
 
 impl Effects {
@@ -362,17 +388,55 @@ impl Core {
         pin: Option<PinId>,
         waiter: Waiter,
         runtime: Option<tokio::runtime::Id>,
-    ) -> Option<Lease> {
+    ) -> Submitted {
         let retry_safe = request.retry_safe();
         let input = Input::Submit { id, request, deadline, retry_safe, pin };
         let carried = self.apply_at(input, Applier::Submitter { id, runtime }, Some(admitted), |state| {
             state.waiters.insert(id, Pending { waiter, frame: Some(frame), lent: None });
         });
-        carried.lease
+        match carried {
+            Carried { lease: Some(lease), .. } => Submitted::Lent(lease),
+            Carried { applied: Applied { own: Some(outcome), .. }, .. } => Submitted::Done(outcome),
+            Carried { waiting: Some(rx), .. } => Submitted::Waiting(rx),
+            _ => Submitted::Registered,
+        }
     }
 
+    /// The outcome of a lent request whose exchange ended without it: kept
+    /// already, or a channel to await it on (it comes from elsewhere: a
+    /// deadline, a resend on another connection).
+    pub(crate) fn outcome(&self, id: RequestId) -> Result<Outcome, oneshot::Receiver<Outcome>> {
+        let mut state = self.lock();
+        let Some(pending) = state.waiters.get_mut(&id) else {
+            debug_assert!(false, "a lent request's waiter is kept until its caller takes the outcome");
+            return Ok(Err(RequestError::Closed));
+        };
+        match &mut pending.waiter {
+            Waiter::OnDemand(kept @ Some(_)) => {
+                let outcome = kept.take().expect("matched Some");
+                state.waiters.remove(&id);
+                Ok(outcome)
+            }
+            Waiter::OnDemand(None) => {
+                let (tx, rx) = oneshot::channel();
+                pending.waiter = Waiter::Async(tx);
+                Err(rx)
+            }
+            Waiter::Async(_) | Waiter::Blocking(_) => {
+                debug_assert!(false, "only an on-demand waiter is asked for its outcome");
+                Ok(Err(RequestError::Closed))
+            }
+        }
+    }
+
+    /// Cancels a request (its caller is gone). An on-demand waiter goes
+    /// with it, with any outcome kept for the caller.
     pub(crate) fn cancel(&self, id: RequestId) {
-        self.apply(Input::Cancel { id });
+        self.apply_with(Input::Cancel { id }, Applier::Other, |state| {
+            if state.waiters.get(&id).is_some_and(|p| matches!(p.waiter, Waiter::OnDemand(_))) {
+                state.waiters.remove(&id);
+            }
+        });
     }
 
     pub(crate) fn pin(&self, id: PinId, deadline: Instant, granted: oneshot::Sender<Result<SlotId, RequestError>>) {
@@ -647,17 +711,34 @@ impl Core {
                     }
                 }
                 Action::Complete { id, outcome } => {
-                    let Some(pending) = state.waiters.remove(&id) else { continue };
-                    if matches!(applier, Applier::Slot { by: By::Borrower { own, .. }, .. } if own == id)
-                        && effects.applied.own.is_none()
-                    {
+                    let Some(mut pending) = state.waiters.remove(&id) else { continue };
+                    let straight_back = match applier {
                         // The borrower's own reply: straight back, no wake-up.
+                        Applier::Slot { by: By::Borrower { own, .. }, .. } => own == id,
+                        // Refused at once: the submitter has it on return.
+                        Applier::Submitter { id: own, .. } => {
+                            own == id && matches!(pending.waiter, Waiter::OnDemand(_))
+                        }
+                        _ => false,
+                    };
+                    if straight_back && effects.applied.own.is_none() {
                         effects.applied.own = Some(outcome);
+                        continue;
+                    }
+                    if let Waiter::OnDemand(kept) = &mut pending.waiter {
+                        // Kept for its caller, who is doing a lent exchange:
+                        // woken to look.
+                        *kept = Some(outcome);
+                        let lent = pending.lent.clone();
+                        state.waiters.insert(id, pending);
+                        if let Some(lender) = lent {
+                            effects.push(Effect::StopBorrower(lender));
+                        }
                         continue;
                     }
                     effects.push(Effect::Complete(pending.waiter, outcome));
                     if let Some(lender) = pending.lent {
-                        effects.push(Effect::WakeBorrower(lender));
+                        effects.push(Effect::StopBorrower(lender));
                     }
                 }
                 Action::PinGranted { id, slot } => {
@@ -679,6 +760,16 @@ impl Core {
                 }
             }
         }
+        // An on-demand submitter not lent a connection waits on a channel.
+        if let (Applier::Submitter { id, .. }, None) = (applier, &effects.lease) {
+            if let Some(pending) = state.waiters.get_mut(&id) {
+                if matches!(pending.waiter, Waiter::OnDemand(None)) {
+                    let (tx, rx) = oneshot::channel();
+                    pending.waiter = Waiter::Async(tx);
+                    effects.waiting = Some(rx);
+                }
+            }
+        }
         let next = state.sup.poll_timeout();
         if state.alarm.lower(next) {
             effects.wake_clock = true;
@@ -687,11 +778,11 @@ impl Core {
 
     /// Carries out one input's effects (after the lock is released).
     fn carry_out(&self, effects: Effects) -> Carried {
-        let Effects { first, rest, wake_clock, wake_push_readers, applied, lease } = effects;
+        let Effects { first, rest, wake_clock, wake_push_readers, applied, lease, waiting } = effects;
         for effect in first.into_iter().chain(rest) {
             match effect {
                 Effect::Complete(waiter, outcome) => waiter.complete(outcome),
-                Effect::WakeBorrower(lender) => lender.wake_borrower(),
+                Effect::StopBorrower(lender) => lender.stop_borrower(),
                 Effect::Pin(tx, result) => {
                     let _ = tx.send(result);
                 }
@@ -721,7 +812,7 @@ impl Core {
         if wake_push_readers {
             self.pushed.notify_waiters();
         }
-        Carried { applied, lease }
+        Carried { applied, lease, waiting }
     }
 }
 
@@ -729,6 +820,7 @@ impl Core {
 struct Carried {
     applied: Applied,
     lease: Option<Lease>,
+    waiting: Option<oneshot::Receiver<Outcome>>,
 }
 
 impl Reports for Core {

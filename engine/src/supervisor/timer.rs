@@ -55,6 +55,11 @@ pub(crate) struct TimerTable {
     deadlines: VecDeque<Deadline>,
     /// The queue's live deadlines.
     live: usize,
+    /// The earliest entry of both: asked for twice per input (the timers
+    /// due, then the next timeout), and found in the tree and the queue it
+    /// cost 580 instructions per light request; kept, it changes only when
+    /// the earliest is set, cancelled or popped.
+    first: Option<(Instant, Timer)>,
 }
 
 /// A request deadline in the queue; cancelled ones wait to be dropped.
@@ -85,10 +90,11 @@ impl TimerTable {
             if self.deadlines.back().is_none_or(|last| last.key() < (when, id)) {
                 self.deadlines.push_back(Deadline { when, id, live: true });
                 self.live += 1;
-                return;
+                return self.lower_first((when, timer));
             }
         }
         self.entries.insert((when, timer));
+        self.lower_first((when, timer));
     }
 
     pub(crate) fn cancel(&mut self, when: Instant, timer: Timer) {
@@ -98,11 +104,14 @@ impl TimerTable {
                 if deadline.live {
                     deadline.live = false;
                     self.live -= 1;
-                    return self.tidy();
+                    self.tidy();
+                    return self.forget_first((when, timer));
                 }
             }
         }
-        self.entries.remove(&(when, timer));
+        if self.entries.remove(&(when, timer)) {
+            self.forget_first((when, timer));
+        }
     }
 
     /// Removes every entry for `timer`, whenever it is due.
@@ -115,6 +124,9 @@ impl TimerTable {
             }
         }
         self.entries.retain(|(_, t)| *t != timer);
+        if self.first.is_some_and(|(_, t)| t == timer) {
+            self.first = self.find_first();
+        }
     }
 
     pub(crate) fn next(&self) -> Option<Instant> {
@@ -134,6 +146,7 @@ impl TimerTable {
                 self.entries.pop_first();
             }
         }
+        self.first = self.find_first();
         Some((when, timer))
     }
 
@@ -141,8 +154,28 @@ impl TimerTable {
         self.entries.len() + self.live
     }
 
-    /// The earliest entry of either structure, in the one total order.
+    /// The earliest entry.
     fn first(&self) -> Option<(Instant, Timer)> {
+        debug_assert_eq!(self.first, self.find_first(), "the kept first is the earliest entry");
+        self.first
+    }
+
+    /// A new entry: the earliest if it is before the kept one.
+    fn lower_first(&mut self, entry: (Instant, Timer)) {
+        if self.first.is_none_or(|first| entry < first) {
+            self.first = Some(entry);
+        }
+    }
+
+    /// An entry removed: if it was the earliest, find the next.
+    fn forget_first(&mut self, entry: (Instant, Timer)) {
+        if self.first == Some(entry) {
+            self.first = self.find_first();
+        }
+    }
+
+    /// The earliest entry of either structure, in the one total order.
+    fn find_first(&self) -> Option<(Instant, Timer)> {
         let queued = self.deadlines.front().map(|d| (d.when, Timer::Request(d.id)));
         let tree = self.entries.first().copied();
         match (queued, tree) {

@@ -34,8 +34,10 @@ struct Inner<T> {
     /// The owner waits for the value itself (to write a request on it, or
     /// to move it), not only for it to have work: a give-back wakes it.
     owner_wants: bool,
-    /// The borrower's waker, woken by `close` and `wake_borrower`.
+    /// The borrower's waker, woken by `close` and `stop_borrower`.
     borrower: Option<Waker>,
+    /// The borrower was told to stop (`stop_borrower`): until the next borrow.
+    stopped: bool,
 }
 
 /// Whether a `close` was the first (its caller reports the end).
@@ -56,6 +58,7 @@ impl<T> Default for Lend<T> {
                 owner: None,
                 owner_wants: false,
                 borrower: None,
+                stopped: false,
             }),
         }
     }
@@ -158,20 +161,30 @@ impl<T> Lend<T> {
         }
         let value = inner.parked.take()?;
         inner.lent = true;
+        inner.stopped = false;
         Some(value)
     }
 
     /// Registers the borrower's waker (woken by `close` and
-    /// `wake_borrower`); `false` once closed.
+    /// `stop_borrower`); `false` once closed or the borrower was stopped:
+    /// it should give the value back.
     pub(crate) fn register_borrower(&self, waker: &Waker) -> bool {
         let mut inner = self.lock();
         remember(&mut inner.borrower, waker);
-        !inner.closed
+        !inner.closed && !inner.stopped
     }
 
-    /// Wakes the borrower (its request ended elsewhere: it should look).
-    pub(crate) fn wake_borrower(&self) {
-        let waker = self.lock().borrower.take();
+    /// Stops the borrower and wakes it (its request ended elsewhere). A
+    /// stop that comes after its borrow ended stops the next borrower:
+    /// harmless, as a stopped borrower only gives the value back early.
+    pub(crate) fn stop_borrower(&self) {
+        let mut inner = self.lock();
+        if !inner.lent {
+            return;
+        }
+        inner.stopped = true;
+        let waker = inner.borrower.take();
+        drop(inner);
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -283,6 +296,27 @@ mod tests {
         let (_, owner) = waker();
         assert_eq!(lend.poll_take(&mut Context::from_waker(&owner)), Poll::Ready(None));
     }
+
+    /// Why: a lent request that ends elsewhere (its deadline, a close)
+    /// must not leave its caller waiting on the socket: the stop wakes the
+    /// borrower and its next registration says to give the value back. A
+    /// stop with nothing lent does nothing, and a new borrow starts unstopped.
+    #[test]
+    fn a_stopped_borrower_is_woken_and_told_to_give_back() {
+        let lend = Lend::default();
+        lend.park(1u32);
+        lend.stop_borrower();
+        let value = lend.try_borrow().expect("parked");
+        let (borrower_count, borrower) = waker();
+        assert!(lend.register_borrower(&borrower), "a stop before the borrow does not count");
+        lend.stop_borrower();
+        assert_eq!(borrower_count.0.load(Ordering::SeqCst), 1, "woken");
+        assert!(!lend.register_borrower(&borrower), "told to give back");
+        lend.give_back(value, |_, _| false);
+        let value = lend.try_borrow().expect("given back, parked");
+        assert!(lend.register_borrower(&borrower), "the next borrow starts unstopped");
+        lend.give_back(value, |_, _| false);
+    }
 }
 
 #[cfg(all(test, loom))]
@@ -372,6 +406,34 @@ mod loom_lend {
             lend.give_back(value, |_, _| false);
             owner.join().unwrap();
             assert_eq!(Arc::strong_count(&token), 1, "the value was dropped, not parked");
+        });
+    }
+
+    /// Why: a lent request ends elsewhere (its deadline) while its caller
+    /// waits on the socket. Whatever the order of the stop and the
+    /// borrower's registration, the borrower learns of it (a lost wake-up
+    /// deadlocks `block_on`, which fails the model) and the value goes back
+    /// to its owner, not dropped.
+    #[test]
+    fn loom_a_stop_during_a_loan_is_never_missed() {
+        loom::model(|| {
+            let lend = Arc::new(Lend::default());
+            lend.park(1u32);
+            let value = lend.try_borrow().unwrap();
+            let stopper = {
+                let lend = lend.clone();
+                loom::thread::spawn(move || lend.stop_borrower())
+            };
+            loom::future::block_on(poll_fn(|cx| {
+                if lend.register_borrower(cx.waker()) {
+                    Poll::Pending
+                } else {
+                    Poll::Ready(())
+                }
+            }));
+            lend.give_back(value, |_, _| false);
+            stopper.join().unwrap();
+            assert_eq!(lend.try_take(), Some(1), "given back to the owner");
         });
     }
 }
