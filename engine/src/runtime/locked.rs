@@ -77,6 +77,15 @@ pub(crate) enum Submitted {
 pub(crate) type BlockingCell = Completion<Outcome>;
 
 impl Waiter {
+    /// Makes an on-demand waiter a channel, for a caller that must wait:
+    /// the receiver to await.
+    fn make_channel(&mut self) -> oneshot::Receiver<Outcome> {
+        debug_assert!(matches!(self, Self::OnDemand(None)), "only an empty on-demand waiter becomes a channel");
+        let (tx, rx) = oneshot::channel();
+        *self = Self::Async(tx);
+        rx
+    }
+
     fn complete(self, outcome: Outcome) {
         match self {
             Self::Async(tx) => {
@@ -417,11 +426,7 @@ impl Core {
                 state.waiters.remove(&id);
                 Ok(outcome)
             }
-            Waiter::OnDemand(None) => {
-                let (tx, rx) = oneshot::channel();
-                pending.waiter = Waiter::Async(tx);
-                Err(rx)
-            }
+            Waiter::OnDemand(None) => Err(pending.waiter.make_channel()),
             Waiter::Async(_) | Waiter::Blocking(_) => {
                 debug_assert!(false, "only an on-demand waiter is asked for its outcome");
                 Ok(Err(RequestError::Closed))
@@ -764,9 +769,7 @@ impl Core {
         if let (Applier::Submitter { id, .. }, None) = (applier, &effects.lease) {
             if let Some(pending) = state.waiters.get_mut(&id) {
                 if matches!(pending.waiter, Waiter::OnDemand(None)) {
-                    let (tx, rx) = oneshot::channel();
-                    pending.waiter = Waiter::Async(tx);
-                    effects.waiting = Some(rx);
+                    effects.waiting = Some(pending.waiter.make_channel());
                 }
             }
         }

@@ -329,6 +329,18 @@ mod loom_lend {
 
     use super::*;
 
+    /// A borrower waiting on its value until the line tells it to give it
+    /// back (closed, or the borrower stopped).
+    fn wait_until_told_to_give_back<T>(lend: &Lend<T>) {
+        loom::future::block_on(poll_fn(|cx| {
+            if lend.register_borrower(cx.waker()) {
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        }));
+    }
+
     /// Why: the slot task waits for its connection (to write a request on
     /// it) while a caller borrows it and gives it back. In every
     /// interleaving the owner gets the value exactly once and is never left
@@ -396,13 +408,7 @@ mod loom_lend {
                     assert_eq!(lend.close(), Closed::First);
                 })
             };
-            loom::future::block_on(poll_fn(|cx| {
-                if lend.register_borrower(cx.waker()) {
-                    Poll::Pending
-                } else {
-                    Poll::Ready(())
-                }
-            }));
+            wait_until_told_to_give_back(&lend);
             lend.give_back(value, |_, _| false);
             owner.join().unwrap();
             assert_eq!(Arc::strong_count(&token), 1, "the value was dropped, not parked");
@@ -424,13 +430,7 @@ mod loom_lend {
                 let lend = lend.clone();
                 loom::thread::spawn(move || lend.stop_borrower())
             };
-            loom::future::block_on(poll_fn(|cx| {
-                if lend.register_borrower(cx.waker()) {
-                    Poll::Pending
-                } else {
-                    Poll::Ready(())
-                }
-            }));
+            wait_until_told_to_give_back(&lend);
             lend.give_back(value, |_, _| false);
             stopper.join().unwrap();
             assert_eq!(lend.try_take(), Some(1), "given back to the owner");
