@@ -160,6 +160,9 @@ struct Sample {
     /// The engine's requests that their callers did themselves on a lent
     /// connection, over all it admitted (`None` for the raw clients).
     lent_share: Option<f64>,
+    /// Of the engine's core-lock takings, those that found it held by
+    /// another thread and waited (`None` for the raw clients).
+    lock_wait_share: Option<f64>,
 }
 
 fn percentile(sorted: &[u32], p: f64) -> u32 {
@@ -267,6 +270,7 @@ async fn measure_window(groups: Vec<Group>, seconds: f64, measuring: &AtomicBool
                 threads: 0,
                 cpu_us_per_req,
                 lent_share: None,
+                lock_wait_share: None,
             }
         })
         .collect()
@@ -338,7 +342,7 @@ fn run_engine(
         // wait for the rest, or the window measures a smaller pool.
         let d = common::diagnostics_when(&client, Duration::from_secs(30), common::pool_ready).await;
         assert!(common::pool_ready(&d), "the pool did not come up");
-        let before = (d.lent_exchanges, d.supervisor.counters.admitted);
+        let before = (d.lent_exchanges, d.supervisor.counters.admitted, d.core_locks, d.core_lock_waits);
         let measuring = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let mut groups = Vec::new();
@@ -367,9 +371,11 @@ fn run_engine(
     let (lent, admitted) = (d.lent_exchanges - before.0, d.supervisor.counters.admitted - before.1);
     // The callers' requests only: the warm-up's went out while the pool came up.
     let lent_share = Some(lent as f64 / admitted.max(1) as f64);
+    let (locks, waits) = (d.core_locks - before.2, d.core_lock_waits - before.3);
+    let lock_wait_share = Some(waits as f64 / locks.max(1) as f64);
     drop(client);
     drop(rt);
-    with_process_stats(samples, watch).into_iter().map(|s| Sample { lent_share, ..s }).collect()
+    with_process_stats(samples, watch).into_iter().map(|s| Sample { lent_share, lock_wait_share, ..s }).collect()
 }
 
 /// The raw baseline: one task per connection, write then read, the same
@@ -658,9 +664,10 @@ fn record(out: &mut Vec<Value>, rep: usize, (scenario, pool, flavor, client): (&
         "threads": s.threads,
         "cpu_us_per_req": (s.cpu_us_per_req * 100.0).round() / 100.0,
         "lent_share": s.lent_share.map(|x| (x * 1000.0).round() / 1000.0),
+        "lock_wait_share": s.lock_wait_share.map(|x| (x * 10000.0).round() / 10000.0),
     }));
     eprintln!(
-        "  {scenario:<8} {pool:<6} {flavor:<18} {client:<6} {:>9.0} req/s  p50 {:>6} us  p99 {:>6} us  cpu {:>6.2} us/req  rss {:>6.1} MB  threads {}{}",
+        "  {scenario:<8} {pool:<6} {flavor:<18} {client:<6} {:>9.0} req/s  p50 {:>6} us  p99 {:>6} us  cpu {:>6.2} us/req  rss {:>6.1} MB  threads {}{}{}",
         rps,
         percentile(&s.latencies_us, 0.50),
         percentile(&s.latencies_us, 0.99),
@@ -668,6 +675,7 @@ fn record(out: &mut Vec<Value>, rep: usize, (scenario, pool, flavor, client): (&
         s.peak_rss_mb,
         s.threads,
         s.lent_share.map_or(String::new(), |x| format!("  lent {:.0} %", x * 100.0)),
+        s.lock_wait_share.map_or(String::new(), |x| format!("  lock waits {:.1} %", x * 100.0)),
     );
 }
 
@@ -744,6 +752,7 @@ fn memory(seconds: f64, codes: &[SecurityCode], out: &mut Vec<Value>) -> (f64, f
         threads,
         cpu_us_per_req,
         lent_share: None,
+        lock_wait_share: None,
     };
     record(out, 0, ("memory", "20x8", "shared", "engine"), &sample);
     (rss, budgets + push_limit)

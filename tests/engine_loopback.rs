@@ -214,6 +214,37 @@ async fn pool_2x4_on_the_callers_runtime_is_byte_exact() {
     check_pool_on(2, 4, 2, on_this_runtime()).await;
 }
 
+/// Why: `core_locks` counts every taking of the core's lock (a request
+/// takes it at least twice: its submit and its reply), and
+/// `core_lock_waits` only those that found it held. With the engine and
+/// its callers on one thread nobody else can hold it, so none waited.
+#[tokio::test(flavor = "current_thread")]
+async fn the_core_lock_is_counted_and_one_thread_never_waits_for_it() {
+    let s = servers(1, |_| Faults::default());
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(2)
+        .runtime_flavor(on_this_runtime())
+        .build()
+        .unwrap();
+    all_ready(&client).await;
+    let before = client.diagnostics().core_locks;
+    let request: Request = SecurityCount { market: Exchange::Sz, client_date: 0 }.into();
+    let n = 50;
+    let calls = (0..n).map(|_| {
+        let (client, request) = (client.clone(), request.clone());
+        async move { client.call_raw(request).await }
+    });
+    for reply in join_all(calls).await {
+        reply.unwrap();
+    }
+    let d = diagnostics_when(&client, Duration::from_secs(2), |d| d.core_locks >= before + 2 * n).await;
+    assert!(d.core_locks >= before + 2 * n, "{} takings for {n} requests after {before}", d.core_locks);
+    assert_eq!(d.core_lock_waits, 0, "a lock on one thread was found held");
+    client.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pool_20x8_is_byte_exact() {
     check_pool(20, 8, 4).await;

@@ -60,6 +60,12 @@ pub struct EngineDiagnostics {
     /// Exchanges a caller did itself on a connection lent to it (callers
     /// on the connections' runtime; see `ARCHITECTURE.md`, lending).
     pub lent_exchanges: u64,
+    /// Times the engine's core lock was taken (about two per request: its
+    /// submit and its reply; see `ARCHITECTURE.md`, the locked core).
+    pub core_locks: u64,
+    /// Of those, times another thread held it and the taker waited: their
+    /// share of `core_locks` is how often inputs queued behind each other.
+    pub core_lock_waits: u64,
     /// The server ranking after the last `refresh_ranking`, best first.
     pub ranking: Option<Vec<crate::ranking::ServerRecord>>,
     /// Worker threads.

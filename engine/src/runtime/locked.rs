@@ -23,7 +23,7 @@
 //! Single ownership holds: one owner at a time, every input through
 //! `handle`, the Supervisor itself untouched and pure.
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
@@ -212,6 +212,10 @@ struct State {
     /// Connections lent to their callers (counted here, under the lock
     /// already held, rather than in a counter every caller's core would pull).
     lent_exchanges: u64,
+    /// Times this lock was taken, and of those, times another thread held
+    /// it and the taker waited (counted under it, like `lent_exchanges`).
+    locks: u64,
+    lock_waits: u64,
 }
 
 /// What one input caused, carried out after the lock is released.
@@ -327,6 +331,8 @@ impl Core {
             slot_command_overflows: 0,
             last_input: started,
             lent_exchanges: 0,
+            locks: 0,
+            lock_waits: 0,
         };
         Arc::new_cyclic(|me| Self {
             state: Mutex::new(state),
@@ -373,9 +379,18 @@ impl Core {
     }
 
     /// The lock. A panic under it (a broken invariant) poisons it; the
-    /// state is still the Supervisor's last, so later inputs go on.
+    /// state is still the Supervisor's last, so later inputs go on. A
+    /// taker that finds it held is counted (`core_lock_waits`): the first
+    /// attempt is the same compare-and-swap `lock` makes.
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        let (mut state, waited) = match self.state.try_lock() {
+            Ok(state) => (state, false),
+            Err(TryLockError::Poisoned(e)) => (e.into_inner(), false),
+            Err(TryLockError::WouldBlock) => (self.state.lock().unwrap_or_else(|e| e.into_inner()), true),
+        };
+        state.locks += 1;
+        state.lock_waits += u64::from(waited);
+        state
     }
 
     // ---- callers ----
@@ -600,6 +615,8 @@ impl Core {
             slot_command_overflows: state.slot_command_overflows,
             bytes_read: self.budgets.bytes_read.load(std::sync::atomic::Ordering::Relaxed),
             lent_exchanges: state.lent_exchanges,
+            core_locks: state.locks,
+            core_lock_waits: state.lock_waits,
             ranking: state.ranking.clone(),
             runtime_workers: self.runtime_workers,
         }

@@ -244,6 +244,8 @@ pub(crate) fn start<C: Connector>(
         slot_command_overflows: 0,
         bytes_read: 0,
         lent_exchanges: 0,
+        core_locks: 0,
+        core_lock_waits: 0,
         ranking: None,
         runtime_workers,
     });
