@@ -21,7 +21,9 @@
 //! by several times over minutes). `TDX_BENCH_FLAVORS=a,b` and
 //! `TDX_BENCH_CLIENTS=raw|raw-hop|engine` narrow a run (for a profiler, or
 //! `valgrind --tool=callgrind`); `TDX_BENCH_FLOORS=1` adds `raw-remote` and
-//! `raw-1thread` (see [`run_raw_remote`]).
+//! `raw-1thread` (see [`run_raw_remote`]); `TDX_BENCH_WORKERS=N` gives every
+//! runtime N workers, multi-thread even at one (the raw loop's too, so one
+//! worker compares like with like).
 //!
 //! Writes `target/bench/loopback.json` (one object per measurement) and
 //! prints a markdown table with engine/raw ratios.
@@ -389,7 +391,7 @@ fn run_raw(
 ) -> Vec<Sample> {
     reset_peak_rss();
     let watch = ThreadWatch::start();
-    let rt = if workers == 1 {
+    let rt = if workers == 1 && workers_override().is_none() {
         tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
     } else {
         tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap()
@@ -679,8 +681,14 @@ fn record(out: &mut Vec<Value>, rep: usize, (scenario, pool, flavor, client): (&
     );
 }
 
+/// Worker threads for a pool's runtimes: one per connection up to the cores.
 fn workers_for(pool: usize) -> usize {
-    pool.min(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    workers_override().unwrap_or_else(|| pool.min(std::thread::available_parallelism().map_or(1, |n| n.get())))
+}
+
+/// `TDX_BENCH_WORKERS=N`: every runtime gets N workers, and stays multi-thread at one.
+fn workers_override() -> Option<usize> {
+    std::env::var("TDX_BENCH_WORKERS").ok().and_then(|w| w.parse().ok()).filter(|&n| n > 0)
 }
 
 /// Memory under pressure: a 20x8 pool where every connection subscribed to
