@@ -1,7 +1,7 @@
 //! The engine against the simplest honest client, side by side in one run.
 //!
 //! ```text
-//! cargo bench --bench loopback -- [--quick] [--seconds S] [--repeat N] [--only CELL,...]
+//! cargo bench --bench loopback -- [--quick] [--seconds S] [--repeat N] [--only CELL,...] [--sequential]
 //! ```
 //!
 //! Reference servers run in a separate process (`tdx-sim serve`, built on
@@ -16,6 +16,10 @@
 //! requests: the light p99 is what matters), and memory under a push flood
 //! with heavy replies.
 //!
+//! Light and round-trip pairs take turns: both clients are set up side by
+//! side and their callers run in alternating quarter-second windows (raw,
+//! engine, engine, raw, ...), so the VM's drift falls on both; `--sequential`
+//! measures them one after the other instead, as every other scenario is.
 //! `--repeat N` measures everything N times; the table shows medians, each
 //! ratio the median of N ratios of adjacent pairs (this VM's speed drifts
 //! by several times over minutes). `TDX_BENCH_FLAVORS=a,b` and
@@ -30,7 +34,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -246,18 +250,178 @@ const WARM_UP_SECONDS: f64 = 1.0;
 /// One group of callers: their latencies and their request count.
 type Group = (Arc<Mutex<Vec<u32>>>, Arc<AtomicU64>);
 
-/// Lets the callers warm up, opens the measuring window for `seconds`,
-/// stops them, and collects what each group saw.
-async fn measure_window(groups: Vec<Group>, seconds: f64, measuring: &AtomicBool, stop: &AtomicBool) -> Vec<Sample> {
-    tokio::time::sleep(Duration::from_secs_f64(WARM_UP_SECONDS.max(seconds / 4.0))).await;
-    measuring.store(true, Ordering::Relaxed);
-    let (t0, cpu0) = (Instant::now(), process_cpu());
-    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
-    measuring.store(false, Ordering::Relaxed);
-    let (elapsed, cpu) = (t0.elapsed().as_secs_f64(), process_cpu().saturating_sub(cpu0));
+/// A measurement's window: whether its callers count what they complete,
+/// whether they go on, and how its time is spent.
+struct Window {
+    measuring: AtomicBool,
+    stop: AtomicBool,
+    pace: Pace,
+}
+
+impl Window {
+    fn new(pace: Pace) -> Arc<Self> {
+        Arc::new(Self { measuring: AtomicBool::new(false), stop: AtomicBool::new(false), pace })
+    }
+}
+
+/// How a measurement's time is spent: alone (a warm-up, then one window),
+/// or in short windows taking turns with the other client of a pair.
+#[derive(Clone)]
+enum Pace {
+    Alone,
+    /// One side ([`RAW`] or [`ENGINE`]) of a [`Pairing`].
+    Paired(Arc<Pairing>, usize),
+}
+
+/// The sides of a [`Pairing`], and its turn when neither or both may run.
+const RAW: usize = 0;
+const ENGINE: usize = 1;
+const NOBODY: usize = 2;
+const EVERYONE: usize = 3;
+
+/// An interleaved window's length (each side's measured time is cut into
+/// windows of about this), and the time its callers run before it opens.
+const TURN_SECONDS: f64 = 0.25;
+const SETTLE_SECONDS: f64 = 0.1;
+
+/// Raw and engine set up side by side, their callers taking turns in short
+/// windows in the order raw, engine, engine, raw, ... so that this VM's
+/// drift, which spreads one sequential pair's ratio over 0.77–1.21, falls
+/// on both sides alike. While one side runs the other's callers are parked
+/// here, every request of theirs answered, so the process's CPU time in a
+/// window is the running side's.
+struct Pairing {
+    turn: AtomicUsize,
+    wake: [tokio::sync::Notify; 2],
+    /// Callers made for each side, and those of them parked.
+    callers: [AtomicUsize; 2],
+    parked: [AtomicUsize; 2],
+    /// Each side's window once all its callers are spawned, and where its
+    /// measured seconds and CPU time go.
+    joined: Mutex<[Option<Joined>; 2]>,
+}
+
+type Joined = (Arc<Window>, tokio::sync::oneshot::Sender<(f64, Duration)>);
+
+impl Pairing {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            turn: AtomicUsize::new(NOBODY),
+            wake: [tokio::sync::Notify::new(), tokio::sync::Notify::new()],
+            callers: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            parked: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            joined: Mutex::new([None, None]),
+        })
+    }
+
+    fn may_go(&self, side: usize) -> bool {
+        let turn = self.turn.load(Ordering::Acquire);
+        turn == side || turn == EVERYONE
+    }
+
+    /// A caller of `side` waits here until it is that side's turn.
+    async fn wait(&self, side: usize) {
+        if self.may_go(side) {
+            return;
+        }
+        self.parked[side].fetch_add(1, Ordering::AcqRel);
+        loop {
+            let woken = self.wake[side].notified();
+            tokio::pin!(woken);
+            // Registered before the second look, so a turn given in between wakes it.
+            woken.as_mut().enable();
+            if self.may_go(side) {
+                break;
+            }
+            woken.await;
+        }
+        self.parked[side].fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// A side's measurement hands over its window once its callers are spawned,
+    /// and gets back its measured seconds and CPU time when the pair is done.
+    async fn join(&self, side: usize, window: &Arc<Window>) -> (f64, Duration) {
+        let (done, measured) = tokio::sync::oneshot::channel();
+        self.joined.lock().unwrap()[side] = Some((window.clone(), done));
+        measured.await.expect("the pairing finishes")
+    }
+
+    /// Everyone may run (a side is stopping; its callers must see it).
+    fn release(&self) {
+        self.turn.store(EVERYONE, Ordering::Release);
+        self.wake.iter().for_each(tokio::sync::Notify::notify_waiters);
+    }
+
+    /// Gives the machine to `side` once every caller of the other is parked.
+    fn hand_to(&self, side: usize, alive: &dyn Fn() -> bool) {
+        let other = 1 - side;
+        self.turn.store(NOBODY, Ordering::Release);
+        while self.parked[other].load(Ordering::Acquire) < self.callers[other].load(Ordering::Acquire) {
+            assert!(alive(), "a paired client stopped");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        self.turn.store(side, Ordering::Release);
+        self.wake[side].notify_waiters();
+    }
+
+    /// Runs the pair from this thread: each side's warm-up, then the windows
+    /// (`seconds` of each side in all), then hands each side its totals.
+    fn conduct(&self, seconds: f64, alive: &dyn Fn() -> bool) {
+        let [raw, engine] = loop {
+            let mut joined = self.joined.lock().unwrap();
+            if joined.iter().all(Option::is_some) {
+                break std::mem::take(&mut *joined).map(Option::unwrap);
+            }
+            drop(joined);
+            assert!(alive(), "a paired client stopped before its window");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let windows = [&raw.0, &engine.0];
+        for side in [RAW, ENGINE] {
+            self.hand_to(side, alive);
+            std::thread::sleep(Duration::from_secs_f64(WARM_UP_SECONDS));
+        }
+        let turns = ((seconds / TURN_SECONDS).round() as usize).max(2);
+        let length = Duration::from_secs_f64(seconds / turns as f64);
+        let mut spent = [(0.0, Duration::ZERO); 2];
+        for side in [RAW, ENGINE, ENGINE, RAW].into_iter().cycle().take(2 * turns) {
+            self.hand_to(side, alive);
+            std::thread::sleep(Duration::from_secs_f64(SETTLE_SECONDS));
+            let (t0, cpu0) = (Instant::now(), process_cpu());
+            windows[side].measuring.store(true, Ordering::Relaxed);
+            std::thread::sleep(length);
+            windows[side].measuring.store(false, Ordering::Relaxed);
+            spent[side].0 += t0.elapsed().as_secs_f64();
+            spent[side].1 += process_cpu().saturating_sub(cpu0);
+        }
+        self.turn.store(NOBODY, Ordering::Release);
+        for (side, (_, done)) in [raw, engine].into_iter().enumerate() {
+            let _ = done.send(spent[side]);
+        }
+    }
+}
+
+/// Lets the callers warm up, opens the measuring window for `seconds`
+/// (alone, or in turns with the other side of a pair), stops them, and
+/// collects what each group saw.
+async fn measure_window(groups: Vec<Group>, seconds: f64, window: &Arc<Window>) -> Vec<Sample> {
+    let (elapsed, cpu) = match &window.pace {
+        Pace::Alone => {
+            tokio::time::sleep(Duration::from_secs_f64(WARM_UP_SECONDS.max(seconds / 4.0))).await;
+            window.measuring.store(true, Ordering::Relaxed);
+            let (t0, cpu0) = (Instant::now(), process_cpu());
+            tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+            window.measuring.store(false, Ordering::Relaxed);
+            (t0.elapsed().as_secs_f64(), process_cpu().saturating_sub(cpu0))
+        }
+        Pace::Paired(pairing, side) => pairing.join(*side, window).await,
+    };
     let total: u64 = groups.iter().map(|(_, count)| count.load(Ordering::Relaxed)).sum();
     let cpu_us_per_req = cpu.as_secs_f64() * 1e6 / total.max(1) as f64;
-    stop.store(true, Ordering::Relaxed);
+    window.stop.store(true, Ordering::Relaxed);
+    if let Pace::Paired(pairing, _) = &window.pace {
+        pairing.release();
+    }
     tokio::time::sleep(Duration::from_millis(200)).await;
     groups
         .into_iter()
@@ -305,6 +469,7 @@ fn run_engine(
     callers: &[(Scenario, usize)],
     seconds: f64,
     codes: &[SecurityCode],
+    pace: &Pace,
 ) -> Vec<Sample> {
     reset_peak_rss();
     let watch = ThreadWatch::start();
@@ -345,21 +510,20 @@ fn run_engine(
         let d = common::diagnostics_when(&client, Duration::from_secs(30), common::pool_ready).await;
         assert!(common::pool_ready(&d), "the pool did not come up");
         let before = (d.lent_exchanges, d.supervisor.counters.admitted, d.core_locks, d.core_lock_waits);
-        let measuring = Arc::new(AtomicBool::new(false));
-        let stop = Arc::new(AtomicBool::new(false));
+        let window = Window::new(pace.clone());
         let mut groups = Vec::new();
         for &(scenario, n) in callers {
             let lat = Arc::new(Mutex::new(Vec::new()));
             let count = Arc::new(AtomicU64::new(0));
             for k in 0..n {
                 let client = client.clone();
-                let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &measuring, &stop);
+                let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &window);
                 let on = match flavor {
                     Flavor::SharedSpawned => client.runtime().expect("a Shared engine's runtime"),
                     _ => tokio::runtime::Handle::current(),
                 };
                 on.spawn(async move {
-                    while let Some((request, t)) = caller.next() {
+                    while let Some((request, t)) = caller.next_in_turn().await {
                         client.call_raw(request).await.expect("reply");
                         caller.done(t);
                     }
@@ -367,7 +531,7 @@ fn run_engine(
             }
             groups.push((lat, count));
         }
-        (measure_window(groups, seconds, &measuring, &stop).await, before)
+        (measure_window(groups, seconds, &window).await, before)
     });
     let d = client.diagnostics();
     let (lent, admitted) = (d.lent_exchanges - before.0, d.supervisor.counters.admitted - before.1);
@@ -388,6 +552,7 @@ fn run_raw(
     workers: usize,
     seconds: f64,
     codes: &[SecurityCode],
+    pace: &Pace,
 ) -> Vec<Sample> {
     reset_peak_rss();
     let watch = ThreadWatch::start();
@@ -397,8 +562,7 @@ fn run_raw(
         tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap()
     };
     let samples = rt.block_on(async {
-        let measuring = Arc::new(AtomicBool::new(false));
-        let stop = Arc::new(AtomicBool::new(false));
+        let window = Window::new(pace.clone());
         let mut groups = Vec::new();
         let mut ready = Vec::new();
         for &(scenario, n, servers) in connections {
@@ -408,11 +572,11 @@ fn run_raw(
                 let host = hosts[k % servers].clone();
                 let (up_tx, up_rx) = tokio::sync::oneshot::channel();
                 ready.push(up_rx);
-                let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &measuring, &stop);
+                let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &window);
                 tokio::spawn(async move {
                     let mut conn = RawConn::open(&host).await;
                     let _ = up_tx.send(());
-                    while let Some((request, t)) = caller.next() {
+                    while let Some((request, t)) = caller.next_in_turn().await {
                         conn.exchange(&request).await;
                         caller.done(t);
                     }
@@ -423,10 +587,32 @@ fn run_raw(
         for r in ready {
             r.await.expect("raw connection up");
         }
-        measure_window(groups, seconds, &measuring, &stop).await
+        measure_window(groups, seconds, &window).await
     });
     drop(rt);
     with_process_stats(samples, watch)
+}
+
+/// Raw and engine over one setup of both, taking turns ([`Pairing`]):
+/// `callers` of `scenario` on each, the raw side on `workers` threads.
+fn run_pair(
+    hosts: &[String],
+    pool: (usize, usize),
+    flavor: Flavor,
+    (scenario, callers, workers): (Scenario, usize, usize),
+    seconds: f64,
+    codes: &[SecurityCode],
+) -> (Sample, Sample) {
+    let pairing = Pairing::new();
+    let (raw_pace, engine_pace) = (Pace::Paired(pairing.clone(), RAW), Pace::Paired(pairing.clone(), ENGINE));
+    std::thread::scope(|scope| {
+        let raw =
+            scope.spawn(move || run_raw(hosts, &[(scenario, callers, pool.0)], workers, seconds, codes, &raw_pace));
+        let engine =
+            scope.spawn(move || run_engine(hosts, pool, flavor, &[(scenario, callers)], seconds, codes, &engine_pace));
+        pairing.conduct(seconds, &|| !raw.is_finished() && !engine.is_finished());
+        (raw.join().expect("the raw side").remove(0), engine.join().expect("the engine side").remove(0))
+    })
 }
 
 /// The raw baseline with a caller hop: the same connection tasks on
@@ -472,14 +658,13 @@ fn run_raw_hop(
         for r in ready {
             r.await.expect("raw connection up");
         }
-        let measuring = Arc::new(AtomicBool::new(false));
-        let stop = Arc::new(AtomicBool::new(false));
+        let window = Window::new(Pace::Alone);
         let lat = Arc::new(Mutex::new(Vec::new()));
         let count = Arc::new(AtomicU64::new(0));
         for (k, ask) in asks.into_iter().enumerate() {
-            let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &measuring, &stop);
+            let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &window);
             tokio::spawn(async move {
-                while let Some((request, t)) = caller.next() {
+                while let Some((request, t)) = caller.next_in_turn().await {
                     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
                     if ask.send((request, done_tx)).await.is_err() || done_rx.await.is_err() {
                         break;
@@ -488,7 +673,7 @@ fn run_raw_hop(
                 }
             });
         }
-        measure_window(vec![(lat, count)], seconds, &measuring, &stop).await
+        measure_window(vec![(lat, count)], seconds, &window).await
     });
     drop(callers);
     drop(connections);
@@ -522,20 +707,19 @@ fn run_raw_remote(
         conns.push(conn);
     }
     let mut samples = callers.block_on(async {
-        let measuring = Arc::new(AtomicBool::new(false));
-        let stop = Arc::new(AtomicBool::new(false));
+        let window = Window::new(Pace::Alone);
         let lat = Arc::new(Mutex::new(Vec::new()));
         let count = Arc::new(AtomicU64::new(0));
         for (k, mut conn) in conns.into_iter().enumerate() {
-            let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &measuring, &stop);
+            let mut caller = Caller::new(k, scenario, codes, (&lat, &count), &window);
             tokio::spawn(async move {
-                while let Some((request, t)) = caller.next() {
+                while let Some((request, t)) = caller.next_in_turn().await {
                     conn.exchange(&request).await;
                     caller.done(t);
                 }
             });
         }
-        measure_window(vec![(lat, count)], seconds, &measuring, &stop).await
+        measure_window(vec![(lat, count)], seconds, &window).await
     });
     drop(callers);
     drop(reactor);
@@ -551,8 +735,7 @@ struct Caller {
     i: u64,
     mine: Vec<u32>,
     group: Group,
-    measuring: Arc<AtomicBool>,
-    stop: Arc<AtomicBool>,
+    window: Arc<Window>,
 }
 
 impl Caller {
@@ -561,23 +744,39 @@ impl Caller {
         scenario: Scenario,
         codes: &[SecurityCode],
         (lat, count): (&Arc<Mutex<Vec<u32>>>, &Arc<AtomicU64>),
-        measuring: &Arc<AtomicBool>,
-        stop: &Arc<AtomicBool>,
+        window: &Arc<Window>,
     ) -> Self {
+        if let Pace::Paired(pairing, side) = &window.pace {
+            pairing.callers[*side].fetch_add(1, Ordering::AcqRel);
+        }
         Self {
             scenario,
             codes: codes.to_vec(),
             i: k as u64 * 7919,
             mine: Vec::new(),
             group: (lat.clone(), count.clone()),
-            measuring: measuring.clone(),
-            stop: stop.clone(),
+            window: window.clone(),
         }
     }
 
+    /// Waits while the other side of a pair has its turn (at once alone).
+    async fn turn(&self) {
+        if let Pace::Paired(pairing, side) = &self.window.pace {
+            pairing.wait(*side).await;
+        }
+    }
+
+    /// [`Caller::next`], once it is this side's turn.
+    async fn next_in_turn(&mut self) -> Option<(Request, Instant)> {
+        self.turn().await;
+        self.next()
+    }
+
     /// The next request and its start time; `None` once the run stops.
+    /// Never inlined: `benches/footprint.py` counts requests as its calls.
+    #[inline(never)]
     fn next(&mut self) -> Option<(Request, Instant)> {
-        if self.stop.load(Ordering::Relaxed) {
+        if self.window.stop.load(Ordering::Relaxed) {
             return None;
         }
         self.i += 1;
@@ -586,7 +785,7 @@ impl Caller {
 
     /// The request started at `t` is answered.
     fn done(&mut self, t: Instant) {
-        if self.measuring.load(Ordering::Relaxed) {
+        if self.window.measuring.load(Ordering::Relaxed) {
             self.mine.push(t.elapsed().as_micros() as u32);
             self.group.1.fetch_add(1, Ordering::Relaxed);
         }
@@ -787,7 +986,7 @@ fn main() {
         let market = tdx_sim::Market::new(SEED);
         let codes: Vec<SecurityCode> = market.listings(Exchange::Sz).iter().take(8).map(|l| l.code).collect();
         for scenario in [Scenario::Light, Scenario::Medium] {
-            let s = &run_engine(&hosts, (2, 4), Flavor::Shared, &[(scenario, 8)], seconds, &codes)[0];
+            let s = &run_engine(&hosts, (2, 4), Flavor::Shared, &[(scenario, 8)], seconds, &codes, &Pace::Alone)[0];
             let rps = s.requests as f64 / s.seconds;
             println!(
                 "{}",
@@ -814,6 +1013,11 @@ fn main() {
     // `TDX_BENCH_FLOORS=1`: also the two raw variants that bound what a
     // client can do when its callers run on another thread (docs/PERFORMANCE.md).
     let floors = std::env::var("TDX_BENCH_FLOORS").is_ok_and(|v| v == "1");
+    // Light and round-trip pairs take turns over one setup of both clients
+    // (`Pairing`); `--sequential` measures them one after the other, as the
+    // other scenarios are. A client left out by `TDX_BENCH_CLIENTS` leaves
+    // nothing to take turns with.
+    let interleave = !args.iter().any(|a| a == "--sequential") && client_wanted("raw") && client_wanted("engine");
 
     for scenario in [Scenario::Light, Scenario::Medium, Scenario::Heavy] {
         for pool in [(1usize, 1usize), (2, 4), (20, 8)] {
@@ -836,14 +1040,36 @@ fn main() {
                 }
                 // Each flavor right after its own raw measurement: this
                 // machine's speed drifts over seconds, a pair's halves barely.
+                // Light pairs take turns over one setup (`Pairing`), unless `--sequential`.
                 for flavor in Flavor::ALL.into_iter().filter(|f| flavor_named(*f)) {
+                    if scenario == Scenario::Light && interleave {
+                        let clients = (scenario, size, workers_for(size));
+                        let (raw, e) = run_pair(&servers.hosts, pool, flavor, clients, seconds, &codes);
+                        record(&mut out, rep, cell(flavor.name(), "raw"), &raw);
+                        record(&mut out, rep, cell(flavor.name(), "engine"), &e);
+                        continue;
+                    }
                     if client_wanted("raw") {
-                        let raw =
-                            run_raw(&servers.hosts, &[(scenario, size, pool.0)], workers_for(size), seconds, &codes);
+                        let raw = run_raw(
+                            &servers.hosts,
+                            &[(scenario, size, pool.0)],
+                            workers_for(size),
+                            seconds,
+                            &codes,
+                            &Pace::Alone,
+                        );
                         record(&mut out, rep, cell(flavor.name(), "raw"), &raw[0]);
                     }
                     if client_wanted("engine") {
-                        let e = run_engine(&servers.hosts, pool, flavor, &[(scenario, size)], seconds, &codes);
+                        let e = run_engine(
+                            &servers.hosts,
+                            pool,
+                            flavor,
+                            &[(scenario, size)],
+                            seconds,
+                            &codes,
+                            &Pace::Alone,
+                        );
                         record(&mut out, rep, cell(flavor.name(), "engine"), &e[0]);
                     }
                 }
@@ -864,12 +1090,26 @@ fn main() {
             for flavor in
                 [Flavor::Shared, Flavor::PerWorkerP2c, Flavor::External].into_iter().filter(|f| flavor_named(*f))
             {
+                if interleave {
+                    let (raw, e) = run_pair(&servers.hosts, (1, 1), flavor, (Scenario::Light, 1, 1), seconds, &codes);
+                    record(&mut out, rep, ("roundtrip", "1x1", flavor.name(), "raw"), &raw);
+                    record(&mut out, rep, ("roundtrip", "1x1", flavor.name(), "engine"), &e);
+                    continue;
+                }
                 if client_wanted("raw") {
-                    let raw = run_raw(&servers.hosts, &[(Scenario::Light, 1, 1)], 1, seconds, &codes);
+                    let raw = run_raw(&servers.hosts, &[(Scenario::Light, 1, 1)], 1, seconds, &codes, &Pace::Alone);
                     record(&mut out, rep, ("roundtrip", "1x1", flavor.name(), "raw"), &raw[0]);
                 }
                 if client_wanted("engine") {
-                    let e = run_engine(&servers.hosts, (1, 1), flavor, &[(Scenario::Light, 1)], seconds, &codes);
+                    let e = run_engine(
+                        &servers.hosts,
+                        (1, 1),
+                        flavor,
+                        &[(Scenario::Light, 1)],
+                        seconds,
+                        &codes,
+                        &Pace::Alone,
+                    );
                     record(&mut out, rep, ("roundtrip", "1x1", flavor.name(), "engine"), &e[0]);
                 }
             }
@@ -883,19 +1123,34 @@ fn main() {
         for flavor in Flavor::ALL.into_iter().filter(|f| flavor_named(*f)) {
             let name = flavor.name();
             if client_wanted("raw") {
-                let raw = run_raw(&servers.hosts, &[(Scenario::Light, 64, 2)], workers_for(66), seconds, &codes);
+                let raw = run_raw(
+                    &servers.hosts,
+                    &[(Scenario::Light, 64, 2)],
+                    workers_for(66),
+                    seconds,
+                    &codes,
+                    &Pace::Alone,
+                );
                 record(&mut out, rep, ("light-64", "2x33", name, "raw"), &raw[0]);
             }
             if client_wanted("engine") {
-                let alone = run_engine(&servers.hosts, mixed_pool, flavor, &[(Scenario::Light, 64)], seconds, &codes);
+                let alone = run_engine(
+                    &servers.hosts,
+                    mixed_pool,
+                    flavor,
+                    &[(Scenario::Light, 64)],
+                    seconds,
+                    &codes,
+                    &Pace::Alone,
+                );
                 record(&mut out, rep, ("light-64", "2x33", name, "engine"), &alone[0]);
             }
             if client_wanted("raw") {
-                let raw = run_raw(&servers.hosts, &raw_both, workers_for(66), seconds, &codes);
+                let raw = run_raw(&servers.hosts, &raw_both, workers_for(66), seconds, &codes, &Pace::Alone);
                 record(&mut out, rep, ("mixed", "2x33", name, "raw"), &raw[0]);
             }
             if client_wanted("engine") {
-                let mixed = run_engine(&servers.hosts, mixed_pool, flavor, &both, seconds, &codes);
+                let mixed = run_engine(&servers.hosts, mixed_pool, flavor, &both, seconds, &codes, &Pace::Alone);
                 record(&mut out, rep, ("mixed", "2x33", name, "engine"), &mixed[0]);
             }
         }
