@@ -107,16 +107,37 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
     step "fuzz seed corpus (vectors and server encoders into fuzz/corpus/TARGET/)"
     cargo run --quiet --locked --manifest-path fuzz/Cargo.toml --example corpus
     mkdir -p target/fuzz-logs
-    for target in $(cargo +nightly fuzz list); do
-        step "fuzz $target"
+    step "fuzz build (every target)"
+    cargo +nightly fuzz build
+    # Two targets at a time, one per core: each keeps its whole budget, the
+    # step takes half the time. A failing target's log and input are named
+    # once both have finished.
+    fuzz_one() {
+        cargo +nightly fuzz run "$1" -- -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 \
+            >"target/fuzz-logs/$1.log" 2>&1
+    }
+    read -ra targets <<<"$(cargo +nightly fuzz list | tr '\n' ' ')"
+    for ((i = 0; i < ${#targets[@]}; i += 2)); do
+        pair=("${targets[@]:i:2}")
+        step "fuzz ${pair[*]}"
         keep_dev_null
-        log="target/fuzz-logs/$target.log"
-        if ! cargo +nightly fuzz run "$target" -- -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 >"$log" 2>&1; then
-            tail -n 60 "$log" >&2
+        pids=()
+        for target in "${pair[@]}"; do
+            fuzz_one "$target" &
+            pids+=($!)
+        done
+        failed=()
+        for k in "${!pair[@]}"; do
+            wait "${pids[k]}" || failed+=("${pair[k]}")
+        done
+        for target in "${pair[@]}"; do
+            grep -E '^Done' "target/fuzz-logs/$target.log" || true
+        done
+        for target in "${failed[@]}"; do
+            tail -n 60 "target/fuzz-logs/$target.log" >&2
             echo "fuzz target $target failed; the crashing input is under fuzz/artifacts/$target/" >&2
-            exit 1
-        fi
-        grep -E '^Done' "$log" || true
+        done
+        [ ${#failed[@]} -eq 0 ] || exit 1
     done
 fi
 

@@ -243,20 +243,38 @@ fn run_seeds(start: u64, n: u64) -> Result<bool, String> {
     // default hook's noise out of the summary.
     std::panic::set_hook(Box::new(|_| {}));
     let end = start.checked_add(n).ok_or("--start plus --seeds overflows")?;
-    let (mut passed, mut failed) = (0u64, 0u64);
-    for seed in start..end {
-        match simulation::run(seed, false) {
-            Ok(_) => passed += 1,
-            Err(failure) => {
-                failed += 1;
-                println!("FAIL {failure}");
-                println!("replay: tdx-sim replay --seed {seed}");
-            }
-        }
+    // Seeds are independent (a simulation's state is its thread's), so one
+    // thread per core takes the next seed; the verdicts are printed in seed
+    // order, so the output is the same however many cores run them.
+    let next = std::sync::atomic::AtomicU64::new(start);
+    let threads = std::thread::available_parallelism().map_or(1, |c| c.get()).min(n.max(1) as usize);
+    let mut failures: Vec<(u64, String)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut failed = Vec::new();
+                    loop {
+                        let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if seed >= end {
+                            return failed;
+                        }
+                        if let Err(failure) = simulation::run(seed, false) {
+                            failed.push((seed, failure.to_string()));
+                        }
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("a sweep thread")).collect()
+    });
+    failures.sort_by_key(|(seed, _)| *seed);
+    for (seed, failure) in &failures {
+        println!("FAIL {failure}");
+        println!("replay: tdx-sim replay --seed {seed}");
     }
     // The summary is the last line; the exit status carries the verdict.
-    println!("{passed} passed, {failed} failed");
-    Ok(failed == 0)
+    println!("{} passed, {} failed", n - failures.len() as u64, failures.len());
+    Ok(failures.is_empty())
 }
 
 fn replay(seed: u64, trace: bool) -> Result<(), String> {
