@@ -163,6 +163,8 @@ struct Sample {
     /// the servers') in the measuring window per request completed in it by
     /// all groups together.
     cpu_us_per_req: f64,
+    /// The kernel's share of that CPU time (system over user + system).
+    cpu_system_share: f64,
     /// The engine's requests that their callers did themselves on a lent
     /// connection, over all it admitted (`None` for the raw clients).
     lent_share: Option<f64>,
@@ -179,19 +181,48 @@ fn percentile(sorted: &[u32], p: f64) -> u32 {
     sorted[i]
 }
 
-/// CPU time this process has used so far, all threads, user + system
-/// (`getrusage(RUSAGE_SELF)`).
-fn process_cpu() -> Duration {
-    // SAFETY: getrusage writes into the zeroed struct it is given.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
-            return Duration::ZERO;
-        }
-        usage
-    };
-    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    time(usage.ru_utime) + time(usage.ru_stime)
+/// CPU time this process has used so far, all threads, in user space and
+/// in the kernel (`getrusage(RUSAGE_SELF)`).
+#[derive(Clone, Copy, Default)]
+struct Cpu {
+    user: Duration,
+    system: Duration,
+}
+
+impl Cpu {
+    fn now() -> Cpu {
+        // SAFETY: getrusage writes into the zeroed struct it is given.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+                return Cpu::default();
+            }
+            usage
+        };
+        let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        Cpu { user: time(usage.ru_utime), system: time(usage.ru_stime) }
+    }
+
+    /// The CPU time used since `earlier`.
+    fn since(self, earlier: Cpu) -> Cpu {
+        Cpu { user: self.user.saturating_sub(earlier.user), system: self.system.saturating_sub(earlier.system) }
+    }
+
+    fn total(self) -> Duration {
+        self.user + self.system
+    }
+
+    /// The kernel's part of it (0 for none at all).
+    fn system_share(self) -> f64 {
+        self.system.as_secs_f64() / self.total().as_secs_f64().max(1e-9)
+    }
+}
+
+impl std::ops::AddAssign for Cpu {
+    fn add_assign(&mut self, other: Cpu) {
+        self.user += other.user;
+        self.system += other.system;
+    }
 }
 
 fn proc_status(field: &str) -> Option<f64> {
@@ -301,7 +332,7 @@ struct Pairing {
     joined: Mutex<[Option<Joined>; 2]>,
 }
 
-type Joined = (Arc<Window>, tokio::sync::oneshot::Sender<(f64, Duration)>);
+type Joined = (Arc<Window>, tokio::sync::oneshot::Sender<(f64, Cpu)>);
 
 impl Pairing {
     fn new() -> Arc<Self> {
@@ -340,7 +371,7 @@ impl Pairing {
 
     /// A side's measurement hands over its window once its callers are spawned,
     /// and gets back its measured seconds and CPU time when the pair is done.
-    async fn join(&self, side: usize, window: &Arc<Window>) -> (f64, Duration) {
+    async fn join(&self, side: usize, window: &Arc<Window>) -> (f64, Cpu) {
         let (done, measured) = tokio::sync::oneshot::channel();
         self.joined.lock().unwrap()[side] = Some((window.clone(), done));
         measured.await.expect("the pairing finishes")
@@ -383,16 +414,16 @@ impl Pairing {
         }
         let turns = ((seconds / TURN_SECONDS).round() as usize).max(2);
         let length = Duration::from_secs_f64(seconds / turns as f64);
-        let mut spent = [(0.0, Duration::ZERO); 2];
+        let mut spent = [(0.0, Cpu::default()); 2];
         for side in [RAW, ENGINE, ENGINE, RAW].into_iter().cycle().take(2 * turns) {
             self.hand_to(side, alive);
             std::thread::sleep(Duration::from_secs_f64(SETTLE_SECONDS));
-            let (t0, cpu0) = (Instant::now(), process_cpu());
+            let (t0, cpu0) = (Instant::now(), Cpu::now());
             windows[side].measuring.store(true, Ordering::Relaxed);
             std::thread::sleep(length);
             windows[side].measuring.store(false, Ordering::Relaxed);
             spent[side].0 += t0.elapsed().as_secs_f64();
-            spent[side].1 += process_cpu().saturating_sub(cpu0);
+            spent[side].1 += Cpu::now().since(cpu0);
         }
         self.turn.store(NOBODY, Ordering::Release);
         for (side, (_, done)) in [raw, engine].into_iter().enumerate() {
@@ -409,15 +440,15 @@ async fn measure_window(groups: Vec<Group>, seconds: f64, window: &Arc<Window>) 
         Pace::Alone => {
             tokio::time::sleep(Duration::from_secs_f64(WARM_UP_SECONDS.max(seconds / 4.0))).await;
             window.measuring.store(true, Ordering::Relaxed);
-            let (t0, cpu0) = (Instant::now(), process_cpu());
+            let (t0, cpu0) = (Instant::now(), Cpu::now());
             tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
             window.measuring.store(false, Ordering::Relaxed);
-            (t0.elapsed().as_secs_f64(), process_cpu().saturating_sub(cpu0))
+            (t0.elapsed().as_secs_f64(), Cpu::now().since(cpu0))
         }
         Pace::Paired(pairing, side) => pairing.join(*side, window).await,
     };
     let total: u64 = groups.iter().map(|(_, count)| count.load(Ordering::Relaxed)).sum();
-    let cpu_us_per_req = cpu.as_secs_f64() * 1e6 / total.max(1) as f64;
+    let cpu_us_per_req = cpu.total().as_secs_f64() * 1e6 / total.max(1) as f64;
     window.stop.store(true, Ordering::Relaxed);
     if let Pace::Paired(pairing, _) = &window.pace {
         pairing.release();
@@ -435,6 +466,7 @@ async fn measure_window(groups: Vec<Group>, seconds: f64, window: &Arc<Window>) 
                 peak_rss_mb: 0.0,
                 threads: 0,
                 cpu_us_per_req,
+                cpu_system_share: cpu.system_share(),
                 lent_share: None,
                 lock_wait_share: None,
             }
@@ -864,15 +896,17 @@ fn record(out: &mut Vec<Value>, rep: usize, (scenario, pool, flavor, client): (&
         "peak_rss_mb": (s.peak_rss_mb * 10.0).round() / 10.0,
         "threads": s.threads,
         "cpu_us_per_req": (s.cpu_us_per_req * 100.0).round() / 100.0,
+        "cpu_system_share": (s.cpu_system_share * 1000.0).round() / 1000.0,
         "lent_share": s.lent_share.map(|x| (x * 1000.0).round() / 1000.0),
         "lock_wait_share": s.lock_wait_share.map(|x| (x * 10000.0).round() / 10000.0),
     }));
     eprintln!(
-        "  {scenario:<8} {pool:<6} {flavor:<18} {client:<6} {:>9.0} req/s  p50 {:>6} us  p99 {:>6} us  cpu {:>6.2} us/req  rss {:>6.1} MB  threads {}{}{}",
+        "  {scenario:<8} {pool:<6} {flavor:<18} {client:<6} {:>9.0} req/s  p50 {:>6} us  p99 {:>6} us  cpu {:>6.2} us/req (sys {:>2.0} %)  rss {:>6.1} MB  threads {}{}{}",
         rps,
         percentile(&s.latencies_us, 0.50),
         percentile(&s.latencies_us, 0.99),
         s.cpu_us_per_req,
+        s.cpu_system_share * 100.0,
         s.peak_rss_mb,
         s.threads,
         s.lent_share.map_or(String::new(), |x| format!("  lent {:.0} %", x * 100.0)),
@@ -931,11 +965,11 @@ fn memory(seconds: f64, codes: &[SecurityCode], out: &mut Vec<Value>) -> (f64, f
                 }
             });
         }
-        let (t0, cpu0) = (Instant::now(), process_cpu());
+        let (t0, cpu0) = (Instant::now(), Cpu::now());
         tokio::time::sleep(Duration::from_secs_f64(seconds * 2.0)).await;
         stop.store(true, Ordering::Relaxed);
         tokio::time::sleep(Duration::from_millis(300)).await;
-        (count.load(Ordering::Relaxed), t0.elapsed().as_secs_f64(), process_cpu().saturating_sub(cpu0))
+        (count.load(Ordering::Relaxed), t0.elapsed().as_secs_f64(), Cpu::now().since(cpu0))
     });
     let d = client.diagnostics();
     let budgets: f64 = d.budgets.iter().map(|b| b.limit as f64).sum::<f64>() / 1048576.0;
@@ -950,7 +984,7 @@ fn memory(seconds: f64, codes: &[SecurityCode], out: &mut Vec<Value>) -> (f64, f
     drop(client);
     let threads = watch.finish();
     let rss = proc_status("VmHWM:").unwrap_or(0.0) / 1024.0;
-    let cpu_us_per_req = cpu.as_secs_f64() * 1e6 / requests.max(1) as f64;
+    let cpu_us_per_req = cpu.total().as_secs_f64() * 1e6 / requests.max(1) as f64;
     let sample = Sample {
         requests,
         seconds: elapsed,
@@ -958,6 +992,7 @@ fn memory(seconds: f64, codes: &[SecurityCode], out: &mut Vec<Value>) -> (f64, f
         peak_rss_mb: rss,
         threads,
         cpu_us_per_req,
+        cpu_system_share: cpu.system_share(),
         lent_share: None,
         lock_wait_share: None,
     };
