@@ -24,6 +24,7 @@ pub mod client;
 #[cfg(not(loom))]
 mod endpoint;
 mod error;
+mod id_map;
 pub mod mutants;
 pub mod proto;
 #[cfg(not(loom))]

@@ -13,7 +13,7 @@ use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
 use crate::proto::{Reply, Request};
-use crate::runtime::locked::{BlockingCell, Waiter};
+use crate::runtime::core::BlockingCell;
 use crate::runtime::EngineDiagnostics;
 use crate::supervisor::RequestError;
 
@@ -74,8 +74,7 @@ impl BlockingClient {
         refuse_inside_runtime();
         let cell = Arc::new(BlockingCell::default());
         // Dropped armed (the cancel flag, or a panic), it cancels the request.
-        // A blocking caller is on no runtime: it never borrows a connection.
-        let (mut guard, _) = self.client.admit(request, None, Waiter::Blocking(cell.clone()), None)?;
+        let mut guard = self.client.submit_blocking(request, cell.clone())?;
         loop {
             if let Some(outcome) = cell.wait(BLOCKING_WAKE) {
                 guard.disarm();

@@ -12,7 +12,7 @@ use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
 use crate::proto::{Reply, Request};
-use crate::runtime::locked::{Core, Submitted, Waiter};
+use crate::runtime::core::{AsyncSubmitted, BlockingCell, Call, Core};
 use crate::supervisor::{PinId, RequestError, RequestId};
 
 /// Cancels its request when dropped before completion (disarmed by
@@ -45,29 +45,34 @@ pub(super) fn take<C: TypedCommand>(reply: Reply) -> Result<C::Reply, Error> {
 }
 
 impl Client {
-    /// Admits a request (its outcome goes to `waiter`, at once for a refused
-    /// one); returns a guard that cancels it if dropped before completion,
-    /// and the exchange to do on a lent connection when the request was
-    /// sent at once on one parked on `runtime` (the caller's).
-    pub(super) fn admit(
+    /// A request as the core takes it: its frame encoded once, here (a bad
+    /// input is the caller's error, and the connection writes these bytes
+    /// with its msg_id patched in), a fresh id, and its deadline read off the
+    /// engine clock as seen from `runtime` (the caller's). Returns the guard
+    /// that cancels it if dropped before completion.
+    fn prepare(
         &self,
         request: Request,
         pin: Option<PinId>,
-        waiter: Waiter,
         runtime: Option<tokio::runtime::Id>,
-    ) -> Result<(CancelOnDrop<'_>, Submitted), Error> {
-        // Encoded once, here: a bad input is the caller's error, and the
-        // slot task writes these bytes with its msg_id patched in.
+    ) -> Result<(Call, CancelOnDrop<'_>), Error> {
         // Room for a header and a short body up front: growing from empty
-        // reallocated once per request (6 % of the callers' thread in a
-        // light-request profile).
+        // reallocated once per request.
         let mut frame = Vec::with_capacity(64);
         request.encode_frame(0, &mut frame).map_err(|e| Error::InvalidRequest(e.to_string()))?;
         let id = RequestId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let core = &*self.inner.engine().core;
-        let now = core.now_on(runtime);
-        let submitted = core.submit(id, Arc::new(request), frame, now, now + self.inner.timeout, pin, waiter, runtime);
-        Ok((CancelOnDrop { core: Some(core), id }, submitted))
+        let admitted = core.now_on(runtime);
+        let call =
+            Call { id, request: Arc::new(request), frame, admitted, deadline: admitted + self.inner.timeout, pin };
+        Ok((call, CancelOnDrop { core: Some(core), id }))
+    }
+
+    /// Admits a blocking caller's request; its outcome comes to `cell`.
+    pub(super) fn submit_blocking(&self, request: Request, cell: Arc<BlockingCell>) -> Result<CancelOnDrop<'_>, Error> {
+        let (call, guard) = self.prepare(request, None, None)?;
+        self.inner.engine().core.submit_blocking(call, cell);
+        Ok(guard)
     }
 
     /// Sends a typed command and awaits its whole typed reply. The named
@@ -86,32 +91,31 @@ impl Client {
         self.call(command).await.map(C::output)
     }
 
-    /// One call. A caller on the runtime of the connection its request
-    /// goes out on does the exchange itself (`runtime::lending`); its
-    /// outcome comes from that, or else from the waiter.
+    /// One async call, in the order its outcome can come:
+    ///
+    /// 1. submitted to the core, which may refuse it at once (`Done`);
+    /// 2. sent at once on a connection parked on this caller's runtime: the
+    ///    caller does the exchange itself (`Lent`, `runtime::loan`), and its
+    ///    outcome comes straight back from its reply's apply, or, when the
+    ///    request ended or went on elsewhere, from the core;
+    /// 3. otherwise a slot task carries it, and the outcome comes on a channel.
     pub(super) async fn call_on(&self, request: Request, pin: Option<PinId>) -> Result<Reply, Error> {
         let span = tracing::debug_span!("request", command = request.name());
         async move {
             let runtime = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
-            let (mut guard, submitted) = self.admit(request, pin, Waiter::OnDemand(None), runtime)?;
+            let (call, mut guard) = self.prepare(request, pin, runtime)?;
             let core = &*self.inner.engine().core;
-            let waiting = match submitted {
-                Submitted::Done(outcome) => Ok(outcome),
-                Submitted::Waiting(rx) => Err(rx),
-                // Boxed: its ~950 bytes of state then live in a heap chunk
-                // the allocator's per-thread cache hands back hot to the
-                // next request on this thread, not in the caller's task
-                // (cold again by the time it runs, with 160 of them: inline
-                // measured 10-25 % slower at 20x8 in alternating runs, for
-                // fewer instructions). Kept small enough for that cache.
-                Submitted::Lent(lease) => match Box::pin(lease.run(core)).await {
+            let waiting = match core.submit_async(call, runtime) {
+                AsyncSubmitted::Done(outcome) => Ok(outcome),
+                AsyncSubmitted::Waiting(rx) => Err(rx),
+                // Boxed: its state then lives in a heap chunk the
+                // allocator's per-thread cache hands back hot to the next
+                // request on this thread, not in the caller's task
+                // (docs/decisions: lending the connection to its caller).
+                AsyncSubmitted::Lent(loan) => match Box::pin(loan.run(core)).await {
                     Some(outcome) => Ok(outcome),
-                    // Its request ended elsewhere, or went on elsewhere.
                     None => core.outcome(guard.id),
                 },
-                Submitted::Registered => {
-                    return Err(Error::Internal("an async call's waiter is made on demand".into()));
-                }
             };
             let outcome = match waiting {
                 Ok(outcome) => outcome,

@@ -12,7 +12,7 @@ use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
 use crate::proto::{Reply, Request};
-use crate::runtime::locked::Core;
+use crate::runtime::core::Core;
 use crate::supervisor::{PinId, RequestError, SlotId};
 
 /// Releases its pin when dropped: one input to the core, applied right

@@ -4,7 +4,7 @@
 //! nothing is left.
 
 use super::Client;
-use crate::runtime::locked::PushBatch;
+use crate::runtime::core::PushBatch;
 use crate::runtime::PushFrame;
 
 /// Pushes returned by one read.

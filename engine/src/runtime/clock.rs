@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
+use super::core::Core;
 use super::diagnostics::DIAGNOSTICS_REFRESH;
-use super::locked::Core;
 
 /// Runs until the engine is closed (or failed closed and orphaned).
 pub(crate) async fn run(core: Arc<Core>, pool: usize) {

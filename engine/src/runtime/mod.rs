@@ -14,15 +14,23 @@
 //!   caller owns (embedding; simulation). No thread is started.
 //!
 //! There is no driver task between callers and connections: whoever holds
-//! an input applies it to the Supervisor under a short lock (`locked.rs`);
+//! an input applies it to the Supervisor under a short lock (`core.rs`);
 //! the clock task (`clock.rs`) runs on the (first) worker for timeouts and
 //! diagnostics.
+//!
+//! Files, each importing only those before it: `messages` (what the core
+//! and a connection's holders say to each other) and `catch_panic`;
+//! `session` (a ready connection's exchange); `loan` (lending it to a
+//! caller); `slot` (its task); `core`; `clock`. Beside them: `connector`,
+//! `workers`, `diagnostics`.
 
+mod catch_panic;
 pub(crate) mod clock;
 pub mod connector;
+pub(crate) mod core;
 pub mod diagnostics;
-pub(crate) mod lending;
-pub(crate) mod locked;
+pub(crate) mod loan;
+pub(crate) mod messages;
 pub(crate) mod session;
 pub(crate) mod slot;
 pub mod workers;
@@ -33,19 +41,20 @@ use std::thread::JoinHandle;
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
+use self::core::{Core, CoreParts, Launch, OpenSlot, StartProbe};
 use crate::proto::limits::RAW_STAGING_BYTES_MAX;
 use crate::ranking::RankingStore;
 use crate::supervisor::{CloseState, ConfigError, Endpoint, Supervisor, SupervisorConfig};
 use connector::Connector;
 use diagnostics::DiagnosticsCell;
-use locked::{Core, CoreParts, Launch, OpenSlot, StartProbe};
+use messages::SlotCommand;
 use session::{EngineShared, SLOT_DECODED_BYTES_DEFAULT};
 pub use session::{DECODED_BUDGET_BYTES_MIN, RAW_BUDGET_BYTES_MIN};
-use slot::{SlotCommand, SlotTask};
+use slot::SlotTask;
 
+pub use self::core::check_invariants_always;
 pub use crate::supervisor::PushFrame;
 pub use diagnostics::{BudgetDiagnostics, EngineDiagnostics, DIAGNOSTICS_REFRESH};
-pub use locked::check_invariants_always;
 use workers::Workers;
 pub use workers::{Placement, WorkerDiagnostics};
 
@@ -96,7 +105,7 @@ pub(crate) struct Owned {
     /// each to stop.
     pub(crate) worker_threads: Vec<WorkerThread>,
     /// Signalled when the clock task ends (the engine has closed).
-    pub(crate) clock_done: Option<Arc<crate::sync::DoneSignal>>,
+    pub(crate) clock_done: Option<Arc<crate::sync::Completion<()>>>,
 }
 
 /// A thread driving a current-thread runtime, and the sender that stops it.
@@ -128,7 +137,7 @@ impl Drop for Owned {
     fn drop(&mut self) {
         if let Some(done) = self.clock_done.take() {
             // The close gate is 1 s; give it a little more.
-            done.wait(std::time::Duration::from_secs(2));
+            let _ = done.wait(std::time::Duration::from_secs(2));
         }
         for (thread, stop) in self.worker_threads.drain(..) {
             let _ = stop.send(());
@@ -229,7 +238,7 @@ pub(crate) fn start<C: Connector>(
         RuntimeFlavor::External(handle) => Some(handle.clone()),
         RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
     };
-    let now = locked::clock_now(time_source.as_ref());
+    let now = self::core::clock_now(time_source.as_ref());
     let seed = config.rng_seed;
     let sup = Supervisor::new(config, now)?;
     let budgets = EngineShared::new(raw, decoded);
@@ -306,11 +315,11 @@ pub(crate) fn start<C: Connector>(
         core.first.spawn(clock);
         None
     } else {
-        let done = Arc::new(crate::sync::DoneSignal::default());
+        let done = Arc::new(crate::sync::Completion::default());
         let signal = done.clone();
         core.first.spawn(async move {
             clock.await;
-            signal.signal();
+            signal.complete(());
         });
         owned.clock_done = Some(done);
         Some(owned)

@@ -2,7 +2,7 @@
 //! ([`Conn`]), what it awaits, and the one body of code that writes a
 //! request and serves what a read brought ([`Session`]). Its slot task runs
 //! it, and so does a caller that borrowed the connection
-//! ([`super::lending`]): the same reads, the same inputs to the core, the
+//! ([`super::loan`]): the same reads, the same inputs to the core, the
 //! same bounds, whoever holds it.
 //!
 //! Bounds, per round: at most 256 KiB read and 64 frames / 4 MiB decoded
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tracing::debug;
 
-use super::locked::{Outcome, Outgoing};
+use super::messages::{Applied, End, Holder, Outcome, Outgoing, Reports};
 use crate::budget::{Budget, Hold, Reservation};
 use crate::proto::commands::{Command, Handshake};
 use crate::proto::limits::{PAYLOAD_BYTES_MAX, RAW_STAGING_BYTES_MAX, RESPONSE_FRAME_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
@@ -70,44 +70,6 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Stream for T {
     }
 }
 
-/// Where a connection's inputs go: the engine's locked core
-/// ([`super::locked::Core`]); a test may stand a channel in.
-pub(crate) trait Reports: Send + Sync + 'static {
-    /// Applies `input` from the connection at `at`, on behalf of `by`.
-    fn slot_input(&self, at: SlotRef, input: Input, by: By) -> Result<Applied, Finished>;
-    /// Offers the ready connection at `at` for callers on the current
-    /// runtime to borrow.
-    fn offer(&self, at: SlotRef, line: Arc<super::lending::Line>);
-    /// The engine's clock, for send times.
-    fn now(&self) -> Instant;
-}
-
-/// Who applies a connection's input, for what may come straight back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum By {
-    /// Its slot task, holding the connection: a send on it comes back to
-    /// be written at once.
-    Task,
-    /// A borrower doing request `own`'s exchange: `own`'s outcome comes
-    /// back instead of going to its waiter, and a send on the connection
-    /// comes back too while the borrower still `holding` it (else the slot
-    /// task gets it).
-    Borrower { own: RequestId, holding: bool },
-}
-
-/// What applying a connection's input caused for the one that applied it.
-#[derive(Debug, Default)]
-pub(crate) struct Applied {
-    /// The request to write now on this connection.
-    pub(crate) outgoing: Option<Outgoing>,
-    /// The borrower's own request's outcome.
-    pub(crate) own: Option<Outcome>,
-}
-
-/// The engine has finished: a connection's report has no one to go to.
-#[derive(Debug)]
-pub(crate) struct Finished;
-
 /// What every connection shares with the engine: the budgets it draws from
 /// and the counters it keeps.
 #[derive(Debug, Clone)]
@@ -134,38 +96,20 @@ impl EngineShared {
     }
 }
 
-/// Why an exchange (a slot task's, or a borrower's) stopped.
-#[derive(Debug)]
-pub(crate) enum End {
-    /// The connection failed: report this.
-    Failed(SlotError),
-    /// Retired: report `SlotClosed`.
-    Retired,
-    /// The engine has finished: report nothing.
-    EngineGone,
-    /// Someone else ended this generation and reported it (a borrower whose
-    /// exchange failed, or the slot task retiring it): report nothing.
-    ReportedElsewhere,
-    /// The task moved to another runtime, which reports its end.
-    Migrated,
-    /// Asked to move (internal: the exchange loop hands this to its caller).
-    Migrate(tokio::runtime::Handle),
-}
-
 /// Who is serving a connection right now, for its inputs to the core.
 pub(crate) struct Ctx<'a> {
     pub(crate) at: SlotRef,
     pub(crate) core: &'a dyn Reports,
     pub(crate) budgets: &'a EngineShared,
-    /// A borrower's own request (see [`By`]).
+    /// A borrower's own request (see [`Holder`]).
     pub(crate) own: Option<RequestId>,
 }
 
 impl Ctx<'_> {
-    fn by(&self, holding: bool) -> By {
+    fn holder(&self, holding: bool) -> Holder {
         match self.own {
-            Some(own) => By::Borrower { own, holding },
-            None => By::Task,
+            Some(own) => Holder::Borrower { own, holding },
+            None => Holder::Task,
         }
     }
 }
@@ -189,7 +133,7 @@ impl Prepared<'_> {
     /// Applies it to the core: what the input caused for `by`.
     pub(crate) fn apply(self, ctx: &Ctx<'_>, holding: bool) -> Result<Applied, End> {
         let Prepared { input, reservation, bad_reply, .. } = self;
-        let applied = ctx.core.slot_input(ctx.at, input, ctx.by(holding));
+        let applied = ctx.core.slot_input(ctx.at, input, ctx.holder(holding));
         match reservation {
             Some(r) if bad_reply && crate::mutants::on(crate::mutants::Mutant::DecodedBudgetLeakOnBadReply) => {
                 std::mem::forget(r)

@@ -3,7 +3,7 @@
 //! A slot task connects, does the 0x000d handshake, then serves the
 //! engine: it writes the requests it is given, reads and decodes frames
 //! (zlib included), parses the frame that answers its request in flight,
-//! and applies everything to the locked core ([`super::locked`]) as
+//! and applies everything to the core ([`super::core`]) as
 //! Supervisor inputs, outside the lock for all the decoding (the exchange
 //! itself is [`super::session`]'s, shared with borrowers). When its own
 //! input makes the Supervisor send on this connection (the next queued
@@ -11,51 +11,35 @@
 //! others' inputs arrive on its command channel. It never decides
 //! anything: matching, retries and deadlines are the Supervisor's.
 //!
-//! Whenever it has nothing in hand, the task parks its connection in its
-//! [`Line`], where a caller on the same runtime may borrow it for its own
-//! request ([`super::lending`]); the task then waits for the connection's
+//! Whenever it has nothing in hand, the task parks its connection with its
+//! [`Lender`], where a caller on the same runtime may borrow it for its own
+//! request ([`super::loan`]); the task then waits for the connection's
 //! next bytes or its next command. A panic inside the task is caught and
 //! reported as a failure of that slot only.
 
 use std::future::{poll_fn, Future};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tracing::{debug, Instrument};
 
+use super::catch_panic::CatchPanic;
 use super::connector::{Connector, Detach};
-use super::lending::{Line, ReadReady};
-use super::locked::Outgoing;
-use super::session::{Applied, By, Conn, Ctx, Detached, End, EngineShared, Reports, Session};
-use crate::proto::Request;
+use super::loan::{Lender, ReadReady};
+use super::messages::{Applied, End, Holder, Outgoing, Reports, SlotCommand};
+use super::session::{Conn, Ctx, Detached, EngineShared, Session};
 use crate::supervisor::{Endpoint, Input, SlotError, SlotRef};
 use crate::sync::Closed;
 
-/// What the core tells a slot task (for sends caused by others' inputs).
-#[derive(Debug)]
-pub(crate) enum SlotCommand {
-    /// Write this request. (Each generation has its own channel, so
-    /// commands carry no generation.)
-    Send {
-        msg_id: u32,
-        request: Arc<Request>,
-        /// The request's frame as the client encoded it (msg_id 0), on its
-        /// first send; `None`: encode `request` here.
-        frame: Option<Vec<u8>>,
-    },
-    /// Close the socket and end the task.
-    Retire,
-    /// Move this connection to another worker runtime (`PerWorker`
-    /// migration): the socket is re-registered with that runtime's reactor
-    /// and the task goes on there, its state intact. Ignored before the
-    /// slot is ready, while the connection is lent, and by connectors that
-    /// cannot move connections.
-    Migrate { to: tokio::runtime::Handle },
+/// The core as a slot task reaches it: its connection's inputs, and the
+/// offer of its ready connection for loans.
+pub(crate) trait SlotCore: Reports {
+    /// Offers the ready connection at `at` to callers on the current
+    /// runtime, through `lender`.
+    fn offer(&self, at: SlotRef, lender: Arc<Lender>);
 }
 
 /// Everything a slot task needs for one generation.
@@ -66,7 +50,7 @@ pub(crate) struct SlotTask<C: Connector> {
     pub(crate) connect_timeout: Duration,
     pub(crate) connector: Arc<C>,
     /// Where its inputs go.
-    pub(crate) core: Arc<dyn Reports>,
+    pub(crate) core: Arc<dyn SlotCore>,
     pub(crate) budgets: EngineShared,
 }
 
@@ -116,7 +100,7 @@ impl<C: Connector> SlotTask<C> {
     /// Applies `input` to the core; returns the request it made this
     /// connection send, if any.
     fn report(&self, input: Input) -> Result<Option<Outgoing>, End> {
-        match self.core.slot_input(self.at, input, By::Task) {
+        match self.core.slot_input(self.at, input, Holder::Task) {
             Ok(Applied { outgoing, .. }) => Ok(outgoing),
             Err(_) => Err(End::EngineGone),
         }
@@ -156,21 +140,21 @@ impl<C: Connector> SlotTask<C> {
         let read_ready: ReadReady = Box::new(move |stream, waker| {
             stream.as_any().downcast_ref::<C::Stream>().is_none_or(|stream| connector.read_ready(stream, waker))
         });
-        let line = Arc::new(Line::new(self.at, self.budgets.clone(), read_ready));
+        let lender = Arc::new(Lender::new(self.at, self.budgets.clone(), read_ready));
         // However the task ends (a panic unwinding included), nothing is
-        // lent from its line afterwards and a parked connection is closed.
-        let _closed = CloseOnDrop(&line);
-        self.core.offer(self.at, line.clone());
+        // lent afterwards and a parked connection is closed.
+        let _closed = CloseOnDrop(&lender);
+        self.core.offer(self.at, lender.clone());
         let first = match ready.map(|input| self.report(input)) {
             Some(Ok(outgoing)) => outgoing,
-            Some(Err(end)) => return self.end(&line, end),
+            Some(Err(end)) => return self.end(&lender, end),
             None => None,
         };
         let mut session = session;
         let mut first = first;
         loop {
-            let (end, kept) = self.exchange_loop(&line, session, &mut commands, first.take()).await;
-            let (End::Migrate(to), Some(kept)) = (&end, kept) else { return self.end(&line, end) };
+            let (end, kept) = self.drive(&lender, session, &mut commands, first.take()).await;
+            let (End::Migrate(to), Some(kept)) = (&end, kept) else { return self.end(&lender, end) };
             let (stream, parts) = kept.into_parts();
             let Ok(stream) = stream.into_any().downcast::<C::Stream>() else {
                 unreachable!("a slot task's stream is its connector's")
@@ -178,33 +162,43 @@ impl<C: Connector> SlotTask<C> {
             match self.connector.detach(*stream) {
                 Detach::Moved(socket) => {
                     // Nothing to report for this runtime: the moved task reports its end.
-                    let _ = line.lend.close();
+                    let _ = lender.cell.close();
                     to.spawn(self.resume(socket, parts, commands));
                     return End::Migrated;
                 }
                 Detach::Kept(stream) => session = Box::new(Session::from_parts(Box::new(stream), parts)),
                 Detach::Failed(e) => {
-                    return self.end(&line, End::Failed(SlotError::Io(format!("cannot move the connection: {e}"))))
+                    return self.end(&lender, End::Failed(SlotError::Io(format!("cannot move the connection: {e}"))))
                 }
             }
         }
     }
 
-    /// Closes the line as the generation ends; the end is reported only if
-    /// nobody (a failed borrower) reported it first.
-    fn end(&self, line: &Line, end: End) -> End {
-        match (line.lend.close(), end) {
+    /// Closes the loan cell as the generation ends; the end is reported
+    /// only if nobody (a failed borrower) reported it first.
+    fn end(&self, lender: &Lender, end: End) -> End {
+        match (lender.cell.close(), end) {
             (Closed::Already, End::Failed(_) | End::Retired) => End::ReportedElsewhere,
             (_, end) => end,
         }
     }
 
-    /// The ready connection's loop: commands, and the connection's own
-    /// bytes, with the connection parked in `line` between the two. Hands
-    /// the session back only with `End::Migrate`.
-    async fn exchange_loop(
+    /// A ready connection's work, in the order it is done each time its
+    /// task wakes (quinn's `ConnectionDriver::poll` has this shape):
+    ///
+    /// 1. the core's commands: write a request others' inputs caused,
+    ///    retire, or move to another runtime;
+    /// 2. the socket's bytes: decode a round, apply each frame to the core
+    ///    (the reply parsed outside the lock), and write at once the request
+    ///    an applied frame made this connection send;
+    /// 3. after a full round, yield to the worker's other connections.
+    ///
+    /// Between the steps the connection is parked with its lender, so a
+    /// caller on this runtime may borrow it for its own request
+    /// ([`super::loan`]). Hands the session back only with `End::Migrate`.
+    async fn drive(
         &self,
-        line: &Line,
+        lender: &Lender,
         session: Box<Session>,
         commands: &mut mpsc::Receiver<SlotCommand>,
         first: Option<Outgoing>,
@@ -216,37 +210,37 @@ impl<C: Connector> SlotTask<C> {
                 return (end, None);
             }
         }
-        line.lend.park(session);
+        lender.cell.park(session);
         loop {
             tokio::select! {
                 biased;
                 command = commands.recv() => match command {
-                    Some(SlotCommand::Send { msg_id, request, frame }) => {
+                    Some(SlotCommand::Send(outgoing)) => {
                         // Parked, or back from a borrower soon (it gives it back when its reply is in).
-                        let Some(mut session) = poll_fn(|cx| line.lend.poll_take(cx)).await else {
+                        let Some(mut session) = poll_fn(|cx| lender.cell.poll_take(cx)).await else {
                             return (End::ReportedElsewhere, None);
                         };
-                        if let Err(end) = session.write(Outgoing { msg_id, request, frame }, ctx.core).await {
+                        if let Err(end) = session.write(outgoing, ctx.core).await {
                             return (end, None);
                         }
-                        line.lend.park(session);
+                        lender.cell.park(session);
                     }
                     Some(SlotCommand::Migrate { to }) => {
                         // Advisory: a lent connection stays where it is.
-                        if let Some(session) = line.lend.try_take() {
+                        if let Some(session) = lender.cell.try_take() {
                             return (End::Migrate(to), Some(session));
                         }
                     }
                     other => return (retired_or_gone(other), None),
                 },
-                work = poll_fn(|cx| line.lend.poll_work(cx, |session, cx| session.poll_fill(cx))) => {
+                work = poll_fn(|cx| lender.cell.poll_work(cx, |session, cx| session.poll_fill(cx))) => {
                     // Closed by a borrower whose exchange failed (it reported that).
                     let Some((mut session, read)) = work else { return (End::ReportedElsewhere, None) };
                     if let Err(end) = session.serve(read, &ctx).await {
                         return (end, None);
                     }
                     let yield_now = session.round_full();
-                    line.lend.park(session);
+                    lender.cell.park(session);
                     if yield_now {
                         tokio::task::yield_now().await;
                     }
@@ -256,13 +250,13 @@ impl<C: Connector> SlotTask<C> {
     }
 }
 
-/// Closes a line when dropped (the normal ends close it first, to learn
-/// whether they report).
-struct CloseOnDrop<'a>(&'a Line);
+/// Closes a loan cell when dropped (the normal ends close it first, to
+/// learn whether they report).
+struct CloseOnDrop<'a>(&'a Lender);
 
 impl Drop for CloseOnDrop<'_> {
     fn drop(&mut self) {
-        let _ = self.0.lend.close();
+        let _ = self.0.cell.close();
     }
 }
 
@@ -282,7 +276,7 @@ fn report_end(at: SlotRef, core: &dyn Reports, budgets: &EngineShared, outcome: 
         }
     };
     // A finished engine has nobody to tell.
-    let _ = core.slot_input(at, input, By::Task);
+    let _ = core.slot_input(at, input, Holder::Task);
 }
 
 /// Runs `work` (connect or handshake) to its end unless the engine retires
@@ -314,32 +308,6 @@ fn retired_or_gone(command: Option<SlotCommand>) -> End {
     }
 }
 
-/// A panic's message, for the failure it is reported as.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned())
-}
-
-/// Polls a future, turning a panic into `Err(message)`. The future is
-/// pinned by the caller (boxed, or `Pin<&mut _>` to one pinned in place).
-pub(crate) struct CatchPanic<F>(pub(crate) F);
-
-impl<F: Future + Unpin> Future for CatchPanic<F> {
-    type Output = Result<F::Output, String>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = Pin::new(&mut self.0);
-        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(panic) => Poll::Ready(Err(panic_message(&*panic))),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     //! The slot task against a minimal 7709 responder built from the codec.
@@ -350,9 +318,9 @@ mod tests {
     use super::*;
     use crate::proto::commands::{HandshakeReply, SecurityCount};
     use crate::proto::frame::encode_response;
-    use crate::proto::{Compression, Market, Reply, RequestDecoder};
+    use crate::proto::{Compression, Market, Reply, Request, RequestDecoder};
     use crate::runtime::connector::TcpConnector;
-    use crate::runtime::session::Finished;
+    use crate::runtime::messages::Finished;
     use crate::supervisor::{Epoch, FrameBody, Generation, SlotId};
 
     /// Answers handshakes and count requests (with 42) on every connection.
@@ -402,15 +370,17 @@ mod tests {
     struct Inputs(mpsc::UnboundedSender<Input>);
 
     impl Reports for Inputs {
-        fn slot_input(&self, _: SlotRef, input: Input, _: By) -> Result<Applied, Finished> {
+        fn slot_input(&self, _: SlotRef, input: Input, _: Holder) -> Result<Applied, Finished> {
             self.0.send(input).map(|()| Applied::default()).map_err(|_| Finished)
         }
-
-        fn offer(&self, _: SlotRef, _: Arc<crate::runtime::lending::Line>) {}
 
         fn now(&self) -> std::time::Instant {
             std::time::Instant::now()
         }
+    }
+
+    impl SlotCore for Inputs {
+        fn offer(&self, _: SlotRef, _: Arc<Lender>) {}
     }
 
     fn worker(name: &str) -> (tokio::runtime::Handle, std::thread::JoinHandle<()>, tokio::sync::oneshot::Sender<()>) {
@@ -471,7 +441,7 @@ mod tests {
                 let mut frame = Vec::new();
                 request.encode_frame(0, &mut frame).unwrap();
                 let frame = (round == 0).then_some(frame);
-                commands.send(SlotCommand::Send { msg_id, request: request.clone(), frame }).await.unwrap();
+                commands.send(SlotCommand::Send(Outgoing { msg_id, request: request.clone(), frame })).await.unwrap();
                 match next(&mut events).await {
                     Input::Frame { header, body: FrameBody::Reply(reply), sent: Some(sent), .. } => {
                         assert_eq!(header.msg_id, msg_id);

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use super::establish::{GroupState, Move};
 use super::slot::{Owner, SlotState};
 use super::timer::Timer;
 use super::{
@@ -34,39 +35,33 @@ impl Supervisor {
             return;
         }
         let g = self.config.group_of(slot.index());
-        let group = &self.establish.groups[g];
-        let moving = group.moving_to.filter(|_| group.mover == Some(slot));
-        let (endpoint, slices) = if let Some(target) = moving {
-            (target, 1)
-        } else if let (true, Some(home)) = (self.establish.groups[g].accepted, self.establish.groups[g].endpoint) {
-            let s = &self.slots[slot.index()];
-            let mut endpoint = s.fallback.unwrap_or(home);
-            let rejected = self.establish.is_rejected(endpoint);
-            if (rejected || s.consecutive_failures >= self.config.failures_before_fallback)
-                && self.config.endpoints.len() > 1
-            {
-                let previous = endpoint;
-                endpoint = self.fallback_endpoint(slot, endpoint).unwrap_or(endpoint);
-                self.counters.fallbacks += u64::from(endpoint != previous);
-                let s = &mut self.slots[slot.index()];
-                s.fallback = (endpoint != home).then_some(endpoint);
-                s.consecutive_failures = 0;
+        let (endpoint, slices) = match &self.establish.groups[g].state {
+            GroupState::Serving { moving: Some(m), .. } if m.mover == slot => (m.to, 1),
+            &GroupState::Serving { endpoint: home, .. } => {
+                let s = &self.slots[slot.index()];
+                let mut endpoint = s.fallback.unwrap_or(home);
+                let rejected = self.establish.is_rejected(endpoint);
+                if (rejected || s.consecutive_failures >= self.config.failures_before_fallback)
+                    && self.config.endpoints.len() > 1
+                {
+                    let previous = endpoint;
+                    endpoint = self.fallback_endpoint(slot, endpoint).unwrap_or(endpoint);
+                    self.counters.fallbacks += u64::from(endpoint != previous);
+                    let s = &mut self.slots[slot.index()];
+                    s.fallback = (endpoint != home).then_some(endpoint);
+                    s.consecutive_failures = 0;
+                }
+                (endpoint, 1)
             }
-            (endpoint, 1)
-        } else {
-            let group = &mut self.establish.groups[g];
-            match group.canary {
-                Some(canary) if canary != slot => {
-                    if !group.parked.contains(&slot) {
-                        group.parked.push(slot);
+            GroupState::Seeking { canary: Some(canary), .. } if *canary != slot => {
+                if let GroupState::Seeking { parked, .. } = &mut self.establish.groups[g].state {
+                    if !parked.contains(&slot) {
+                        parked.push(slot);
                     }
-                    return;
                 }
-                _ => {
-                    group.canary = Some(slot);
-                    self.establish.choose(g)
-                }
+                return;
             }
+            GroupState::Seeking { .. } => self.establish.choose(g, slot),
         };
         let s = &mut self.slots[slot.index()];
         s.endpoint = endpoint;
@@ -178,8 +173,9 @@ impl Supervisor {
         let Some(latencies) = self.establish.probed.take() else { return };
         let latency = |e: usize| latencies.get(e).copied().flatten();
         for g in 0..self.establish.groups.len() {
-            let group = &self.establish.groups[g];
-            let (true, Some(current), None) = (group.accepted, group.endpoint, group.moving_to) else { continue };
+            let GroupState::Serving { endpoint: current, moving: None } = self.establish.groups[g].state else {
+                continue;
+            };
             let best = self.establish.order.iter().copied().find(|&e| {
                 e != current
                     && latency(e).is_some()
@@ -203,7 +199,7 @@ impl Supervisor {
     /// when its exchange ends) reconnects there first, validated like any
     /// new server; the others keep serving on the old one until it passes.
     pub(super) fn start_move(&mut self, g: usize, endpoint: usize) {
-        let current = self.establish.groups[g].endpoint;
+        let current = self.establish.groups[g].state.serving();
         let candidates = (0..self.slots.len()).filter(|&i| {
             let s = &self.slots[i];
             self.config.group_of(i) == g && Some(s.endpoint) == current && s.pin.is_none() && !s.retire_when_idle
@@ -218,9 +214,10 @@ impl Supervisor {
         let Some(i) = pick(true).or_else(|| pick(false)) else { return };
         let slot = SlotId(i as u32);
         tracing::info!(group = g, to = %self.config.endpoints[endpoint], "moving to a faster server");
-        let group = &mut self.establish.groups[g];
-        group.moving_to = Some(endpoint);
-        group.mover = Some(slot);
+        let GroupState::Serving { moving, .. } = &mut self.establish.groups[g].state else {
+            unreachable!("plan_moves moves serving groups only")
+        };
+        *moving = Some(Move { to: endpoint, mover: slot });
         match self.slots[i].state {
             SlotState::Ready => self.retire(slot, None),
             _ => self.slots[i].retire_when_idle = true,
@@ -231,14 +228,13 @@ impl Supervisor {
     /// and its other slots on the old one move as soon as each is idle.
     pub(super) fn finish_move(&mut self, slot: SlotId, endpoint: usize) {
         let g = self.config.group_of(slot.index());
-        let group = &mut self.establish.groups[g];
-        if group.mover != Some(slot) || group.moving_to != Some(endpoint) {
+        let state = &mut self.establish.groups[g].state;
+        let GroupState::Serving { endpoint: current, moving } = state else { return };
+        if *moving != Some(Move { to: endpoint, mover: slot }) {
             return;
         }
-        let old = group.endpoint;
-        group.endpoint = Some(endpoint);
-        group.moving_to = None;
-        group.mover = None;
+        let old = Some(*current);
+        *state = GroupState::Serving { endpoint, moving: None };
         self.counters.moves += 1;
         tracing::info!(group = g, to = %self.config.endpoints[endpoint], "moved");
         for i in 0..self.slots.len() {
@@ -375,8 +371,7 @@ impl Supervisor {
     pub(super) fn rejection_on_failure(&mut self, slot: SlotId, error: &SlotError, timed_out: bool) {
         let s = &self.slots[slot.index()];
         let g = self.config.group_of(slot.index());
-        let group = &self.establish.groups[g];
-        let canary = group.canary == Some(slot) && !group.accepted;
+        let canary = self.establish.groups[g].state.is_canary(slot);
         // A server found good stays good through a failed connection (a
         // flaky one is the fallback rule's business).
         if self.establish.verdicts[s.endpoint] == Some(Verdict::Good)
@@ -398,15 +393,17 @@ impl Supervisor {
     /// parked slots queue to connect to it.
     pub(super) fn accept_server(&mut self, slot: SlotId, endpoint: usize) {
         let g = self.config.group_of(slot.index());
-        let group = &mut self.establish.groups[g];
-        if group.accepted || group.canary != Some(slot) {
+        let state = &mut self.establish.groups[g].state;
+        if !state.is_canary(slot) {
             return;
         }
         tracing::debug!(group = g, endpoint = %self.config.endpoints[endpoint], "server accepted");
-        group.accepted = true;
-        group.canary = None;
-        group.endpoint = Some(endpoint);
-        for parked in std::mem::take(&mut group.parked) {
+        let GroupState::Seeking { parked, .. } =
+            std::mem::replace(state, GroupState::Serving { endpoint, moving: None })
+        else {
+            unreachable!("a canary's group is seeking")
+        };
+        for parked in parked {
             self.connect(parked);
         }
     }
@@ -423,17 +420,23 @@ impl Supervisor {
         tracing::info!(endpoint = %self.config.endpoints[endpoint], "server contradicted: demoted");
         self.establish.verdicts[endpoint] = Some(Verdict::Rejected(RejectReason::EmptyData));
         for group in &mut self.establish.groups {
-            if group.endpoint == Some(endpoint) || group.moving_to == Some(endpoint) {
-                group.moving_to = None;
-                group.mover = None;
+            match &mut group.state {
+                GroupState::Serving { endpoint: e, .. } if *e == endpoint => group.state = GroupState::seeking(),
+                GroupState::Serving { moving, .. } => {
+                    if moving.is_some_and(|m| m.to == endpoint) {
+                        *moving = None;
+                    }
+                    continue;
+                }
+                GroupState::Seeking { trial, canary, .. } if *trial == Some(endpoint) => {
+                    // Its trial's canary goes on; the group chooses afresh after it.
+                    *trial = None;
+                    *canary = None;
+                }
+                GroupState::Seeking { .. } => continue,
             }
-            if group.endpoint == Some(endpoint) {
-                group.accepted = false;
-                group.endpoint = None;
-                group.canary = None;
-                group.tried.iter_mut().for_each(|t| *t = false);
-                group.tried[endpoint] = true;
-            }
+            group.tried.iter_mut().for_each(|t| *t = false);
+            group.tried[endpoint] = true;
         }
         for i in 0..self.slots.len() {
             let slot = SlotId(i as u32);

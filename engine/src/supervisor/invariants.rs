@@ -86,11 +86,10 @@ impl Supervisor {
             }
         }
         for (g, group) in self.establish.groups.iter().enumerate() {
-            assert_eq!(group.mover.is_some(), group.moving_to.is_some(), "group {g}: a move has a mover");
-            assert!(group.moving_to.is_none() || group.accepted, "group {g} moves only from an accepted server");
-            assert!(group.parked.is_empty() || !group.accepted, "group {g} accepted with parked slots");
-            assert!(!group.accepted || group.canary.is_none(), "group {g} accepted with a canary");
-            for slot in &group.parked {
+            if let Some(m) = group.state.moving() {
+                assert_ne!(Some(m.to), group.state.serving(), "group {g} moves to its own server");
+            }
+            for slot in group.state.parked() {
                 assert!(matches!(self.slots[slot.index()].state, SlotState::Disconnected), "parked slot connects");
             }
         }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::establish::GroupState;
 use super::slot::SlotState;
 use super::timer::Timer;
 use super::{Action, Generation, RequestError, SlotError, SlotId, SlotRef, Supervisor};
@@ -150,16 +151,15 @@ impl Supervisor {
         }
         let failures = self.slots[slot.index()].consecutive_failures;
         let g = self.config.group_of(slot.index());
-        let group = &mut self.establish.groups[g];
-        if group.mover == Some(slot) && failures > 0 {
-            // The faster server failed its first connection: stay.
-            group.mover = None;
-            group.moving_to = None;
-            self.counters.moves_abandoned += 1;
+        if let GroupState::Serving { moving, .. } = &mut self.establish.groups[g].state {
+            if moving.is_some_and(|m| m.mover == slot) && failures > 0 {
+                // The faster server failed its first connection: stay.
+                *moving = None;
+                self.counters.moves_abandoned += 1;
+            }
         }
         // A canary that failed tries its next candidate at once: another server.
-        let group = &self.establish.groups[g];
-        let canary = group.canary == Some(slot) && !group.accepted;
+        let canary = self.establish.groups[g].state.is_canary(slot);
         self.counters.servers_rejected += u64::from(canary && failures > 0);
         let next_candidate = canary && self.establish.next_candidate(g).is_some();
         if failures == 0 || next_candidate {

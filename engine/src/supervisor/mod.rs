@@ -19,7 +19,7 @@
 //! Whoever does this is called "the driver" in these docs. In the engine
 //! it is the locked core (`runtime/locked.rs`): each caller, slot task and
 //! the clock task applies its own input under one lock and drains there;
-//! in tests it is the harness or the loop in `supervisor/drive.rs`.
+//! in tests it is the harness or the loop in `supervisor/testing/drive.rs`.
 //!
 //! After **every** `handle`, drain `poll_action` until `None`, then sleep
 //! until `poll_timeout` or the next input. `poll_timeout` changes after
@@ -67,9 +67,9 @@
 //! and the data they work on: `slot` (slot states, the idle set), `establish`
 //! (groups, permits, verdicts), `verdict`, `second_opinion`, `timer`,
 //! `push`, `ids`, `io` (inputs and actions), `config`, `diagnostics`.
-//! `drive` is the drain-and-check loop every harness shares; `harness`
-//! (with `model_tests`) is the seeded model world; `tests/` drives the
-//! transitions by hand.
+//! Test-only code lives in `testing/`: `drive` (the drain-and-check loop
+//! every harness shares), `harness` (the seeded model world) and
+//! `model_tests`; `tests/` drives the transitions by hand.
 
 mod config;
 mod connect;
@@ -88,29 +88,18 @@ mod slot;
 mod timer;
 mod verdict;
 
+/// The Supervisor's seeded model world and its drive loop: its model tests,
+/// and tools outside this crate (the mutant runner in `tdx-sim`, the fuzz
+/// target in `fuzz/`), which enable it with the `testing` feature.
 #[cfg(any(test, feature = "testing"))]
-mod drive;
-#[cfg(any(test, feature = "testing"))]
-#[cfg_attr(not(test), allow(dead_code))]
-mod harness;
-#[cfg(test)]
-mod model_tests;
+#[doc(hidden)]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// The Supervisor's seeded model world and its drive loop, for tools
-/// outside this crate (the mutant runner in `tdx-sim`, the fuzz target in
-/// `fuzz/`). Enabled by the `testing` feature.
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub mod testing {
-    pub use super::drive::Drive;
-    pub use super::harness::run_seed;
-}
 
 pub use config::{
     default_connect_concurrency, ConfigError, Endpoint, StartProbe, SupervisorConfig, CANARY_PROBE_STEPS_MAX, SLOTS_MAX,
@@ -123,9 +112,6 @@ pub use verdict::{default_probe, judge, RejectReason, Verdict};
 
 use establish::Establishment;
 use push::PushBuffer;
-// The locked core's waiter maps (the runtime is not built under `--cfg loom`).
-#[cfg(not(loom))]
-pub(crate) use requests::IdMap;
 use requests::RequestTable;
 use second_opinion::KnownEnds;
 use slot::{IdleSet, Owner, Slot, SlotState};
@@ -270,7 +256,7 @@ impl Supervisor {
             counters: self.counters.clone(),
             endpoints: self.config.endpoints.iter().map(ToString::to_string).collect(),
             endpoint_order: self.establish.order.clone(),
-            servers: self.establish.groups.iter().map(|g| g.endpoint.filter(|_| g.accepted)).collect(),
+            servers: self.establish.groups.iter().map(|g| g.state.serving()).collect(),
             verdicts: self.establish.verdicts.clone(),
             connects_queued: self.establish.queue.len(),
             slots: self
@@ -472,7 +458,9 @@ impl Supervisor {
         self.establish.queue.clear();
         self.establish.probing = false;
         for group in &mut self.establish.groups {
-            group.parked.clear();
+            if let establish::GroupState::Seeking { parked, .. } = &mut group.state {
+                parked.clear();
+            }
         }
         self.timers.set(self.now + self.config.close_gate, Timer::CloseGate);
         self.check_closed();

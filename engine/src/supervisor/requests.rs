@@ -13,49 +13,13 @@
 //! [`RequestTable::check`] asserts both, and that each FIFO holds exactly
 //! its place's entries.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::ids::{PinId, RequestId, SlotId};
+use crate::id_map::IdMap;
 use crate::proto::Request;
-
-/// Sequential ids and small keys (a series: a code, a period) hash well with
-/// one multiply per word (FxHash's step); SipHash would dominate a cycle.
-/// Keys come from the engine's own ids and its callers' requests, never
-/// from the network, so there is no flooding to resist.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u16(&mut self, n: u16) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A map keyed by sequential ids or small keys, hashed with one multiply a word.
-pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// Where an admitted request is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

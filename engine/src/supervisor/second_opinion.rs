@@ -30,7 +30,7 @@
 //! returned. If it agrees, the empty answer is returned. With one server in
 //! use there is nobody to ask: the answer is returned as it is.
 
-use super::requests::IdMap;
+use crate::id_map::IdMap;
 use crate::proto::commands::{Adjust, Period};
 use crate::proto::limits::{
     BARS_PER_PAGE_MAX, CATEGORY_ROWS_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE,

@@ -1,11 +1,13 @@
-//! A one-shot completion a blocking thread waits on in short steps (so it
-//! can notice a cancel flag between them).
+//! A one-shot completion a thread waits on with a time limit: a blocking
+//! caller's outcome (waited for in short steps, so it can notice a cancel
+//! flag between them), and the end of an owned engine's clock task (which
+//! dropping the engine waits for, within the close gate).
 
 use std::time::Duration;
 
 use super::{Condvar, Mutex};
 
-/// Set once by the engine, taken once by the waiting caller.
+/// Set once, taken once by the thread waiting for it.
 #[derive(Debug)]
 pub(crate) struct Completion<T> {
     value: Mutex<Option<T>>,

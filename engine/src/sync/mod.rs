@@ -6,8 +6,7 @@
 
 mod alarm;
 mod completion;
-mod done;
-mod lend;
+mod loan_cell;
 mod snapshot;
 
 // Under loom only the models use the primitives (the runtime that uses
@@ -17,9 +16,7 @@ pub(crate) use alarm::Alarm;
 #[cfg_attr(loom, allow(unused_imports))]
 pub(crate) use completion::Completion;
 #[cfg_attr(loom, allow(unused_imports))]
-pub(crate) use done::DoneSignal;
-#[cfg_attr(loom, allow(unused_imports))]
-pub(crate) use lend::{Closed, Lend};
+pub(crate) use loan_cell::{Closed, LoanCell};
 #[cfg_attr(loom, allow(unused_imports))]
 pub(crate) use snapshot::Snapshot;
 

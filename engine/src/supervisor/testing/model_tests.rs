@@ -2,14 +2,14 @@
 //! `harness.rs`), and a proptest reference model over explicit operation
 //! sequences.
 //!
-//! Replay one seed: `TDX_SUPERVISOR_SEED=1234 cargo test -p tdx-engine supervisor::model_tests`.
+//! Replay one seed: `TDX_SUPERVISOR_SEED=1234 cargo test -p tdx-engine supervisor::testing::model_tests`.
 
 use std::time::Duration;
 
 use proptest::prelude::*;
 
 use super::harness::{run_seed, World};
-use super::*;
+use crate::supervisor::*;
 
 fn seeds() -> Vec<u64> {
     if let Ok(seed) = std::env::var("TDX_SUPERVISOR_SEED") {

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use super::{Action, Input, RequestId, SlotRef, Supervisor};
+use crate::supervisor::{Action, Input, RequestId, SlotRef, Supervisor};
 
 /// Recent connects and sends a [`Drive`] keeps to pick from: past this
 /// many, the older half is dropped.

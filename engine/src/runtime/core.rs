@@ -1,24 +1,27 @@
-//! The locked core: the Supervisor behind one short lock, applied to by
-//! whoever holds an input (quinn's shape: quinn-proto's pure `Connection`
-//! inside a mutex, driven by the tasks that have its inputs).
+//! The core: the Supervisor behind one short lock, applied to by whoever
+//! holds an input (quinn's shape: quinn-proto's pure `Connection` inside a
+//! mutex, driven by the tasks that have its inputs).
 //!
 //! - A caller applies its own `Submit`, `Cancel`, `Pin` and `Release`.
-//! - A slot task applies what happened on its connection (connected,
-//!   ready, a frame, failed, closed), after decoding and parsing outside
-//!   the lock.
+//! - A connection's holder (its slot task, or the caller it is lent to)
+//!   applies what happened on it (connected, ready, a frame, failed,
+//!   closed), after decoding and parsing outside the lock.
 //! - The clock task ([`super::clock`]) applies `Tick` when the Supervisor's
 //!   next timeout passes.
 //!
 //! Under the lock: one [`Supervisor::handle`], the invariant check (debug
 //! builds and simulations), then every action drained into [`Effects`].
 //! After unlocking, the effects are carried out: a waiter completed, a
-//! command to another slot task, a slot task spawned. A slot task that
-//! gets a `Send` for its own connection writes it inline, with no hand-off.
-//! A caller whose request is sent on a connection parked on the caller's
-//! own runtime borrows it and does the exchange itself
-//! ([`super::lending`]): one wake-up per request, the socket's. Otherwise
-//! a request's life is two messages and three wake-ups: caller → slot (the
-//! send), socket → slot (the reply), slot → caller (the outcome).
+//! command to another slot task, a slot task spawned. What an input caused
+//! for its own applier comes straight back instead: the request a slot
+//! task writes next, the connection lent to a submitting caller
+//! ([`super::loan`]), a borrower's own outcome.
+//!
+//! A request's outcome reaches its caller one of three ways: straight back
+//! from the caller's own apply (refused at once, or the reply of its lent
+//! exchange); through its waiter (a channel or a blocking cell) when
+//! another applier completes it; or, for a lent request ended by another
+//! input, kept in its waiter until the caller asks ([`Core::outcome`]).
 //!
 //! Single ownership holds: one owner at a time, every input through
 //! `handle`, the Supervisor itself untouched and pure.
@@ -30,75 +33,90 @@ use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use super::diagnostics::{DiagnosticsCell, EngineDiagnostics};
-use super::lending::{Lease, Line};
-use super::session::{Applied, By, EngineShared, Finished, Reports};
-use super::slot::SlotCommand;
+use super::loan::{Lender, Loan};
+use super::messages::{Applied, Finished, Holder, Outcome, Outgoing, Reports, SlotCommand, SLOT_COMMANDS_MAX};
+use super::session::EngineShared;
+use super::slot::SlotCore;
 use super::workers::Workers;
-use crate::proto::{Reply, Request};
+use crate::id_map::IdMap;
+use crate::proto::Request;
 use crate::ranking::ServerRecord;
 use crate::supervisor::{
-    Action, CloseState, Epoch, IdMap, Input, PinId, RequestError, RequestId, SlotId, SlotRef, Supervisor,
+    Action, CloseState, Epoch, Input, PinId, RequestError, RequestId, SlotId, SlotRef, Supervisor,
 };
 use crate::sync::{Alarm, Completion};
 
-/// A request's outcome.
-pub(crate) type Outcome = Result<Box<Reply>, RequestError>;
-
-/// Where a request's outcome goes.
-#[derive(Debug)]
-pub(crate) enum Waiter {
-    Async(oneshot::Sender<Outcome>),
-    Blocking(Arc<BlockingCell>),
-    /// An async caller's channel, made only when it must wait: a caller
-    /// whose request is refused at once, or whose connection is lent to it,
-    /// gets its outcome straight back and never needs one (a channel cost
-    /// a lent request 300 of its 7,300 instructions). An outcome that comes
-    /// from elsewhere during a lent exchange is kept here until the caller
-    /// takes it ([`Core::outcome`]).
-    OnDemand(Option<Outcome>),
-}
-
-/// What a caller does after [`Core::submit`].
-#[derive(Debug)]
-pub(crate) enum Submitted {
-    /// Its exchange on a lent connection; if that ends without the
-    /// outcome, [`Core::outcome`].
-    Lent(Lease),
-    /// The outcome already: refused at once.
-    Done(Outcome),
-    /// Await the outcome here.
-    Waiting(oneshot::Receiver<Outcome>),
-    /// The waiter it gave will get the outcome.
-    Registered,
-}
+pub(crate) use crate::supervisor::PushBatch;
 
 /// A blocking caller's completion slot: it waits in short steps so it can
 /// notice its cancel flag (loom-checked in [`crate::sync`]).
 pub(crate) type BlockingCell = Completion<Outcome>;
 
-impl Waiter {
-    /// Makes an on-demand waiter a channel, for a caller that must wait:
-    /// the receiver to await.
-    fn make_channel(&mut self) -> oneshot::Receiver<Outcome> {
-        debug_assert!(matches!(self, Self::OnDemand(None)), "only an empty on-demand waiter becomes a channel");
-        let (tx, rx) = oneshot::channel();
-        *self = Self::Async(tx);
-        rx
-    }
+/// A request as a caller submits it.
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub(crate) id: RequestId,
+    pub(crate) request: Arc<Request>,
+    /// Its whole frame, encoded once by the client (msg_id 0).
+    pub(crate) frame: Vec<u8>,
+    /// The engine clock's reading the deadline was set from (one read serves both).
+    pub(crate) admitted: Instant,
+    pub(crate) deadline: Instant,
+    pub(crate) pin: Option<PinId>,
+}
 
+/// What an async caller does after [`Core::submit_async`].
+#[derive(Debug)]
+pub(crate) enum AsyncSubmitted {
+    /// Its exchange on a lent connection; if that ends without the
+    /// outcome, [`Core::outcome`].
+    Lent(Loan),
+    /// The outcome already: refused at once.
+    Done(Outcome),
+    /// Await the outcome here.
+    Waiting(oneshot::Receiver<Outcome>),
+}
+
+/// Where a request's outcome goes.
+#[derive(Debug)]
+enum Waiter {
+    /// A blocking caller's cell.
+    Blocking(Arc<BlockingCell>),
+    /// An async caller.
+    Async(AsyncWaiter),
+}
+
+/// An async caller's waiter. A channel is made only when the caller must
+/// wait: one refused at once, or lent its connection, gets its outcome
+/// straight back and never needs one.
+#[derive(Debug)]
+enum AsyncWaiter {
+    /// Nothing made yet.
+    Unasked,
+    /// Its outcome, kept for a caller doing a lent exchange until it asks.
+    Kept(Outcome),
+    /// The caller awaits this channel.
+    Channel(oneshot::Sender<Outcome>),
+}
+
+/// An outcome's way to a caller that waits for it.
+#[derive(Debug)]
+enum Recipient {
+    Blocking(Arc<BlockingCell>),
+    Channel(oneshot::Sender<Outcome>),
+}
+
+impl Recipient {
     fn complete(self, outcome: Outcome) {
         match self {
-            Self::Async(tx) => {
+            Self::Blocking(cell) => cell.complete(outcome),
+            Self::Channel(tx) => {
+                // The caller may have gone: its cancel follows.
                 let _ = tx.send(outcome);
             }
-            Self::Blocking(cell) => cell.complete(outcome),
-            // Never completed through an effect: `drain` keeps its outcome.
-            Self::OnDemand(_) => debug_assert!(false, "an on-demand waiter completed as an effect"),
         }
     }
 }
-
-pub(crate) use crate::supervisor::PushBatch;
 
 /// Set by simulations: check the Supervisor's invariants after every input
 /// in release builds too.
@@ -110,21 +128,6 @@ static CHECK_INVARIANTS: std::sync::atomic::AtomicBool = std::sync::atomic::Atom
 #[doc(hidden)]
 pub fn check_invariants_always(on: bool) {
     CHECK_INVARIANTS.store(on, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Commands a slot task may have queued: one `Send` (a connection carries
-/// one exchange at a time, the next is sent only after the reply the task
-/// read, and a send caused by the task's own input is written inline), one
-/// `Retire`, and `Migrate` only while two places are free.
-pub(crate) const SLOT_COMMANDS_MAX: usize = 4;
-
-/// A request to write on the connection that applied the input causing it.
-#[derive(Debug)]
-pub(crate) struct Outgoing {
-    pub(crate) msg_id: u32,
-    pub(crate) request: Arc<Request>,
-    /// The frame the client encoded (msg_id 0), on the request's first send.
-    pub(crate) frame: Option<Vec<u8>>,
 }
 
 /// What starts a slot task or a probe: the connector's side of the engine,
@@ -159,30 +162,31 @@ pub(crate) struct StartProbe {
 struct Pending {
     waiter: Waiter,
     frame: Option<Vec<u8>>,
-    /// The connection lent to its caller for it: its borrower is stopped
-    /// when the request ends by another applier's input (a deadline, a close).
-    lent: Option<Arc<Line>>,
+    /// The lender of the connection its caller borrowed for it: the
+    /// borrower is stopped when the request ends by another applier's input
+    /// (a deadline, a close).
+    lender: Option<Arc<Lender>>,
 }
 
 /// A slot generation's task, as the core reaches it.
 struct SlotEntry {
     at: SlotRef,
     commands: mpsc::Sender<SlotCommand>,
-    /// Its ready connection and the runtime it is registered with: callers
-    /// on that runtime may borrow it.
-    lender: Option<(Arc<Line>, tokio::runtime::Id)>,
+    /// Its ready connection's lender and the runtime the connection is
+    /// registered with: callers on that runtime may borrow it.
+    lender: Option<(Arc<Lender>, tokio::runtime::Id)>,
 }
 
 /// Who applies an input, for what its effects may hand straight back.
 #[derive(Debug, Clone, Copy)]
 enum Applier {
-    /// A caller submitting `id`, running on `runtime`: it may borrow the
-    /// connection its request is first sent on, if that is parked on the
-    /// same runtime.
+    /// An async caller submitting `id`, running on `runtime`: it may borrow
+    /// the connection its request is first sent on, if that is parked on
+    /// the same runtime.
     Submitter { id: RequestId, runtime: Option<tokio::runtime::Id> },
-    /// The connection at `at`: its slot task or a borrower (see [`By`]).
-    Slot { at: SlotRef, by: By },
-    /// Anyone else (a cancel, the clock, a pin).
+    /// The connection at `at`, held by `holder`.
+    Connection { at: SlotRef, holder: Holder },
+    /// Anyone else (a blocking submit, a cancel, the clock, a pin).
     Other,
 }
 
@@ -220,10 +224,10 @@ struct State {
 
 /// What one input caused, carried out after the lock is released.
 enum Effect {
-    Complete(Waiter, Outcome),
+    Complete(Recipient, Outcome),
     /// A lent request ended by someone else's input: its borrower stops
     /// and takes the outcome from its waiter.
-    StopBorrower(Arc<Line>),
+    StopBorrower(Arc<Lender>),
     Pin(oneshot::Sender<Result<SlotId, RequestError>>, Result<SlotId, RequestError>),
     Command(SlotId, mpsc::Sender<SlotCommand>, SlotCommand),
     Open(OpenSlot, mpsc::Receiver<SlotCommand>, Handle),
@@ -239,12 +243,13 @@ struct Effects {
     wake_clock: bool,
     /// A push was buffered, or the engine closed.
     wake_push_readers: bool,
-    /// What goes straight back to the applier.
+    /// What goes straight back to a connection's holder, or a submitter's
+    /// outcome refused at once.
     applied: Applied,
-    /// The submitter's request, lent its connection: the caller's exchange.
-    lease: Option<Lease>,
-    /// The channel made for an on-demand submitter that must wait.
-    waiting: Option<oneshot::Receiver<Outcome>>,
+    /// The connection lent to the submitter, for its own exchange.
+    loan: Option<Loan>,
+    /// What an async submitter does next.
+    submitted: Option<AsyncSubmitted>,
 }
 
 impl Effects {
@@ -395,35 +400,31 @@ impl Core {
 
     // ---- callers ----
 
-    /// Admits a request; its outcome goes to `waiter` (at once for a
-    /// refused one: `PoolBusy`, `Closed`, ...). `admitted` is the engine
-    /// clock's reading its deadline was set from (one clock read serves
-    /// both). A caller on `runtime` whose request is sent at once on a
-    /// connection parked there gets the exchange to do itself: await it,
-    /// and the waiter only if it ends without the outcome.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn submit(
-        &self,
-        id: RequestId,
-        request: Arc<Request>,
-        frame: Vec<u8>,
-        admitted: Instant,
-        deadline: Instant,
-        pin: Option<PinId>,
-        waiter: Waiter,
-        runtime: Option<tokio::runtime::Id>,
-    ) -> Submitted {
+    /// Admits an async caller's request. Refused at once (`PoolBusy`,
+    /// `Closed`, ...), it has its outcome; sent at once on a connection
+    /// parked on the caller's `runtime`, it has the exchange to do itself;
+    /// otherwise a channel to await.
+    pub(crate) fn submit_async(&self, call: Call, runtime: Option<tokio::runtime::Id>) -> AsyncSubmitted {
+        let applier = Applier::Submitter { id: call.id, runtime };
+        let carried = self.submit(call, Waiter::Async(AsyncWaiter::Unasked), applier);
+        // The drain resolves every async submitter (`Core::resolve`).
+        carried.submitted.unwrap_or_else(|| AsyncSubmitted::Waiting(closed_channel()))
+    }
+
+    /// Admits a blocking caller's request; its outcome goes to `cell`, at
+    /// once for a refused one. A blocking caller is on no runtime: it never
+    /// borrows a connection.
+    pub(crate) fn submit_blocking(&self, call: Call, cell: Arc<BlockingCell>) {
+        self.submit(call, Waiter::Blocking(cell), Applier::Other);
+    }
+
+    fn submit(&self, call: Call, waiter: Waiter, applier: Applier) -> Carried {
+        let Call { id, request, frame, admitted, deadline, pin } = call;
         let retry_safe = request.retry_safe();
         let input = Input::Submit { id, request, deadline, retry_safe, pin };
-        let carried = self.apply_at(input, Applier::Submitter { id, runtime }, Some(admitted), |state| {
-            state.waiters.insert(id, Pending { waiter, frame: Some(frame), lent: None });
-        });
-        match carried {
-            Carried { lease: Some(lease), .. } => Submitted::Lent(lease),
-            Carried { applied: Applied { own: Some(outcome), .. }, .. } => Submitted::Done(outcome),
-            Carried { waiting: Some(rx), .. } => Submitted::Waiting(rx),
-            _ => Submitted::Registered,
-        }
+        self.apply(input, applier, Some(admitted), |state| {
+            state.waiters.insert(id, Pending { waiter, frame: Some(frame), lender: None });
+        })
     }
 
     /// The outcome of a lent request whose exchange ended without it: kept
@@ -431,52 +432,44 @@ impl Core {
     /// deadline, a resend on another connection).
     pub(crate) fn outcome(&self, id: RequestId) -> Result<Outcome, oneshot::Receiver<Outcome>> {
         let mut state = self.lock();
-        let Some(pending) = state.waiters.get_mut(&id) else {
-            debug_assert!(false, "a lent request's waiter is kept until its caller takes the outcome");
-            return Ok(Err(RequestError::Closed));
-        };
-        match &mut pending.waiter {
-            Waiter::OnDemand(kept @ Some(_)) => {
-                let outcome = kept.take().expect("matched Some");
-                state.waiters.remove(&id);
-                Ok(outcome)
-            }
-            Waiter::OnDemand(None) => Err(pending.waiter.make_channel()),
-            Waiter::Async(_) | Waiter::Blocking(_) => {
-                debug_assert!(false, "only an on-demand waiter is asked for its outcome");
-                Ok(Err(RequestError::Closed))
+        if let Some(Pending { waiter: Waiter::Async(AsyncWaiter::Kept(_)), .. }) = state.waiters.get(&id) {
+            if let Some(Pending { waiter: Waiter::Async(AsyncWaiter::Kept(outcome)), .. }) = state.waiters.remove(&id) {
+                return Ok(outcome);
             }
         }
+        Err(state.waiters.get_mut(&id).map_or_else(closed_channel, |p| p.waiter.channel()))
     }
 
-    /// Cancels a request (its caller is gone). An on-demand waiter goes
-    /// with it, with any outcome kept for the caller.
+    /// Cancels a request (its caller is gone). An async waiter with no
+    /// channel goes with it, with any outcome kept for the caller.
     pub(crate) fn cancel(&self, id: RequestId) {
-        self.apply_with(Input::Cancel { id }, Applier::Other, |state| {
-            if state.waiters.get(&id).is_some_and(|p| matches!(p.waiter, Waiter::OnDemand(_))) {
+        self.apply(Input::Cancel { id }, Applier::Other, None, |state| {
+            let unawaited =
+                |p: &Pending| matches!(p.waiter, Waiter::Async(AsyncWaiter::Unasked | AsyncWaiter::Kept(_)));
+            if state.waiters.get(&id).is_some_and(unawaited) {
                 state.waiters.remove(&id);
             }
         });
     }
 
     pub(crate) fn pin(&self, id: PinId, deadline: Instant, granted: oneshot::Sender<Result<SlotId, RequestError>>) {
-        self.apply_with(Input::Pin { id, deadline }, Applier::Other, |state| {
+        self.apply(Input::Pin { id, deadline }, Applier::Other, None, |state| {
             state.pins.insert(id, granted);
         });
     }
 
     pub(crate) fn release(&self, id: PinId) {
-        self.apply(Input::Release { id });
+        self.apply(Input::Release { id }, Applier::Other, None, |_| {});
     }
 
     pub(crate) fn close(&self) {
-        self.apply(Input::Close);
+        self.apply(Input::Close, Applier::Other, None, |_| {});
     }
 
     /// The last client handle is gone: close, and let a failed close end
     /// (nobody is left to ask for the second close that ends `FailedClosing`).
     pub(crate) fn orphan(&self) {
-        self.apply_with(Input::Close, Applier::Other, |state| state.orphaned = true);
+        self.apply(Input::Close, Applier::Other, None, |state| state.orphaned = true);
         self.clock.notify_one();
     }
 
@@ -492,17 +485,17 @@ impl Core {
         state.dirty = true;
     }
 
-    // ---- slot tasks ----
+    // ---- connections ----
 
     /// Applies an input from the connection at `from` (its slot task, or
-    /// a borrower there). Returns what comes straight back to `by`: the
+    /// a borrower there). Returns what comes straight back to `holder`: the
     /// request to write now, the borrower's outcome; `Finished`: the engine
     /// has ended and the task should end quietly.
-    fn apply_from_slot(&self, from: SlotRef, input: Input, by: By) -> Result<Applied, Finished> {
+    fn apply_from_connection(&self, from: SlotRef, input: Input, holder: Holder) -> Result<Applied, Finished> {
         let ended = matches!(input, Input::SlotFailed { .. } | Input::SlotClosed { .. });
         let mut finished = false;
         let now = self.now_on_connections();
-        let carried = self.apply_at(input, Applier::Slot { at: from, by }, Some(now), |state| {
+        let carried = self.apply(input, Applier::Connection { at: from, holder }, Some(now), |state| {
             finished = state.finished;
             state.workers.event(from.slot);
             if ended {
@@ -518,16 +511,6 @@ impl Core {
             return Err(Finished);
         }
         Ok(carried.applied)
-    }
-
-    /// The ready connection at `at` may be lent to callers on the runtime
-    /// this is called from (its slot task's).
-    fn offer(&self, at: SlotRef, lender: Arc<Line>) {
-        let Ok(runtime) = Handle::try_current().map(|h| h.id()) else { return };
-        let mut state = self.lock();
-        if let Some(entry) = state.slots[at.slot.index()].as_mut().filter(|e| e.at == at) {
-            entry.lender = Some((lender, runtime));
-        }
     }
 
     // ---- the clock task ----
@@ -564,13 +547,13 @@ impl Core {
     }
 
     pub(super) fn tick(&self) {
-        self.apply(Input::Tick);
+        self.apply(Input::Tick, Applier::Other, None, |_| {});
     }
 
     /// The probe for `epoch` finished: its ranking for diagnostics, its
     /// latencies for the Supervisor.
     pub(crate) fn probe_done(&self, epoch: Epoch, latencies: Vec<Option<Duration>>, ranking: Vec<ServerRecord>) {
-        self.apply_with(Input::ProbeDone { epoch, latencies }, Applier::Other, |state| state.ranking = Some(ranking));
+        self.apply(Input::ProbeDone { epoch, latencies }, Applier::Other, None, |state| state.ranking = Some(ranking));
     }
 
     /// Every `DIAGNOSTICS_REFRESH`: worker load, an advisory migration, and
@@ -624,24 +607,10 @@ impl Core {
 
     // ---- applying ----
 
-    fn apply(&self, input: Input) {
-        self.apply_with(input, Applier::Other, |_| {});
-    }
-
-    fn apply_with(&self, input: Input, applier: Applier, before: impl FnOnce(&mut State)) -> Carried {
-        self.apply_at(input, applier, None, before)
-    }
-
     /// Locks, runs `before` (the adapters' own bookkeeping for this input),
     /// feeds the input at `now` (read under the lock when not given),
     /// drains the actions into effects, unlocks, and carries the effects out.
-    fn apply_at(
-        &self,
-        input: Input,
-        applier: Applier,
-        now: Option<Instant>,
-        before: impl FnOnce(&mut State),
-    ) -> Carried {
+    fn apply(&self, input: Input, applier: Applier, now: Option<Instant>, before: impl FnOnce(&mut State)) -> Carried {
         let mut effects = Effects::default();
         {
             let mut state = self.lock();
@@ -673,7 +642,7 @@ impl Core {
         effects: &mut Effects,
     ) -> Result<(), Outgoing> {
         let Applier::Submitter { id: own, runtime: Some(runtime) } = applier else { return Err(outgoing) };
-        if id != Some(own) || effects.lease.is_some() {
+        if id != Some(own) || effects.loan.is_some() {
             return Err(outgoing);
         }
         let lender = match state.slots[at.slot.index()].as_ref() {
@@ -682,10 +651,10 @@ impl Core {
             }
             _ => return Err(outgoing),
         };
-        effects.lease = Some(lender.lend(outgoing, own, now)?);
+        effects.loan = Some(lender.lend(outgoing, own, now)?);
         state.lent_exchanges += 1;
         if let Some(pending) = state.waiters.get_mut(&own) {
-            pending.lent = Some(lender);
+            pending.lender = Some(lender);
         }
         Ok(())
     }
@@ -709,22 +678,21 @@ impl Core {
                 Action::Send { at, msg_id, request, id } => {
                     let frame = id.and_then(|id| state.waiters.get_mut(&id)).and_then(|p| p.frame.take());
                     let outgoing = Outgoing { msg_id, request, frame };
-                    let holder = matches!(applier, Applier::Slot { at: from, by: By::Task | By::Borrower { holding: true, .. } } if from == at);
-                    if holder && effects.applied.outgoing.is_none() {
+                    let holding = match applier {
+                        Applier::Connection { at: from, holder } => {
+                            from == at && matches!(holder, Holder::Task | Holder::Borrower { holding: true, .. })
+                        }
+                        Applier::Submitter { .. } | Applier::Other => false,
+                    };
+                    if holding && effects.applied.outgoing.is_none() {
                         effects.applied.outgoing = Some(outgoing);
                         continue;
                     }
-                    let Err(Outgoing { msg_id, request, frame }) =
-                        self.try_lend(state, now, applier, (at, id), outgoing, effects)
-                    else {
+                    let Err(outgoing) = self.try_lend(state, now, applier, (at, id), outgoing, effects) else {
                         continue;
                     };
                     if let Some(entry) = &state.slots[at.slot.index()] {
-                        effects.push(Effect::Command(
-                            at.slot,
-                            entry.commands.clone(),
-                            SlotCommand::Send { msg_id, request, frame },
-                        ));
+                        effects.push(Effect::Command(at.slot, entry.commands.clone(), SlotCommand::Send(outgoing)));
                     }
                 }
                 Action::Retire { at, .. } => {
@@ -733,33 +701,32 @@ impl Core {
                     }
                 }
                 Action::Complete { id, outcome } => {
-                    let Some(mut pending) = state.waiters.remove(&id) else { continue };
+                    let Some(pending) = state.waiters.remove(&id) else { continue };
                     let straight_back = match applier {
                         // The borrower's own reply: straight back, no wake-up.
-                        Applier::Slot { by: By::Borrower { own, .. }, .. } => own == id,
+                        Applier::Connection { holder: Holder::Borrower { own, .. }, .. } => own == id,
                         // Refused at once: the submitter has it on return.
-                        Applier::Submitter { id: own, .. } => {
-                            own == id && matches!(pending.waiter, Waiter::OnDemand(_))
-                        }
-                        _ => false,
+                        Applier::Submitter { id: own, .. } => own == id,
+                        Applier::Connection { holder: Holder::Task, .. } | Applier::Other => false,
                     };
                     if straight_back && effects.applied.own.is_none() {
                         effects.applied.own = Some(outcome);
                         continue;
                     }
-                    if let Waiter::OnDemand(kept) = &mut pending.waiter {
-                        // Kept for its caller, who is doing a lent exchange:
-                        // woken to look.
-                        *kept = Some(outcome);
-                        let lent = pending.lent.clone();
-                        state.waiters.insert(id, pending);
-                        if let Some(lender) = lent {
-                            effects.push(Effect::StopBorrower(lender));
+                    let Pending { waiter, frame, lender } = pending;
+                    match waiter {
+                        Waiter::Blocking(cell) => effects.push(Effect::Complete(Recipient::Blocking(cell), outcome)),
+                        Waiter::Async(AsyncWaiter::Channel(tx)) => {
+                            effects.push(Effect::Complete(Recipient::Channel(tx), outcome))
                         }
-                        continue;
+                        Waiter::Async(AsyncWaiter::Unasked | AsyncWaiter::Kept(_)) => {
+                            // Kept for its caller, who is doing a lent
+                            // exchange: woken (below) to look.
+                            let waiter = Waiter::Async(AsyncWaiter::Kept(outcome));
+                            state.waiters.insert(id, Pending { waiter, frame, lender: lender.clone() });
+                        }
                     }
-                    effects.push(Effect::Complete(pending.waiter, outcome));
-                    if let Some(lender) = pending.lent {
+                    if let Some(lender) = lender {
                         effects.push(Effect::StopBorrower(lender));
                     }
                 }
@@ -782,13 +749,8 @@ impl Core {
                 }
             }
         }
-        // An on-demand submitter not lent a connection waits on a channel.
-        if let (Applier::Submitter { id, .. }, None) = (applier, &effects.lease) {
-            if let Some(pending) = state.waiters.get_mut(&id) {
-                if matches!(pending.waiter, Waiter::OnDemand(None)) {
-                    effects.waiting = Some(pending.waiter.make_channel());
-                }
-            }
+        if let Applier::Submitter { id, .. } = applier {
+            effects.submitted = Some(Self::resolve(state, id, effects));
         }
         let next = state.sup.poll_timeout();
         if state.alarm.lower(next) {
@@ -796,12 +758,26 @@ impl Core {
         }
     }
 
+    /// What an async submitter does next, once its input is drained: its
+    /// exchange on a lent connection, its outcome already, or a channel to
+    /// await (made now, under the lock, so no completion can miss it).
+    fn resolve(state: &mut State, id: RequestId, effects: &mut Effects) -> AsyncSubmitted {
+        if let Some(loan) = effects.loan.take() {
+            return AsyncSubmitted::Lent(loan);
+        }
+        if let Some(outcome) = effects.applied.own.take() {
+            return AsyncSubmitted::Done(outcome);
+        }
+        AsyncSubmitted::Waiting(state.waiters.get_mut(&id).map_or_else(closed_channel, |p| p.waiter.channel()))
+    }
+
     /// Carries out one input's effects (after the lock is released).
     fn carry_out(&self, effects: Effects) -> Carried {
-        let Effects { first, rest, wake_clock, wake_push_readers, applied, lease, waiting } = effects;
+        let Effects { first, rest, wake_clock, wake_push_readers, applied, loan, submitted } = effects;
+        debug_assert!(loan.is_none(), "a loan goes to its submitter");
         for effect in first.into_iter().chain(rest) {
             match effect {
-                Effect::Complete(waiter, outcome) => waiter.complete(outcome),
+                Effect::Complete(recipient, outcome) => recipient.complete(outcome),
                 Effect::StopBorrower(lender) => lender.stop_borrower(),
                 Effect::Pin(tx, result) => {
                     let _ = tx.send(result);
@@ -832,28 +808,53 @@ impl Core {
         if wake_push_readers {
             self.pushed.notify_waiters();
         }
-        Carried { applied, lease, waiting }
+        Carried { applied, submitted }
     }
+}
+
+impl Waiter {
+    /// A channel for a caller that must wait now. Only an async waiter with
+    /// none yet takes it; for anything else the sender is dropped and the
+    /// caller reads `Closed` (a caller never asks twice, nor for another's).
+    fn channel(&mut self) -> oneshot::Receiver<Outcome> {
+        let (tx, rx) = oneshot::channel();
+        if let Self::Async(waiter @ AsyncWaiter::Unasked) = self {
+            *waiter = AsyncWaiter::Channel(tx);
+        }
+        rx
+    }
+}
+
+/// A channel whose sender is gone: the caller reads `Closed`.
+fn closed_channel() -> oneshot::Receiver<Outcome> {
+    oneshot::channel().1
 }
 
 /// What an input's effects hand straight back to its applier.
 struct Carried {
     applied: Applied,
-    lease: Option<Lease>,
-    waiting: Option<oneshot::Receiver<Outcome>>,
+    submitted: Option<AsyncSubmitted>,
 }
 
 impl Reports for Core {
-    fn slot_input(&self, at: SlotRef, input: Input, by: By) -> Result<Applied, Finished> {
-        self.apply_from_slot(at, input, by)
-    }
-
-    fn offer(&self, at: SlotRef, lender: Arc<Line>) {
-        Core::offer(self, at, lender)
+    fn slot_input(&self, at: SlotRef, input: Input, holder: Holder) -> Result<Applied, Finished> {
+        self.apply_from_connection(at, input, holder)
     }
 
     fn now(&self) -> Instant {
         self.now_on_connections()
+    }
+}
+
+impl SlotCore for Core {
+    /// The ready connection at `at` may be lent to callers on the runtime
+    /// this is called from (its slot task's).
+    fn offer(&self, at: SlotRef, lender: Arc<Lender>) {
+        let Ok(runtime) = Handle::try_current().map(|h| h.id()) else { return };
+        let mut state = self.lock();
+        if let Some(entry) = state.slots[at.slot.index()].as_mut().filter(|e| e.at == at) {
+            entry.lender = Some((lender, runtime));
+        }
     }
 }
 

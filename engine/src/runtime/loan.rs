@@ -6,7 +6,7 @@
 //! for the send, the slot task for the reply, the caller).
 //!
 //! When: the Supervisor sends a caller's request on a connection whose
-//! slot task has parked it in its [`Line`], and the caller runs on the
+//! slot task has parked it with its [`Lender`], and the caller runs on the
 //! runtime that connection is registered with (on another runtime, the
 //! socket's reactor would have to wake the caller across threads, which
 //! measured slower than the slot task doing the exchange). Otherwise the
@@ -16,10 +16,15 @@
 //! socket read replaces the slot task's registered waker, and giving the
 //! connection back re-arms it without a wake-up (or wakes the task when
 //! bytes, staged frames or a command wait for it). A retire while lent
-//! closes the line and wakes the borrower, which drops the connection; a
-//! borrower whose exchange fails closes the line and reports the failure
+//! closes the loan cell and wakes the borrower, which drops the connection;
+//! a borrower whose exchange fails closes the cell and reports the failure
 //! itself, so every generation's end is reported exactly once
-//! ([`crate::sync::Lend`], loom-checked).
+//! ([`crate::sync::LoanCell`], loom-checked).
+//!
+//! One idea, one word: a [`Lender`] per slot generation (the cell its
+//! slot task parks the connection in), a [`Loan`] (the connection handed
+//! to a caller for one request), [`OnLoan`] (the session while the
+//! borrower holds it).
 //!
 //! One caveat comes with the caller doing its own reads: a call's future
 //! that is polled once and then neither polled again nor dropped holds its
@@ -32,11 +37,11 @@ use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
-use super::locked::{Outcome, Outgoing};
-use super::session::{Applied, By, Ctx, End, EngineShared, Prepared, Reports, Session, Stream};
-use super::slot::CatchPanic;
+use super::catch_panic::CatchPanic;
+use super::messages::{Applied, End, Holder, Outcome, Outgoing, Reports};
+use super::session::{Ctx, EngineShared, Prepared, Session, Stream};
 use crate::supervisor::{Input, RequestId, SlotError, SlotRef};
-use crate::sync::{Closed, Lend};
+use crate::sync::{Closed, LoanCell};
 
 /// Registers the slot task's waker for the stream's next bytes, and says
 /// whether it has some now (the connector's `read_ready`).
@@ -44,25 +49,25 @@ pub(crate) type ReadReady = Box<dyn Fn(&dyn Stream, &Waker) -> bool + Send + Syn
 
 /// One slot generation's connection, between its slot task and borrowers.
 /// The session is boxed once, so parking and lending move a pointer.
-pub(crate) struct Line {
-    pub(crate) lend: Lend<Box<Session>>,
+pub(crate) struct Lender {
+    pub(crate) cell: LoanCell<Box<Session>>,
     at: SlotRef,
     budgets: EngineShared,
     read_ready: ReadReady,
 }
 
-impl Line {
+impl Lender {
     pub(crate) fn new(at: SlotRef, budgets: EngineShared, read_ready: ReadReady) -> Self {
-        Self { lend: Lend::default(), at, budgets, read_ready }
+        Self { cell: LoanCell::default(), at, budgets, read_ready }
     }
 
     /// Lends the connection for `outgoing`, the first send of `own`
     /// submitted at `now`, if its slot task has it parked now; otherwise
-    /// gives the request back. Called under the core's lock (the line's
+    /// gives the request back. Called under the core's lock (the cell's
     /// lock nests inside it).
-    pub(crate) fn lend(self: &Arc<Self>, outgoing: Outgoing, own: RequestId, now: Instant) -> Result<Lease, Outgoing> {
-        match self.lend.try_borrow() {
-            Some(session) => Ok(Lease { line: self.clone(), lent: Some((session, outgoing)), submitted: now, own }),
+    pub(crate) fn lend(self: &Arc<Self>, outgoing: Outgoing, own: RequestId, now: Instant) -> Result<Loan, Outgoing> {
+        match self.cell.try_borrow() {
+            Some(session) => Ok(Loan { lender: self.clone(), lent: Some((session, outgoing)), submitted: now, own }),
             None => Err(outgoing),
         }
     }
@@ -70,13 +75,13 @@ impl Line {
     /// The borrower's request ended elsewhere: stop its exchange (the
     /// outcome waits in its waiter) and wake it.
     pub(crate) fn stop_borrower(&self) {
-        self.lend.stop_borrower();
+        self.cell.stop_borrower();
     }
 
     /// Gives a borrowed session back to the slot task: re-armed on the
     /// socket with the task's waker, or the task woken when it has work.
     fn give_back(&self, session: Box<Session>) {
-        self.lend.give_back(session, |session, owner: &Waker| {
+        self.cell.give_back(session, |session, owner: &Waker| {
             session.has_staged_frames() || (self.read_ready)(&*session.conn.stream, owner)
         });
     }
@@ -87,30 +92,30 @@ impl Line {
 /// request's outcome, `None` that the outcome will come to its waiter
 /// instead (the reply went for a second opinion, the connection failed or
 /// was retired). Dropped unrun, it gives the connection back.
-pub(crate) struct Lease {
-    line: Arc<Line>,
+pub(crate) struct Loan {
+    lender: Arc<Lender>,
     /// The session and the request to write on it, taken when it runs.
     lent: Option<(Box<Session>, Outgoing)>,
     submitted: Instant,
     own: RequestId,
 }
 
-impl std::fmt::Debug for Lease {
+impl std::fmt::Debug for Loan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lease").field("at", &self.line.at).field("own", &self.own).finish_non_exhaustive()
+        f.debug_struct("Loan").field("at", &self.lender.at).field("own", &self.own).finish_non_exhaustive()
     }
 }
 
-impl Drop for Lease {
+impl Drop for Loan {
     fn drop(&mut self) {
         // Unrun: the connection goes back (`run` takes it out first).
         if let Some((session, _)) = self.lent.take() {
-            self.line.give_back(session);
+            self.lender.give_back(session);
         }
     }
 }
 
-impl Lease {
+impl Loan {
     /// The caller's exchange on the borrowed connection (see the module
     /// docs), its inputs applied to `core` (the one that lent it; borrowed,
     /// so a request touches no reference count of the engine's).
@@ -123,11 +128,11 @@ impl Lease {
         async move {
             // Always there: a lease runs once, and is made with both.
             let (session, outgoing) = self.lent.take()?;
-            let line = &*self.line;
-            let mut held = Held { line, session: Some(session) };
-            let ctx = Ctx { at: line.at, core, budgets: &line.budgets, own: Some(self.own) };
+            let lender = &*self.lender;
+            let mut on_loan = OnLoan { lender, session: Some(session) };
+            let ctx = Ctx { at: lender.at, core, budgets: &lender.budgets, own: Some(self.own) };
             let ended = {
-                let exchange = exchange(&mut held, &ctx, (outgoing, self.submitted));
+                let exchange = exchange(&mut on_loan, &ctx, (outgoing, self.submitted));
                 tokio::pin!(exchange);
                 // A panic is this connection's failure, as in a slot task, never the caller's.
                 CatchPanic(exchange.as_mut()).await
@@ -138,16 +143,16 @@ impl Lease {
                 // Retired meanwhile, or the engine is gone: the outcome comes to the waiter.
                 Ok(Err(_)) => return None,
                 Err(message) => {
-                    line.budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
-                    line.budgets.lent_panics.fetch_add(1, Ordering::Relaxed);
+                    lender.budgets.slot_panics.fetch_add(1, Ordering::Relaxed);
+                    lender.budgets.lent_panics.fetch_add(1, Ordering::Relaxed);
                     let error = SlotError::Io(format!("a borrowed exchange panicked: {message}"));
-                    tracing::error!(slot = line.at.slot.0, %error, "borrowed exchange panicked; retiring the slot");
+                    tracing::error!(slot = lender.at.slot.0, %error, "borrowed exchange panicked; retiring the slot");
                     error
                 }
             };
             // Not given back: the connection is broken. Dropping it closes the socket.
-            drop(held.session.take());
-            fail(line, core, error);
+            drop(on_loan.session.take());
+            fail(lender, core, error);
             None
         }
     }
@@ -155,24 +160,24 @@ impl Lease {
 
 /// The session while a borrower has it: given back when dropped (the
 /// caller's future dropped, or a panic unwinding), unless taken first.
-struct Held<'l> {
-    line: &'l Line,
+struct OnLoan<'l> {
+    lender: &'l Lender,
     session: Option<Box<Session>>,
 }
 
-impl Held<'_> {
+impl OnLoan<'_> {
     fn session_mut(&mut self) -> &mut Session {
         self.session.as_mut().expect("held until given back")
     }
 
     fn give_back(&mut self) {
         if let Some(session) = self.session.take() {
-            self.line.give_back(session);
+            self.lender.give_back(session);
         }
     }
 }
 
-impl Drop for Held<'_> {
+impl Drop for OnLoan<'_> {
     fn drop(&mut self) {
         self.give_back();
     }
@@ -188,17 +193,17 @@ impl Drop for Held<'_> {
 /// same clock reading, microseconds before the write): one clock read less
 /// per request.
 async fn exchange(
-    held: &mut Held<'_>,
+    on_loan: &mut OnLoan<'_>,
     ctx: &Ctx<'_>,
     (outgoing, submitted): (Outgoing, Instant),
 ) -> Result<Option<Outcome>, End> {
-    let line = held.line;
+    let lender = on_loan.lender;
     let mine = outgoing.msg_id;
-    held.session_mut().write_at(outgoing, submitted).await?;
+    on_loan.session_mut().write_at(outgoing, submitted).await?;
     loop {
-        let session = held.session_mut();
+        let session = on_loan.session_mut();
         let read = poll_fn(|cx| {
-            if !line.lend.register_borrower(cx.waker()) {
+            if !lender.cell.register_borrower(cx.waker()) {
                 return Poll::Ready(None);
             }
             session.poll_fill(cx).map(Some)
@@ -216,7 +221,7 @@ async fn exchange(
         if let Some(frame) = last {
             let prepared = session.prepare(frame, ctx).await;
             if prepared.answers(mine) && own.is_none() {
-                held.give_back();
+                on_loan.give_back();
                 let Applied { own, outgoing } = prepared.apply(ctx, false)?;
                 debug_assert!(outgoing.is_none(), "a send on a given-back connection goes to its slot task");
                 return Ok(own);
@@ -242,16 +247,16 @@ async fn apply_aside(session: &mut Session, prepared: Prepared<'_>, ctx: &Ctx<'_
 /// A borrowed exchange failed: the connection is closed (its session
 /// already dropped) and, unless the slot task ended it first, the failure
 /// is reported here, once for the generation.
-fn fail(line: &Line, core: &dyn Reports, error: SlotError) {
-    if line.lend.close() == Closed::First && !crate::mutants::on(crate::mutants::Mutant::BorrowerFailureUnreported) {
-        tracing::debug!(slot = line.at.slot.0, %error, "borrowed connection failed");
-        let _ = core.slot_input(line.at, Input::SlotFailed { at: line.at, error }, By::Task);
+fn fail(lender: &Lender, core: &dyn Reports, error: SlotError) {
+    if lender.cell.close() == Closed::First && !crate::mutants::on(crate::mutants::Mutant::BorrowerFailureUnreported) {
+        tracing::debug!(slot = lender.at.slot.0, %error, "borrowed connection failed");
+        let _ = core.slot_input(lender.at, Input::SlotFailed { at: lender.at, error }, Holder::Task);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Lease, Reports};
+    use super::{Loan, Reports};
 
     /// The size of the future a closure returns, without making one.
     fn future_size<A, F>(_: impl Fn(A) -> F) -> usize {
@@ -265,7 +270,7 @@ mod tests {
     /// arguments twice).
     #[test]
     fn a_lent_exchange_fits_the_allocators_thread_cache() {
-        let size = future_size(|(lease, core): (Lease, &'static dyn Reports)| lease.run(core));
+        let size = future_size(|(loan, core): (Loan, &'static dyn Reports)| loan.run(core));
         assert!(size <= 1032, "the lent exchange's future is {size} bytes");
     }
 }

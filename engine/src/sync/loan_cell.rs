@@ -16,9 +16,9 @@ use std::task::{Context, Poll, Waker};
 
 use super::Mutex;
 
-/// The lending cell (see the module docs).
+/// A connection's loan cell (see the module docs).
 #[derive(Debug)]
-pub(crate) struct Lend<T> {
+pub(crate) struct LoanCell<T> {
     inner: Mutex<Inner<T>>,
 }
 
@@ -47,7 +47,7 @@ pub(crate) enum Closed {
     Already,
 }
 
-impl<T> Default for Lend<T> {
+impl<T> Default for LoanCell<T> {
     /// Nothing parked: the owner holds the value.
     fn default() -> Self {
         Self {
@@ -64,7 +64,7 @@ impl<T> Default for Lend<T> {
     }
 }
 
-impl<T> Lend<T> {
+impl<T> LoanCell<T> {
     fn lock(&self) -> super::MutexGuard<'_, Inner<T>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -250,7 +250,7 @@ mod tests {
     /// when it does, or when it waits for the connection itself.
     #[test]
     fn giving_back_rearms_the_owner_and_wakes_it_only_with_work() {
-        let lend = Lend::default();
+        let lend = LoanCell::default();
         let (owner_count, owner) = waker();
         lend.park(7u32);
         let mut cx = Context::from_waker(&owner);
@@ -280,7 +280,7 @@ mod tests {
     /// closed), and only the first close reports.
     #[test]
     fn close_wakes_the_borrower_and_drops_what_comes_back() {
-        let lend = Lend::default();
+        let lend = LoanCell::default();
         let token = Arc::new(());
         lend.park(token.clone());
         let value = lend.try_borrow().unwrap();
@@ -303,7 +303,7 @@ mod tests {
     /// stop with nothing lent does nothing, and a new borrow starts unstopped.
     #[test]
     fn a_stopped_borrower_is_woken_and_told_to_give_back() {
-        let lend = Lend::default();
+        let lend = LoanCell::default();
         lend.park(1u32);
         lend.stop_borrower();
         let value = lend.try_borrow().expect("parked");
@@ -331,7 +331,7 @@ mod loom_lend {
 
     /// A borrower waiting on its value until the line tells it to give it
     /// back (closed, or the borrower stopped).
-    fn wait_until_told_to_give_back<T>(lend: &Lend<T>) {
+    fn wait_until_told_to_give_back<T>(lend: &LoanCell<T>) {
         loom::future::block_on(poll_fn(|cx| {
             if lend.register_borrower(cx.waker()) {
                 Poll::Pending
@@ -348,7 +348,7 @@ mod loom_lend {
     #[test]
     fn loom_an_owner_waiting_for_a_lent_value_gets_it_back() {
         loom::model(|| {
-            let lend = Arc::new(Lend::default());
+            let lend = Arc::new(LoanCell::default());
             lend.park(1u32);
             let borrower = {
                 let lend = lend.clone();
@@ -372,7 +372,7 @@ mod loom_lend {
     #[test]
     fn loom_work_that_arrives_during_a_loan_is_never_missed() {
         loom::model(|| {
-            let lend = Arc::new(Lend::default());
+            let lend = Arc::new(LoanCell::default());
             let work = Arc::new(AtomicBool::new(false));
             lend.park(());
             let value = lend.try_borrow().unwrap();
@@ -398,7 +398,7 @@ mod loom_lend {
     #[test]
     fn loom_close_during_a_loan_wakes_the_borrower_and_drops_the_value() {
         loom::model(|| {
-            let lend = Arc::new(Lend::default());
+            let lend = Arc::new(LoanCell::default());
             let token = Arc::new(());
             lend.park(token.clone());
             let value = lend.try_borrow().unwrap();
@@ -423,7 +423,7 @@ mod loom_lend {
     #[test]
     fn loom_a_stop_during_a_loan_is_never_missed() {
         loom::model(|| {
-            let lend = Arc::new(Lend::default());
+            let lend = Arc::new(LoanCell::default());
             lend.park(1u32);
             let value = lend.try_borrow().unwrap();
             let stopper = {

@@ -28,10 +28,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::drive::Drive;
-use super::*;
 use crate::proto::commands::SecurityCount;
 use crate::proto::{Market, Reply, Request, ResponseHeader};
 use crate::rng::Rng;
+use crate::supervisor::*;
 
 /// Fault odds, each in 1/1000 per opportunity. Zero is a healed world.
 #[derive(Debug, Clone, Copy, Default)]
