@@ -85,6 +85,10 @@ else
     echo "no supervisor yet"
 fi
 
+step "import cycles (no two files of a crate import each other in a loop)"
+python3 ci/import_cycles.py engine/src sim/src src
+echo "none"
+
 step "docs (rustdoc, warnings are errors)"
 RUSTDOCFLAGS="-Dwarnings" cargo doc --workspace --no-deps --locked --quiet
 
