@@ -485,34 +485,6 @@ impl Core {
         state.dirty = true;
     }
 
-    // ---- connections ----
-
-    /// Applies an input from the connection at `from` (its slot task, or
-    /// a borrower there). Returns what comes straight back to `holder`: the
-    /// request to write now, the borrower's outcome; `Finished`: the engine
-    /// has ended and the task should end quietly.
-    fn apply_from_connection(&self, from: SlotRef, input: Input, holder: Holder) -> Result<Applied, Finished> {
-        let ended = matches!(input, Input::SlotFailed { .. } | Input::SlotClosed { .. });
-        let mut finished = false;
-        let now = self.now_on_connections();
-        let carried = self.apply(input, Applier::Connection { at: from, holder }, Some(now), |state| {
-            finished = state.finished;
-            state.workers.event(from.slot);
-            if ended {
-                // The task has ended: its socket no longer weighs on its
-                // worker, and its connection is lent to nobody.
-                state.workers.slot_ended(from.slot);
-                if state.slots[from.slot.index()].as_ref().is_some_and(|e| e.at == from) {
-                    state.slots[from.slot.index()] = None;
-                }
-            }
-        });
-        if finished {
-            return Err(Finished);
-        }
-        Ok(carried.applied)
-    }
-
     // ---- the clock task ----
 
     /// Arms the clock task: it wakes at the Supervisor's next timeout or at
@@ -837,8 +809,30 @@ struct Carried {
 }
 
 impl Reports for Core {
-    fn slot_input(&self, at: SlotRef, input: Input, holder: Holder) -> Result<Applied, Finished> {
-        self.apply_from_connection(at, input, holder)
+    /// Applies an input from the connection at `from` (its slot task, or
+    /// a borrower there). Returns what comes straight back to `holder`: the
+    /// request to write now, the borrower's outcome; `Finished`: the engine
+    /// has ended and the task should end quietly.
+    fn slot_input(&self, from: SlotRef, input: Input, holder: Holder) -> Result<Applied, Finished> {
+        let ended = matches!(input, Input::SlotFailed { .. } | Input::SlotClosed { .. });
+        let mut finished = false;
+        let now = self.now_on_connections();
+        let carried = self.apply(input, Applier::Connection { at: from, holder }, Some(now), |state| {
+            finished = state.finished;
+            state.workers.event(from.slot);
+            if ended {
+                // The task has ended: its socket no longer weighs on its
+                // worker, and its connection is lent to nobody.
+                state.workers.slot_ended(from.slot);
+                if state.slots[from.slot.index()].as_ref().is_some_and(|e| e.at == from) {
+                    state.slots[from.slot.index()] = None;
+                }
+            }
+        });
+        if finished {
+            return Err(Finished);
+        }
+        Ok(carried.applied)
     }
 
     fn now(&self) -> Instant {

@@ -39,7 +39,7 @@ use std::time::Instant;
 
 use super::catch_panic::CatchPanic;
 use super::messages::{Applied, End, Holder, Outcome, Outgoing, Reports};
-use super::session::{Ctx, EngineShared, Prepared, Session, Stream};
+use super::session::{Ctx, EngineShared, Prepared, SentAt, Session, Stream};
 use crate::supervisor::{Input, RequestId, SlotError, SlotRef};
 use crate::sync::{Closed, LoanCell};
 
@@ -199,7 +199,7 @@ async fn exchange(
 ) -> Result<Option<Outcome>, End> {
     let lender = on_loan.lender;
     let mine = outgoing.msg_id;
-    on_loan.session_mut().write_at(outgoing, submitted).await?;
+    on_loan.session_mut().write(outgoing, SentAt::Known(submitted)).await?;
     loop {
         let session = on_loan.session_mut();
         let read = poll_fn(|cx| {

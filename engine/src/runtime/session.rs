@@ -145,6 +145,14 @@ impl Prepared<'_> {
     }
 }
 
+/// When a request was sent, for the reply's latency.
+pub(crate) enum SentAt<'a> {
+    /// Already read by the writer.
+    Known(Instant),
+    /// Read from this clock once the write is done.
+    Now(&'a dyn Reports),
+}
+
 /// A ready connection and its exchange state. It moves between its slot
 /// task, its line (parked) and a borrower, and across runtimes.
 pub(crate) struct Session {
@@ -175,28 +183,21 @@ impl Session {
         self.frames_staged
     }
 
-    /// Writes a request; its reply is what is awaited from now on. The send
-    /// time is read when the write is done.
-    pub(crate) async fn write(&mut self, outgoing: Outgoing, clock: &dyn Reports) -> Result<(), End> {
-        let (msg_id, request) = self.write_request(outgoing).await?;
-        self.awaiting = Some((Sent { msg_id, at: clock.now() }, request));
-        Ok(())
-    }
-
-    /// [`write`](Self::write) with a send time the caller read already.
-    pub(crate) async fn write_at(&mut self, outgoing: Outgoing, at: Instant) -> Result<(), End> {
-        let (msg_id, request) = self.write_request(outgoing).await?;
-        self.awaiting = Some((Sent { msg_id, at }, request));
-        Ok(())
-    }
-
-    async fn write_request(&mut self, outgoing: Outgoing) -> Result<(u32, Arc<Request>), End> {
+    /// Writes a request; its reply is what is awaited from now on. Its send
+    /// time is `SentAt::Known` (a borrower's submission, read microseconds
+    /// before: one clock read less per request) or read when the write is done.
+    pub(crate) async fn write(&mut self, outgoing: Outgoing, sent: SentAt<'_>) -> Result<(), End> {
         let Outgoing { msg_id, request, frame } = outgoing;
         self.conn
             .write_request(msg_id, &request, frame)
             .await
             .map_err(|e| End::Failed(SlotError::Io(e.to_string())))?;
-        Ok((msg_id, request))
+        let at = match sent {
+            SentAt::Known(at) => at,
+            SentAt::Now(clock) => clock.now(),
+        };
+        self.awaiting = Some((Sent { msg_id, at }, request));
+        Ok(())
     }
 
     /// Bytes from the socket, or `Ready(Ok(0))` at once when whole frames
@@ -284,7 +285,7 @@ impl Session {
     pub(crate) async fn apply(&mut self, prepared: Prepared<'_>, ctx: &Ctx<'_>) -> Result<Option<Outcome>, End> {
         let Applied { outgoing, own } = prepared.apply(ctx, true)?;
         if let Some(outgoing) = outgoing {
-            self.write(outgoing, ctx.core).await?;
+            self.write(outgoing, SentAt::Now(ctx.core)).await?;
         }
         Ok(own)
     }

@@ -30,7 +30,7 @@ use super::catch_panic::CatchPanic;
 use super::connector::{Connector, Detach};
 use super::loan::{Lender, ReadReady};
 use super::messages::{Applied, End, Holder, Outgoing, Reports, SlotCommand};
-use super::session::{Conn, Ctx, Detached, EngineShared, Session};
+use super::session::{Conn, Ctx, Detached, EngineShared, SentAt, Session};
 use crate::supervisor::{Endpoint, Input, SlotError, SlotRef};
 use crate::sync::Closed;
 
@@ -206,7 +206,7 @@ impl<C: Connector> SlotTask<C> {
         let ctx = Ctx { at: self.at, core: &*self.core, budgets: &self.budgets, own: None };
         let mut session = session;
         if let Some(outgoing) = first {
-            if let Err(end) = session.write(outgoing, ctx.core).await {
+            if let Err(end) = session.write(outgoing, SentAt::Now(ctx.core)).await {
                 return (end, None);
             }
         }
@@ -220,7 +220,7 @@ impl<C: Connector> SlotTask<C> {
                         let Some(mut session) = poll_fn(|cx| lender.cell.poll_take(cx)).await else {
                             return (End::ReportedElsewhere, None);
                         };
-                        if let Err(end) = session.write(outgoing, ctx.core).await {
+                        if let Err(end) = session.write(outgoing, SentAt::Now(ctx.core)).await {
                             return (end, None);
                         }
                         lender.cell.park(session);
