@@ -173,9 +173,9 @@ async fn download(
     let mut tasks = tokio::task::JoinSet::new();
     for code in codes.iter().copied() {
         let permit = permits.clone().acquire_owned().await.map_err(|e| CliError::new(e.to_string()))?;
-        let (client, tally, market, bar) = (client.clone(), tally.clone(), exchange.market.clone(), bar.clone());
+        let (client, tally, data, bar) = (client.clone(), tally.clone(), exchange.data.clone(), bar.clone());
         tasks.spawn(async move {
-            fetch_and_check(&client, &market, code, &tally).await;
+            fetch_and_check(&client, data.market(), code, &tally).await;
             drop(permit);
             bar.inc(1);
             let secs = t0.elapsed().as_secs_f64().max(1e-3);

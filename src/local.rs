@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use tdx_engine::proto::Date;
 use tdx_sim::testkit::LocalExchange;
-use tdx_sim::Market;
+use tdx_sim::MarketData;
 
 use crate::CliError;
 
 /// The running exchange; dropping it stops the servers.
 pub struct Exchange {
     pub hosts: Vec<String>,
-    pub market: Arc<Market>,
+    pub data: Arc<MarketData>,
     _servers: LocalExchange,
 }
 
@@ -31,7 +31,7 @@ impl Exchange {
             .threads(threads)
             .start()
             .map_err(|e| CliError::new(format!("cannot start the local exchange on 127.0.0.1: {e}")))?;
-        let (hosts, market) = (exchange.hosts().to_vec(), exchange.truth().market().clone());
-        Ok(Self { hosts, market, _servers: exchange })
+        let (hosts, data) = (exchange.hosts().to_vec(), exchange.truth().data().clone());
+        Ok(Self { hosts, data, _servers: exchange })
     }
 }

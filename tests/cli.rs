@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tdx_engine::proto::commands::{Adjust, Period};
 use tdx_engine::proto::Market as Exchange;
-use tdx_sim::Market;
+use tdx_sim::{Market, MarketData};
 
 fn tdx(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdx"));
@@ -45,6 +45,11 @@ fn fails(args: &[&str], code: i32) -> String {
 /// The embedded exchange's market (the default `--seed 1`).
 fn market() -> Market {
     Market::new(1)
+}
+
+/// The embedded exchange's market and what is built from it.
+fn market_data() -> MarketData {
+    MarketData::new(market())
 }
 
 #[test]
@@ -133,12 +138,12 @@ fn reference_servers(faults: Vec<tdx_sim::Faults>) -> Vec<String> {
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async move {
-            let market = std::sync::Arc::new(Market::new(1));
+            let data = std::sync::Arc::new(market_data());
             let mut addrs = Vec::new();
             for (i, f) in faults.into_iter().enumerate() {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addrs.push(listener.local_addr().unwrap().to_string());
-                tokio::spawn(tdx_sim::ReferenceServer::new(market.clone(), i, f).run(listener));
+                tokio::spawn(tdx_sim::ReferenceServer::new(data.clone(), i, f).run(listener));
             }
             tx.send(addrs).unwrap();
             std::future::pending::<()>().await;
@@ -366,7 +371,7 @@ fn past_days_match_truth() {
 
 #[test]
 fn boards_match_truth() {
-    let m = market();
+    let m = market_data();
     let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
     let truth = printed(tdx_sim::truth::boards(&m, Some("concept".parse().unwrap())));
     let want: Vec<Value> = truth["boards"]
@@ -407,7 +412,7 @@ fn category_lists_match_truth() {
 
 #[test]
 fn company_info_matches_truth() {
-    let m = market();
+    let m = market_data();
     let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
     let truth = printed(tdx_sim::truth::company(&m, "sh600000".parse().unwrap()));
     let want: Vec<Value> = truth["sections"]
@@ -431,7 +436,7 @@ fn company_info_matches_truth() {
 
 #[test]
 fn limits_match_truth() {
-    let m = market();
+    let m = market_data();
     let printed = |v: Value| serde_json::from_str::<Value>(&v.to_string()).unwrap();
     let truth = printed(tdx_sim::truth::limits(&m));
     let rows = truth["rows"].as_array().unwrap();

@@ -12,7 +12,7 @@ use tdx_engine::proto::{Market as Exchange, Request};
 use tdx_engine::ranking::RankingStore;
 use tdx_engine::Client;
 use tdx_sim::responder::respond;
-use tdx_sim::{Faults, Market, ReferenceServer};
+use tdx_sim::{Faults, Market, MarketData, ReferenceServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -41,10 +41,10 @@ impl Gauge {
 
 /// A server behind a proxy that holds each new connection's handshake for
 /// `hold` and counts the connections waiting for it, per host and overall.
-async fn counted_server(market: Arc<Market>, hold: Duration, host: Arc<Gauge>, all: Arc<Gauge>) -> String {
+async fn counted_server(data: Arc<MarketData>, hold: Duration, host: Arc<Gauge>, all: Arc<Gauge>) -> String {
     let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream_addr = upstream.local_addr().unwrap();
-    let server = ReferenceServer::new(market, 0, Faults::default());
+    let server = ReferenceServer::new(data, 0, Faults::default());
     tokio::spawn(async move { server.run(upstream).await });
     let front = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = front.local_addr().unwrap().to_string();
@@ -81,12 +81,12 @@ fn count_request() -> Request {
 /// global and per-host connect bounds hold as the server sees them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_bounds_hold_on_the_server_side() {
-    let market = Arc::new(Market::new(3));
+    let data = Arc::new(MarketData::new(Market::new(3)));
     let all = Arc::new(Gauge::default());
     let gauges: Vec<Arc<Gauge>> = (0..4).map(|_| Arc::new(Gauge::default())).collect();
     let mut hosts = Vec::new();
     for g in &gauges {
-        hosts.push(counted_server(market.clone(), Duration::from_millis(30), g.clone(), all.clone()).await);
+        hosts.push(counted_server(data.clone(), Duration::from_millis(30), g.clone(), all.clone()).await);
     }
     let client = Client::builder()
         .hosts(hosts)
@@ -100,7 +100,7 @@ async fn connect_bounds_hold_on_the_server_side() {
         tokio::spawn(async move { client.call_raw(count_request()).await.unwrap() })
     });
     for call in calls {
-        assert_eq!(call.await.unwrap(), respond(&market, 0, &count_request()));
+        assert_eq!(call.await.unwrap(), respond(&data, 0, &count_request()));
     }
     // Every slot comes up in the end.
     let d = diagnostics_when(&client, Duration::from_secs(4), pool_ready).await;
@@ -121,17 +121,17 @@ async fn connect_bounds_hold_on_the_server_side() {
 /// carry the pool's slots; its group's canary moves to the next server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_protocol_is_rejected_by_its_canary() {
-    let market = Arc::new(Market::new(3));
+    let data = Arc::new(MarketData::new(Market::new(3)));
     let mut hosts = Vec::new();
     for faults in [Faults { fail_handshake: true, ..Faults::default() }, Faults::default(), Faults::default()] {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         hosts.push(listener.local_addr().unwrap().to_string());
-        let server = ReferenceServer::new(market.clone(), 0, faults);
+        let server = ReferenceServer::new(data.clone(), 0, faults);
         tokio::spawn(async move { server.run(listener).await });
     }
     let client = Client::builder().hosts(hosts).server_count(2).connections_per_server(3).build().unwrap();
     for _ in 0..12 {
-        assert_eq!(client.call_raw(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
+        assert_eq!(client.call_raw(count_request()).await.unwrap(), respond(&data, 0, &count_request()));
     }
     // Diagnostics are a snapshot refreshed every 25 ms.
     let d =
@@ -146,12 +146,12 @@ async fn a_dead_protocol_is_rejected_by_its_canary() {
 /// saved order at once, and refreshes the ranking alongside.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_start_uses_the_saved_ranking_and_refreshes_it() {
-    let market = Arc::new(Market::new(3));
+    let data = Arc::new(MarketData::new(Market::new(3)));
     let mut live = Vec::new();
     for _ in 0..2 {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         live.push(listener.local_addr().unwrap().to_string());
-        let server = ReferenceServer::new(market.clone(), 0, Faults::default());
+        let server = ReferenceServer::new(data.clone(), 0, Faults::default());
         tokio::spawn(async move { server.run(listener).await });
     }
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
@@ -169,7 +169,7 @@ async fn the_next_start_uses_the_saved_ranking_and_refreshes_it() {
     };
     // First start: nothing saved, so it probes first.
     let first = start();
-    assert_eq!(first.call_raw(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
+    assert_eq!(first.call_raw(count_request()).await.unwrap(), respond(&data, 0, &count_request()));
     // Diagnostics are a snapshot refreshed every 25 ms: wait for the probe's.
     diagnostics_when(&first, Duration::from_secs(2), |d| d.ranking.is_some()).await;
     tokio::time::sleep(Duration::from_millis(60)).await;
@@ -187,7 +187,7 @@ async fn the_next_start_uses_the_saved_ranking_and_refreshes_it() {
     let d = second.diagnostics();
     assert_eq!(d.supervisor.endpoints.last().unwrap(), &closed, "started on the saved order");
     assert_eq!(d.supervisor.endpoints[0], saved.servers[0].host);
-    assert_eq!(second.call_raw(count_request()).await.unwrap(), respond(&market, 0, &count_request()));
+    assert_eq!(second.call_raw(count_request()).await.unwrap(), respond(&data, 0, &count_request()));
     let d = diagnostics_when(&second, Duration::from_secs(2), |d| d.ranking.is_some()).await;
     assert!(d.ranking.is_some(), "the background probe reported");
     second.close().await;

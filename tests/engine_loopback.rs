@@ -11,7 +11,7 @@ use tdx_engine::runtime::Placement;
 use tdx_engine::supervisor::{CloseState, RequestError};
 use tdx_engine::{Client, Error, RuntimeFlavor, CAPITAL_CHANGES_BATCH};
 use tdx_sim::responder::respond;
-use tdx_sim::{Faults, Market, PushFlood, ReferenceServer};
+use tdx_sim::{Faults, Market, MarketData, PushFlood, ReferenceServer};
 
 mod common;
 use common::{diagnostics_when, pool_ready};
@@ -22,9 +22,16 @@ const SEED: u64 = 21;
 /// engine's threads); returns their `IP:PORT`s and the market.
 struct Servers {
     hosts: Vec<String>,
-    market: Arc<Market>,
+    data: Arc<MarketData>,
     handles: Vec<ReferenceServer>,
     runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Servers {
+    /// The market the servers answer from.
+    fn market(&self) -> &Market {
+        self.data.market()
+    }
 }
 
 impl Drop for Servers {
@@ -38,18 +45,18 @@ impl Drop for Servers {
 
 fn servers(n: usize, faults: impl Fn(usize) -> Faults) -> Servers {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let market = Arc::new(Market::new(SEED));
+    let data = Arc::new(MarketData::new(Market::new(SEED)));
     let mut hosts = Vec::new();
     let mut handles = Vec::new();
     for i in 0..n {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         hosts.push(listener.local_addr().unwrap().to_string());
-        let server = ReferenceServer::new(market.clone(), i, faults(i));
+        let server = ReferenceServer::new(data.clone(), i, faults(i));
         handles.push(server.clone());
         runtime.spawn(async move { server.run(tokio::net::TcpListener::from_std(listener).unwrap()).await });
     }
-    Servers { hosts, market, handles, runtime: Some(runtime) }
+    Servers { hosts, data, handles, runtime: Some(runtime) }
 }
 
 fn code(s: &str) -> SecurityCode {
@@ -109,7 +116,7 @@ async fn check_pool_on(server_count: usize, per_server: usize, workers: usize, f
     let results = join_all(calls).await;
     for (request, reply) in results {
         let reply = reply.unwrap_or_else(|e| panic!("{}: {e}", request.name()));
-        assert_eq!(reply, respond(&s.market, 0, &request), "{}", request.name());
+        assert_eq!(reply, respond(&s.data, 0, &request), "{}", request.name());
     }
     if let RuntimeFlavor::PerWorker(_) = flavor {
         // Connects are batched (a few at a time): wait for the whole pool.
@@ -181,7 +188,7 @@ async fn calls_spawned_on_the_engines_runtime_borrow_its_connections() {
     let client = Client::builder().hosts(s.hosts.clone()).build().unwrap();
     all_ready(&client).await;
     let request: Request = Bars::new(code("sz000001"), Period::Day, 0, 800).into();
-    let want = respond(&s.market, 0, &request);
+    let want = respond(&s.data, 0, &request);
     for _ in 0..20 {
         assert_eq!(client.call_raw(request.clone()).await.unwrap(), want);
     }
@@ -287,7 +294,7 @@ async fn cancellations_and_timeouts_lose_nothing_else_on(flavor: RuntimeFlavor) 
         .unwrap();
     all_ready(&client).await;
     let request: Request = Bars::new(code("sz000001"), Period::Day, 0, 800).into();
-    let want = respond(&s.market, 0, &request);
+    let want = respond(&s.data, 0, &request);
     let calls = (0..200).map(|i| {
         let client = client.clone();
         let request = request.clone();
@@ -413,7 +420,7 @@ async fn a_faulty_server_costs_only_its_requests_on(flavor: RuntimeFlavor) {
     });
     for (request, result) in join_all(calls).await {
         match result {
-            Ok(reply) => assert_eq!(reply, respond(&s.market, 0, &request)),
+            Ok(reply) => assert_eq!(reply, respond(&s.data, 0, &request)),
             Err(e) => panic!("a call failed although healthy servers were there for its retry: {e}"),
         }
     }
@@ -496,7 +503,7 @@ async fn capital_changes_complete_prefix_replies() {
     let client = Client::builder().hosts(s.hosts.clone()).server_count(2).connections_per_server(2).build().unwrap();
     let stocks: Vec<SecurityCode> = [Exchange::Sz, Exchange::Sh]
         .iter()
-        .flat_map(|m| s.market.listings(*m).iter().filter(|l| l.category == Category::AShare).take(150))
+        .flat_map(|m| s.market().listings(*m).iter().filter(|l| l.category == Category::AShare).take(150))
         .map(|l| l.code)
         .collect();
     assert_eq!(stocks.len(), 300);
@@ -508,7 +515,7 @@ async fn capital_changes_complete_prefix_replies() {
     let after: u64 = s.handles.iter().map(ReferenceServer::requests).sum();
     assert_eq!(blocks.iter().map(|b| b.code).collect::<Vec<_>>(), stocks, "one block per code, in order");
     for b in &blocks {
-        assert_eq!(b.records, *s.market.capital_changes(s.market.listing(b.code).unwrap()));
+        assert_eq!(b.records, *s.market().capital_changes(s.market().listing(b.code).unwrap()));
     }
     let batches = stocks.len().div_ceil(CAPITAL_CHANGES_BATCH) as u64;
     // The requests the server's prefix rule implies: each batch re-asked
@@ -517,7 +524,7 @@ async fn capital_changes_complete_prefix_replies() {
     for batch in stocks.chunks(CAPITAL_CHANGES_BATCH) {
         let mut rest = batch;
         while !rest.is_empty() {
-            rest = &rest[tdx_sim::responder::capital_changes(&s.market, rest).len()..];
+            rest = &rest[tdx_sim::responder::capital_changes(s.market(), rest).len()..];
             expected += 1;
         }
     }
@@ -528,7 +535,7 @@ async fn capital_changes_complete_prefix_replies() {
     // Finance and factors on the same pool, and the blocking facade.
     let finance = client.finance(&stocks).await.unwrap();
     assert_eq!(finance.len(), stocks.len());
-    assert_eq!(finance[7], s.market.finance(s.market.listing(stocks[7]).unwrap()));
+    assert_eq!(finance[7], s.market().finance(s.market().listing(stocks[7]).unwrap()));
     let factors = client.adjustment_factors(stocks[0], None, None).await.unwrap();
     let raw = client.all_bars(stocks[0], Period::Day, Adjust::None, Some(10)).await.unwrap();
     let qfq = client.all_bars(stocks[0], Period::Day, Adjust::Forward, Some(10)).await.unwrap();
@@ -590,7 +597,7 @@ fn the_blocking_client_refuses_to_run_inside_an_async_runtime() {
     let allowed = runtime.block_on(async move {
         tokio::task::spawn_blocking(move || blocking.count(Exchange::Sh)).await.expect("no panic")
     });
-    assert_eq!(allowed.unwrap() as usize, s.market.listings(Exchange::Sh).len());
+    assert_eq!(allowed.unwrap() as usize, s.market().listings(Exchange::Sh).len());
 }
 
 /// Why: a cancel flag set while the request is on the wire ends the call
@@ -602,7 +609,7 @@ fn blocking_facade_and_cancel_flag() {
     let s = servers(1, |_| Faults::default());
     let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(1).build().unwrap();
     let blocking = client.blocking();
-    assert_eq!(blocking.count(Exchange::Sh).unwrap() as usize, s.market.listings(Exchange::Sh).len());
+    assert_eq!(blocking.count(Exchange::Sh).unwrap() as usize, s.market().listings(Exchange::Sh).len());
     s.handles[0].faults().set(Faults { latency: Duration::from_secs(3600), ..Default::default() });
     let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let cancellable = client.blocking().with_cancel_flag(flag.clone());
@@ -840,7 +847,7 @@ async fn per_worker_migrates_a_hot_slot_and_keeps_serving() {
         .find(|(_, on)| on.len() >= 2)
         .expect("four slots on two workers put two on one");
     let request: Request = SecurityCount { market: Exchange::Sh, client_date: 0 }.into();
-    let want = respond(&s.market, 0, &request);
+    let want = respond(&s.data, 0, &request);
     let pins = Arc::new(pins);
     let hammer = |p: usize| {
         let (pins, request, want) = (pins.clone(), request.clone(), want.clone());
@@ -976,7 +983,7 @@ async fn a_stalling_server_costs_only_its_requests_on(flavor: RuntimeFlavor) {
         .build()
         .unwrap();
     let request: Request = SecurityCount { market: Exchange::Sz, client_date: 0 }.into();
-    let want = respond(&s.market, 0, &request);
+    let want = respond(&s.data, 0, &request);
     // Every connection up first, then server 0 starts stalling every request.
     for _ in 0..20 {
         client.call_raw(request.clone()).await.unwrap();
@@ -1014,7 +1021,7 @@ async fn pool_size_alone_spreads_over_the_servers() {
         async move { client.call_raw(request).await.unwrap() }
     });
     for reply in join_all(calls).await {
-        assert_eq!(reply, respond(&s.market, 0, &request));
+        assert_eq!(reply, respond(&s.data, 0, &request));
     }
     tokio::time::sleep(Duration::from_millis(60)).await;
     let d = client.diagnostics();
@@ -1072,16 +1079,16 @@ async fn refresh_ranking_probes_saves_and_reports() {
 async fn past_ticks_for_100_codes_page_to_the_end() {
     let s = servers(3, |_| Faults::default());
     let client = Client::builder().hosts(s.hosts.clone()).server_count(3).connections_per_server(2).build().unwrap();
-    let date = TradeDate::new(s.market.history_dates()[10]);
+    let date = TradeDate::new(s.market().history_dates()[10]);
     let days: Vec<(SecurityCode, TradeDate)> =
-        s.market.listings(Exchange::Sz).iter().take(100).map(|l| (l.code, date)).collect();
+        s.market().listings(Exchange::Sz).iter().take(100).map(|l| (l.code, date)).collect();
     let started = std::time::Instant::now();
     let got = client.history_trades_many(&days).await.unwrap();
     let took = started.elapsed();
     let mut pages = 0;
     let mut ticks = 0;
     for ((code, date), got) in days.iter().zip(&got) {
-        let want = s.market.history_trades(s.market.listing(*code).unwrap(), date.date()).unwrap();
+        let want = s.market().history_trades(s.market().listing(*code).unwrap(), date.date()).unwrap();
         assert_eq!(*got, want, "{code} {date}");
         pages += want.len().div_ceil(2000) + 1;
         ticks += want.len();
@@ -1103,7 +1110,7 @@ fn detailed_ticks_sparkline_and_aux_through_the_blocking_facade() {
     let s = servers(2, |_| Faults::default());
     let client = Client::builder().hosts(s.hosts.clone()).server_count(2).connections_per_server(1).build().unwrap();
     let blocking = client.blocking();
-    let m = &s.market;
+    let m = s.market();
     for c in ["sz000001", "sh510300"] {
         let l = m.listing(code(c)).unwrap();
         for date in [m.history_dates()[4], m.today()] {
@@ -1136,7 +1143,7 @@ async fn board_files_download_byte_identical() {
     use tdx_engine::proto::blockfile::BoardKind;
     let s = servers(2, |_| Faults::default());
     let client = Client::builder().hosts(s.hosts.clone()).connections_per_server(2).build().unwrap();
-    let published = s.market.boards();
+    let published = s.data.boards();
     // Pinned (the engine's way) against the same chunks spread over the
     // pool at once, on the largest file, after a warm-up: printed only.
     let gn = published.file("block_gn.dat").unwrap();

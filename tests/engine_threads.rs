@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tdx_engine::proto::Market as Exchange;
 use tdx_engine::Client;
-use tdx_sim::{Faults, Market, ReferenceServer};
+use tdx_sim::{Faults, Market, MarketData, ReferenceServer};
 
 const WORKERS: usize = 4;
 
@@ -31,12 +31,12 @@ fn main() {
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
-            let market = Arc::new(Market::new(3));
+            let data = Arc::new(MarketData::new(Market::new(3)));
             let mut hosts = Vec::new();
             for i in 0..20 {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 hosts.push(listener.local_addr().unwrap().to_string());
-                tokio::spawn(ReferenceServer::new(market.clone(), i, Faults::default()).run(listener));
+                tokio::spawn(ReferenceServer::new(data.clone(), i, Faults::default()).run(listener));
             }
             tx.send(hosts).unwrap();
             std::future::pending::<()>().await;

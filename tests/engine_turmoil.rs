@@ -11,7 +11,7 @@ use tdx_engine::runtime::connector::TurmoilConnector;
 use tdx_engine::supervisor::{CloseState, RejectReason, Verdict};
 use tdx_engine::{Client, RuntimeFlavor};
 use tdx_sim::responder::respond;
-use tdx_sim::{Faults, Market, ReferenceServer};
+use tdx_sim::{Faults, Market, MarketData, ReferenceServer};
 
 #[test]
 fn engine_serves_inside_turmoil() {
@@ -21,11 +21,11 @@ fn engine_serves_inside_turmoil() {
         .min_message_latency(Duration::from_millis(1))
         .max_message_latency(Duration::from_millis(30))
         .build();
-    let market = Arc::new(Market::new(4));
+    let data = Arc::new(MarketData::new(Market::new(4)));
     for name in ["server-a", "server-b"] {
-        let market = market.clone();
+        let data = data.clone();
         sim.host(name, move || {
-            let server = ReferenceServer::new(market.clone(), 0, Faults::default());
+            let server = ReferenceServer::new(data.clone(), 0, Faults::default());
             async move {
                 let listener = turmoil::net::TcpListener::bind("0.0.0.0:7709").await?;
                 server.run(listener).await?;
@@ -48,14 +48,14 @@ fn engine_serves_inside_turmoil() {
         for _ in 0..3 {
             for request in &requests {
                 let reply = client.call_raw(request.clone()).await.expect("reply");
-                assert_eq!(reply, respond(&market, 0, request));
+                assert_eq!(reply, respond(&data, 0, request));
             }
         }
         // Simulated minutes pass (much faster than real ones): deadlines and
         // heartbeats run on the simulation's clock, not the wall clock.
         tokio::time::sleep(Duration::from_secs(65)).await;
         let reply = client.call_raw(requests[0].clone()).await.expect("reply after idling");
-        assert_eq!(reply, respond(&market, 0, &requests[0]));
+        assert_eq!(reply, respond(&data, 0, &requests[0]));
         assert!(client.diagnostics().supervisor.counters.heartbeats >= 4, "idle connections sent heartbeats");
         assert_eq!(client.close().await, CloseState::Closed);
         Ok(())
@@ -76,7 +76,7 @@ fn first_start_probes_by_data_and_picks_the_fastest_good_servers() {
         .min_message_latency(Duration::from_millis(1))
         .max_message_latency(Duration::from_millis(1))
         .build();
-    let market = Arc::new(Market::new(5));
+    let data = Arc::new(MarketData::new(Market::new(5)));
     // (name, one-way latency, faults)
     let dead_protocol = Faults { fail_handshake: true, ..Faults::default() };
     let servers = [
@@ -90,9 +90,9 @@ fn first_start_probes_by_data_and_picks_the_fastest_good_servers() {
         ("throttling", 1, Faults { throttle_per_sec: Some(2), ..Faults::default() }),
     ];
     for (name, _, faults) in servers.clone() {
-        let market = market.clone();
+        let data = data.clone();
         sim.host(name, move || {
-            let server = ReferenceServer::new(market.clone(), 0, faults.clone());
+            let server = ReferenceServer::new(data.clone(), 0, faults.clone());
             async move {
                 server.run(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
                 Ok(())
@@ -104,7 +104,7 @@ fn first_start_probes_by_data_and_picks_the_fastest_good_servers() {
     let dir = std::env::temp_dir().join(format!("tdx-turmoil-ranking-{}", std::process::id()));
     let ranking_file = dir.join("ranking.json");
     let file = ranking_file.clone();
-    let market_c = market.clone();
+    let data_c = data.clone();
     sim.client("engine", async move {
         let client = Client::builder()
             .candidates(CANDIDATES)
@@ -116,7 +116,7 @@ fn first_start_probes_by_data_and_picks_the_fastest_good_servers() {
             .expect("engine starts");
         let request: Request = SecurityCount { market: Exchange::Sz, client_date: 0 }.into();
         for _ in 0..8 {
-            assert_eq!(client.call_raw(request.clone()).await.expect("reply"), respond(&market_c, 0, &request));
+            assert_eq!(client.call_raw(request.clone()).await.expect("reply"), respond(&data_c, 0, &request));
         }
         // The calls may finish on the first group while the second one's
         // canary still probes its server (a slower link): wait for both.
@@ -189,7 +189,7 @@ fn explicit_hosts_the_data_canary_passes_over_bad_servers() {
         .min_message_latency(Duration::from_millis(1))
         .max_message_latency(Duration::from_millis(3))
         .build();
-    let market = Arc::new(Market::new(5));
+    let data = Arc::new(MarketData::new(Market::new(5)));
     let servers = [
         ("empty", Faults { empty_data: true, ..Faults::default() }),
         ("mismatch", Faults { mismatch: true, ..Faults::default() }),
@@ -198,16 +198,16 @@ fn explicit_hosts_the_data_canary_passes_over_bad_servers() {
         ("good-b", Faults::default()),
     ];
     for (name, faults) in servers.clone() {
-        let market = market.clone();
+        let data = data.clone();
         sim.host(name, move || {
-            let server = ReferenceServer::new(market.clone(), 0, faults.clone());
+            let server = ReferenceServer::new(data.clone(), 0, faults.clone());
             async move {
                 server.run(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
                 Ok(())
             }
         });
     }
-    let market_c = market.clone();
+    let data_c = data.clone();
     sim.client("engine", async move {
         let client = Client::builder()
             .hosts(servers.iter().map(|(name, _)| format!("{name}:7709")))
@@ -223,7 +223,7 @@ fn explicit_hosts_the_data_canary_passes_over_bad_servers() {
         for _ in 0..6 {
             for request in &requests {
                 let reply = client.call_raw(request.clone()).await.expect("reply");
-                assert_eq!(reply, respond(&market_c, 0, request), "never an empty answer");
+                assert_eq!(reply, respond(&data_c, 0, request), "never an empty answer");
             }
         }
         let diagnostics = client.diagnostics();
@@ -254,19 +254,19 @@ fn a_server_turning_empty_mid_run_is_demoted_and_no_caller_sees_its_empty_answer
         .min_message_latency(Duration::from_millis(1))
         .max_message_latency(Duration::from_millis(3))
         .build();
-    let market = Arc::new(Market::new(5));
+    let data = Arc::new(MarketData::new(Market::new(5)));
     let handles: Vec<tdx_sim::FaultHandle> = (0..3).map(|_| tdx_sim::FaultHandle::new(Faults::default())).collect();
     for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
-        let (market, faults) = (market.clone(), handles[i].clone());
+        let (data, faults) = (data.clone(), handles[i].clone());
         sim.host(name, move || {
-            let server = ReferenceServer::with_handles(market.clone(), 0, faults.clone(), Arc::default());
+            let server = ReferenceServer::with_handles(data.clone(), 0, faults.clone(), Arc::default());
             async move {
                 server.run(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
                 Ok(())
             }
         });
     }
-    let market_c = market.clone();
+    let data_c = data.clone();
     let turn_empty = handles[0].clone();
     sim.client("engine", async move {
         let client = Client::builder()
@@ -295,7 +295,7 @@ fn a_server_turning_empty_mid_run_is_demoted_and_no_caller_sees_its_empty_answer
                 let (reply, request) = done.expect("a call task");
                 assert_eq!(
                     reply.expect("reply"),
-                    respond(&market_c, 0, &request),
+                    respond(&data_c, 0, &request),
                     "round {round}: never an empty answer"
                 );
             }
@@ -326,11 +326,11 @@ fn a_background_probe_finding_a_faster_server_moves_the_pool_with_zero_failed_ca
         .min_message_latency(Duration::from_millis(1))
         .max_message_latency(Duration::from_millis(1))
         .build();
-    let market = Arc::new(Market::new(5));
+    let data = Arc::new(MarketData::new(Market::new(5)));
     for name in ["slow", "fast"] {
-        let market = market.clone();
+        let data = data.clone();
         sim.host(name, move || {
-            let server = ReferenceServer::new(market.clone(), 0, Faults::default());
+            let server = ReferenceServer::new(data.clone(), 0, Faults::default());
             async move {
                 server.run(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
                 Ok(())
@@ -358,7 +358,7 @@ fn a_background_probe_finding_a_faster_server_moves_the_pool_with_zero_failed_ca
     );
     tdx_engine::ranking::RankingStore::at(&ranking_file).save(&stale).unwrap();
     let file = ranking_file.clone();
-    let market_c = market.clone();
+    let data_c = data.clone();
     sim.client("engine", async move {
         let client = Client::builder()
             .candidates(["slow:7709", "fast:7709"])
@@ -378,7 +378,7 @@ fn a_background_probe_finding_a_faster_server_moves_the_pool_with_zero_failed_ca
             }
             while let Some(done) = calls.join_next().await {
                 match done.expect("a call task") {
-                    Ok(reply) => assert_eq!(reply, respond(&market_c, 0, &request)),
+                    Ok(reply) => assert_eq!(reply, respond(&data_c, 0, &request)),
                     Err(_) => failed += 1,
                 }
             }

@@ -10,7 +10,8 @@ use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::CompanySection;
 use tdx_engine::proto::Category;
 
-use crate::market::{Listing, Market};
+use crate::market::Listing;
+use crate::market_data::MarketData;
 
 /// One stock's company-info file and its directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,12 +34,12 @@ impl CompanyFile {
 }
 
 /// The company file of `l`; stocks only (funds and indexes have none).
-pub fn company_file(market: &Market, l: &Listing) -> Option<CompanyFile> {
+pub fn company_file(data: &MarketData, l: &Listing) -> Option<CompanyFile> {
     if l.category != Category::AShare {
         return None;
     }
     let digits = l.code.code();
-    let boards = market.boards();
+    let (market, boards) = (data.market(), data.boards());
     let in_boards = |kind: BoardKind| -> Vec<&str> {
         boards.of(kind).iter().filter(|b| b.codes.iter().any(|c| c == digits)).map(|b| b.name.as_str()).collect()
     };
@@ -104,12 +105,14 @@ pub fn company_file(market: &Market, l: &Listing) -> Option<CompanyFile> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::market::Market;
 
     #[test]
     fn sections_tile_the_file_and_decode() {
-        let market = Market::new(7);
+        let data = MarketData::new(Market::new(7));
+        let market = data.market();
         let l = market.listing("sz000001".parse().unwrap()).unwrap();
-        let file = company_file(&market, l).unwrap();
+        let file = company_file(&data, l).unwrap();
         let mut at = 0;
         for s in &file.sections {
             assert_eq!(s.start, at);
@@ -118,7 +121,7 @@ mod tests {
             assert!(!bad && !text.is_empty(), "{}", s.name);
         }
         assert_eq!(at as usize, file.bytes.len());
-        assert_eq!(company_file(&market, l), Some(file), "deterministic");
-        assert!(company_file(&market, market.listing("sh000001".parse().unwrap()).unwrap()).is_none());
+        assert_eq!(company_file(&data, l), Some(file), "deterministic");
+        assert!(company_file(&data, market.listing("sh000001".parse().unwrap()).unwrap()).is_none());
     }
 }

@@ -2,6 +2,8 @@
 //! deterministic simulation harness for `tdx-engine`.
 //!
 //! - [`market`]: a seeded, pure synthetic market (SZ, SH, BJ);
+//! - [`market_data`]: a market and what is built from it once, which the
+//!   servers serve;
 //! - [`boards`]: its boards and the board files it publishes;
 //! - [`company`]: its company-info (F10) files;
 //! - [`limits`]: its special-security price-limit table;
@@ -30,6 +32,7 @@ pub mod delisted;
 pub mod faults;
 pub mod limits;
 pub mod market;
+pub mod market_data;
 pub mod responder;
 pub mod rng;
 pub mod server;
@@ -39,4 +42,5 @@ pub mod truth;
 
 pub use faults::{FaultHandle, FaultKind, Faults, PushFlood};
 pub use market::Market;
+pub use market_data::MarketData;
 pub use server::{Listener, ReferenceServer, ServerStats};

@@ -37,7 +37,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use tdx_engine::proto::Date;
 use tdx_sim::truth::{Query, Truth};
-use tdx_sim::{simulation, Faults, Market, PushFlood, ReferenceServer};
+use tdx_sim::{simulation, Faults, Market, MarketData, PushFlood, ReferenceServer};
 
 #[derive(Parser)]
 #[command(name = "tdx-sim", version, about = "Reference TDX 7709 servers over a seeded synthetic market")]
@@ -312,7 +312,7 @@ fn parse_as_of(s: &str) -> Result<Date, String> {
 
 fn run_truth(seed: u64, as_of: Option<Date>, query: Query) -> Result<(), String> {
     let truth = match as_of {
-        Some(day) => Truth::of(Arc::new(Market::as_of(seed, day).map_err(|e| e.to_string())?)),
+        Some(day) => Truth::of(Arc::new(MarketData::new(Market::as_of(seed, day).map_err(|e| e.to_string())?))),
         None => Truth::new(seed),
     };
     let value = truth.answer(&query).map_err(|e| e.to_string())?;
@@ -353,7 +353,7 @@ fn run_serve(serve: Serve) -> Result<(), String> {
             Some(day) => Market::as_of(serve.seed, day).map_err(|e| e.to_string())?,
             None => Market::new(serve.seed),
         };
-        let market = Arc::new(market);
+        let data = Arc::new(MarketData::new(market));
         for i in 0..serve.servers {
             let port = if serve.base_port == 0 {
                 0
@@ -375,7 +375,7 @@ fn run_serve(serve: Serve) -> Result<(), String> {
                     ModeKind::EmptyAfter(after) => empty_after = Some(after),
                 }
             }
-            let server = ReferenceServer::new(market.clone(), usize::from(i), own);
+            let server = ReferenceServer::new(data.clone(), usize::from(i), own);
             if let Some(after) = empty_after {
                 let handle = server.faults();
                 tokio::spawn(async move {

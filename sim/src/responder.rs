@@ -18,13 +18,15 @@ use crate::company::company_file;
 use crate::delisted::delisted_bars;
 use crate::limits::LIMITS_PER_PAGE;
 use crate::market::{Listing, Market};
+use crate::market_data::MarketData;
 
 /// Ticks a 0x0fc5 page may hold: pytdx asks for up to 2000.
 pub const TRADES_PER_PAGE_SERVED: u16 = 2000;
 
-/// The reply to `request` from server number `server` of `market`.
+/// The reply to `request` from server number `server` of `data`.
 /// Unknown codes get empty pages, as real servers give.
-pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
+pub fn respond(data: &MarketData, server: usize, request: &Request) -> Reply {
+    let market = data.market();
     match request {
         Request::Handshake(_) => Reply::Handshake(handshake(market, server)),
         Request::LegacySetup(_) => Reply::LegacySetup(vec![0]),
@@ -128,26 +130,26 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
             Reply::CategoryQuotes(SnapshotsReply { unknown_head: 0, snapshots: category_page(market, q) })
         }
         Request::CompanyCategory(c) => Reply::CompanyCategory(
-            market.listing(c.code).and_then(|l| company_file(market, l)).map(|f| f.sections).unwrap_or_default(),
+            market.listing(c.code).and_then(|l| company_file(data, l)).map(|f| f.sections).unwrap_or_default(),
         ),
         Request::CompanyContent(c) => Reply::CompanyContent(CompanyText {
             head_raw: company_head(c.code),
             text_raw: market
                 .listing(c.code)
-                .and_then(|l| company_file(market, l))
+                .and_then(|l| company_file(data, l))
                 .filter(|f| f.filename == c.filename)
                 .map(|f| f.slice(c.start, c.length.min(COMPANY_TEXT_BYTES_MAX as u32)).to_vec())
                 .unwrap_or_default(),
         }),
         Request::SpecialLimits(q) => Reply::SpecialLimits(
-            market.special_limits().iter().skip(q.start.into()).take(LIMITS_PER_PAGE).copied().collect(),
+            data.special_limits().iter().skip(q.start.into()).take(LIMITS_PER_PAGE).copied().collect(),
         ),
         Request::DelistedBars(d) => Reply::DelistedBars(
             delisted_bars(market, d.code)
                 .map(|bars| page_from_newest(bars, d.start.into(), d.count.min(BARS_PER_PAGE_MAX).into()))
                 .unwrap_or_default(),
         ),
-        Request::FileMeta(m) => Reply::FileMeta(match market.boards().file(&m.name) {
+        Request::FileMeta(m) => Reply::FileMeta(match data.boards().file(&m.name) {
             Some(f) => {
                 let mut hash = [0u8; 32];
                 hash.copy_from_slice(f.md5.as_bytes());
@@ -156,8 +158,7 @@ pub fn respond(market: &Market, server: usize, request: &Request) -> Reply {
             None => FileMetaReply { size: 0, reserved_a: 0, hash: [0; 32], reserved_b: 0 },
         }),
         Request::FileRead(r) => Reply::FileRead(
-            market
-                .boards()
+            data.boards()
                 .file(&r.path)
                 .map(|f| {
                     let start = (r.offset as usize).min(f.bytes.len());

@@ -24,7 +24,7 @@ use tdx_engine::proto::frame::{encode_response, ResponseHeader};
 use tdx_engine::proto::{Compression, Reply, Request, RequestDecoder};
 
 use crate::faults::{FaultHandle, Faults, MISMATCH_MESSAGE, THROTTLE_STALL};
-use crate::market::Market;
+use crate::market_data::MarketData;
 use crate::responder::{refresh_record, respond};
 use crate::rng::Rng;
 
@@ -90,10 +90,10 @@ async fn take_ready<S: AsyncRead + Unpin>(
     }
 }
 
-/// One reference server: a market, its index (in its name), its faults.
+/// One reference server: a market's data, its index (in its name), its faults.
 #[derive(Debug, Clone)]
 pub struct ReferenceServer {
-    market: Arc<Market>,
+    data: Arc<MarketData>,
     index: usize,
     faults: FaultHandle,
     stats: Arc<ServerStats>,
@@ -116,15 +116,15 @@ pub struct ServerStats {
 }
 
 impl ReferenceServer {
-    /// Server number `index` over `market`, with `faults`.
-    pub fn new(market: Arc<Market>, index: usize, faults: Faults) -> Self {
-        Self::with_handles(market, index, FaultHandle::new(faults), Arc::default())
+    /// Server number `index` over `data`, with `faults`.
+    pub fn new(data: Arc<MarketData>, index: usize, faults: Faults) -> Self {
+        Self::with_handles(data, index, FaultHandle::new(faults), Arc::default())
     }
 
     /// A server whose faults and stats outlive it: a simulation restarts
     /// servers and keeps steering and counting them.
-    pub fn with_handles(market: Arc<Market>, index: usize, faults: FaultHandle, stats: Arc<ServerStats>) -> Self {
-        Self { market, index, faults, stats }
+    pub fn with_handles(data: Arc<MarketData>, index: usize, faults: FaultHandle, stats: Arc<ServerStats>) -> Self {
+        Self { data, index, faults, stats }
     }
 
     /// The live fault settings.
@@ -168,7 +168,7 @@ impl ReferenceServer {
             }
             let server = self.clone();
             let connection = async move {
-                let seed = server.market.seed() ^ (server.index as u64) << 32 ^ n;
+                let seed = server.data.market().seed() ^ (server.index as u64) << 32 ^ n;
                 match server.serve(stream, Rng::derive(seed, 7)).await {
                     Ok(()) => debug!(server = server.index, %peer, "connection closed"),
                     Err(e) => info!(server = server.index, %peer, error = %e, "connection ended"),
@@ -265,7 +265,7 @@ impl ReferenceServer {
                             vec![0u8; 2]
                         } else {
                             let mut payload = Vec::new();
-                            request.encode_reply(&respond(&self.market, self.index, &request), &mut payload).map_err(invalid)?;
+                            request.encode_reply(&respond(&self.data, self.index, &request), &mut payload).map_err(invalid)?;
                             payload
                         };
                         let delay = faults.latency + jitter(&mut rng, faults.jitter);
@@ -290,8 +290,8 @@ impl ReferenceServer {
                     // request codes to delimit, so every client can parse it.
                     push_seq += 1;
                     let refresh = subscription.as_ref().expect("guarded");
-                    for listing in refresh.targets.iter().filter_map(|t| self.market.listing(t.target.code)) {
-                        let record = refresh_record(&self.market, listing, push_seq);
+                    for listing in refresh.targets.iter().filter_map(|t| self.data.market().listing(t.target.code)) {
+                        let record = refresh_record(self.data.market(), listing, push_seq);
                         let mut payload = Vec::new();
                         refresh.encode_reply(&RefreshReply { records: vec![record] }, &mut payload).map_err(invalid)?;
                         push_id = push_id.wrapping_add(1);
@@ -396,8 +396,8 @@ fn invalid(e: impl std::error::Error + Send + Sync + 'static) -> io::Error {
 }
 
 /// The reply a server gives to `request`, as wire payload (for tests and truth).
-pub fn reply_payload(market: &Market, server: usize, request: &Request) -> (Reply, Vec<u8>) {
-    let reply = respond(market, server, request);
+pub fn reply_payload(data: &MarketData, server: usize, request: &Request) -> (Reply, Vec<u8>) {
+    let reply = respond(data, server, request);
     let mut payload = Vec::new();
     request.encode_reply(&reply, &mut payload).expect("the market's replies encode");
     (reply, payload)

@@ -31,6 +31,7 @@ use tdx_engine::proto::commands::{
 use tdx_engine::proto::{Date, DateTime, Market as Exchange, Reply, Request, SecurityCode, TradeDate};
 
 use crate::market::Market;
+use crate::market_data::MarketData;
 use crate::responder::{detailed_history_trade_page, history_trade_page, quote, respond, sparkline as sparkline_reply};
 
 /// A question `tdx-sim truth` or [`Truth::answer`] does not understand.
@@ -49,28 +50,33 @@ impl From<String> for QueryError {
 /// [`SimExchange`](crate::testkit::SimExchange) answers from it.
 #[derive(Debug, Clone)]
 pub struct Truth {
-    market: Arc<Market>,
+    data: Arc<MarketData>,
 }
 
 impl Truth {
     /// The truth of the market of `seed` (what `tdx-sim truth --seed` reads).
     pub fn new(seed: u64) -> Self {
-        Self { market: Arc::new(Market::new(seed)) }
+        Self { data: Arc::new(MarketData::new(Market::new(seed))) }
     }
 
     /// The truth of a market already built (shares its caches).
-    pub fn of(market: Arc<Market>) -> Self {
-        Self { market }
+    pub fn of(data: Arc<MarketData>) -> Self {
+        Self { data }
     }
 
     /// The synthetic market itself, for questions no command asks.
-    pub fn market(&self) -> &Arc<Market> {
-        &self.market
+    pub fn market(&self) -> &Market {
+        self.data.market()
+    }
+
+    /// The market and what is built from it, as the servers share it.
+    pub fn data(&self) -> &Arc<MarketData> {
+        &self.data
     }
 
     /// The reply a healthy reference server sends to `request`.
     pub fn reply(&self, request: &Request) -> Reply {
-        respond(&self.market, 0, request)
+        respond(&self.data, 0, request)
     }
 
     /// The typed reply to `command`: what `Client::call(command)` returns
@@ -103,7 +109,7 @@ impl Truth {
 
     /// The JSON `tdx-sim truth --seed S QUERY...` prints.
     pub fn answer(&self, query: &Query) -> Result<Value, QueryError> {
-        let market = &*self.market;
+        let (data, market) = (&*self.data, self.data.market());
         Ok(match query.clone() {
             Query::Count { market: m } => count(market, parse_market(&m)?),
             Query::Codes { market: m, start, limit } => codes(market, parse_market(&m)?, start, limit),
@@ -138,10 +144,10 @@ impl Truth {
             Query::Trades { code, date, start, count, all, detailed: true } => {
                 detailed_history_trades(market, parse_code(&code)?, date, start, count.min(1800), all)
             }
-            Query::Boards { kind } => boards(market, kind),
-            Query::Board { name } => board_named(market, &name),
-            Query::Company { code } => company(market, parse_code(&code)?),
-            Query::Limits => limits(market),
+            Query::Boards { kind } => boards(data, kind),
+            Query::Board { name } => board_named(data, &name),
+            Query::Company { code } => company(data, parse_code(&code)?),
+            Query::Limits => limits(data),
             Query::DelistedBars { code } => delisted_bars(market, code.as_deref().map(parse_code).transpose()?),
             Query::Category { name, sort, ascending, start, count } => {
                 let which: QuoteCategory = name.parse()?;
@@ -766,8 +772,8 @@ pub fn board(kind: BoardKind, b: &Board) -> Value {
 
 /// `boards [--kind K]`: every board of one kind (all kinds without it), and
 /// each file's size and MD5 as 0x02c5 announces them.
-pub fn boards(market: &Market, kind: Option<BoardKind>) -> Value {
-    let files = &market.boards().files;
+pub fn boards(data: &MarketData, kind: Option<BoardKind>) -> Value {
+    let files = &data.boards().files;
     let chosen = files.iter().filter(|f| kind.is_none_or(|k| f.kind == k));
     let boards: Vec<Value> = chosen.clone().flat_map(|f| f.boards.iter().map(|b| board(f.kind, b))).collect();
     let meta: Vec<Value> = chosen
@@ -777,8 +783,8 @@ pub fn boards(market: &Market, kind: Option<BoardKind>) -> Value {
 }
 
 /// `board NAME`: one board and its members; `null` when no board has that name.
-pub fn board_named(market: &Market, name: &str) -> Value {
-    market.boards().board(name).map_or(Value::Null, |(kind, b)| board(kind, b))
+pub fn board_named(data: &MarketData, name: &str) -> Value {
+    data.boards().board(name).map_or(Value::Null, |(kind, b)| board(kind, b))
 }
 
 /// `category NAME [--sort S] [--ascending] [--start N] [--count N]`: one
@@ -809,8 +815,8 @@ pub fn category_row(s: &Snapshot) -> Value {
 
 /// `company CODE`: the 0x02cf directory and each section's text (0x02d0);
 /// no sections for a code without company info.
-pub fn company(market: &Market, code: SecurityCode) -> Value {
-    let file = market.listing(code).and_then(|l| crate::company::company_file(market, l));
+pub fn company(data: &MarketData, code: SecurityCode) -> Value {
+    let file = data.market().listing(code).and_then(|l| crate::company::company_file(data, l));
     let sections: Vec<Value> = file
         .iter()
         .flat_map(|f| {
@@ -824,8 +830,8 @@ pub fn company(market: &Market, code: SecurityCode) -> Value {
 }
 
 /// `limits`: the whole special-security limit table (0x0452), in table order.
-pub fn limits(market: &Market) -> Value {
-    let rows: Vec<Value> = market
+pub fn limits(data: &MarketData) -> Value {
+    let rows: Vec<Value> = data
         .special_limits()
         .iter()
         .map(|r| {

@@ -11,19 +11,19 @@ use common::{Client, ClientError};
 use tdx_engine::proto::commands::*;
 use tdx_engine::proto::{Market as Exchange, ProtoError, Reply, Request, SecurityCode};
 use tdx_sim::responder::respond;
-use tdx_sim::{Faults, Market, PushFlood, ReferenceServer};
+use tdx_sim::{Faults, Market, MarketData, PushFlood, ReferenceServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const SEED: u64 = 11;
 
-async fn start(faults: Faults) -> (std::net::SocketAddr, ReferenceServer, Arc<Market>) {
-    let market = Arc::new(Market::new(SEED));
+async fn start(faults: Faults) -> (std::net::SocketAddr, ReferenceServer, Arc<MarketData>) {
+    let data = Arc::new(MarketData::new(Market::new(SEED)));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = ReferenceServer::new(market.clone(), 0, faults);
+    let server = ReferenceServer::new(data.clone(), 0, faults);
     tokio::spawn(server.clone().run(listener));
-    (addr, server, market)
+    (addr, server, data)
 }
 
 async fn client(addr: std::net::SocketAddr) -> Client<TcpStream> {
@@ -38,7 +38,7 @@ fn code(s: &str) -> SecurityCode {
 /// the market holds, through real framing and compression.
 #[tokio::test]
 async fn every_command_answers_from_the_market() {
-    let (addr, _server, market) = start(Faults::default()).await;
+    let (addr, _server, data) = start(Faults::default()).await;
     let mut c = client(addr).await;
     let mut requests: Vec<Request> = vec![
         Handshake { step: 1 }.into(),
@@ -61,7 +61,7 @@ async fn every_command_answers_from_the_market() {
         requests.push(SecurityList { market: exchange, start: 0, limit: 1600 }.into());
         requests.push(LegacySecurityList { market: exchange, start: 1000 }.into());
     }
-    let date = tdx_engine::proto::TradeDate::new(market.history_dates()[3]);
+    let date = tdx_engine::proto::TradeDate::new(data.market().history_dates()[3]);
     for start in [0, 1000, 60_000] {
         requests.push(DetailedHistoryTrades { date, code: code("sz000001"), start, count: 1800 }.into());
     }
@@ -83,7 +83,7 @@ async fn every_command_answers_from_the_market() {
     }
     for request in &requests {
         let reply = c.call(request).await.unwrap_or_else(|e| panic!("{request:?}: {e:?}"));
-        assert_eq!(reply, respond(&market, 0, request), "{}", request.name());
+        assert_eq!(reply, respond(&data, 0, request), "{}", request.name());
     }
     // Spot checks that the answers are not trivially empty.
     let count = c.call(&SecurityCount { market: Exchange::Sz, client_date: 0 }.into()).await.unwrap();
@@ -98,7 +98,7 @@ async fn every_command_answers_from_the_market() {
 /// Why: clients page 0x044d until an empty page, and 0x052d until an empty page.
 #[tokio::test]
 async fn paging_ends_with_an_empty_page() {
-    let (addr, _server, market) = start(Faults::default()).await;
+    let (addr, _server, data) = start(Faults::default()).await;
     let mut c = client(addr).await;
     let mut start = 0;
     loop {
@@ -112,7 +112,7 @@ async fn paging_ends_with_an_empty_page() {
         }
         start += page.len() as u32;
     }
-    assert_eq!(start as usize, market.listings(Exchange::Sh).len());
+    assert_eq!(start as usize, data.market().listings(Exchange::Sh).len());
     let mut bars = 0;
     for page in 0.. {
         let Reply::Bars(b) = c.call(&Bars::new(code("sz000001"), Period::Min1, page * 800, 800).into()).await.unwrap()
@@ -131,7 +131,7 @@ async fn paging_ends_with_an_empty_page() {
 /// refresh request and never reuse a request's msg_id.
 #[tokio::test]
 async fn refresh_is_followed_by_pushes() {
-    let (addr, _server, _market) = start(Faults::default()).await;
+    let (addr, _server, _data) = start(Faults::default()).await;
     let mut c = client(addr).await;
     let refresh = Refresh { targets: vec![code("sz000001").into(), code("sh600000").into()] };
     let request: Request = refresh.clone().into();
@@ -156,7 +156,7 @@ async fn refresh_is_followed_by_pushes() {
 /// Why: a malformed request closes that connection only; others go on.
 #[tokio::test]
 async fn malformed_request_closes_only_its_connection() {
-    let (addr, _server, _market) = start(Faults::default()).await;
+    let (addr, _server, _data) = start(Faults::default()).await;
     let mut good = client(addr).await;
     let mut bad = TcpStream::connect(addr).await.unwrap();
     bad.write_all(&[0xff; 12]).await.unwrap();
@@ -266,7 +266,7 @@ async fn push_flood_after_refresh() {
 
 #[tokio::test]
 async fn stalls_delay_but_answer() {
-    let (addr, _server, market) = start(Faults {
+    let (addr, _server, data) = start(Faults {
         stall_per_mille: 1000,
         stall: Duration::from_millis(200),
         latency: Duration::from_millis(5),
@@ -276,5 +276,5 @@ async fn stalls_delay_but_answer() {
     .await;
     let mut c = client(addr).await;
     let request: Request = SecurityCount { market: Exchange::Bj, client_date: 0 }.into();
-    assert_eq!(c.call(&request).await.unwrap(), respond(&market, 0, &request));
+    assert_eq!(c.call(&request).await.unwrap(), respond(&data, 0, &request));
 }

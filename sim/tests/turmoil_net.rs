@@ -10,7 +10,7 @@ use common::Client;
 use tdx_engine::proto::commands::*;
 use tdx_engine::proto::{Market as Exchange, Request, SecurityCode};
 use tdx_sim::responder::respond;
-use tdx_sim::{Faults, Market, ReferenceServer};
+use tdx_sim::{Faults, Market, MarketData, ReferenceServer};
 
 fn code(s: &str) -> SecurityCode {
     s.parse().unwrap()
@@ -39,10 +39,10 @@ fn run(seed: u64, faults: Faults) -> Vec<(u16, Duration)> {
         .min_message_latency(Duration::from_millis(1))
         .max_message_latency(Duration::from_millis(20))
         .build();
-    let market = Arc::new(Market::new(5));
-    let server_market = market.clone();
+    let data = Arc::new(MarketData::new(Market::new(5)));
+    let server_data = data.clone();
     sim.host("server", move || {
-        let server = ReferenceServer::new(server_market.clone(), 0, faults.clone());
+        let server = ReferenceServer::new(server_data.clone(), 0, faults.clone());
         async move {
             let listener = turmoil::net::TcpListener::bind("0.0.0.0:7709").await?;
             server.run(listener).await?;
@@ -57,7 +57,7 @@ fn run(seed: u64, faults: Faults) -> Vec<(u16, Duration)> {
         for request in requests() {
             let sent = turmoil::elapsed();
             let reply = client.call(&request).await.expect("reply");
-            assert_eq!(reply, respond(&market, 0, &request), "{}", request.name());
+            assert_eq!(reply, respond(&data, 0, &request), "{}", request.name());
             out.lock().unwrap().push((request.msg_type(), turmoil::elapsed() - sent));
         }
         Ok(())

@@ -47,6 +47,7 @@ use tdx_engine::supervisor::{CloseState, RequestError};
 use tdx_engine::{Client, Error, RuntimeFlavor};
 
 use crate::market::Market;
+use crate::market_data::MarketData;
 use crate::responder::respond;
 use crate::rng::Rng;
 
@@ -182,20 +183,21 @@ pub(crate) fn fnv(lines: &[String]) -> u64 {
 
 /// Markets are pure and costly to warm up: worlds in one process share
 /// four of them (which one is the seed's choice).
-fn shared_market(seed: u64) -> Arc<Market> {
-    static MARKETS: std::sync::OnceLock<Vec<Arc<Market>>> = std::sync::OnceLock::new();
-    MARKETS.get_or_init(|| (1..=4).map(|s| Arc::new(Market::new(s))).collect())[(seed % 4) as usize].clone()
+fn shared_market_data(seed: u64) -> Arc<MarketData> {
+    static MARKETS: std::sync::OnceLock<Vec<Arc<MarketData>>> = std::sync::OnceLock::new();
+    MARKETS.get_or_init(|| (1..=4).map(|s| Arc::new(MarketData::new(Market::new(s)))).collect())[(seed % 4) as usize]
+        .clone()
 }
 
 fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
     let horizon = plan.fault_phase + plan.timeout * 4 + HEAL_WITHIN + Duration::from_secs(30);
-    let market = shared_market(plan.seed);
+    let data = shared_market_data(plan.seed);
     let shape = Shape { seed: plan.seed, servers: plan.servers, latency: plan.latency, horizon, tick: TICK };
-    let mut world = World::new(&shape, &market);
+    let mut world = World::new(&shape, &data);
     {
-        let (plan, shared, market) = (plan.clone(), shared.clone(), market.clone());
+        let (plan, shared, data) = (plan.clone(), shared.clone(), data.clone());
         world.sim.client(CLIENT_HOST, async move {
-            if let Err(e) = engine_world(&plan, &shared, &market).await {
+            if let Err(e) = engine_world(&plan, &shared, &data).await {
                 shared.problem(e);
             }
             Ok(())
@@ -293,7 +295,7 @@ fn describe(result: &Result<tdx_engine::proto::Reply, Error>) -> String {
 /// never `Closed` while the engine runs.
 fn settle(
     shared: &Shared,
-    market: &Market,
+    data: &MarketData,
     what: &str,
     request: &Request,
     result: &Result<tdx_engine::proto::Reply, Error>,
@@ -311,7 +313,7 @@ fn settle(
     }
     match result {
         Ok(reply) => {
-            if *reply != respond(market, 0, request) {
+            if *reply != respond(data, 0, request) {
                 shared.problem(format!("{what}: a reply differs from the truth for {}", request.name()));
             }
         }
@@ -325,7 +327,7 @@ fn settle(
     }
 }
 
-async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -> Result<(), String> {
+async fn engine_world(plan: &Plan, shared: &Arc<Shared>, data: &Arc<MarketData>) -> Result<(), String> {
     let runtime = tokio::runtime::Handle::current();
     let tasks_before = runtime.metrics().num_alive_tasks();
     let hosts = endpoints(plan.servers);
@@ -352,8 +354,8 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
     // Phase one: callers under faults.
     let mut callers = tokio::task::JoinSet::new();
     for caller in 0..plan.callers {
-        let (client, plan, shared, market) = (client.clone(), plan.clone(), shared.clone(), market.clone());
-        callers.spawn(async move { caller_ops(caller, &client, &plan, &shared, &market).await });
+        let (client, plan, shared, data) = (client.clone(), plan.clone(), shared.clone(), data.clone());
+        callers.spawn(async move { caller_ops(caller, &client, &plan, &shared, &data).await });
     }
     let reader = plan.push_reader.then(|| {
         let (client, shared, plan) = (client.clone(), shared.clone(), plan.clone());
@@ -377,11 +379,11 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, market: &Arc<Market>) -
         if healed_at.elapsed() > HEAL_WITHIN {
             return Err(format!("not serving {HEAL_WITHIN:?} after the heal ({streak} successes in a row)"));
         }
-        let (request, kind) = request(&mut rng, plan, market);
+        let (request, kind) = request(&mut rng, plan, data.market());
         let result = client.call_raw(request.clone()).await;
         shared.at(format_args!("healed {kind} {}", describe(&result)));
         match &result {
-            Ok(reply) if *reply == respond(market, 0, &request) => streak += 1,
+            Ok(reply) if *reply == respond(data, 0, &request) => streak += 1,
             Ok(_) => return Err("a reply after the heal differs from the truth".into()),
             Err(_) => {
                 streak = 0;
@@ -479,7 +481,8 @@ async fn history_paging(tag: &str, client: &Client, shared: &Shared, market: &Ma
     }
 }
 
-async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared, market: &Market) {
+async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared, data: &MarketData) {
+    let market = data.market();
     let mut rng = Rng::derive(plan.seed, 1000 + caller as u64);
     let mix = plan.mix;
     for op in 0..plan.ops_per_caller {
@@ -489,7 +492,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
         if roll < mix.light + mix.heavy {
             let (request, kind) = request(&mut rng, plan, market);
             let result = client.call_raw(request.clone()).await;
-            settle(shared, market, &format!("{tag} {kind}"), &request, &result, started.elapsed(), plan.timeout);
+            settle(shared, data, &format!("{tag} {kind}"), &request, &result, started.elapsed(), plan.timeout);
         } else if roll < mix.light + mix.heavy + mix.paging {
             // Paging: up to three pages, one after another, each its own deadline.
             let pick = rng.below(100) as usize;
@@ -505,7 +508,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
                 let started = tokio::time::Instant::now();
                 let result = client.call_raw(request.clone()).await;
                 let what = format!("{tag} page {page}");
-                settle(shared, market, &what, &request, &result, started.elapsed(), plan.timeout);
+                settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout);
                 if result.is_err() {
                     break;
                 }
@@ -520,7 +523,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
                         let started = tokio::time::Instant::now();
                         let result = pinned.call_raw(request.clone()).await;
                         let what = format!("{tag} pin {kind}");
-                        settle(shared, market, &what, &request, &result, started.elapsed(), plan.timeout);
+                        settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout);
                     }
                 }
                 Err(e) => shared.at(format_args!("{tag} pin {e}")),
@@ -532,7 +535,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
             match tokio::time::timeout(patience, client.call_raw(request.clone())).await {
                 Ok(result) => {
                     let what = format!("{tag} {kind}");
-                    settle(shared, market, &what, &request, &result, started.elapsed(), plan.timeout);
+                    settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout);
                 }
                 Err(_) => shared.at(format_args!("{tag} {kind} cancelled")),
             }

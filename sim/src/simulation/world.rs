@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::faults::{FaultHandle, Faults};
-use crate::market::Market;
+use crate::market_data::MarketData;
 use crate::server::{ReferenceServer, ServerStats};
 
 use super::plan::FaultEvent;
@@ -47,8 +47,8 @@ pub(crate) struct World<'a> {
 }
 
 impl World<'_> {
-    /// Builds turmoil and starts `shape.servers` healthy servers over `market`.
-    pub fn new(shape: &Shape, market: &Arc<Market>) -> Self {
+    /// Builds turmoil and starts `shape.servers` healthy servers over `data`.
+    pub fn new(shape: &Shape, data: &Arc<MarketData>) -> Self {
         assert!(shape.servers > 0, "a world needs a server");
         assert!(shape.latency.0 <= shape.latency.1, "latency bounds are (min, max)");
         let mut sim = turmoil::Builder::new()
@@ -61,9 +61,9 @@ impl World<'_> {
         let faults: Vec<FaultHandle> = (0..shape.servers).map(|_| FaultHandle::new(Faults::default())).collect();
         let stats: Vec<Arc<ServerStats>> = (0..shape.servers).map(|_| Arc::default()).collect();
         for i in 0..shape.servers {
-            let (market, faults, stats) = (market.clone(), faults[i].clone(), stats[i].clone());
+            let (data, faults, stats) = (data.clone(), faults[i].clone(), stats[i].clone());
             sim.host(host(i), move || {
-                let server = ReferenceServer::with_handles(market.clone(), i, faults.clone(), stats.clone());
+                let server = ReferenceServer::with_handles(data.clone(), i, faults.clone(), stats.clone());
                 async move {
                     server.run_local(turmoil::net::TcpListener::bind("0.0.0.0:7709").await?).await?;
                     Ok(())

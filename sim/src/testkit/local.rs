@@ -9,6 +9,7 @@ use tdx_engine::{Client, ClientBuilder};
 
 use crate::faults::{FaultHandle, FaultKind, Faults};
 use crate::market::Market;
+use crate::market_data::MarketData;
 use crate::server::ReferenceServer;
 use crate::truth::Truth;
 
@@ -135,7 +136,7 @@ impl LocalExchangeBuilder {
             Some(day) => Market::as_of(self.market_seed, day).map_err(|e| invalid(e.to_string()))?,
             None => Market::new(self.market_seed),
         };
-        let market = Arc::new(market);
+        let data = Arc::new(MarketData::new(market));
         let mut hosts = Vec::with_capacity(self.servers);
         let mut handles = Vec::with_capacity(self.servers);
         for index in 0..self.servers {
@@ -144,14 +145,14 @@ impl LocalExchangeBuilder {
             hosts.push(listener.local_addr()?.to_string());
             let faults: Faults = self.faults.iter().filter(|(s, _)| *s == index).map(|(_, k)| *k).collect();
             let handle = FaultHandle::new(faults);
-            let server = ReferenceServer::with_handles(market.clone(), index, handle.clone(), Arc::default());
+            let server = ReferenceServer::with_handles(data.clone(), index, handle.clone(), Arc::default());
             handles.push(handle);
             runtime.spawn(async move {
                 let listener = tokio::net::TcpListener::from_std(listener)?;
                 server.run(listener).await
             });
         }
-        Ok(LocalExchange { hosts, truth: Truth::of(market), faults: handles, runtime: Some(runtime) })
+        Ok(LocalExchange { hosts, truth: Truth::of(data), faults: handles, runtime: Some(runtime) })
     }
 }
 

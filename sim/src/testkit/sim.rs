@@ -18,6 +18,7 @@ use tdx_engine::{Client, ClientBuilder, RuntimeFlavor};
 
 use crate::faults::Faults;
 use crate::market::Market;
+use crate::market_data::MarketData;
 use crate::rng::Rng;
 use crate::simulation::{endpoints, fnv, swarm, Fault, FaultEvent, Scheduled, Shape, Window, World, CLIENT_HOST};
 
@@ -322,7 +323,7 @@ impl SimExchangeBuilder {
         Fut: Future + 'static,
         Fut::Output: Verdict + 'static,
     {
-        let market = market(self.market_seed);
+        let data = market_data(self.market_seed);
         let shape = Shape {
             seed,
             servers: self.servers,
@@ -330,7 +331,7 @@ impl SimExchangeBuilder {
             horizon: self.time_limit,
             tick: TICK,
         };
-        let mut world = World::new(&shape, &market);
+        let mut world = World::new(&shape, &data);
         let mut builder = Client::builder()
             .hosts(endpoints(self.servers))
             .server_count(self.servers.min(2))
@@ -591,18 +592,18 @@ fn compile(windows: &[Window], servers: usize) -> Vec<Scheduled> {
 
 /// Markets are pure and warm their caches as they serve: runs in one
 /// process share them (a few, by seed).
-fn market(seed: u64) -> Arc<Market> {
-    static MARKETS: Mutex<Vec<Arc<Market>>> = Mutex::new(Vec::new());
+fn market_data(seed: u64) -> Arc<MarketData> {
+    static MARKETS: Mutex<Vec<Arc<MarketData>>> = Mutex::new(Vec::new());
     let mut markets = MARKETS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(m) = markets.iter().find(|m| m.seed() == seed) {
+    if let Some(m) = markets.iter().find(|m| m.market().seed() == seed) {
         return m.clone();
     }
-    let market = Arc::new(Market::new(seed));
+    let data = Arc::new(MarketData::new(Market::new(seed)));
     if markets.len() >= 4 {
         markets.remove(0);
     }
-    markets.push(market.clone());
-    market
+    markets.push(data.clone());
+    data
 }
 
 /// Polls a future, turning a panic inside it into its message (the code's

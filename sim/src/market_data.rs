@@ -1,0 +1,50 @@
+//! What a reference server serves: the seeded [`Market`] and the tables
+//! built from the whole of it (the board files, the special-limit table).
+//! Each is built once, on first use, and shared by every server and
+//! question after that; the market itself knows nothing of them.
+
+use std::sync::OnceLock;
+
+use tdx_engine::proto::commands::SpecialLimit;
+
+use crate::boards::BoardFiles;
+use crate::limits::special_limits;
+use crate::market::Market;
+
+/// A market and the data derived from it.
+#[derive(Debug)]
+pub struct MarketData {
+    market: Market,
+    /// The board files (about 1 MB).
+    boards: OnceLock<BoardFiles>,
+    /// The 0x0452 table.
+    special_limits: OnceLock<Vec<SpecialLimit>>,
+}
+
+impl MarketData {
+    /// The data of `market`; nothing derived is built yet.
+    pub fn new(market: Market) -> Self {
+        Self { market, boards: OnceLock::new(), special_limits: OnceLock::new() }
+    }
+
+    /// The market itself.
+    pub fn market(&self) -> &Market {
+        &self.market
+    }
+
+    /// The boards and the files publishing them (built once, then shared).
+    pub fn boards(&self) -> &BoardFiles {
+        self.boards.get_or_init(|| BoardFiles::build(&self.market))
+    }
+
+    /// The special-security limit table (built once, then shared).
+    pub fn special_limits(&self) -> &[SpecialLimit] {
+        self.special_limits.get_or_init(|| special_limits(&self.market))
+    }
+}
+
+impl From<Market> for MarketData {
+    fn from(market: Market) -> Self {
+        Self::new(market)
+    }
+}
