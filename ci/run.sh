@@ -87,6 +87,9 @@ fi
 step "docs (rustdoc, warnings are errors)"
 RUSTDOCFLAGS="-Dwarnings" cargo doc --workspace --no-deps --locked --quiet
 
+step "docs (every link and protocol citation resolves inside the repository)"
+python3 ci/doc-links.py
+
 step "loom (budgets and every primitive shared between threads, all interleavings)"
 # A separate target dir: --cfg loom rebuilds every crate.
 RUSTFLAGS="--cfg loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
