@@ -7,7 +7,7 @@
 - Every citation of a docs/PROTOCOL.md section in tracked files (the
   file's path, a comma, then the section's title) names one of its
   headings: the code cites the protocol by title.
-- No tracked file refers to a path outside the repository (`../shared`).
+- No tracked file refers to the shared folder beside the repository.
 
 Exits 1 and prints each problem as `file:line: problem`.
 """
