@@ -3,8 +3,8 @@
 cache lines the request path executes, per function.
 
 A request path that does not fit in the 32 KiB L1 instruction cache
-fetches its code again on every request (docs/PERFORMANCE.md, the
-instruction cache). Callgrind counts instructions, not fetches; this
+fetches its code again on every request
+(benches/results/2026-12-01-cachegrind-l1.md). Callgrind counts instructions, not fetches; this
 reads its per-instruction dump and counts the hot code: instructions
 executed at least `--share` times per request (default 0.5), and the
 distinct cache lines they sit on.

@@ -273,9 +273,7 @@ impl ThreadWatch {
 /// The callers' run before a window opens, at least a second: 160 callers
 /// starting heavy requests at once (the raw-hop floor's and the engine's
 /// do; the raw loop's start as their connections come up) slow the
-/// servers for about a second. With a quarter second, heavy 20x8 measured
-/// 1, 26 and 82 req/s (raw-hop) and 88 (engine) in one-second windows,
-/// against 622–826 after a second's warm-up.
+/// servers for about a second (docs/decisions/0007-loopback-pairs-in-turns.md).
 const WARM_UP_SECONDS: f64 = 1.0;
 
 /// One group of callers: their latencies and their request count.
@@ -1046,7 +1044,8 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     // `TDX_BENCH_FLOORS=1`: also the two raw variants that bound what a
-    // client can do when its callers run on another thread (docs/PERFORMANCE.md).
+    // client can do when its callers run on another thread
+    // (docs/decisions/0002-lending.md).
     let floors = std::env::var("TDX_BENCH_FLOORS").is_ok_and(|v| v == "1");
     // Light and round-trip pairs take turns over one setup of both clients
     // (`Pairing`); `--sequential` measures them one after the other, as the

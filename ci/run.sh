@@ -24,12 +24,11 @@ SIM_SEEDS="${SIM_SEEDS:-400}"
 export TDX_ENGINE_LOOPBACK_ONLY=1
 CARGO_FUZZ_VERSION="0.13.2"
 # CI checks behaviour, not speed: release builds without the manifest's
-# thin LTO, debug builds with line tables only. On 2 cores that took a
-# fresh clone's run from 40:43 to 33:55 on the same day (mostly linking:
-# the test step 8:12 to 5:55, interop 5:09 to 3:55, the mutants' build
-# 1:41 to 0:59); a failing seed still names its file and line, and the
-# benchmarks, not run here, keep the manifest's profiles. (`cargo test
-# --release`, the loom step, builds with the release profile too.)
+# thin LTO, debug builds with line tables only, which saves most of the
+# linking (docs/decisions/0011-ci-build-profiles.md); a failing seed still
+# names its file and line, and the benchmarks, not run here, keep the
+# manifest's profiles. (`cargo test --release`, the loom step, builds with
+# the release profile too.)
 export CARGO_PROFILE_RELEASE_LTO=false
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
@@ -91,6 +90,9 @@ echo "none"
 
 step "docs (rustdoc, warnings are errors)"
 RUSTDOCFLAGS="-Dwarnings" cargo doc --workspace --no-deps --locked --quiet
+
+step "docs (every link and protocol citation resolves inside the repository)"
+python3 ci/doc-links.py
 
 step "loom (budgets and every primitive shared between threads, all interleavings)"
 # A separate target dir: --cfg loom rebuilds every crate.

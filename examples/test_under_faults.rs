@@ -4,7 +4,7 @@
 //! sends garbage) plus swarm faults drawn from the seed, and checks the
 //! data it returns against the truth. A failure prints its seed and the
 //! command that replays it. In your own crate this is a `#[test]`; see
-//! docs/TESTING-YOUR-CODE.md.
+//! sim/TESTKIT.md.
 //!
 //! Run: `cargo run --example test_under_faults` (`-- --seeds N --start S`).
 

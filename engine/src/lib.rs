@@ -5,14 +5,15 @@
 //! clients and the reference server share one codec. It does no I/O, reads no
 //! clock and allocates only within the documented bounds in [`proto::limits`].
 //!
-//! The protocol specification this code follows is `SPEC-7709.md` in the
-//! project's shared folder; section numbers in doc comments (`§2.2`) refer to it.
+//! The protocol this code follows is written down in the repository's
+//! `docs/PROTOCOL.md`; doc comments name its sections by title
+//! ("docs/PROTOCOL.md, Bars (0x052d)").
 //!
 //! Testing code built on this crate: the `tdx-sim` crate's test kit
 //! (`tdx_sim::testkit`) runs it against simulated servers under faults from
-//! one seed and replays failures; the guide is `docs/TESTING-YOUR-CODE.md`
-//! in the repository (also rendered as `tdx_sim::testkit::guide`), and
-//! `examples/` shows the client against an embedded exchange.
+//! one seed and replays failures; its guide is `tdx_sim::testkit::guide`
+//! (`sim/TESTKIT.md` in the repository), and `examples/` shows the client
+//! against an embedded exchange.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

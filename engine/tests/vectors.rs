@@ -23,9 +23,9 @@ use tdx_engine::proto::time::{decode_packed_minute, decode_seconds_stamp};
 use tdx_engine::proto::wire::{decode_tdx_float, decode_varint, put_varint};
 use tdx_engine::proto::*;
 
-/// Commands the vectors cover that this codec does not implement (SPEC
-/// appendix A). Their request frames are still checked at the frame level,
-/// and their reply payloads are counted as out of scope.
+/// Commands the vectors cover that this codec does not implement. Their
+/// request frames are still checked at the frame level, and their reply
+/// payloads are counted as out of scope.
 const OUT_OF_SCOPE: &[&str] = &[];
 
 fn code(s: &str) -> SecurityCode {

@@ -18,8 +18,8 @@
 //!   loopback, [`truth::Truth`] says what the answers are.
 //!
 //! Testing your own code with the kit (dev-dependency setup, a fault test,
-//! a sharded seed sweep in CI, replaying a failure): `docs/TESTING-YOUR-CODE.md`
-//! in the repository, rendered here as [`testkit::guide`].
+//! a sharded seed sweep in CI, replaying a failure): `sim/TESTKIT.md` in the
+//! repository, rendered here as [`testkit::guide`].
 //!
 //! Servers listen where they are told; the binary binds 127.0.0.1 only.
 

@@ -188,7 +188,7 @@ def check_tdxrs(truth, port):
         # prices by the code's decimals (pytdx divides by 100 for every code,
         # which the server follows), and decodes 0x0fb5 without the 4-byte
         # word the live capture and pytdx have: only stock minute lines are
-        # compared (docs/PROTOCOL.md, 0x0fb4/0x0fb5 open questions).
+        # compared (docs/PROTOCOL.md, Past minute line (0x0fb4)).
         check_history(f"tdxrs:{port}", truth, truth.seed, client.get_history_minute_time_data, None,
                       codes=["sz000001", "sh600000"], newest_first=True)
         check_tdxrs_boards(client, truth, port)
@@ -499,7 +499,8 @@ def check_eltdx_corporate(client, truth):
                [(b.time.strftime("%Y-%m-%d %H:%M"), b.open_price_milli, b.close_price_milli, b.high_price_milli,
                  b.low_price_milli) for b in series.bars], want)
         # Local factors: unrounded f64 compositions whose operation order
-        # differs from ours, so compared to 1e-12 relative (docs/PROTOCOL.md).
+        # differs from ours, so compared to 1e-12 relative (docs/PROTOCOL.md,
+        # Adjustment factors).
         for start, anchor in [(None, None), ("2015-01-05", "2024-12-31")]:
             factors = client.corporate.adjustment_factors(code, anchor_date=anchor, start_date=start)
             args = (["--start", start.replace("-", "")] if start else []) + (["--anchor", anchor.replace("-", "")] if anchor else [])

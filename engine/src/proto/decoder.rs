@@ -59,7 +59,7 @@ pub struct Round {
     pub end: RoundEnd,
 }
 
-/// Decodes a stream of response frames (§2.2–§2.6).
+/// Decodes a stream of response frames (docs/PROTOCOL.md, Framing).
 ///
 /// Resynchronises on garbage by searching for the magic, keeping at most 3
 /// trailing bytes that could start a split magic; more than
@@ -213,7 +213,7 @@ fn magic_prefix_tail(buf: &[u8]) -> usize {
         .unwrap_or(0)
 }
 
-/// Decodes a stream of request frames (§2.1), for servers.
+/// Decodes a stream of request frames (docs/PROTOCOL.md, Request header), for servers.
 ///
 /// Requests cannot be resynchronised (they have no magic), so any header
 /// error is final for the connection.

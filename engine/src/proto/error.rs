@@ -18,19 +18,19 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum ProtoError {
     // ---- broken stream ----
-    /// A request frame did not start with `0x0C` (§2.1). The peer is not a 7709 client.
+    /// A request frame did not start with `0x0C` (docs/PROTOCOL.md, Request header). The peer is not a 7709 client.
     #[error("bad request prefix 0x{found:02x}, expected 0x0c")]
     BadRequestPrefix {
         /// The byte found where the prefix belongs.
         found: u8,
     },
-    /// A response header did not start with the magic `b1 cb 74 00` (§2.2).
+    /// A response header did not start with the magic `b1 cb 74 00` (docs/PROTOCOL.md, Response header).
     #[error("bad response magic {found:02x?}")]
     BadMagic {
         /// The four bytes found.
         found: [u8; 4],
     },
-    /// A request header's two length fields differ (§2.1).
+    /// A request header's two length fields differ (docs/PROTOCOL.md, Request header).
     #[error("request length fields disagree: len1 {len1} != len2 {len2}")]
     RequestLengthMismatch {
         /// First length field.
@@ -45,7 +45,7 @@ pub enum ProtoError {
         len1: u16,
     },
     /// More than [`RESYNC_DISCARD_BYTES_MAX`](super::limits::RESYNC_DISCARD_BYTES_MAX)
-    /// bytes were skipped looking for the response magic (§2.6).
+    /// bytes were skipped looking for the response magic (docs/PROTOCOL.md, Resynchronisation).
     #[error("response resync exceeds limit: discarded {discarded} bytes without finding the magic")]
     ResyncLimitExceeded {
         /// Bytes discarded so far on this connection.
@@ -63,7 +63,7 @@ pub enum ProtoError {
         max: usize,
     },
     /// A response carried `msg_id` 0, which the engine never sends, so it
-    /// answers nothing (§2.5). Raised by reply matching, not by the decoder.
+    /// answers nothing (docs/PROTOCOL.md, Matching replies). Raised by reply matching, not by the decoder.
     #[error("response msg_id is 0")]
     ZeroMsgId,
     /// `zip_length` cannot be the size of a zlib stream that inflates to `length`.
@@ -77,16 +77,16 @@ pub enum ProtoError {
     /// The zlib body is not a valid zlib stream.
     #[error("corrupt zlib body")]
     CorruptZlib,
-    /// The zlib stream ended before the end of the body (§2.3).
+    /// The zlib stream ended before the end of the body (docs/PROTOCOL.md, Compression).
     #[error("compressed response contains trailing data: {unused} bytes after the zlib stream")]
     ZlibTrailingData {
         /// Body bytes after the stream's end marker.
         unused: usize,
     },
-    /// The body ended before the zlib stream's end marker (§2.3).
+    /// The body ended before the zlib stream's end marker (docs/PROTOCOL.md, Compression).
     #[error("zlib stream is unfinished at the end of the body")]
     ZlibUnfinished,
-    /// Inflating produced a different number of bytes than `length` (§2.3).
+    /// Inflating produced a different number of bytes than `length` (docs/PROTOCOL.md, Compression).
     #[error("decoded length mismatch: expected {expected} bytes, got {actual}{}", if *.more { " or more" } else { "" })]
     DecodedLengthMismatch {
         /// The header's `length`.
@@ -122,10 +122,10 @@ pub enum ProtoError {
         /// Bytes left over.
         count: usize,
     },
-    /// A price varint ran past the end of the payload (§3.1).
+    /// A price varint ran past the end of the payload (docs/PROTOCOL.md, Price varint).
     #[error("unterminated varint")]
     VarintUnterminated,
-    /// A price varint is longer than 10 bytes (§3.1).
+    /// A price varint is longer than 10 bytes (docs/PROTOCOL.md, Price varint).
     #[error("varint longer than 10 bytes")]
     VarintTooLong,
     /// A price varint's magnitude does not fit in an i64.
@@ -151,7 +151,7 @@ pub enum ProtoError {
         /// The raw code bytes.
         raw: [u8; 6],
     },
-    /// A 0x052d period code this crate does not know (§5.4).
+    /// A 0x052d period code this crate does not know (docs/PROTOCOL.md, Bars (0x052d)).
     #[error("unknown bar period code {code}")]
     UnknownPeriod {
         /// The raw period code.
@@ -176,7 +176,8 @@ pub enum ProtoError {
         /// The block's index.
         index: usize,
     },
-    /// A 0x0547 record could not be delimited: the next requested code's marker is missing (§5.7).
+    /// A 0x0547 record could not be delimited: the next requested code's
+    /// marker is missing (docs/PROTOCOL.md, Quote refresh and pushes (0x0547)).
     #[error("refresh record {index}: no marker of a requested code follows")]
     RefreshMarkerMissing {
         /// The record index whose end could not be found.

@@ -1,4 +1,5 @@
-//! Frame headers in both directions (§2.1, §2.2) and whole-frame encoders.
+//! Frame headers in both directions and whole-frame encoders
+//! (docs/PROTOCOL.md, Request header and Response header).
 
 use bytes::Bytes;
 
@@ -16,7 +17,7 @@ pub const CONTROL_RAW: u8 = 0x0c;
 /// Response control byte for a zlib body (`CONTROL_RAW | 0x10`).
 pub const CONTROL_ZLIB: u8 = 0x1c;
 
-/// The 12-byte header of a request frame (§2.1).
+/// The 12-byte header of a request frame (docs/PROTOCOL.md, Request header).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestHeader {
     /// Request id; echoed by the reply.
@@ -134,7 +135,7 @@ pub(crate) fn encode_request_with(
     }
 }
 
-/// The 16-byte header of a response frame (§2.2).
+/// The 16-byte header of a response frame (docs/PROTOCOL.md, Response header).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResponseHeader {
     /// 0x0C raw, 0x1C zlib in every capture; clients ignore it.
@@ -181,7 +182,7 @@ impl ResponseHeader {
         out
     }
 
-    /// The body is zlib exactly when the two lengths differ (§2.3).
+    /// The body is zlib exactly when the two lengths differ (docs/PROTOCOL.md, Compression).
     pub fn is_compressed(&self) -> bool {
         self.zip_length != self.length
     }
@@ -202,7 +203,7 @@ pub enum Compression {
     /// Always send the payload raw.
     Never,
     /// Compress at this zlib level (0..=9) and send the result only when it
-    /// is strictly smaller than the payload, as real servers do (§2.3).
+    /// is strictly smaller than the payload, as real servers do (docs/PROTOCOL.md, Compression).
     IfSmaller(u32),
 }
 

@@ -6,16 +6,16 @@
 //! resynchronising, and how much one decode round may produce before the slot
 //! task yields to its neighbours.
 
-/// Length of a request header: prefix, msg_id, control, len1, len2, msg_type (§2.1).
+/// Length of a request header: prefix, msg_id, control, len1, len2, msg_type (docs/PROTOCOL.md, Request header).
 pub const REQUEST_HEADER_LEN: usize = 12;
 
-/// Length of a response header (§2.2).
+/// Length of a response header (docs/PROTOCOL.md, Response header).
 pub const RESPONSE_HEADER_LEN: usize = 16;
 
 /// Largest request body: `len1` is a u16 that also counts the 2-byte `msg_type`.
 pub const REQUEST_BODY_BYTES_MAX: usize = u16::MAX as usize - 2;
 
-/// Largest response payload, compressed or decompressed (§2.4).
+/// Largest response payload, compressed or decompressed (docs/PROTOCOL.md, Size limits).
 pub const PAYLOAD_BYTES_MAX: usize = u16::MAX as usize;
 
 /// Largest whole response frame on the wire.
@@ -35,28 +35,28 @@ pub const ROUND_DECODED_BYTES_MAX: usize = 4 * 1024 * 1024;
 pub const RAW_STAGING_BYTES_MAX: usize = ROUND_WIRE_BYTES_MAX + RESPONSE_FRAME_BYTES_MAX;
 
 /// Garbage bytes a connection may discard while searching for the response
-/// magic, over its whole life, before the stream is declared broken (§2.6).
+/// magic, over its whole life, before the stream is declared broken (docs/PROTOCOL.md, Resynchronisation).
 pub const RESYNC_DISCARD_BYTES_MAX: usize = 65_536;
 
-/// Longest price varint (§3.1).
+/// Longest price varint (docs/PROTOCOL.md, Price varint).
 pub const VARINT_BYTES_MAX: usize = 10;
 
-/// Most bars one 0x052d page may hold (§5.4).
+/// Most bars one 0x052d page may hold (docs/PROTOCOL.md, Bars (0x052d)).
 pub const BARS_PER_PAGE_MAX: u16 = 800;
 
-/// Most records one 0x044d page may hold (§5.3).
+/// Most records one 0x044d page may hold (docs/PROTOCOL.md, Security list (0x044d)).
 pub const SECURITIES_PER_PAGE_MAX: u32 = 1600;
 
-/// Records per 0x0450 page served by real servers (§5.2).
+/// Records per 0x0450 page served by real servers (docs/PROTOCOL.md, Security list, old records (0x0450)).
 pub const LEGACY_SECURITIES_PER_PAGE: u16 = 1000;
 
-/// Most ticks one 0x0fc5 page may hold (§5.9).
+/// Most ticks one 0x0fc5 page may hold (docs/PROTOCOL.md, Today's trades (0x0fc5)).
 pub const TRADES_PER_PAGE_MAX: u16 = 1800;
 
 /// Largest 0x0fb5 page a request may ask for (pytdx documents 2000).
 pub const HISTORY_TRADES_PER_PAGE_MAX: u16 = 2000;
 
-/// Most codes one 0x0547 refresh may name (§5.7).
+/// Most codes one 0x0547 refresh may name (docs/PROTOCOL.md, Quote refresh and pushes (0x0547)).
 pub const REFRESH_CODES_MAX: usize = 100;
 
 /// Most codes one 0x053e / 0x054c request may name. The clients set no cap;
@@ -74,7 +74,7 @@ pub const FINANCE_CODES_MAX: usize = 400;
 /// for 80; a record is about 100 bytes, so 400 stay well inside a payload).
 pub const CATEGORY_ROWS_MAX: u16 = 400;
 
-/// Size of a handshake reply payload (§4.1).
+/// Size of a handshake reply payload (docs/PROTOCOL.md, Handshake (0x000d)).
 pub const HANDSHAKE_REPLY_BYTES: usize = 189;
 
 const _: () = assert!(RAW_STAGING_BYTES_MAX >= 2 * RESPONSE_FRAME_BYTES_MAX);

@@ -4,7 +4,7 @@
 //! - [`decoder`]: incremental, bounded stream decoders ([`FrameDecoder`] for
 //!   replies, [`RequestDecoder`] for a server's requests);
 //! - [`zlib`]: strict, bounded inflation;
-//! - [`wire`], [`time`], [`text`], [`security`]: value encodings (§3);
+//! - [`wire`], [`time`], [`text`], [`security`]: value encodings (docs/PROTOCOL.md, Value encodings);
 //! - [`commands`]: typed requests and replies, with encoders and parsers on
 //!   both sides; [`Request`] and [`Reply`] cover every supported command.
 //!

@@ -1,5 +1,6 @@
 //! Markets, security codes, price units and the code-based classification
-//! rules the clients use (§3.4, §3.5, §5.4).
+//! rules the clients use (docs/PROTOCOL.md, Text, codes and markets; Price
+//! units; Bars (0x052d)).
 
 use std::fmt;
 use std::str::FromStr;
@@ -114,7 +115,8 @@ impl SecurityCode {
     }
 
     /// True for the codes the clients treat as indexes, whose bars carry
-    /// breadth counts: sh000xxx, sh880xxx, sh881xxx, sh999xxx, sz399xxx, bj899xxx (§5.4).
+    /// breadth counts: sh000xxx, sh880xxx, sh881xxx, sh999xxx, sz399xxx,
+    /// bj899xxx (docs/PROTOCOL.md, Text, codes and markets).
     pub fn is_index(self) -> bool {
         let p = &self.code[..3];
         match self.market {
@@ -154,7 +156,7 @@ impl SecurityCode {
     }
 
     /// The quote price scale eltdx assumes when it has no 0x044d table:
-    /// 3 decimals for fund-like prefixes 15, 16, 50, 51, 52, 53, 56, 58, else 2 (§3.5).
+    /// 3 decimals for fund-like prefixes 15, 16, 50, 51, 52, 53, 56, 58, else 2 (docs/PROTOCOL.md, Price units).
     pub fn default_scale(self) -> PriceScale {
         match &self.code[..2] {
             b"15" | b"16" | b"50" | b"51" | b"52" | b"53" | b"56" | b"58" => PriceScale::THOUSANDTHS,
@@ -225,7 +227,7 @@ impl fmt::Display for Price {
 }
 
 /// How many decimal places a wire price integer carries, for the quote,
-/// minute and tick families (§3.5). Bars always carry milli-yuan.
+/// minute and tick families (docs/PROTOCOL.md, Price units). Bars always carry milli-yuan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PriceScale {
     /// Invariant: `decimals <= 3`.

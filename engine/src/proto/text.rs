@@ -1,4 +1,4 @@
-//! GBK text in fixed-width, NUL-padded fields (§3.4).
+//! GBK text in fixed-width, NUL-padded fields (docs/PROTOCOL.md, Text, codes and markets).
 
 use encoding_rs::GBK;
 

@@ -1,4 +1,4 @@
-//! Dates and times on the wire (§3.3).
+//! Dates and times on the wire (docs/PROTOCOL.md, Dates and times).
 //!
 //! All times are China Standard Time (UTC+8) wall-clock values; the wire
 //! carries no zone. Types here are plain calendar values with no clock or
@@ -195,9 +195,10 @@ impl TimeOfDay {
         self.millis
     }
 
-    /// Interprets a quote's `time_raw` (§3.3): 8 digits as `HHMMSScc`
-    /// (hundredths) and 9 digits as `HHMMSSmmm`; anything else, or an
-    /// out-of-range field, is `None`. The raw value stays on the quote.
+    /// Interprets a quote's `time_raw`: 8 digits as `HHMMSScc` (hundredths)
+    /// and 9 digits as `HHMMSSmmm`; anything else, or an out-of-range
+    /// field, is `None`. The raw value stays on the quote (docs/PROTOCOL.md,
+    /// Dates and times).
     pub fn from_quote_time_raw(raw: i64) -> Option<Self> {
         let (hhmmss, millis) = match raw {
             10_000_000..=99_999_999 => (raw / 100, (raw % 100) * 10),
@@ -207,8 +208,9 @@ impl TimeOfDay {
         Self::new((hhmmss / 10_000) as u8, (hhmmss / 100 % 100) as u8, (hhmmss % 100) as u8, millis as u16)
     }
 
-    /// The wall-clock time of A-share minute index `index` (§3.3): 240 a day,
-    /// 09:31 + i in the morning, 13:01 + (i - 120) in the afternoon.
+    /// The wall-clock time of A-share minute index `index`: 240 a day,
+    /// 09:31 + i in the morning, 13:01 + (i - 120) in the afternoon
+    /// (docs/PROTOCOL.md, Dates and times).
     pub fn from_minute_index(index: u16) -> Option<Self> {
         match index {
             0..=119 => Self::from_minutes(9 * 60 + 31 + index),
@@ -251,8 +253,8 @@ const PACKED_YEAR_MIN: u16 = 2004;
 /// Last year a packed bar date can express: 5 bits of year offset.
 const PACKED_YEAR_MAX: u16 = PACKED_YEAR_MIN + 31;
 
-/// Decodes the packed intraday bar stamp (§3.3): `D = (year-2004)*2048 +
-/// month*100 + day`, `T = hour*60 + minute`.
+/// Decodes the packed intraday bar stamp: `D = (year-2004)*2048 +
+/// month*100 + day`, `T = hour*60 + minute` (docs/PROTOCOL.md, Dates and times).
 pub fn decode_packed_minute(d: u16, t: u16) -> Result<DateTime, ProtoError> {
     let raw = u32::from(d) << 16 | u32::from(t);
     let invalid = ProtoError::InvalidDate { what: "packed bar", raw };
@@ -275,7 +277,7 @@ pub fn encode_packed_minute(at: DateTime) -> Result<(u16, u16), ProtoError> {
 /// Days from 1970-01-01 to 2003-12-31, the epoch of seconds stamps.
 const SECONDS_EPOCH_DAYS: i64 = 12_417;
 
-/// Decodes a period-13 bar stamp: seconds since 2003-12-31 00:00 (§3.3).
+/// Decodes a period-13 bar stamp: seconds since 2003-12-31 00:00 (docs/PROTOCOL.md, Dates and times).
 pub fn decode_seconds_stamp(raw: u32) -> Result<DateTime, ProtoError> {
     let days = i64::from(raw / 86_400);
     let secs = raw % 86_400;

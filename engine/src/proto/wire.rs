@@ -1,5 +1,6 @@
 //! Primitive wire values: a bounds-checked payload reader, little-endian
-//! writers, the signed price varint (§3.1) and the TDX float (§3.2).
+//! writers, the signed price varint and the TDX float (docs/PROTOCOL.md,
+//! Price varint and TDX float).
 //!
 //! The reader never panics and never allocates: every read checks the
 //! remaining length first and names the field in its error.
@@ -80,12 +81,12 @@ impl<'a> Reader<'a> {
         Ok(f32::from_le_bytes(self.array(what)?))
     }
 
-    /// Reads a TDX float (§3.2).
+    /// Reads a TDX float (docs/PROTOCOL.md, TDX float).
     pub fn tdx_float(&mut self, what: &'static str) -> Result<f32, ProtoError> {
         Ok(decode_tdx_float(self.u32(what)?))
     }
 
-    /// Reads a signed price varint (§3.1).
+    /// Reads a signed price varint (docs/PROTOCOL.md, Price varint).
     pub fn varint(&mut self) -> Result<i64, ProtoError> {
         let (value, used) = decode_varint(self.rest())?;
         self.pos += used;
@@ -141,7 +142,7 @@ pub fn decode_varint(buf: &[u8]) -> Result<(i64, usize), ProtoError> {
     Ok((value, used))
 }
 
-/// Appends `value` as a signed price varint (§3.1). At most 10 bytes.
+/// Appends `value` as a signed price varint (docs/PROTOCOL.md, Price varint). At most 10 bytes.
 pub fn put_varint(out: &mut Vec<u8>, value: i64) {
     let mut magnitude = value.unsigned_abs();
     let mut byte = (magnitude & 0x3f) as u8;
@@ -173,7 +174,7 @@ pub fn varint_len(value: i64) -> usize {
     }
 }
 
-/// Decodes a TDX float word (§3.2).
+/// Decodes a TDX float word (docs/PROTOCOL.md, TDX float).
 ///
 /// For every non-negative normal value the clients' hand-written routine
 /// equals IEEE-754 binary32 of the same bits, so that is what this returns,
@@ -183,7 +184,7 @@ pub fn decode_tdx_float(word: u32) -> f32 {
     f32::from_bits(word)
 }
 
-/// Encodes a TDX float word (§3.2): the IEEE-754 binary32 bits.
+/// Encodes a TDX float word (docs/PROTOCOL.md, TDX float): the IEEE-754 binary32 bits.
 pub fn encode_tdx_float(value: f32) -> u32 {
     value.to_bits()
 }

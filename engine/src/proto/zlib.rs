@@ -1,4 +1,4 @@
-//! zlib bodies (§2.3): strict, bounded inflation and deflation.
+//! zlib bodies (docs/PROTOCOL.md, Compression): strict, bounded inflation and deflation.
 //!
 //! Inflation is exact: the stream must end inside the body, leave no trailing
 //! bytes, and produce exactly the announced length. The output buffer is

@@ -10,9 +10,8 @@
 //! timeout), so they go to a queue: a push when set and, when cancelled,
 //! the entry found by binary search (the queue is sorted) and marked, the
 //! entry itself dropped once it reaches the front (or the queue is
-//! compacted), instead of a tree insert and remove per request (800
-//! instructions of the engine's 8,500 per light request under callgrind;
-//! a map of the live ones beside the queue still cost 330 in hashing). A
+//! compacted), instead of a tree insert and remove per request, and with
+//! no map beside it (docs/decisions/0006-timer-deadline-queue.md). A
 //! deadline earlier than the queue's last goes to the tree. Which one fires
 //! first is the same total order either way.
 
@@ -55,9 +54,8 @@ pub(crate) struct TimerTable {
     deadlines: VecDeque<Deadline>,
     /// The queue's live deadlines.
     live: usize,
-    /// The earliest entry of both: asked for twice per input (the timers
-    /// due, then the next timeout), and found in the tree and the queue it
-    /// cost 580 instructions per light request; kept, it changes only when
+    /// The earliest entry of both, kept because it is asked for twice per
+    /// input (the timers due, then the next timeout) and changes only when
     /// the earliest is set, cancelled or popped.
     first: Option<(Instant, Timer)>,
 }

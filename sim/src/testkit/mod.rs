@@ -17,8 +17,8 @@
 //!   failed.
 //!
 //! How to set it up in your crate, a fault test, a sharded seed sweep in
-//! CI and replaying a failure: [`guide`] (`docs/TESTING-YOUR-CODE.md` in
-//! the repository).
+//! CI and replaying a failure: [`guide`] (`sim/TESTKIT.md` in the
+//! repository).
 //!
 //! ```
 //! use std::time::Duration;
@@ -44,7 +44,7 @@
 //! println!("trace hash {:016x}, faults applied: {}", run.report.trace_hash, run.report.faults.len());
 //! ```
 
-#[doc = include_str!("../../../docs/TESTING-YOUR-CODE.md")]
+#[doc = include_str!("../../TESTKIT.md")]
 pub mod guide {}
 
 mod local;

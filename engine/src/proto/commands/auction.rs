@@ -1,5 +1,5 @@
 //! 0x056a: the call-auction series (集合竞价明细) of today or a past day
-//! (eltdx 3.3.0; docs/PROTOCOL.md).
+//! (eltdx 3.3.0; docs/PROTOCOL.md, Call auction (0x056a)).
 
 use super::Command;
 use crate::proto::security::{Market, SecurityCode};

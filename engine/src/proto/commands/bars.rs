@@ -1,4 +1,4 @@
-//! 0x052d: K-line bars (§5.4).
+//! 0x052d: K-line bars (docs/PROTOCOL.md, Bars (0x052d)).
 
 use super::{put_code_u16, read_code_u16, read_count, Command};
 use crate::proto::limits::BARS_PER_PAGE_MAX;
@@ -235,7 +235,7 @@ pub struct Bar {
     pub high: Price,
     /// Low.
     pub low: Price,
-    /// Volume as the wire's float; the unit varies by period (§5.4).
+    /// Volume as the wire's float; the unit varies by period (docs/PROTOCOL.md, Bars (0x052d)).
     pub volume: f32,
     /// Amount in yuan.
     pub amount: f32,

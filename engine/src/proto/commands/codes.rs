@@ -1,5 +1,6 @@
-//! Security lists: 0x0450 (old 29-byte records, pytdx, §5.2) and 0x044d
-//! (37-byte records, eltdx, §5.3).
+//! Security lists: 0x0450 (old 29-byte records, pytdx) and 0x044d (37-byte
+//! records, eltdx); see docs/PROTOCOL.md, Security list, old records
+//! (0x0450) and Security list (0x044d).
 
 use super::{expect_len, read_count, Command};
 use crate::proto::limits::{LEGACY_SECURITIES_PER_PAGE, SECURITIES_PER_PAGE_MAX};
@@ -121,7 +122,7 @@ pub struct Security {
     pub name: String,
     /// Base volume for the volume ratio.
     pub volume_ratio_base: f32,
-    /// Decimal places of the security's quote prices (§3.5).
+    /// Decimal places of the security's quote prices (docs/PROTOCOL.md, Price units).
     pub decimal: u8,
     /// Previous close in yuan.
     pub previous_close: f32,

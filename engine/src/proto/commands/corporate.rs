@@ -1,6 +1,6 @@
 //! 0x000f capital changes (股本变迁, GBBQ / xdxr) and 0x0010 finance
-//! records (财务信息). Neither is in SPEC-7709; the layouts are in
-//! `docs/PROTOCOL.md`.
+//! records (财务信息) (docs/PROTOCOL.md, Capital changes (0x000f) and
+//! Finance (0x0010)).
 
 use super::{put_code_u8, read_code_u8, read_count, Command};
 use crate::proto::limits::{CAPITAL_CHANGE_CODES_MAX, FINANCE_CODES_MAX};
@@ -240,9 +240,10 @@ pub struct FinanceInfo {
 
 /// One 0x0010 record: the 136-byte body after the code, field by field.
 ///
-/// Units as TDX keeps them (eltdx's reading; pytdx 1.72 multiplies every
-/// amount by 10,000, see `docs/PROTOCOL.md`): share counts in 10,000
-/// shares, amounts in thousands of yuan, per-share values in yuan.
+/// Units as TDX keeps them, in eltdx's reading: share counts in 10,000
+/// shares, amounts in thousands of yuan, per-share values in yuan (pytdx
+/// 1.72 multiplies every amount by 10,000; docs/PROTOCOL.md, Finance
+/// (0x0010)).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Finance {
     /// The code.

@@ -1,4 +1,4 @@
-//! 0x044e: number of securities in a market (§5.1).
+//! 0x044e: number of securities in a market (docs/PROTOCOL.md, Security count (0x044e)).
 
 use super::{expect_len, Command};
 use crate::proto::security::Market;

@@ -1,6 +1,6 @@
 //! 0x052b: daily bars of delisted securities (退市 K 线), raw prices,
 //! paged back from the newest (eltdx 3.3.0 `delisted_bars.get`;
-//! docs/PROTOCOL.md).
+//! docs/PROTOCOL.md, Delisted bars (0x052b)).
 
 use super::{put_code_u16, read_code_u16, Command};
 use crate::proto::security::{Price, SecurityCode};
@@ -39,7 +39,7 @@ pub struct DelistedBar {
     pub low: Price,
     /// Volume in shares.
     pub volume: i64,
-    /// Amount, a TDX float (§3.2) kept raw; see [`DelistedBar::amount`].
+    /// Amount, a TDX float (docs/PROTOCOL.md, TDX float) kept raw; see [`DelistedBar::amount`].
     pub amount_raw: u32,
     /// The four bytes after the amount (meaning unknown); kept raw.
     pub suffix_raw: [u8; 4],

@@ -1,6 +1,7 @@
 //! 0x02c5 server file metadata and 0x06b9 server file read: how clients
 //! download the board files (`block_gn.dat`, ...) in chunks (pytdx 1.72's
-//! `get_block_info*`, eltdx 3.3.0's `resources.*`; docs/PROTOCOL.md).
+//! `get_block_info*`, eltdx 3.3.0's `resources.*`; docs/PROTOCOL.md, File
+//! metadata (0x02c5), File read (0x06b9) and Board files).
 
 use super::Command;
 use crate::proto::wire::{PutLe, Reader};

@@ -1,8 +1,10 @@
 //! Past sessions: 0x0fb4 (a past day's minute line) and 0x0fb5 (a past
 //! day's ticks, paged), both in the form pytdx 1.72 sends and decodes,
-//! 0x051d (today's minute line in pytdx's form) (SPEC appendix A), and
-//! eltdx's 0x0feb (a recent day's minute line) and 0x0fc6 (a past day's
-//! ticks with order counts) (docs/PROTOCOL.md).
+//! 0x051d (today's minute line in pytdx's form), and eltdx's 0x0feb (a
+//! recent day's minute line) and 0x0fc6 (a past day's ticks with order
+//! counts). See docs/PROTOCOL.md, Past minute line (0x0fb4), Past trades
+//! (0x0fb5), Legacy minute line (0x051d), Recent minute line (0x0feb) and
+//! Past trades with order counts (0x0fc6).
 
 use super::minutes::MinutePoint;
 use super::trades::{put_trades, read_trades, Trade, TradeSide, TICK_BYTES_MIN};
@@ -26,7 +28,7 @@ pub struct HistoryMinutes {
     pub code: SecurityCode,
 }
 
-/// One point of a past minute line; point `i` is minute index `i` (§3.3).
+/// One point of a past minute line; point `i` is minute index `i` (docs/PROTOCOL.md, Dates and times).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HistoryMinutePoint {
     /// Last price of the minute.
@@ -337,7 +339,8 @@ impl Command for DetailedHistoryTrades {
     }
 }
 
-/// 0x051d: today's minute line in pytdx's form (SPEC appendix A).
+/// 0x051d: today's minute line in pytdx's form (docs/PROTOCOL.md, Legacy
+/// minute line (0x051d)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LegacyMinutes {
     /// The security.

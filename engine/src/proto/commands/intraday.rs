@@ -1,6 +1,7 @@
 //! Today's intraday side series in eltdx 3.3.0's form: 0x051b, the minute
 //! aux series under the minute chart (分时副图), and 0x0fd1, one code's
-//! sparkline (小走势图) (docs/PROTOCOL.md).
+//! sparkline (小走势图) (docs/PROTOCOL.md, Minute aux series (0x051b) and
+//! Sparkline (0x0fd1)).
 
 use super::{expect_len, put_code_u16, read_code_u16, Command};
 use crate::proto::security::SecurityCode;

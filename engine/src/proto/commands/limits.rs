@@ -1,5 +1,6 @@
 //! 0x0452: the special-security price-limit table (特殊品种涨跌停限制),
-//! paged by row (eltdx 3.3.0 `limits.special`; docs/PROTOCOL.md).
+//! paged by row (eltdx 3.3.0 `limits.special`; docs/PROTOCOL.md, Special
+//! limits (0x0452)).
 
 use super::Command;
 use crate::proto::security::{Market, SecurityCode};

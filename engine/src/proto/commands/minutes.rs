@@ -1,4 +1,4 @@
-//! 0x0537: today's minute line (eltdx, §5.8).
+//! 0x0537: today's minute line (eltdx; docs/PROTOCOL.md, Today's minute line (0x0537)).
 
 use super::quotes::QuoteTarget;
 use super::{expect_len, put_code_u16, read_code_u16, read_count, Command};
@@ -27,7 +27,7 @@ impl From<QuoteTarget> for Minutes {
     }
 }
 
-/// One minute point. Point `i` is minute index `i` (§3.3).
+/// One minute point. Point `i` is minute index `i` (docs/PROTOCOL.md, Dates and times).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MinutePoint {
     /// Price.

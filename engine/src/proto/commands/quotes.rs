@@ -1,5 +1,7 @@
-//! Quotes: 0x053e (five levels, §5.5), 0x054c (one-level snapshots, §5.6) and
-//! 0x054b (a category's snapshots, paged and sorted by the server).
+//! Quotes: 0x053e (five levels), 0x054c (one-level snapshots) and 0x054b
+//! (a category's snapshots, paged and sorted by the server); see
+//! docs/PROTOCOL.md, Quotes (0x053e), Snapshots (0x054c) and Category
+//! quotes (0x054b).
 
 use super::{put_code_u8, read_code_u8, Command};
 use crate::proto::limits::QUOTE_CODES_MAX;
@@ -7,7 +9,7 @@ use crate::proto::security::{Price, PriceScale, SecurityCode};
 use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
 use crate::proto::ProtoError;
 
-/// A code to quote and the scale its wire prices use (§3.5). Decoding a
+/// A code to quote and the scale its wire prices use (docs/PROTOCOL.md, Price units). Decoding a
 /// request on the server side assumes [`SecurityCode::default_scale`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct QuoteTarget {
@@ -140,7 +142,7 @@ pub struct Snapshot {
     pub head: QuoteHead,
     /// Level 1.
     pub level: Level,
-    /// The 56-byte tail; only partly understood (§5.6), kept raw.
+    /// The 56-byte tail; only partly understood (docs/PROTOCOL.md, Snapshots (0x054c)), kept raw.
     pub tail_raw: [u8; SNAPSHOT_TAIL_BYTES],
 }
 
@@ -387,7 +389,7 @@ impl Command for Snapshots {
 
 /// The lists 0x054b pages through (分类). eltdx 3.3.0 names only 6
 /// (沪深A股); the other numbers are the reference exchange's own and are
-/// not confirmed against real servers (docs/PROTOCOL.md).
+/// not confirmed against real servers (docs/PROTOCOL.md, Category quotes (0x054b)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum QuoteCategory {
     /// 上证A股: Shanghai A shares, STAR included.

@@ -1,4 +1,5 @@
-//! 0x0547: quote refresh, and the unsolicited pushes that follow it (§5.7).
+//! 0x0547: quote refresh, and the unsolicited pushes that follow it
+//! (docs/PROTOCOL.md, Quote refresh and pushes (0x0547)).
 //!
 //! The whole reply payload is XOR-ed with 0x93. Records carry no length:
 //! each ends where the next requested code's 7-byte marker appears. This
@@ -20,7 +21,8 @@ pub const REFRESH_XOR: u8 = 0x93;
 pub struct RefreshTarget {
     /// The code and its price scale.
     pub target: QuoteTarget,
-    /// Cursor; 0 on the first refresh. Its later meaning is unknown (§5.7).
+    /// Cursor; 0 on the first refresh. Its later meaning is unknown
+    /// (docs/PROTOCOL.md, Quote refresh and pushes (0x0547)).
     pub cursor: u32,
 }
 

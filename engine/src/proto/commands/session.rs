@@ -1,4 +1,4 @@
-//! Session commands (§4): 0x000d handshake, 0x0fdb pytdx setup 3, 0x0004 heartbeat.
+//! Session commands (docs/PROTOCOL.md, Session commands): 0x000d handshake, 0x0fdb pytdx setup 3, 0x0004 heartbeat.
 
 use super::{expect_len, Command};
 use crate::proto::limits::HANDSHAKE_REPLY_BYTES;
@@ -8,7 +8,7 @@ use crate::proto::wire::{PutLe, Reader};
 use crate::proto::ProtoError;
 
 /// 0x000d: the handshake. eltdx sends step 1 once per connection; pytdx
-/// sends step 1, then step 2, then [`LegacySetup`] (§4.1).
+/// sends step 1, then step 2, then [`LegacySetup`] (docs/PROTOCOL.md, Handshake (0x000d)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Handshake {
     /// The body byte: 1 (eltdx, pytdx setup 1) or 2 (pytdx setup 2).
@@ -52,7 +52,7 @@ impl ServerClock {
     }
 }
 
-/// The 189-byte handshake reply (§4.1). Unknown fields are kept raw.
+/// The 189-byte handshake reply (docs/PROTOCOL.md, Handshake (0x000d)). Unknown fields are kept raw.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HandshakeReply {
     /// Byte 0: unknown; kept raw.
@@ -181,8 +181,9 @@ impl Command for Handshake {
     }
 }
 
-/// 0x0fdb: pytdx's third setup command ("login 2", §4.2). Body and reply
-/// are opaque; pytdx ignores the reply, so a server may answer 1 zero byte.
+/// 0x0fdb: pytdx's third setup command ("login 2"). Body and reply are
+/// opaque; pytdx ignores the reply, so a server may answer 1 zero byte
+/// (docs/PROTOCOL.md, Setup 3 (0x0fdb)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LegacySetup {
     /// The opaque body; pytdx sends a fixed 30 bytes ([`LegacySetup::PYTDX_BODY`]).
@@ -228,7 +229,7 @@ impl Command for LegacySetup {
     }
 }
 
-/// 0x0004: keep-alive (§4.3). Empty body.
+/// 0x0004: keep-alive (docs/PROTOCOL.md, Heartbeat (0x0004)). Empty body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Heartbeat;
 

@@ -1,4 +1,4 @@
-//! 0x0fc5: today's trades, tick by tick (§5.9).
+//! 0x0fc5: today's trades, tick by tick (docs/PROTOCOL.md, Today's trades (0x0fc5)).
 
 use super::{expect_len, put_code_u16, read_code_u16, read_count, Command};
 use crate::proto::limits::TRADES_PER_PAGE_MAX;
