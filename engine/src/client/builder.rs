@@ -6,12 +6,15 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::sync::OnceLock;
+
+use super::pools::{LazyPool, Pool, WithConnector};
 use super::{Client, Inner};
 use crate::error::Error;
 use crate::proto::Request;
 use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::{Connector, TcpConnector};
-use crate::runtime::{start, RuntimeConfig, RuntimeFlavor};
+use crate::runtime::{start_engine, start_threads, EngineConfig, RuntimeFlavor};
 use crate::supervisor::{ConfigError, Endpoint, StartProbe, SupervisorConfig};
 
 /// The default request-rate cap per server for the bundled public list:
@@ -26,19 +29,15 @@ pub const PUBLIC_RATE_CAP_PER_SEC: u32 = 30;
 /// by [`build`](Self::build) with an error naming the field.
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
-    hosts: Vec<String>,
-    candidates: Option<Vec<String>>,
+    /// The main pool's servers and size.
+    main: PoolSettings,
+    /// The other pools', in [`Pool::ALL`] order after the main one.
+    others: [PoolSettings; 2],
     canary: bool,
-    canary_probe: Vec<Request>,
     second_opinion: bool,
-    /// `None`: the default for the servers in use; `Some(cap)`: as set.
-    rate_cap_per_sec: Option<Option<u32>>,
     connect_concurrency: Option<usize>,
     connects_per_host: usize,
     max_connections_per_host: Option<usize>,
-    server_count: Option<usize>,
-    connections_per_server: Option<usize>,
-    pool_size: Option<usize>,
     runtime_workers: Option<usize>,
     runtime_flavor: RuntimeFlavor,
     timeout: Duration,
@@ -60,18 +59,13 @@ impl Default for ClientBuilder {
     fn default() -> Self {
         let sup = SupervisorConfig::default();
         Self {
-            hosts: Vec::new(),
-            candidates: None,
+            main: PoolSettings { canary_probe: Some(crate::supervisor::default_probe()), ..PoolSettings::default() },
+            others: Default::default(),
             canary: sup.canary,
-            canary_probe: crate::supervisor::default_probe(),
             second_opinion: true,
-            rate_cap_per_sec: None,
             connect_concurrency: sup.connect_concurrency,
             connects_per_host: sup.connects_per_host,
             max_connections_per_host: sup.max_connections_per_host,
-            server_count: None,
-            connections_per_server: None,
-            pool_size: None,
             runtime_workers: None,
             runtime_flavor: RuntimeFlavor::Shared,
             timeout: Duration::from_secs(8),
@@ -95,7 +89,7 @@ impl ClientBuilder {
     /// Explicit servers, `IP:PORT`, best first: used in this order, not
     /// probed, and the bundled list is not looked at.
     pub fn hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
-        self.hosts = hosts.into_iter().map(Into::into).collect();
+        self.main.hosts = hosts.into_iter().map(Into::into).collect();
         self
     }
     /// Candidate servers to rank instead of the bundled public list (which
@@ -103,7 +97,7 @@ impl ClientBuilder {
     /// saved ranking orders them; on a first start (nothing saved for them)
     /// the engine probes them all and starts on the fastest.
     pub fn candidates<I: IntoIterator<Item = S>, S: Into<String>>(mut self, candidates: I) -> Self {
-        self.candidates = Some(candidates.into_iter().map(Into::into).collect());
+        self.main.candidates = Some(candidates.into_iter().map(Into::into).collect());
         self
     }
     /// Handshake one connection per server before opening the rest, moving
@@ -119,7 +113,7 @@ impl ClientBuilder {
     /// accepts a server on its handshake alone. At most
     /// [`CANARY_PROBE_STEPS_MAX`](crate::supervisor::CANARY_PROBE_STEPS_MAX).
     pub fn canary_probe(mut self, queries: Vec<Request>) -> Self {
-        self.canary_probe = queries;
+        self.main.canary_probe = Some(queries);
         self
     }
     /// Ask a reply that is empty where data is expected once more, on
@@ -136,7 +130,7 @@ impl ClientBuilder {
     /// bundled public list. A request waits for its turn within its own
     /// deadline; `PoolBusy` is unchanged.
     pub fn rate_cap(mut self, per_sec: Option<u32>) -> Self {
-        self.rate_cap_per_sec = Some(per_sec);
+        self.main.rate_cap_per_sec = Some(per_sec);
         self
     }
     /// Connects in flight at once over the pool (default
@@ -158,17 +152,49 @@ impl ClientBuilder {
     }
     /// Servers used at once (default 2, at most the number of hosts).
     pub fn server_count(mut self, n: usize) -> Self {
-        self.server_count = Some(n);
+        self.main.server_count = Some(n);
         self
     }
     /// Connections per server (default 4).
     pub fn connections_per_server(mut self, n: usize) -> Self {
-        self.connections_per_server = Some(n);
+        self.main.connections_per_server = Some(n);
         self
     }
     /// Total connections; alone, spread over `server_count` servers.
     pub fn pool_size(mut self, n: usize) -> Self {
-        self.pool_size = Some(n);
+        self.main.pool_size = Some(n);
+        self
+    }
+    /// Explicit servers for `pool` (`IP:PORT`, best first), as
+    /// [`hosts`](Self::hosts) is for the main pool. A pool other than the
+    /// main one starts on its first call; without hosts or candidates it
+    /// ranks its bundled public list.
+    pub fn pool_hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, pool: Pool, hosts: I) -> Self {
+        self.settings(pool).hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+    /// Candidate servers for `pool` to rank instead of its bundled list, as
+    /// [`candidates`](Self::candidates) is for the main pool.
+    pub fn pool_candidates<I: IntoIterator<Item = S>, S: Into<String>>(mut self, pool: Pool, candidates: I) -> Self {
+        self.settings(pool).candidates = Some(candidates.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Servers used at once by `pool` and connections to each (default for
+    /// pools other than the main one: 2 servers x 2 connections).
+    pub fn pool_servers(mut self, pool: Pool, server_count: usize, connections_per_server: usize) -> Self {
+        let settings = self.settings(pool);
+        settings.server_count = Some(server_count);
+        settings.connections_per_server = Some(connections_per_server);
+        self
+    }
+    /// The data canary's queries for `pool` (see [`canary_probe`](Self::canary_probe)).
+    pub fn pool_canary_probe(mut self, pool: Pool, queries: Vec<Request>) -> Self {
+        self.settings(pool).canary_probe = Some(queries);
+        self
+    }
+    /// The request-rate cap per server for `pool` (see [`rate_cap`](Self::rate_cap)).
+    pub fn pool_rate_cap(mut self, pool: Pool, per_sec: Option<u32>) -> Self {
+        self.settings(pool).rate_cap_per_sec = Some(per_sec);
         self
     }
     /// Worker threads, `1..=pool_size` (default `min(pool_size, cores)`).
@@ -264,25 +290,43 @@ impl ClientBuilder {
         self.available_cpus.unwrap_or_else(crate::runtime::host_cpus)
     }
 
-    fn ranking_store(&self) -> Option<RankingStore> {
-        match &self.ranking_file {
-            Some(path) => Some(RankingStore::at(path)),
-            None => RankingStore::default_location(),
+    fn settings(&mut self, pool: Pool) -> &mut PoolSettings {
+        match pool {
+            Pool::Main => &mut self.main,
+            Pool::Mac => &mut self.others[0],
+            Pool::MoneyFlow => &mut self.others[1],
         }
     }
 
-    /// The endpoints in the order to try, and whether to probe at start.
-    fn endpoints(&self, store: Option<&RankingStore>) -> Result<(Vec<Endpoint>, StartProbe), ConfigError> {
-        if !self.hosts.is_empty() {
-            let hosts = self.hosts.iter().map(|h| parse_host(h, "hosts")).collect::<Result<Vec<_>, _>>()?;
+    /// Where `pool`'s ranking is kept: beside the main pool's file.
+    fn ranking_store(&self, pool: Pool) -> Option<RankingStore> {
+        let main = match &self.ranking_file {
+            Some(path) => Some(RankingStore::at(path)),
+            None => RankingStore::default_location(),
+        }?;
+        match pool {
+            Pool::Main => Some(main),
+            other => Some(RankingStore::at(main.path().with_file_name(other.ranking_file_name()))),
+        }
+    }
+
+    /// `pool`'s endpoints in the order to try, and whether to probe at start.
+    fn endpoints(
+        &self,
+        pool: Pool,
+        settings: &PoolSettings,
+        store: Option<&RankingStore>,
+    ) -> Result<(Vec<Endpoint>, StartProbe), ConfigError> {
+        if !settings.hosts.is_empty() {
+            let hosts = settings.hosts.iter().map(|h| parse_host(h, "hosts")).collect::<Result<Vec<_>, _>>()?;
             return Ok((hosts, StartProbe::Off));
         }
-        let candidates = match &self.candidates {
+        let candidates = match &settings.candidates {
             Some(list) if list.is_empty() => {
                 return Err(ConfigError { field: "candidates", reason: "the candidate list is empty".into() })
             }
             Some(list) => list.iter().map(|h| parse_host(h, "candidates")).collect::<Result<Vec<_>, _>>()?,
-            None => crate::ranking::bundled_candidates(),
+            None => pool.bundled(),
         };
         let ranking = store.map_or_else(Ranking::new, RankingStore::load);
         let known = |e: &Endpoint| {
@@ -299,24 +343,44 @@ impl ClientBuilder {
         Ok((ordered, StartProbe::Background))
     }
 
-    fn supervisor_config(&self, store: Option<&RankingStore>) -> Result<SupervisorConfig, ConfigError> {
-        let (endpoints, start_probe) = self.endpoints(store)?;
-        let server_count = self.server_count.unwrap_or(2.min(endpoints.len()));
-        let (per_server, pool_size) = match (self.pool_size, self.connections_per_server) {
-            (Some(pool), Some(per)) => {
-                if pool != server_count * per {
+    /// `pool`'s Supervisor configuration. A pool other than the main one
+    /// names itself in the reason of an error, beside the field.
+    fn supervisor_config(&self, pool: Pool, store: Option<&RankingStore>) -> Result<SupervisorConfig, ConfigError> {
+        let settings = match pool {
+            Pool::Main => &self.main,
+            Pool::Mac => &self.others[0],
+            Pool::MoneyFlow => &self.others[1],
+        };
+        self.pool_config(pool, settings, store).map_err(|e| match pool {
+            Pool::Main => e,
+            other => ConfigError { field: e.field, reason: format!("{} (the {other} pool)", e.reason) },
+        })
+    }
+
+    fn pool_config(
+        &self,
+        pool: Pool,
+        settings: &PoolSettings,
+        store: Option<&RankingStore>,
+    ) -> Result<SupervisorConfig, ConfigError> {
+        let (endpoints, start_probe) = self.endpoints(pool, settings, store)?;
+        let server_count = settings.server_count.unwrap_or(2.min(endpoints.len()));
+        let per_server_default = if pool == Pool::Main { 4 } else { 2 };
+        let (per_server, pool_size) = match (settings.pool_size, settings.connections_per_server) {
+            (Some(size), Some(per)) => {
+                if size != server_count * per {
                     return Err(ConfigError {
                         field: "pool_size",
                         reason: format!(
-                            "{pool} disagrees with server_count {server_count} x connections_per_server {per}"
+                            "{size} disagrees with server_count {server_count} x connections_per_server {per}"
                         ),
                     });
                 }
                 (per, None)
             }
             // Alone: spread as evenly as possible over the servers.
-            (Some(pool), None) => (pool.div_ceil(server_count.max(1)).max(1), Some(pool)),
-            (None, per) => (per.unwrap_or(4), None),
+            (Some(size), None) => (size.div_ceil(server_count.max(1)).max(1), Some(size)),
+            (None, per) => (per.unwrap_or(per_server_default), None),
         };
         if self.timeout.is_zero() {
             return Err(ConfigError { field: "timeout", reason: "must be positive".into() });
@@ -325,6 +389,7 @@ impl ClientBuilder {
         if self.available_cpus == Some(0) {
             return Err(ConfigError { field: "available_cpus", reason: "must be at least 1".into() });
         }
+        let canary_probe = settings.canary_probe.clone().unwrap_or_default();
         let config = SupervisorConfig {
             endpoints,
             server_count,
@@ -336,12 +401,13 @@ impl ClientBuilder {
             heartbeat_interval: self.heartbeat_interval,
             push_frames_max: self.push_frames_max,
             push_bytes_max: self.push_bytes_max,
-            rng_seed: self.rng_seed,
+            // Each pool draws its own chances.
+            rng_seed: self.rng_seed.wrapping_add(pool as u64),
             canary: self.canary,
-            canary_probe: self.canary_probe.iter().cloned().map(Arc::new).collect(),
+            canary_probe: canary_probe.into_iter().map(Arc::new).collect(),
             second_opinion: self.second_opinion,
-            rate_cap_per_sec: self.rate_cap_per_sec.unwrap_or_else(|| {
-                let public = self.hosts.is_empty() && self.candidates.is_none();
+            rate_cap_per_sec: settings.rate_cap_per_sec.unwrap_or_else(|| {
+                let public = settings.hosts.is_empty() && settings.candidates.is_none();
                 public.then_some(PUBLIC_RATE_CAP_PER_SEC)
             }),
             connect_concurrency: self.connect_concurrency,
@@ -356,39 +422,75 @@ impl ClientBuilder {
         Ok(config)
     }
 
+    fn engine_config(&self, pool: Pool, store: Option<RankingStore>) -> EngineConfig {
+        EngineConfig {
+            raw_budget_bytes: self.raw_budget_bytes,
+            decoded_budget_bytes: self.decoded_budget_bytes,
+            ranking_store: store,
+            setup: pool.setup(),
+        }
+    }
+
     /// Starts the engine with TCP connections.
     pub fn build(self) -> Result<Client, Error> {
         self.build_with(TcpConnector::default())
     }
 
     /// Starts the engine with another connector (for example turmoil's).
+    /// The main pool starts now; every other pool's settings are checked
+    /// now, and it starts on its first call.
     pub fn build_with<C: Connector>(self, connector: C) -> Result<Client, Error> {
-        let store = self.ranking_store();
-        let config = self.supervisor_config(store.as_ref())?;
-        let runtime = RuntimeConfig {
-            flavor: self.runtime_flavor.clone(),
-            runtime_workers: self.runtime_workers,
-            raw_budget_bytes: self.raw_budget_bytes,
-            decoded_budget_bytes: self.decoded_budget_bytes,
-            ranking_store: store.clone(),
-            cpus: config.available_cpus,
-        };
+        let store = self.ranking_store(Pool::Main);
+        let config = self.supervisor_config(Pool::Main, store.as_ref())?;
+        let others = Pool::ALL[1..]
+            .iter()
+            .map(|&pool| {
+                let store = self.ranking_store(pool);
+                let config = self.supervisor_config(pool, store.as_ref())?;
+                Ok(LazyPool { pool, config, engine: self.engine_config(pool, store), started: OnceLock::new() })
+            })
+            .collect::<Result<Vec<_>, ConfigError>>()?;
+        let threads = start_threads(
+            &self.runtime_flavor,
+            self.runtime_workers,
+            config.pool_size(),
+            config.available_cpus,
+            config.rng_seed,
+        )?;
         let endpoints = config.endpoints.clone();
         let config_cpus = config.available_cpus;
-        let engine = start(config, runtime, connector)?;
+        let connector = Arc::new(connector);
+        let main = start_engine(config, self.engine_config(Pool::Main, store.clone()), &threads, connector.clone())?;
         Ok(Client {
             inner: Arc::new(Inner {
-                engine: Some(engine),
+                main: Some(main),
+                others,
+                starter: Box::new(WithConnector(connector)),
+                threads: Some(threads),
                 next_id: AtomicU64::new(1),
                 timeout: self.timeout,
                 endpoints,
                 store,
                 cpus: config_cpus,
-                probe_queries: self.canary_probe.clone(),
+                probe_queries: self.main.canary_probe.clone().unwrap_or_default(),
                 probe_timeout: self.probe_timeout,
             }),
         })
     }
+}
+
+/// One pool's servers and size.
+#[derive(Debug, Clone, Default)]
+struct PoolSettings {
+    hosts: Vec<String>,
+    candidates: Option<Vec<String>>,
+    /// `None`: the pool's default (the main pool's is set in `Default`).
+    canary_probe: Option<Vec<Request>>,
+    /// `None`: the default for the servers in use; `Some(cap)`: as set.
+    rate_cap_per_sec: Option<Option<u32>>,
+    server_count: Option<usize>,
+    connections_per_server: Option<usize>,
+    pool_size: Option<usize>,
 }
 
 /// One `hosts` or `candidates` entry, parsed by [`Endpoint`]'s `FromStr`.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 use super::commands::Listed;
+use super::pools::Pool;
 use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
@@ -53,25 +54,32 @@ impl Client {
     fn prepare(
         &self,
         request: Request,
-        pin: Option<PinId>,
+        pin: Option<(Pool, PinId)>,
         runtime: Option<tokio::runtime::Id>,
-    ) -> Result<(Call, CancelOnDrop<'_>), Error> {
+    ) -> Result<(Call, &Core, CancelOnDrop<'_>), Error> {
+        let pool = Pool::of(&request);
+        if let Some((pinned, _)) = pin.filter(|(pinned, _)| *pinned != pool) {
+            return Err(Error::InvalidRequest(format!(
+                "{} goes to the {pool} pool, not to a connection pinned in the {pinned} pool",
+                request.name()
+            )));
+        }
         // Room for a header and a short body up front: growing from empty
         // reallocated once per request.
         let mut frame = Vec::with_capacity(64);
         request.encode_frame(0, &mut frame).map_err(|e| Error::InvalidRequest(e.to_string()))?;
         let id = RequestId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
-        let core = &*self.inner.engine().core;
+        let core = &*self.inner.pool(pool)?.core;
         let admitted = core.now_on(runtime);
-        let call =
-            Call { id, request: Arc::new(request), frame, admitted, deadline: admitted + self.inner.timeout, pin };
-        Ok((call, CancelOnDrop { core: Some(core), id }))
+        let deadline = admitted + self.inner.timeout;
+        let call = Call { id, request: Arc::new(request), frame, admitted, deadline, pin: pin.map(|(_, id)| id) };
+        Ok((call, core, CancelOnDrop { core: Some(core), id }))
     }
 
     /// Admits a blocking caller's request; its outcome comes to `cell`.
     pub(super) fn submit_blocking(&self, request: Request, cell: Arc<BlockingCell>) -> Result<CancelOnDrop<'_>, Error> {
-        let (call, guard) = self.prepare(request, None, None)?;
-        self.inner.engine().core.submit_blocking(call, cell);
+        let (call, core, guard) = self.prepare(request, None, None)?;
+        core.submit_blocking(call, cell);
         Ok(guard)
     }
 
@@ -99,12 +107,11 @@ impl Client {
     ///    outcome comes straight back from its reply's apply, or, when the
     ///    request ended or went on elsewhere, from the core;
     /// 3. otherwise a slot task carries it, and the outcome comes on a channel.
-    pub(super) async fn call_on(&self, request: Request, pin: Option<PinId>) -> Result<Reply, Error> {
+    pub(super) async fn call_on(&self, request: Request, pin: Option<(Pool, PinId)>) -> Result<Reply, Error> {
         let span = tracing::debug_span!("request", command = request.name());
         async move {
             let runtime = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
-            let (call, mut guard) = self.prepare(request, pin, runtime)?;
-            let core = &*self.inner.engine().core;
+            let (call, core, mut guard) = self.prepare(request, pin, runtime)?;
             let waiting = match core.submit_async(call, runtime) {
                 AsyncSubmitted::Done(outcome) => Ok(outcome),
                 AsyncSubmitted::Waiting(rx) => Err(rx),

@@ -29,12 +29,13 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::error::Error;
 use crate::proto::Request;
 use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::TcpConnector;
-use crate::runtime::{Engine, EngineDiagnostics};
+use crate::runtime::{Engine, EngineDiagnostics, Threads};
 use crate::supervisor::{CloseState, Endpoint};
 
 pub mod blocking;
@@ -43,6 +44,7 @@ pub mod call;
 pub mod commands;
 pub mod composite;
 pub mod pin;
+pub mod pools;
 pub mod push;
 
 pub use blocking::{BlockingClient, BLOCKING_WAKE};
@@ -50,15 +52,22 @@ pub use builder::{ClientBuilder, PUBLIC_RATE_CAP_PER_SEC};
 pub use commands::{CommandInfo, Listed, Page, PageOrder, Paged, Paging, COMMANDS, COMPOSITES};
 pub use composite::{CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, HISTORY_TRADES_LANES};
 pub use pin::Pinned;
+pub use pools::Pool;
 pub use push::{PushStream, Pushes};
 
-/// What every clone of a [`Client`] shares: the engine and the settings
-/// calls read after start.
+/// What every clone of a [`Client`] shares: its pools' engines, the
+/// threads they run on, and the settings calls read after start.
 struct Inner {
-    engine: Option<Engine>,
+    /// The main pool's engine (taken only by `Drop`).
+    main: Option<Engine>,
+    /// The other pools, each started on its first call.
+    others: Vec<pools::LazyPool>,
+    starter: Box<dyn pools::StartPool>,
+    /// The worker threads, dropped after every engine on them.
+    threads: Option<Threads>,
     next_id: AtomicU64,
     timeout: Duration,
-    /// The configured servers, the candidates a ranking refresh probes.
+    /// The main pool's configured servers, the candidates a ranking refresh probes.
     endpoints: Vec<Endpoint>,
     store: Option<RankingStore>,
     /// CPUs the probe concurrency is sized from.
@@ -70,25 +79,45 @@ struct Inner {
 }
 
 impl Inner {
+    /// The main pool's engine.
     fn engine(&self) -> &Engine {
-        self.engine.as_ref().expect("the engine lives as long as the client")
+        self.main.as_ref().expect("the engine lives as long as the client")
     }
 
-    /// A call's deadline, on the engine's clock (the one the Supervisor
-    /// sees: a caller's runtime may run simulated or paused time).
-    fn deadline(&self) -> Instant {
-        self.engine().core.now() + self.timeout
+    /// `pool`'s engine, started now if this is its first call.
+    fn pool(&self, pool: Pool) -> Result<&Engine, Error> {
+        if pool == Pool::Main {
+            return Ok(self.engine());
+        }
+        let threads = self.threads.as_ref().expect("the threads live as long as the client");
+        let lazy = self.others.iter().find(|p| p.pool == pool).expect("every pool has its settings");
+        lazy.get(&*self.starter, threads)
+    }
+
+    /// Every started engine, main first; with `seal`, no pool starts later.
+    fn sealed(&self) -> impl Iterator<Item = (Pool, &Engine)> {
+        let main = self.main.as_ref().map(|e| (Pool::Main, e));
+        main.into_iter().chain(self.others.iter().filter_map(|p| p.seal().map(|e| (p.pool, e))))
+    }
+
+    /// Every started engine, main first.
+    fn started(&self) -> impl Iterator<Item = (Pool, &Engine)> {
+        let main = self.main.as_ref().map(|e| (Pool::Main, e));
+        main.into_iter().chain(self.others.iter().filter_map(|p| p.started().map(|e| (p.pool, e))))
     }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(engine) = self.engine.take() {
-            // The last handle: close, and let nothing wait for a second close.
+        // The last handle: close every pool at once, and let nothing wait
+        // for a second close.
+        for (_, engine) in self.sealed() {
             engine.core.orphan();
-            // Dropping the engine's owned runtimes joins its threads.
-            drop(engine);
         }
+        // Dropping an engine waits for its close; the threads go last.
+        self.others.clear();
+        self.main.take();
+        self.threads.take();
     }
 }
 
@@ -156,9 +185,20 @@ impl Client {
         }
     }
 
-    /// The latest diagnostics snapshot (refreshed at most every 25 ms).
+    /// The main pool's latest diagnostics snapshot (refreshed at most
+    /// every 25 ms).
     pub fn diagnostics(&self) -> Arc<EngineDiagnostics> {
         self.inner.engine().core.diagnostics.get()
+    }
+
+    /// `pool`'s latest diagnostics snapshot; `None` before its first call.
+    pub fn pool_diagnostics(&self, pool: Pool) -> Option<Arc<EngineDiagnostics>> {
+        self.inner.started().find(|(p, _)| *p == pool).map(|(_, e)| e.core.diagnostics.get())
+    }
+
+    /// The pools started so far, main first.
+    pub fn started_pools(&self) -> Vec<Pool> {
+        self.inner.started().map(|(p, _)| p).collect()
     }
 
     /// Worker threads in use.
@@ -175,25 +215,22 @@ impl Client {
         self.inner.engine().core.callers_runtime.clone()
     }
 
-    /// Closes the engine: nothing more is admitted, every call in flight
+    /// Closes every pool: nothing more is admitted, every call in flight
     /// ends with `Closed`, every connection is retired. Returns `Closed`,
-    /// or `FailedClosed` when the 1 s gate passed without every connection
-    /// confirming it closed.
+    /// or `FailedClosed` when the 1 s gate passed in some pool without
+    /// every connection confirming it closed.
     pub async fn close(&self) -> CloseState {
-        let engine = self.inner.engine();
-        engine.core.close();
-        let mut watch = engine.close.clone();
-        loop {
-            let state = *watch.borrow_and_update();
-            match state {
-                CloseState::Closed | CloseState::FailedClosed => return state,
-                CloseState::FailedClosing => engine.core.close(),
-                _ => {}
-            }
-            if watch.changed().await.is_err() {
-                return *watch.borrow();
+        let engines: Vec<&Engine> = self.inner.sealed().map(|(_, e)| e).collect();
+        for engine in &engines {
+            engine.core.close();
+        }
+        let mut worst = CloseState::Closed;
+        for engine in engines {
+            if close_one(engine).await == CloseState::FailedClosed {
+                worst = CloseState::FailedClosed;
             }
         }
+        worst
     }
 
     /// A blocking facade over this client, for callers without an async
@@ -204,5 +241,21 @@ impl Client {
 
     fn is_closed(&self) -> bool {
         self.inner.engine().close.borrow().is_closing()
+    }
+}
+
+/// Waits for one engine's close to end, asking again past a failed gate.
+async fn close_one(engine: &Engine) -> CloseState {
+    let mut watch = engine.close.clone();
+    loop {
+        let state = *watch.borrow_and_update();
+        match state {
+            CloseState::Closed | CloseState::FailedClosed => return state,
+            CloseState::FailedClosing => engine.core.close(),
+            _ => {}
+        }
+        if watch.changed().await.is_err() {
+            return *watch.borrow();
+        }
     }
 }

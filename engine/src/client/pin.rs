@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use super::commands::Listed;
+use super::pools::Pool;
 use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
@@ -32,6 +33,7 @@ impl Drop for ReleaseOnDrop {
 /// typed command method the [`Client`] has (from the command list).
 pub struct Pinned {
     client: Client,
+    pool: Pool,
     id: PinId,
     slot: SlotId,
     _release: ReleaseOnDrop,
@@ -39,23 +41,29 @@ pub struct Pinned {
 
 impl std::fmt::Debug for Pinned {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pinned").field("id", &self.id).field("slot", &self.slot).finish()
+        f.debug_struct("Pinned").field("pool", &self.pool).field("id", &self.id).field("slot", &self.slot).finish()
     }
 }
 
 impl Client {
-    /// Takes one connection for exclusive use, through the same FIFO as
-    /// requests. Calls on the pin run in order on that connection; dropping
-    /// it returns the connection.
+    /// Takes one connection of the main pool for exclusive use, through the
+    /// same FIFO as requests. Calls on the pin run in order on that
+    /// connection; dropping it returns the connection.
     pub async fn pin(&self) -> Result<Pinned, Error> {
+        self.pin_in(Pool::Main).await
+    }
+
+    /// Takes one connection of `pool` for exclusive use (see [`pin`](Self::pin));
+    /// a command of another pool on it is refused as `InvalidRequest`.
+    pub async fn pin_in(&self, pool: Pool) -> Result<Pinned, Error> {
         let id = PinId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        let deadline = self.inner.deadline();
-        let core = self.inner.engine().core.clone();
+        let core = self.inner.pool(pool)?.core.clone();
+        let deadline = core.now() + self.inner.timeout;
         core.pin(id, deadline, tx);
         let release = ReleaseOnDrop { core, id };
         let slot = rx.await.map_err(|_| Error::Request(RequestError::Closed))?.map_err(Error::Request)?;
-        Ok(Pinned { client: self.clone(), id, slot, _release: release })
+        Ok(Pinned { client: self.clone(), pool, id, slot, _release: release })
     }
 }
 
@@ -65,6 +73,11 @@ impl Pinned {
         self.slot
     }
 
+    /// The pool the slot is in.
+    pub fn pool(&self) -> Pool {
+        self.pool
+    }
+
     /// Sends a typed command on the pinned connection and awaits its whole reply.
     pub async fn call<C: TypedCommand>(&self, command: C) -> Result<C::Reply, Error> {
         super::call::take::<C>(self.call_raw(command.into()).await?)
@@ -72,7 +85,7 @@ impl Pinned {
 
     /// Sends any request on the pinned connection; calls run in order.
     pub async fn call_raw(&self, request: Request) -> Result<Reply, Error> {
-        self.client.call_on(request, Some(self.id)).await
+        self.client.call_on(request, Some((self.pool, self.id))).await
     }
 
     pub(super) async fn call_listed<C: Listed>(&self, command: C) -> Result<C::Output, Error> {

@@ -31,14 +31,32 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// The bundled candidates: public TDX 7709 servers (from eltdx 3.3.0).
 /// Used only when a user asks for real servers; never by tests or CI.
 const BUNDLED_HOSTS: &str = include_str!("hosts.json");
+/// Public servers of TDX's MAC channel (eltdx 3.3.0, from easy_tdx).
+const BUNDLED_MAC_HOSTS: &str = include_str!("mac-hosts.json");
+/// Public 7709 servers that answer money flow (eltdx 3.3.0).
+const BUNDLED_MONEY_FLOW_HOSTS: &str = include_str!("money-flow-hosts.json");
 
-/// The bundled candidate list, in its own order.
+/// The bundled 7709 candidate list, in its own order.
 pub fn bundled_candidates() -> Vec<Endpoint> {
+    parse_bundled(BUNDLED_HOSTS)
+}
+
+/// The bundled MAC-channel candidates, in their own order.
+pub fn bundled_mac_candidates() -> Vec<Endpoint> {
+    parse_bundled(BUNDLED_MAC_HOSTS)
+}
+
+/// The bundled money-flow candidates, in their own order.
+pub fn bundled_money_flow_candidates() -> Vec<Endpoint> {
+    parse_bundled(BUNDLED_MONEY_FLOW_HOSTS)
+}
+
+fn parse_bundled(json: &str) -> Vec<Endpoint> {
     #[derive(Deserialize)]
     struct Bundled {
         hosts: Vec<String>,
     }
-    let bundled: Bundled = serde_json::from_str(BUNDLED_HOSTS).expect("the bundled host list is valid JSON");
+    let bundled: Bundled = serde_json::from_str(json).expect("a bundled host list is valid JSON");
     bundled.hosts.iter().filter_map(|h| h.parse().ok()).collect()
 }
 

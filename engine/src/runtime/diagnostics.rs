@@ -72,6 +72,28 @@ pub struct EngineDiagnostics {
     pub runtime_workers: usize,
 }
 
+impl EngineDiagnostics {
+    /// The snapshot before the engine's first refresh: the Supervisor's
+    /// initial view, every count zero.
+    pub(crate) fn starting(supervisor: Diagnostics, runtime_workers: usize) -> Self {
+        Self {
+            supervisor,
+            budgets: Vec::new(),
+            workers: Vec::new(),
+            slot_workers: Vec::new(),
+            slot_panics: 0,
+            lent_panics: 0,
+            slot_command_overflows: 0,
+            bytes_read: 0,
+            lent_exchanges: 0,
+            core_locks: 0,
+            core_lock_waits: 0,
+            ranking: None,
+            runtime_workers,
+        }
+    }
+}
+
 /// The latest published snapshot; reading it never waits on the runtime
 /// (loom-checked in [`crate::sync`]).
 pub(crate) type DiagnosticsCell = Snapshot<EngineDiagnostics>;

@@ -43,6 +43,7 @@ use tracing::Instrument;
 
 use self::core::{Core, CoreParts, Launch, OpenSlot, StartProbe};
 use crate::proto::limits::RAW_STAGING_BYTES_MAX;
+use crate::proto::Request;
 use crate::ranking::RankingStore;
 use crate::supervisor::{CloseState, ConfigError, Endpoint, Supervisor, SupervisorConfig};
 use connector::Connector;
@@ -77,35 +78,58 @@ pub const DECODED_BUDGET_BYTES_MAX: usize = 2 * 1024 * 1024 * 1024;
 /// The smallest push queue in bytes: one largest push payload.
 pub const PUSH_QUEUE_BYTES_MIN: usize = crate::proto::limits::PAYLOAD_BYTES_MAX;
 
-/// What the engine needs besides the Supervisor's configuration.
+/// A pool's engine settings besides the Supervisor's configuration.
 #[derive(Debug, Clone)]
-pub(crate) struct RuntimeConfig {
-    pub(crate) flavor: RuntimeFlavor,
-    pub(crate) runtime_workers: Option<usize>,
+pub(crate) struct EngineConfig {
     pub(crate) raw_budget_bytes: Option<usize>,
     pub(crate) decoded_budget_bytes: Option<usize>,
     /// Where start probes are saved.
     pub(crate) ranking_store: Option<crate::ranking::RankingStore>,
-    /// CPUs the default worker count is sized from.
-    pub(crate) cpus: usize,
+    /// What a new connection sends before it is ready, each answered in
+    /// turn (the 7709 handshake; the MAC channel's three setup commands).
+    pub(crate) setup: Arc<[Request]>,
 }
 
-/// The running engine's handles, held by the client.
+/// One pool's running engine: its Supervisor behind the core, and the
+/// clock task that ends when it has closed. Dropping it waits for that end,
+/// within the close gate.
 pub(crate) struct Engine {
     /// The Supervisor and its tables, applied to by whoever has an input.
     pub(crate) core: Arc<Core>,
     pub(crate) close: watch::Receiver<CloseState>,
-    /// Owned runtimes and threads: held for their `Drop`, which stops them.
-    pub(crate) _owned: Option<Owned>,
+    /// Signalled when the clock task ends, for an engine on threads the
+    /// client owns (`None` on a caller's runtime, which may not block).
+    clock_done: Option<Arc<crate::sync::Completion<()>>>,
 }
 
-pub(crate) struct Owned {
-    pub(crate) workers: Option<tokio::runtime::Runtime>,
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(done) = self.clock_done.take() {
+            // The close gate is 1 s; give it a little more.
+            let _ = done.wait(std::time::Duration::from_secs(2));
+        }
+    }
+}
+
+/// The worker runtimes every pool of a client runs on. Dropped after the
+/// engines on them (their slot tasks need the workers to report their end).
+pub(crate) struct Threads {
+    handles: Vec<tokio::runtime::Handle>,
+    placement: Placement,
+    /// The runtime whose (possibly simulated) clock rules; `None`: the real clock.
+    time_source: Option<tokio::runtime::Handle>,
+    /// The one runtime every connection runs on (`Shared`, `External`).
+    callers_runtime: Option<tokio::runtime::Handle>,
+    pub(crate) runtime_workers: usize,
+    seed: u64,
+    _owned: Owned,
+}
+
+struct Owned {
+    workers: Option<tokio::runtime::Runtime>,
     /// Current-thread runtimes: the threads driving them, and how to tell
     /// each to stop.
-    pub(crate) worker_threads: Vec<WorkerThread>,
-    /// Signalled when the clock task ends (the engine has closed).
-    pub(crate) clock_done: Option<Arc<crate::sync::Completion<()>>>,
+    worker_threads: Vec<WorkerThread>,
 }
 
 /// A thread driving a current-thread runtime, and the sender that stops it.
@@ -132,13 +156,8 @@ fn current_thread_worker(name: String) -> Result<(tokio::runtime::Handle, Worker
 }
 
 impl Drop for Owned {
-    /// The close first (its slot tasks need the workers to report in),
-    /// within the 1 s close gate. Then the workers.
+    /// The workers stop (the engines on them have been dropped first).
     fn drop(&mut self) {
-        if let Some(done) = self.clock_done.take() {
-            // The close gate is 1 s; give it a little more.
-            let _ = done.wait(std::time::Duration::from_secs(2));
-        }
         for (thread, stop) in self.worker_threads.drain(..) {
             let _ = stop.send(());
             let _ = thread.join();
@@ -204,62 +223,18 @@ fn check_budget(
     }
 }
 
-/// Starts the workers, the core and its clock task.
-pub(crate) fn start<C: Connector>(
-    config: SupervisorConfig,
-    runtime: RuntimeConfig,
-    connector: C,
-) -> Result<Engine, ConfigError> {
-    let pool_size = config.pool_size();
-    let runtime_workers = check_workers(runtime.runtime_workers, pool_size, runtime.cpus)?;
-    let raw = check_budget(
-        "raw_budget_bytes",
-        runtime.raw_budget_bytes,
-        pool_size * RAW_STAGING_BYTES_MAX,
-        (RAW_BUDGET_BYTES_MIN, RAW_BUDGET_BYTES_MAX),
-    )?;
-    let decoded = check_budget(
-        "decoded_budget_bytes",
-        runtime.decoded_budget_bytes,
-        pool_size * SLOT_DECODED_BYTES_DEFAULT,
-        (DECODED_BUDGET_BYTES_MIN, DECODED_BUDGET_BYTES_MAX),
-    )?;
-    if config.push_bytes_max < PUSH_QUEUE_BYTES_MIN {
-        return Err(ConfigError {
-            field: "push_queue",
-            reason: format!(
-                "{} bytes cannot hold one largest push frame of {PUSH_QUEUE_BYTES_MIN} bytes",
-                config.push_bytes_max
-            ),
-        });
-    }
-    // Inside a caller's runtime, its (possibly simulated) clock rules.
-    let time_source = match &runtime.flavor {
-        RuntimeFlavor::External(handle) => Some(handle.clone()),
-        RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
-    };
-    let now = self::core::clock_now(time_source.as_ref());
-    let seed = config.rng_seed;
-    let sup = Supervisor::new(config, now)?;
-    let budgets = EngineShared::new(raw, decoded);
-    let (close_tx, close_rx) = watch::channel(CloseState::Running);
-    let diagnostics = DiagnosticsCell::new(EngineDiagnostics {
-        supervisor: sup.diagnostics(),
-        budgets: Vec::new(),
-        workers: Vec::new(),
-        slot_workers: Vec::new(),
-        slot_panics: 0,
-        lent_panics: 0,
-        slot_command_overflows: 0,
-        bytes_read: 0,
-        lent_exchanges: 0,
-        core_locks: 0,
-        core_lock_waits: 0,
-        ranking: None,
-        runtime_workers,
-    });
-    let mut owned = Owned { workers: None, worker_threads: Vec::new(), clock_done: None };
-    let (handles, placement) = match &runtime.flavor {
+/// Starts the worker runtimes of `flavor`: `runtime_workers` of them
+/// (default `min(pool_size, cpus)`, the main pool's size).
+pub(crate) fn start_threads(
+    flavor: &RuntimeFlavor,
+    runtime_workers: Option<usize>,
+    pool_size: usize,
+    cpus: usize,
+    seed: u64,
+) -> Result<Threads, ConfigError> {
+    let runtime_workers = check_workers(runtime_workers, pool_size, cpus)?;
+    let mut owned = Owned { workers: None, worker_threads: Vec::new() };
+    let (handles, placement) = match flavor {
         RuntimeFlavor::External(handle) => (vec![handle.clone()], Placement::default()),
         RuntimeFlavor::Shared if runtime_workers == 1 => {
             let (handle, thread) = current_thread_worker("tdx-worker-0".into())?;
@@ -288,16 +263,70 @@ pub(crate) fn start<C: Connector>(
             (handles, *placement)
         }
     };
-    let callers_runtime = match &runtime.flavor {
+    // Inside a caller's runtime, its (possibly simulated) clock rules.
+    let time_source = match flavor {
+        RuntimeFlavor::External(handle) => Some(handle.clone()),
+        RuntimeFlavor::Shared | RuntimeFlavor::PerWorker(_) => None,
+    };
+    let callers_runtime = match flavor {
         RuntimeFlavor::PerWorker(_) => None,
         RuntimeFlavor::Shared | RuntimeFlavor::External(_) => Some(handles[0].clone()),
     };
-    let workers = Workers::new(handles, placement, pool_size, seed);
+    Ok(Threads { handles, placement, time_source, callers_runtime, runtime_workers, seed, _owned: owned })
+}
+
+impl Threads {
+    /// The engine's clock on these threads.
+    pub(crate) fn now(&self) -> std::time::Instant {
+        self::core::clock_now(self.time_source.as_ref())
+    }
+}
+
+/// Starts one pool's engine on `threads`: its core and its clock task.
+pub(crate) fn start_engine<C: Connector>(
+    config: SupervisorConfig,
+    engine: EngineConfig,
+    threads: &Threads,
+    connector: Arc<C>,
+) -> Result<Engine, ConfigError> {
+    let pool_size = config.pool_size();
+    let raw = check_budget(
+        "raw_budget_bytes",
+        engine.raw_budget_bytes,
+        pool_size * RAW_STAGING_BYTES_MAX,
+        (RAW_BUDGET_BYTES_MIN, RAW_BUDGET_BYTES_MAX),
+    )?;
+    let decoded = check_budget(
+        "decoded_budget_bytes",
+        engine.decoded_budget_bytes,
+        pool_size * SLOT_DECODED_BYTES_DEFAULT,
+        (DECODED_BUDGET_BYTES_MIN, DECODED_BUDGET_BYTES_MAX),
+    )?;
+    if config.push_bytes_max < PUSH_QUEUE_BYTES_MIN {
+        return Err(ConfigError {
+            field: "push_queue",
+            reason: format!(
+                "{} bytes cannot hold one largest push frame of {PUSH_QUEUE_BYTES_MIN} bytes",
+                config.push_bytes_max
+            ),
+        });
+    }
+    if engine.setup.is_empty() {
+        return Err(ConfigError { field: "setup", reason: "a connection needs at least one setup request".into() });
+    }
+    let sup = Supervisor::new(config, threads.now())?;
+    let budgets = EngineShared::new(raw, decoded);
+    let (close_tx, close_rx) = watch::channel(CloseState::Running);
+    let runtime_workers = threads.runtime_workers;
+    let diagnostics = DiagnosticsCell::new(EngineDiagnostics::starting(sup.diagnostics(), runtime_workers));
+    // Each pool weighs its own slots over the shared workers.
+    let workers = Workers::new(threads.handles.clone(), threads.placement, pool_size, threads.seed);
     let launch = Launcher {
-        connector: Arc::new(connector),
+        connector,
         endpoints: Arc::new(sup.config().endpoints.clone()),
         budgets: budgets.clone(),
-        store: runtime.ranking_store.clone(),
+        store: engine.ranking_store.clone(),
+        setup: engine.setup.clone(),
     };
     let core = Core::new(CoreParts {
         sup,
@@ -306,12 +335,12 @@ pub(crate) fn start<C: Connector>(
         budgets,
         diagnostics,
         close_tx,
-        time_source: time_source.clone(),
+        time_source: threads.time_source.clone(),
         runtime_workers,
-        callers_runtime,
+        callers_runtime: threads.callers_runtime.clone(),
     });
     let clock = clock::run(core.clone(), pool_size);
-    let owned = if time_source.is_some() {
+    let clock_done = if threads.time_source.is_some() {
         core.first.spawn(clock);
         None
     } else {
@@ -321,10 +350,9 @@ pub(crate) fn start<C: Connector>(
             clock.await;
             signal.complete(());
         });
-        owned.clock_done = Some(done);
-        Some(owned)
+        Some(done)
     };
-    Ok(Engine { core, close: close_rx, _owned: owned })
+    Ok(Engine { core, close: close_rx, clock_done })
 }
 
 /// Starts slot tasks and probes with the engine's connector.
@@ -334,6 +362,8 @@ struct Launcher<C: Connector> {
     budgets: EngineShared,
     /// Where probe results are saved for the next start.
     store: Option<RankingStore>,
+    /// What each new connection sends before it is ready.
+    setup: Arc<[Request]>,
 }
 
 impl<C: Connector> Launch for Launcher<C> {
@@ -351,6 +381,7 @@ impl<C: Connector> Launch for Launcher<C> {
             connector: self.connector.clone(),
             core: core.clone(),
             budgets: self.budgets.clone(),
+            setup: self.setup.clone(),
         };
         on.spawn(task.run(commands));
     }

@@ -24,17 +24,16 @@ use tracing::debug;
 
 use super::messages::{Applied, End, Holder, Outcome, Outgoing, Reports};
 use crate::budget::{Budget, Hold, Reservation};
-use crate::proto::commands::{Command, Handshake};
 use crate::proto::limits::{PAYLOAD_BYTES_MAX, RAW_STAGING_BYTES_MAX, RESPONSE_FRAME_BYTES_MAX, ROUND_WIRE_BYTES_MAX};
-use crate::proto::{Frame, FrameDecoder, ProtoError, Request, RoundEnd, RoundLimits};
+use crate::proto::{Frame, FrameDecoder, ProtoError, Reply, Request, RoundEnd, RoundLimits};
 use crate::supervisor::{FrameBody, Input, RequestId, Sent, SlotError, SlotRef};
 
 /// Decoded bytes per slot the default decoded budget allows (the budget is
 /// `pool_size` times this unless set).
 pub const SLOT_DECODED_BYTES_DEFAULT: usize = 8 * 1024 * 1024;
-/// msg_id of the handshake a slot sends on connect; the Supervisor never
-/// sees it (its own ids come from a separate counter and the exchange is
-/// over before the slot is ready).
+/// msg_id of the first setup request a slot sends on connect (the next
+/// ones count up from it); the Supervisor never sees them (its own ids come
+/// from a separate counter and setup is over before the slot is ready).
 const HANDSHAKE_MSG_ID: u32 = 1;
 /// Bytes one socket read asks for at most.
 pub const SLOT_READ_BYTES: usize = 64 * 1024;
@@ -453,24 +452,38 @@ impl Conn {
         Ok((frames, round.end))
     }
 
-    /// Sends the handshake and waits for its reply (frames before it are dropped).
-    pub(crate) async fn handshake(&mut self) -> Result<(), SlotError> {
-        let request: Request = Handshake::default().into();
-        self.write_request(HANDSHAKE_MSG_ID, &request, None).await.map_err(|e| SlotError::Handshake(e.to_string()))?;
-        loop {
-            while let Some(frame) = self.decoder.next_frame().map_err(|e| SlotError::Handshake(e.to_string()))? {
-                if frame.header.msg_id == HANDSHAKE_MSG_ID && frame.header.msg_type == Handshake::MSG_TYPE {
-                    return Handshake::default()
-                        .parse_reply(&frame.payload)
-                        .map(|reply| debug!(server = %reply.server_name, "handshake done"))
-                        .map_err(|e| match crate::proto::text::server_message(&frame.payload) {
-                            // A 2026 server turning this client away in words.
-                            Some(text) => SlotError::Mismatch(text),
-                            None => SlotError::Handshake(e.to_string()),
-                        });
+    /// Sends each setup request (the 7709 handshake; the MAC channel's
+    /// three setup commands) and waits for its reply before the next;
+    /// frames before a reply are dropped.
+    pub(crate) async fn handshake(&mut self, setup: &[Request]) -> Result<(), SlotError> {
+        for (step, request) in setup.iter().enumerate() {
+            let msg_id = HANDSHAKE_MSG_ID + step as u32;
+            self.write_request(msg_id, request, None).await.map_err(|e| SlotError::Handshake(e.to_string()))?;
+            let payload = self.setup_reply(msg_id, request).await?;
+            match request.parse_reply(&payload) {
+                Ok(Reply::Handshake(reply)) => debug!(server = %reply.server_name, "handshake done"),
+                Ok(_) => {}
+                // A 2026 server turning this client away in words.
+                Err(e) => {
+                    return Err(match crate::proto::text::server_message(&payload) {
+                        Some(text) => SlotError::Mismatch(text),
+                        None => SlotError::Handshake(e.to_string()),
+                    })
                 }
             }
-            // The handshake's reply is due: it never waits for the budget.
+        }
+        Ok(())
+    }
+
+    /// The reply to a setup request written with `msg_id`.
+    async fn setup_reply(&mut self, msg_id: u32, request: &Request) -> Result<bytes::Bytes, SlotError> {
+        loop {
+            while let Some(frame) = self.decoder.next_frame().map_err(|e| SlotError::Handshake(e.to_string()))? {
+                if frame.header.msg_id == msg_id && frame.header.msg_type == request.msg_type() {
+                    return Ok(frame.payload);
+                }
+            }
+            // The reply is due: it never waits for the budget.
             self.read(true).await.map_err(|e| match e {
                 SlotError::Io(m) | SlotError::Protocol(m) => SlotError::Handshake(m),
                 other => other,

@@ -1,6 +1,6 @@
 //! Slot tasks: one per TCP connection, on a worker runtime.
 //!
-//! A slot task connects, does the 0x000d handshake, then serves the
+//! A slot task connects, sends its setup (the 0x000d handshake), then serves the
 //! engine: it writes the requests it is given, reads and decodes frames
 //! (zlib included), parses the frame that answers its request in flight,
 //! and applies everything to the core ([`super::core`]) as
@@ -31,6 +31,7 @@ use super::connector::{Connector, Detach};
 use super::loan::{Lender, ReadReady};
 use super::messages::{Applied, End, Holder, Outgoing, Reports, SlotCommand};
 use super::session::{Conn, Ctx, Detached, EngineShared, SentAt, Session};
+use crate::proto::Request;
 use crate::supervisor::{Endpoint, Input, SlotError, SlotRef};
 use crate::sync::Closed;
 
@@ -52,6 +53,8 @@ pub(crate) struct SlotTask<C: Connector> {
     /// Where its inputs go.
     pub(crate) core: Arc<dyn SlotCore>,
     pub(crate) budgets: EngineShared,
+    /// What the connection sends before it is ready.
+    pub(crate) setup: Arc<[Request]>,
 }
 
 impl<C: Connector> SlotTask<C> {
@@ -117,7 +120,7 @@ impl<C: Connector> SlotTask<C> {
             return end;
         }
         let mut conn = Conn::new(Box::new(stream), self.budgets.clone());
-        match before_ready(&mut commands, conn.handshake()).await {
+        match before_ready(&mut commands, conn.handshake(&self.setup)).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => return End::Failed(error),
             Err(end) => return end,
@@ -425,6 +428,7 @@ mod tests {
                 connector: Arc::new(TcpConnector::default()),
                 core: Arc::new(Inputs(events_tx)),
                 budgets: EngineShared::new(1 << 20, 1 << 20),
+                setup: Arc::new([Request::from(crate::proto::commands::Handshake::default())]),
             };
             a.spawn(task.run(rx));
             assert!(matches!(next(&mut events).await, Input::SlotConnected { .. }));

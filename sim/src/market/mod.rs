@@ -157,7 +157,7 @@ impl Market {
     /// Every bar of `period`, oldest first, as the server sends them.
     ///
     /// Volume is in shares, except for code 9 (`Days`) which carries lots,
-    /// as the captures show (§5.4). Index bars carry breadth counts.
+    /// as the captures show (docs/PROTOCOL.md, Bars (0x052d)). Index bars carry breadth counts.
     /// Second bars (code 13) are not served: empty.
     pub fn bars(&self, l: &Listing, period: Period) -> Vec<Bar> {
         bars::bars(&self.series, l, period)
