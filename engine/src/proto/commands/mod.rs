@@ -29,7 +29,7 @@ mod session;
 mod trades;
 
 pub use auction::{Auction, AuctionPoint, AUCTION_RECORD_BYTES};
-pub use bars::{Adjust, Bar, Bars, BarsLayout, Breadth, ParsePeriodError, Period, StampForm};
+pub use bars::{Adjust, AnchorWithoutAdjustment, Bar, Bars, BarsLayout, Breadth, Period, StampForm};
 pub use codes::{LegacySecurity, LegacySecurityList, Security, SecurityList};
 pub use company::{
     CompanyCategory, CompanyContent, CompanySection, CompanyText, COMPANY_FILE_BYTES, COMPANY_NAME_BYTES,

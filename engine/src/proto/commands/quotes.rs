@@ -5,7 +5,7 @@ use super::{put_code_u8, read_code_u8, Command};
 use crate::proto::limits::QUOTE_CODES_MAX;
 use crate::proto::security::{Price, PriceScale, SecurityCode};
 use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
-use crate::proto::ProtoError;
+use crate::proto::{ParseNameError, ProtoError};
 
 /// A code to quote and the scale its wire prices use (§3.5). Decoding a
 /// request on the server side assumes [`SecurityCode::default_scale`].
@@ -485,10 +485,10 @@ impl QuoteCategory {
 }
 
 impl std::str::FromStr for QuoteCategory {
-    type Err = String;
+    type Err = ParseNameError;
 
     /// A short name, eltdx's alias 沪深A股 / A股, or a wire number.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, ParseNameError> {
         let s = s.trim();
         if matches!(s, "沪深A股" | "沪深a股" | "A股" | "a股") {
             return Ok(Self::AShare);
@@ -496,17 +496,25 @@ impl std::str::FromStr for QuoteCategory {
         if let Some(c) = Self::ALL.into_iter().find(|c| c.name() == s) {
             return Ok(c);
         }
-        let names: Vec<&str> = Self::ALL.iter().map(|c| c.name()).collect();
-        s.parse::<u16>()
-            .ok()
-            .and_then(Self::from_id)
-            .ok_or_else(|| format!("unknown category {s:?} (one of {})", names.join(", ")))
+        s.parse::<u16>().ok().and_then(Self::from_id).ok_or_else(|| {
+            let accepted = "sh_a, sz_a, a_share (沪深A股), etf, index, chinext, star, bj, sh_main, sz_main or a number";
+            ParseNameError::new("category", s, accepted)
+        })
+    }
+}
+
+/// [`QuoteCategory::name`].
+impl std::fmt::Display for QuoteCategory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
 /// Sort keys of 0x054b that the reference server implements (eltdx's
 /// numbers); any other key lists in code order.
 pub mod category_sort {
+    use super::ParseNameError;
+
     /// Code order (eltdx's default).
     pub const CODE: u16 = 0x0000;
     /// Last price.
@@ -518,7 +526,7 @@ pub mod category_sort {
 
     /// A key by name (`code`, `price`, `amount`, `change`, or eltdx's
     /// 代码, 现价, 成交额, 涨幅) or number (decimal or `0x` hex).
-    pub fn parse(s: &str) -> Result<u16, String> {
+    pub fn parse(s: &str) -> Result<u16, ParseNameError> {
         let s = s.trim();
         let named = match s {
             "code" | "代码" => Some(CODE),
@@ -531,7 +539,9 @@ pub mod category_sort {
             Some(hex) => u16::from_str_radix(hex, 16).ok(),
             None => s.parse().ok(),
         };
-        named.or_else(number).ok_or_else(|| format!("unknown sort {s:?} (code, price, amount, change or a number)"))
+        named
+            .or_else(number)
+            .ok_or_else(|| ParseNameError::new("sort key", s, "code, price, amount, change or a number"))
     }
 }
 

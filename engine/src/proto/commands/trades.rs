@@ -1,11 +1,13 @@
 //! 0x0fc5: today's trades, tick by tick (§5.9).
 
+use std::fmt;
+
 use super::{expect_len, put_code_u16, read_code_u16, read_count, Command};
 use crate::proto::limits::TRADES_PER_PAGE_MAX;
 use crate::proto::security::{Price, PriceScale, SecurityCode};
 use crate::proto::time::TimeOfDay;
 use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
-use crate::proto::ProtoError;
+use crate::proto::{ParseNameError, ProtoError};
 
 /// 0x0fc5: one page of today's ticks. `start` 0 is the newest `count`
 /// ticks, oldest first; a larger `start` goes back; an empty page ends.
@@ -77,6 +79,39 @@ impl TradeSide {
             8 => Self::Auction,
             _ => Self::Unknown,
         }
+    }
+}
+
+impl TradeSide {
+    const ALL: [Self; 6] = [Self::Buy, Self::Sell, Self::Neutral, Self::AfterHours, Self::Auction, Self::Unknown];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Buy => "buy",
+            Self::Sell => "sell",
+            Self::Neutral => "neutral",
+            Self::AfterHours => "after-hours",
+            Self::Auction => "auction",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+/// `buy`, `sell`, `neutral`, `after-hours`, `auction` or `unknown`.
+impl fmt::Display for TradeSide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for TradeSide {
+    type Err = ParseNameError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|side| side.name() == s)
+            .ok_or_else(|| ParseNameError::new("trade side", s, "buy, sell, neutral, after-hours, auction or unknown"))
     }
 }
 
