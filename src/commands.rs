@@ -191,7 +191,7 @@ pub async fn trades(ctx: &Context, code: SecurityCode, start: u16, count: u16) -
     }
     let mut table = Table::new(&["time", "price", "volume", "orders", "side"]);
     for t in &trades {
-        let side = tdx_sim::truth::side_name(t.side());
+        let side = t.side().to_string();
         let time = t.time().map_or(Cell::Missing, |t| t.to_string().into());
         table.push(vec![time, price(t.price), t.volume.into(), t.order_count.into(), side.into()]);
     }
@@ -233,7 +233,7 @@ pub async fn history_trades(
     let mut table = Table::new(&["time", "price", "volume", "status", "side"]);
     for t in &trades {
         let time = t.time().map_or(Cell::Missing, |t| t.to_string().into());
-        let side = tdx_sim::truth::side_name(t.side());
+        let side = t.side().to_string();
         table.push(vec![time, Cell::Float(t.price.yuan()), t.volume.into(), t.status_raw.into(), side.into()]);
     }
     write(ctx, &table)
@@ -259,7 +259,7 @@ pub async fn detailed_history_trades(
     let mut table = Table::new(&["time", "price", "volume", "orders", "status", "side"]);
     for t in &trades {
         let time = t.time().map_or(Cell::Missing, |t| t.to_string().into());
-        let side = tdx_sim::truth::side_name(t.side());
+        let side = t.side().to_string();
         table.push(vec![
             time,
             Cell::Float(t.price.yuan()),

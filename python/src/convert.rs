@@ -13,10 +13,6 @@ use tdx_engine::proto::{Market, TimeOfDay};
 
 use crate::table::{Builder, Table};
 
-fn side_name<T: std::fmt::Debug>(side: T) -> String {
-    format!("{side:?}").to_lowercase()
-}
-
 pub fn securities(rows: &[Security]) -> Table {
     Builder::new()
         .text("code", rows.iter().map(|s| s.code.to_string()))
@@ -158,7 +154,7 @@ pub fn trades(rows: &[Trade]) -> Table {
         .price("price", rows.iter().map(|t| t.price))
         .int("volume", rows.iter().map(|t| t.volume))
         .int("order_count", rows.iter().map(|t| t.order_count))
-        .text("side", rows.iter().map(|t| side_name(t.side())))
+        .text("side", rows.iter().map(|t| t.side().to_string()))
         .int("status_raw", rows.iter().map(|t| t.status_raw))
         .build()
 }
@@ -168,7 +164,7 @@ pub fn history_trades(rows: &[HistoryTrade]) -> Table {
         .time("time", rows.iter().map(HistoryTrade::time))
         .price("price", rows.iter().map(|t| t.price))
         .int("volume", rows.iter().map(|t| t.volume))
-        .text("side", rows.iter().map(|t| side_name(t.side())))
+        .text("side", rows.iter().map(|t| t.side().to_string()))
         .int("status_raw", rows.iter().map(|t| t.status_raw))
         .build()
 }

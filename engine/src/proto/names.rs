@@ -41,7 +41,7 @@ mod tests {
         T: FromStr + Display + Debug + PartialEq,
         T::Err: Display,
     {
-        let accepted = bad.parse::<T>().err().expect("the bad name is refused").to_string();
+        let accepted = bad.parse::<T>().expect_err("the bad name is refused").to_string();
         assert!(accepted.starts_with("unknown ") && accepted.contains(&format!("{bad:?}")), "{accepted}");
         for value in values {
             let name = value.to_string();
