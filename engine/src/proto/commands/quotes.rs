@@ -170,19 +170,63 @@ impl Priced {
     }
 }
 
+/// The opening every quote-family record (0x053e, 0x054c, 0x054b, 0x0547)
+/// shares: the code, a u16 activity counter, the price, then the previous
+/// close, open, high and low as deltas from it.
+pub(super) struct PriceHead {
+    pub(super) code: SecurityCode,
+    pub(super) active: u16,
+    /// Price, previous close, open, high, low.
+    pub(super) prices: [Price; 5],
+}
+
+impl PriceHead {
+    /// Reads record `i`'s head, priced in its code's scale among `targets`.
+    pub(super) fn read<T: AsRef<QuoteTarget>>(
+        r: &mut Reader<'_>,
+        targets: &[T],
+        i: usize,
+    ) -> Result<(Self, Priced), ProtoError> {
+        let code = read_code_u8(r)?;
+        let active = r.u16("active")?;
+        let priced = Priced { scale: scale_for(targets, i, code), price_raw: r.varint()? };
+        let mut prices = [priced.at(0)?; 5];
+        for price in &mut prices[1..] {
+            *price = priced.at(r.varint()?)?;
+        }
+        Ok((Self { code, active, prices }, priced))
+    }
+
+    /// Writes record `i`'s head; what the record's later prices are deltas from.
+    pub(super) fn put<T: AsRef<QuoteTarget>>(
+        &self,
+        out: &mut Vec<u8>,
+        targets: &[T],
+        i: usize,
+    ) -> Result<Priced, ProtoError> {
+        let scale = scale_for(targets, i, self.code);
+        let priced = Priced { scale, price_raw: scale.to_raw(self.prices[0])? };
+        put_code_u8(out, self.code);
+        out.put_u16_le(self.active);
+        put_varint(out, priced.price_raw);
+        for &price in &self.prices[1..] {
+            put_varint(out, priced.delta(price)?);
+        }
+        Ok(priced)
+    }
+}
+
 fn read_head(r: &mut Reader<'_>, targets: &[QuoteTarget], i: usize) -> Result<(QuoteHead, Priced), ProtoError> {
-    let code = read_code_u8(r)?;
-    let active1 = r.u16("active")?;
-    let price_raw = r.varint()?;
-    let priced = Priced { scale: scale_for(targets, i, code), price_raw };
+    let (PriceHead { code, active, prices: [price, last_close, open, high, low] }, priced) =
+        PriceHead::read(r, targets, i)?;
     let head = QuoteHead {
         code,
-        active1,
-        price: priced.at(0)?,
-        last_close: priced.at(r.varint()?)?,
-        open: priced.at(r.varint()?)?,
-        high: priced.at(r.varint()?)?,
-        low: priced.at(r.varint()?)?,
+        active1: active,
+        price,
+        last_close,
+        open,
+        high,
+        low,
         time_raw: r.varint()?,
         reserved_a: r.varint()?,
         total_volume: r.varint()?,
@@ -197,14 +241,8 @@ fn read_head(r: &mut Reader<'_>, targets: &[QuoteTarget], i: usize) -> Result<(Q
 }
 
 fn put_head(out: &mut Vec<u8>, head: &QuoteHead, targets: &[QuoteTarget], i: usize) -> Result<Priced, ProtoError> {
-    let scale = scale_for(targets, i, head.code);
-    let priced = Priced { scale, price_raw: scale.to_raw(head.price)? };
-    put_code_u8(out, head.code);
-    out.put_u16_le(head.active1);
-    put_varint(out, priced.price_raw);
-    for p in [head.last_close, head.open, head.high, head.low] {
-        put_varint(out, priced.delta(p)?);
-    }
+    let prices = [head.price, head.last_close, head.open, head.high, head.low];
+    let priced = PriceHead { code: head.code, active: head.active1, prices }.put(out, targets, i)?;
     put_varint(out, head.time_raw);
     put_varint(out, head.reserved_a);
     put_varint(out, head.total_volume);
