@@ -401,18 +401,18 @@ impl NativeClient {
     fn trades(&self, py: Python<'_>, code_: &str, start: i64, count: i64) -> PyResult<Table> {
         let c = code("code", code_)?;
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.trades(c, Page::new(s, n))).map(|r| convert::trades(&r))
+        wait(py, self.client.trades(c, Page::new(s, n))).map(|r| convert::ticks(&r))
     }
 
     fn history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32, start: i64, count: i64) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.history_trades(c, d, Page::new(s, n))).map(|r| convert::history_trades(&r))
+        wait(py, self.client.history_trades(c, d, Page::new(s, n))).map(|r| convert::ticks(&r))
     }
 
     fn all_history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
-        wait(py, self.client.all_history_trades(c, d, None)).map(|r| convert::history_trades(&r))
+        wait(py, self.client.all_history_trades(c, d, None)).map(|r| convert::ticks(&r))
     }
 
     fn history_trades_many(&self, py: Python<'_>, days: Vec<(String, u32)>) -> PyResult<Vec<Table>> {
@@ -420,7 +420,7 @@ impl NativeClient {
             .iter()
             .map(|(c, d)| Ok((code("code", c)?, trade_date("trading_date", *d)?)))
             .collect::<PyResult<Vec<_>>>()?;
-        wait(py, self.client.history_trades_many(&days)).map(|r| r.iter().map(|t| convert::history_trades(t)).collect())
+        wait(py, self.client.history_trades_many(&days)).map(|r| r.iter().map(|t| convert::ticks(t)).collect())
     }
 
     fn detailed_history_trades(
@@ -433,12 +433,12 @@ impl NativeClient {
     ) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.detailed_history_trades(c, d, Page::new(s, n))).map(|r| convert::trades(&r))
+        wait(py, self.client.detailed_history_trades(c, d, Page::new(s, n))).map(|r| convert::ticks(&r))
     }
 
     fn all_detailed_history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
-        wait(py, self.client.all_detailed_history_trades(c, d, None)).map(|r| convert::trades(&r))
+        wait(py, self.client.all_detailed_history_trades(c, d, None)).map(|r| convert::ticks(&r))
     }
 
     fn minute_aux(&self, py: Python<'_>, code_: &str, kind: &str) -> PyResult<Table> {

@@ -25,8 +25,8 @@ use tdx_engine::adjust::{AdjustmentFactors, FactorRow};
 use tdx_engine::proto::blockfile::{Board, BoardKind};
 use tdx_engine::proto::commands::{category_sort, Bars, QuoteCategory, TypedCommand};
 use tdx_engine::proto::commands::{
-    Adjust, AuxKind, Bar, CapitalChange, CategoryQuotes, DetailedHistoryTrades, Finance, HistoryMinuteLine,
-    HistoryTrade, Level, MinuteAuxSeries, Period, Snapshot, Sparkline, SpecialLimit, Trade, FINANCE_FIELDS,
+    Adjust, AuxKind, Bar, CapitalChange, CategoryQuotes, DetailedHistoryTrades, Finance, HistoryMinuteLine, Level,
+    MinuteAuxSeries, Period, Snapshot, Sparkline, SpecialLimit, Tick, FINANCE_FIELDS,
 };
 use tdx_engine::proto::{Date, DateTime, Market as Exchange, Reply, Request, SecurityCode, TradeDate};
 
@@ -557,15 +557,25 @@ pub fn history_minutes(market: &Market, code: SecurityCode, date: TradeDate) -> 
     json!({ "code": code.to_string(), "date": date.to_string(), "previous_close": previous_close, "points": points })
 }
 
-/// One past tick as `truth trades` and `tdx trades --date` print it.
-pub fn history_trade(t: &HistoryTrade) -> Value {
-    json!({
-        "time": t.time().map(|t| t.to_string()),
-        "price": yuan(t.price.milli()),
-        "volume": t.volume,
-        "status": t.status_raw,
-        "side": t.side().to_string(),
-    })
+/// One past tick as `truth trades` and `tdx trades --date` print it (with
+/// `--detailed`, its order count too).
+pub fn tick<T: Tick>(t: &T) -> Value {
+    let mut v = serde_json::Map::new();
+    v.insert("time".into(), t.time().map(|t| t.to_string()).into());
+    v.insert("price".into(), yuan(t.price().milli()).into());
+    v.insert("volume".into(), t.volume().into());
+    if let Some(orders) = t.order_count() {
+        v.insert("orders".into(), orders.into());
+    }
+    v.insert("status".into(), t.status_raw().into());
+    v.insert("side".into(), t.side().to_string().into());
+    Value::Object(v)
+}
+
+/// A page (or with `--all` the day) of past ticks as `truth trades` prints it.
+fn ticks<T: Tick>(code: SecurityCode, date: TradeDate, start: u16, ticks: &[T]) -> Value {
+    let items: Vec<Value> = ticks.iter().map(tick).collect();
+    json!({ "code": code.to_string(), "date": date.to_string(), "start": start, "trades": items })
 }
 
 /// `trades CODE --date D --start N --count N`: one 0x0fb5 page as the
@@ -584,8 +594,7 @@ pub fn history_trades(
         let request = tdx_engine::proto::commands::HistoryTrades { date, code, start, count };
         history_trade_page(market, &request).trades
     };
-    let items: Vec<Value> = trades.iter().map(history_trade).collect();
-    json!({ "code": code.to_string(), "date": date.to_string(), "start": start, "trades": items })
+    ticks(code, date, start, &trades)
 }
 
 /// `auction CODE [--date D]`: the 0x056a series (today without a date).
@@ -631,18 +640,6 @@ pub fn recent_minutes(market: &Market, code: SecurityCode, date: TradeDate) -> V
     json!({ "code": code.to_string(), "date": date.to_string(), "previous_close": previous_close, "open": open, "points": points })
 }
 
-/// One tick with its order count as `truth trades --detailed` prints it.
-pub fn detailed_trade(t: &Trade) -> Value {
-    json!({
-        "time": t.time().map(|t| t.to_string()),
-        "price": yuan(t.price.milli()),
-        "volume": t.volume,
-        "orders": t.order_count,
-        "status": t.status_raw,
-        "side": t.side().to_string(),
-    })
-}
-
 /// `trades CODE --date D --detailed [--start N --count N | --all]`: one
 /// 0x0fc6 page as the server answers it (at most 1800), or every tick.
 pub fn detailed_history_trades(
@@ -658,8 +655,7 @@ pub fn detailed_history_trades(
     } else {
         detailed_history_trade_page(market, &DetailedHistoryTrades { date, code, start, count }).trades
     };
-    let items: Vec<Value> = trades.iter().map(detailed_trade).collect();
-    json!({ "code": code.to_string(), "date": date.to_string(), "start": start, "trades": items })
+    ticks(code, date, start, &trades)
 }
 
 /// `sparkline CODE`: today's 0x0fd1 series (eltdx's default request).

@@ -62,7 +62,7 @@ pub use quotes::{
 };
 pub use refresh::{Refresh, RefreshRecord, RefreshReply, RefreshTarget, REFRESH_XOR};
 pub use session::{Handshake, HandshakeReply, Heartbeat, HeartbeatReply, LegacySetup, ServerClock};
-pub use trades::{Trade, TradeSide, Trades};
+pub use trades::{Tick, Trade, TradeSide, Trades};
 
 /// One 7709 command: its request body and its reply payload.
 pub trait Command: Sized {

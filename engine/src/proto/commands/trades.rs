@@ -68,6 +68,47 @@ impl Trade {
     }
 }
 
+/// What every form of tick says: today's (0x0fc5), a past day's (0x0fb5)
+/// and a past day's detailed (0x0fc6). The forms differ only in whether
+/// they count the orders behind a tick, so one writer serves them all.
+pub trait Tick {
+    /// Whether [`order_count`](Self::order_count) is given in this form.
+    const COUNTS_ORDERS: bool;
+    /// The tick's time of day.
+    fn time(&self) -> Option<TimeOfDay>;
+    /// Price.
+    fn price(&self) -> Price;
+    /// Volume in lots.
+    fn volume(&self) -> i64;
+    /// Number of orders, in the forms that count them.
+    fn order_count(&self) -> Option<i64>;
+    /// Status, raw.
+    fn status_raw(&self) -> i64;
+    /// Who initiated it, from its status.
+    fn side(&self) -> TradeSide {
+        TradeSide::from_status(self.status_raw())
+    }
+}
+
+impl Tick for Trade {
+    const COUNTS_ORDERS: bool = true;
+    fn time(&self) -> Option<TimeOfDay> {
+        Trade::time(self)
+    }
+    fn price(&self) -> Price {
+        self.price
+    }
+    fn volume(&self) -> i64 {
+        self.volume
+    }
+    fn order_count(&self) -> Option<i64> {
+        Some(self.order_count)
+    }
+    fn status_raw(&self) -> i64 {
+        self.status_raw
+    }
+}
+
 impl TradeSide {
     /// The side a tick status means.
     pub fn from_status(status: i64) -> Self {
