@@ -119,7 +119,7 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         start: u32,
         /// Price adjustment by the server: none, qfq (forward) or hfq (backward).
-        /// Checked with --anchor once the command line is read.
+        // Parsed with --anchor after the command line: a bad pair is the command's error (exit 1).
         #[arg(long, default_value = "none")]
         adjust: String,
         /// YYYYMMDD or YYYY-MM-DD: anchors qfq (events up to it) or hfq (events from it on).
@@ -286,11 +286,10 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 
 /// One of the named periods, the ones the command line offers.
 fn parse_period(s: &str) -> Result<Period, String> {
-    let names: Vec<String> = Period::NAMED.iter().map(ToString::to_string).collect();
-    Period::NAMED
-        .into_iter()
-        .find(|p| p.to_string() == s)
-        .ok_or_else(|| format!("unknown period {s:?}: use {}", names.join(", ")))
+    s.parse().ok().filter(|p| Period::NAMED.contains(p)).ok_or_else(|| {
+        let names: Vec<String> = Period::NAMED.iter().map(ToString::to_string).collect();
+        format!("unknown period {s:?}: use {}", names.join(", "))
+    })
 }
 
 /// Everything a command needs: the engine and, with `--local`, the exchange.
