@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use tdx_engine::adjust::AdjustmentFactors;
 use tdx_engine::proto::commands::{Adjust, Bar, CapitalChange, Period};
@@ -57,17 +58,13 @@ pub struct SyncArgs {
     /// Also write adjusted views beside the raw bars, computed from them and
     /// the factors: qfq (前复权, forward) into `bars_qfq/`, hfq (后复权,
     /// backward) into `bars_hfq/`, same schema and layout as `bars/`.
-    #[arg(long, value_delimiter = ',', value_parser = ["qfq", "hfq"])]
-    pub views: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_parser = view_parser())]
+    pub views: Vec<Adjust>,
 }
 
-/// A `--views` name as the engine's adjust mode.
-fn view_mode(view: &str) -> Adjust {
-    if view == "hfq" {
-        Adjust::Backward
-    } else {
-        Adjust::Forward
-    }
+/// `--views`: the two adjustments a view can hold, by name.
+fn view_parser() -> impl TypedValueParser<Value = Adjust> {
+    PossibleValuesParser::new(["qfq", "hfq"]).try_map(|view| view.parse::<Adjust>())
 }
 
 /// One security: every period, then its corporate actions.
@@ -152,11 +149,11 @@ fn write_views(
     stale: bool,
 ) -> Result<(), CliError> {
     for view in &ctx.views {
-        let relative = Store::view_file(view, period, code);
+        let relative = Store::view_file(*view, period, code);
         if !stale && ctx.store.path(&relative).exists() {
             continue;
         }
-        let adjusted = tdx_engine::adjust::adjust_locally(raw, factors, view_mode(view));
+        let adjusted = tdx_engine::adjust::adjust_locally(raw, factors, *view);
         let bytes = store::encode_bars(code, &adjusted).map_err(|e| CliError::new(format!("{code}: {e}")))?;
         let n = ctx.store.write_atomic(&relative, &bytes).map_err(|e| CliError::new(e.to_string()))?;
         ctx.tally.view_files.fetch_add(1, Ordering::Relaxed);
@@ -173,7 +170,7 @@ struct Job {
     since: Option<u32>,
     xdxr: bool,
     /// `--views`: qfq, hfq.
-    views: Vec<String>,
+    views: Vec<Adjust>,
     tally: Arc<Tally>,
     /// Corporate actions as the manifest had them when the run started.
     known: BTreeMap<String, Corporate>,

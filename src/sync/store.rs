@@ -23,7 +23,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
 use tdx_engine::adjust::AdjustmentFactors;
-use tdx_engine::proto::commands::{Bar, Breadth, CapitalChange, Period};
+use tdx_engine::proto::commands::{Adjust, Bar, Breadth, CapitalChange, Period};
 use tdx_engine::proto::{Date, DateTime, Price, SecurityCode, TimeOfDay};
 
 /// The exchange's time zone: timestamps are stored as instants in it.
@@ -79,7 +79,7 @@ impl Store {
 
     /// `bars_VIEW/period=P/market=M/CODE.parquet` (VIEW: qfq or hfq), an
     /// adjusted view of [`bars_file`](Self::bars_file), relative to the root.
-    pub fn view_file(view: &str, period: Period, code: SecurityCode) -> PathBuf {
+    pub fn view_file(view: Adjust, period: Period, code: SecurityCode) -> PathBuf {
         let market = code.market().prefix().to_owned();
         PathBuf::from(format!("bars_{view}/period={period}/market={market}/{code}.parquet"))
     }
