@@ -5,7 +5,7 @@ use std::io::Write;
 use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::{
     Adjust, AuxKind, Bars, CategoryQuotes, HistoryMinuteLine, MinuteAuxSeries, MinuteLine, Period, Quote,
-    QuoteCategory, Refresh, RefreshRecord, RefreshTarget, SpecialLimit, FINANCE_FIELDS,
+    QuoteCategory, Refresh, RefreshRecord, RefreshTarget, SpecialLimit, Tick, FINANCE_FIELDS,
 };
 use tdx_engine::proto::limits::TRADES_PER_PAGE_MAX;
 use tdx_engine::proto::{Command as _, Market, Price, SecurityCode, TimeOfDay, TradeDate};
@@ -191,7 +191,7 @@ pub async fn trades(ctx: &Context, code: SecurityCode, start: u16, count: u16) -
     }
     let mut table = Table::new(&["time", "price", "volume", "orders", "side"]);
     for t in &trades {
-        let side = tdx_sim::truth::side_name(t.side());
+        let side = t.side().to_string();
         let time = t.time().map_or(Cell::Missing, |t| t.to_string().into());
         table.push(vec![time, price(t.price), t.volume.into(), t.order_count.into(), side.into()]);
     }
@@ -225,18 +225,7 @@ pub async fn history_trades(
     } else {
         ctx.client.history_trades(code, date, Page::new(start, count)).await?
     };
-    if trades.is_empty() {
-        return Err(CliError::new(format!(
-            "no trades for {code} on {date}: unknown code, or a day the server does not hold"
-        )));
-    }
-    let mut table = Table::new(&["time", "price", "volume", "status", "side"]);
-    for t in &trades {
-        let time = t.time().map_or(Cell::Missing, |t| t.to_string().into());
-        let side = tdx_sim::truth::side_name(t.side());
-        table.push(vec![time, Cell::Float(t.price.yuan()), t.volume.into(), t.status_raw.into(), side.into()]);
-    }
-    write(ctx, &table)
+    past_ticks(ctx, code, date, &trades)
 }
 
 pub async fn detailed_history_trades(
@@ -251,23 +240,24 @@ pub async fn detailed_history_trades(
     } else {
         ctx.client.detailed_history_trades(code, date, Page::new(start, count.min(TRADES_PER_PAGE_MAX))).await?
     };
-    if trades.is_empty() {
+    past_ticks(ctx, code, date, &trades)
+}
+
+/// A past day's ticks, in either form (the detailed one with order counts).
+fn past_ticks<T: Tick>(ctx: &Context, code: SecurityCode, date: TradeDate, ticks: &[T]) -> Result<(), CliError> {
+    if ticks.is_empty() {
         return Err(CliError::new(format!(
             "no trades for {code} on {date}: unknown code, or a day the server does not hold"
         )));
     }
-    let mut table = Table::new(&["time", "price", "volume", "orders", "status", "side"]);
-    for t in &trades {
+    let orders: &[&str] = if T::COUNTS_ORDERS { &["orders"] } else { &[] };
+    let mut table = Table::new(&[&["time", "price", "volume"], orders, &["status", "side"]].concat());
+    for t in ticks {
         let time = t.time().map_or(Cell::Missing, |t| t.to_string().into());
-        let side = tdx_sim::truth::side_name(t.side());
-        table.push(vec![
-            time,
-            Cell::Float(t.price.yuan()),
-            t.volume.into(),
-            t.order_count.into(),
-            t.status_raw.into(),
-            side.into(),
-        ]);
+        let mut row = vec![time, Cell::Float(t.price().yuan()), t.volume().into()];
+        row.extend(t.order_count().map(Cell::from));
+        row.extend([t.status_raw().into(), t.side().to_string().into()]);
+        table.push(row);
     }
     write(ctx, &table)
 }

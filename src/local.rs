@@ -18,6 +18,16 @@ pub struct Exchange {
     _servers: LocalExchange,
 }
 
+/// A `--as-of` day: a date the embedded exchange can serve its market as of.
+pub fn as_of_day(s: &str) -> Result<Date, String> {
+    let day: Date = s.parse().map_err(|e: tdx_engine::proto::ParseDateError| e.to_string())?;
+    let (first, last) = LocalExchange::as_of_range();
+    if day < first || day > last {
+        return Err(format!("{s:?} is outside the days the embedded market serves, {first}..={last}"));
+    }
+    Ok(day)
+}
+
 impl Exchange {
     /// Starts `servers` reference servers over the market of `seed`.
     pub fn start(servers: usize, seed: u64, as_of: Option<Date>, threads: usize) -> Result<Self, CliError> {

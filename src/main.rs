@@ -12,7 +12,6 @@ mod commands;
 mod demo;
 mod local;
 mod output;
-mod store;
 mod sync;
 
 use std::fmt;
@@ -21,8 +20,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tdx_engine::proto::blockfile::BoardKind;
-use tdx_engine::proto::commands::{category_sort, AuxKind, Period, QuoteCategory};
-use tdx_engine::proto::{Market, SecurityCode, TradeDate};
+use tdx_engine::proto::commands::{category_sort, Adjust, AuxKind, Period, QuoteCategory};
+use tdx_engine::proto::{Date, Market, SecurityCode, TradeDate};
 use tdx_engine::runtime::Placement;
 use tdx_engine::{Client, RuntimeFlavor};
 
@@ -55,8 +54,8 @@ pub struct Global {
     /// Serve the embedded exchange's market as of this trading day
     /// (YYYYMMDD) instead of its today: a later day is the market some
     /// evenings later, every earlier bar unchanged.
-    #[arg(long, global = true, requires = "local", value_parser = parse_as_of)]
-    as_of: Option<tdx_engine::proto::Date>,
+    #[arg(long, global = true, requires = "local", value_parser = local::as_of_day)]
+    as_of: Option<Date>,
     /// Servers used at once.
     #[arg(long, global = true)]
     server_count: Option<usize>,
@@ -91,12 +90,12 @@ enum Command {
     /// Number of securities per market.
     Count {
         /// One market (default: all three).
-        #[arg(long, value_parser = parse_market)]
+        #[arg(long)]
         market: Option<Market>,
     },
     /// The code table of a market.
     Codes {
-        #[arg(long, value_parser = parse_market)]
+        #[arg(long)]
         market: Market,
         /// Every page, not just the first 1600 records.
         #[arg(long)]
@@ -104,12 +103,11 @@ enum Command {
     },
     /// Five-level quotes.
     Quote {
-        #[arg(required = true, value_parser = parse_code)]
+        #[arg(required = true)]
         codes: Vec<SecurityCode>,
     },
     /// Bars (K-lines), oldest first.
     Bars {
-        #[arg(value_parser = parse_code)]
         code: SecurityCode,
         /// day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m.
         #[arg(long, default_value = "day", value_parser = parse_period)]
@@ -121,25 +119,25 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         start: u32,
         /// Price adjustment by the server: none, qfq (forward) or hfq (backward).
+        // Parsed with --anchor after the command line: a bad pair is the command's error (exit 1).
         #[arg(long, default_value = "none")]
         adjust: String,
         /// YYYYMMDD or YYYY-MM-DD: anchors qfq (events up to it) or hfq (events from it on).
-        #[arg(long, value_parser = parse_date)]
-        anchor: Option<u32>,
+        #[arg(long)]
+        anchor: Option<Date>,
     },
     /// Capital changes (股本变迁 / xdxr, 0x000f): every record of each code.
     Xdxr {
-        #[arg(required = true, value_parser = parse_code)]
+        #[arg(required = true)]
         codes: Vec<SecurityCode>,
     },
     /// Finance records (财务信息, 0x0010).
     Finance {
-        #[arg(required = true, value_parser = parse_code)]
+        #[arg(required = true)]
         codes: Vec<SecurityCode>,
     },
     /// Today's minute line, or a past day's with --date (0x0537 / 0x0fb4).
     Minutes {
-        #[arg(value_parser = parse_code)]
         code: SecurityCode,
         /// A past trading day, YYYYMMDD or YYYY-MM-DD.
         #[arg(long)]
@@ -147,7 +145,6 @@ enum Command {
     },
     /// The latest trades (ticks), oldest first; a past day's with --date (0x0fc5 / 0x0fb5).
     Trades {
-        #[arg(value_parser = parse_code)]
         code: SecurityCode,
         #[arg(long, default_value_t = 20)]
         count: u16,
@@ -165,21 +162,16 @@ enum Command {
         detailed: bool,
     },
     /// Today's sparkline (小走势图, 0x0fd1): the prices after the base price.
-    Sparkline {
-        #[arg(value_parser = parse_code)]
-        code: SecurityCode,
-    },
+    Sparkline { code: SecurityCode },
     /// Today's minute aux series (分时副图, 0x051b).
     Aux {
-        #[arg(value_parser = parse_code)]
         code: SecurityCode,
         /// strength (buy/sell commission), volumes (previous day vs today), or a kind byte.
-        #[arg(long, default_value = "strength", value_parser = parse_aux_kind)]
+        #[arg(long, default_value = "strength")]
         kind: AuxKind,
     },
     /// The call-auction series (集合竞价, 0x056a) of today or a past day.
     Auction {
-        #[arg(value_parser = parse_code)]
         code: SecurityCode,
         /// A past trading day, YYYYMMDD or YYYY-MM-DD.
         #[arg(long)]
@@ -188,10 +180,9 @@ enum Command {
     /// A category's quote list (分类行情, 0x054b), sorted by the server.
     Category {
         /// a_share (沪深A股), sh_a, sz_a, etf, index, chinext, star, bj, sh_main, sz_main, or a number.
-        #[arg(value_parser = parse_category)]
         category: QuoteCategory,
         /// code, price, amount, change, or a number.
-        #[arg(long, default_value = "code", value_parser = parse_sort)]
+        #[arg(long, default_value = "code", value_parser = category_sort::parse)]
         sort: u16,
         #[arg(long)]
         ascending: bool,
@@ -205,7 +196,6 @@ enum Command {
     },
     /// Company info (公司信息, F10): every section's text, or one section.
     Company {
-        #[arg(value_parser = parse_code)]
         code: SecurityCode,
         /// One section by name (公司概况, ...).
         #[arg(long)]
@@ -214,10 +204,7 @@ enum Command {
     /// The special-security price-limit table (特殊品种涨跌停限制), whole.
     Limits,
     /// A delisted security's daily bars (退市 K 线, 0x052b), every one.
-    Delisted {
-        #[arg(value_parser = parse_code)]
-        code: SecurityCode,
-    },
+    Delisted { code: SecurityCode },
     /// Boards (板块) from the server's board files: name, kind, member count.
     Boards {
         /// One kind (default: all): industry, concept, style or index.
@@ -228,7 +215,7 @@ enum Command {
     Board { name: String },
     /// Refresh quotes, then print every push until Ctrl+C.
     Watch {
-        #[arg(required = true, value_parser = parse_code)]
+        #[arg(required = true)]
         codes: Vec<SecurityCode>,
     },
     /// Probe the candidate servers; show and save the ranking.
@@ -297,59 +284,12 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_market(s: &str) -> Result<Market, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "sz" => Ok(Market::Sz),
-        "sh" => Ok(Market::Sh),
-        "bj" => Ok(Market::Bj),
-        _ => Err(format!("unknown market {s:?}: use sz, sh or bj")),
-    }
-}
-
-fn parse_date(s: &str) -> Result<u32, String> {
-    let raw: u32 = s.replace('-', "").parse().map_err(|_| format!("{s:?} is not a date: use YYYYMMDD"))?;
-    tdx_engine::proto::Date::from_yyyymmdd(raw).ok_or_else(|| format!("{s:?} is not a date"))?;
-    Ok(raw)
-}
-
-fn parse_category(s: &str) -> Result<QuoteCategory, String> {
-    s.parse()
-}
-
-fn parse_sort(s: &str) -> Result<u16, String> {
-    category_sort::parse(s)
-}
-
-fn parse_as_of(s: &str) -> Result<tdx_engine::proto::Date, String> {
-    let raw = parse_date(s)?;
-    let date = tdx_engine::proto::Date::from_yyyymmdd(raw).ok_or_else(|| format!("{s:?} is not a date"))?;
-    let (first, last) = tdx_sim::market::as_of_range();
-    if date < first || date > last {
-        return Err(format!("{s:?} is outside the days the embedded market serves, {first}..={last}"));
-    }
-    Ok(date)
-}
-
-fn parse_code(s: &str) -> Result<SecurityCode, String> {
-    s.parse::<SecurityCode>().map_err(|e| e.to_string())
-}
-
-fn parse_aux_kind(s: &str) -> Result<AuxKind, String> {
-    match s {
-        "strength" => Ok(AuxKind::BUY_SELL_STRENGTH),
-        "volumes" => Ok(AuxKind::VOLUME_COMPARISON),
-        _ => s.parse::<u8>().map(AuxKind).map_err(|_| format!("unknown aux kind {s:?}: strength, volumes or 0..=255")),
-    }
-}
-
+/// One of the named periods, the ones the command line offers.
 fn parse_period(s: &str) -> Result<Period, String> {
-    match s.parse::<Period>() {
-        Ok(p @ (Period::Day | Period::Week | Period::Month | Period::Quarter | Period::Year)) => Ok(p),
-        Ok(p @ (Period::Min1 | Period::Min5 | Period::Min15 | Period::Min30 | Period::Min60)) => Ok(p),
-        Ok(_) | Err(_) => {
-            Err(format!("unknown period {s:?}: use day, week, month, quarter, year, 1m, 5m, 15m, 30m or 60m"))
-        }
-    }
+    s.parse().ok().filter(|p| Period::NAMED.contains(p)).ok_or_else(|| {
+        let names: Vec<String> = Period::NAMED.iter().map(ToString::to_string).collect();
+        format!("unknown period {s:?}: use {}", names.join(", "))
+    })
 }
 
 /// Everything a command needs: the engine and, with `--local`, the exchange.
@@ -434,7 +374,11 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Codes { market, all } => commands::codes(&ctx, market, all).await,
                 Command::Quote { codes } => commands::quote(&ctx, &codes).await,
                 Command::Bars { code, period, count, start, adjust, anchor } => {
-                    let adjust = tdx_sim::truth::parse_adjust(&adjust, anchor).map_err(CliError::new)?;
+                    let adjust = adjust
+                        .parse::<Adjust>()
+                        .map_err(|e| CliError::new(e.to_string()))?
+                        .anchored(anchor)
+                        .map_err(|e| CliError::new(e.to_string()))?;
                     commands::bars(&ctx, code, period, adjust, start, count).await
                 }
                 Command::Xdxr { codes } => commands::xdxr(&ctx, &codes).await,

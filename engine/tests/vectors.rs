@@ -22,6 +22,9 @@ use tdx_engine::proto::text::decode_gbk;
 use tdx_engine::proto::time::{decode_packed_minute, decode_seconds_stamp};
 use tdx_engine::proto::wire::{decode_tdx_float, decode_varint, put_varint};
 use tdx_engine::proto::*;
+use vector_request::{hex, request_from_params};
+
+mod vector_request;
 
 /// Commands the vectors cover that this codec does not implement. Their
 /// request frames are still checked at the frame level, and their reply
@@ -30,11 +33,6 @@ const OUT_OF_SCOPE: &[&str] = &[];
 
 fn code(s: &str) -> SecurityCode {
     s.parse().unwrap()
-}
-
-fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len().is_multiple_of(2), "odd hex length");
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
 }
 
 fn to_hex(bytes: &[u8]) -> String {
@@ -60,133 +58,6 @@ fn milli(yuan: f64) -> i64 {
 fn msg_type_of(v: &Value) -> u16 {
     let s = str_of(v, "command");
     u16::from_str_radix(s.trim_start_matches("0x"), 16).expect("command hex")
-}
-
-fn code_from_params(p: &Value) -> Option<SecurityCode> {
-    let code = p["code"].as_str()?;
-    if code.len() == 8 {
-        return Some(code.parse().expect("code"));
-    }
-    let market = match &p["market"] {
-        Value::Number(n) => Market::from_id(n.as_u64()? as u16).ok()?,
-        Value::String(s) => s.parse().ok()?,
-        _ => return None,
-    };
-    Some(SecurityCode::new(market, code.as_bytes().try_into().ok()?).unwrap())
-}
-
-fn codes_from_params(p: &Value) -> Vec<SecurityCode> {
-    p["codes"].as_array().map_or_else(Vec::new, |a| a.iter().map(|c| c.as_str().unwrap().parse().unwrap()).collect())
-}
-
-fn period_from_params(p: &Value) -> Period {
-    if let Some(category) = p["category"].as_u64().or(p["period_raw"].as_u64()) {
-        return Period::from_wire(category as u16, 1).unwrap();
-    }
-    p["period"].as_str().unwrap_or("day").parse().expect("period name")
-}
-
-fn market_from_params(p: &Value) -> Market {
-    match &p["market"] {
-        Value::String(m) => m.parse().unwrap(),
-        Value::Number(n) => Market::from_id(n.as_u64().unwrap() as u16).unwrap(),
-        _ => Market::Sz,
-    }
-}
-
-/// The request a vector's parameters describe, for the commands that have them.
-fn request_from_params(msg_type: u16, p: &Value) -> Option<Request> {
-    Some(match msg_type {
-        0x000d => Handshake { step: p["body_hex"].as_str().map_or(1, |b| hex(b)[0]) }.into(),
-        0x0004 => Heartbeat.into(),
-        0x0fdb => LegacySetup { body: p["body_hex"].as_str().map_or(LegacySetup::PYTDX_BODY.to_vec(), hex) }.into(),
-        0x044e => SecurityCount {
-            market: market_from_params(p),
-            client_date: p["client_date"].as_u64().unwrap_or(20_170_613) as u32,
-        }
-        .into(),
-        0x044d => SecurityList {
-            market: market_from_params(p),
-            start: p["start"].as_u64().unwrap_or(0) as u32,
-            limit: p["limit"].as_u64().unwrap_or(1600) as u32,
-        }
-        .into(),
-        0x0450 => {
-            LegacySecurityList { market: market_from_params(p), start: p["start"].as_u64().unwrap_or(0) as u16 }.into()
-        }
-        0x052d => {
-            let mut bars = Bars::new(
-                code_from_params(p)?,
-                period_from_params(p),
-                p["start"].as_u64().unwrap_or(0) as u16,
-                p["count"].as_u64().unwrap_or(800) as u16,
-            );
-            bars.adjust = match p["adjust"].as_str() {
-                None => Adjust::None,
-                Some("qfq") => Adjust::Forward,
-                Some("hfq") => Adjust::Backward,
-                Some("fixed_qfq") => Adjust::FixedForward,
-                Some("fixed_hfq") => Adjust::FixedBackward,
-                Some(other) => panic!("unknown adjust {other}"),
-            };
-            if let Some(anchor) = p["anchor_date"].as_str() {
-                bars.anchor_date = anchor.replace('-', "").parse().unwrap();
-            }
-            bars.into()
-        }
-        0x053e => Quotes { targets: codes_from_params(p).into_iter().map(Into::into).collect() }.into(),
-        0x054c => Snapshots { targets: codes_from_params(p).into_iter().map(Into::into).collect() }.into(),
-        0x0547 => {
-            let cursors = &p["cursors"];
-            let targets = codes_from_params(p)
-                .into_iter()
-                .map(|code| RefreshTarget {
-                    target: code.into(),
-                    cursor: cursors[code.to_string()].as_u64().unwrap_or(0) as u32,
-                })
-                .collect();
-            Refresh { targets }.into()
-        }
-        0x0537 => Minutes::from(QuoteTarget::from(code_from_params(p)?)).into(),
-        0x0fc5 => Trades {
-            code: code_from_params(p)?,
-            start: p["start"].as_u64().unwrap_or(0) as u16,
-            count: p["count"].as_u64().unwrap_or(1800) as u16,
-        }
-        .into(),
-        0x051d => LegacyMinutes::from(code_from_params(p)?).into(),
-        0x056a => Auction::new(code_from_params(p)?, trade_date_of(&p["trading_date"])).into(),
-        // The empty-page captures carry no parameters: any request parses them.
-        0x0fb4 => HistoryMinutes {
-            date: trade_date_of(&p["trading_date"]).unwrap_or(TradeDate::from_yyyymmdd(20260306).unwrap()),
-            code: code_from_params(p).unwrap_or("sz000001".parse().unwrap()),
-        }
-        .into(),
-        0x0fb5 => HistoryTrades {
-            date: trade_date_of(&p["date"]).unwrap_or(TradeDate::from_yyyymmdd(20260305).unwrap()),
-            code: code_from_params(p).unwrap_or("sz000001".parse().unwrap()),
-            start: p["start"].as_u64().unwrap_or(0) as u16,
-            count: p["count"].as_u64().unwrap_or(2000) as u16,
-        }
-        .into(),
-        0x000f => {
-            let mut codes = codes_from_params(p);
-            if codes.is_empty() {
-                codes.push(code_from_params(p)?);
-            }
-            CapitalChanges { codes }.into()
-        }
-        _ => return None,
-    })
-}
-
-/// A `YYYYMMDD` number or `YYYY-MM-DD` string.
-fn trade_date_of(v: &Value) -> Option<TradeDate> {
-    match v {
-        Value::Number(n) => TradeDate::from_yyyymmdd(n.as_u64()? as u32),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
-    }
 }
 
 /// Element `index` of `items`, from the end when negative.
@@ -687,7 +558,7 @@ fn check_reply(v: &Value, payload: &[u8]) {
                 assert_eq!(t.volume, int_of(e, "volume"));
                 assert_eq!(t.order_count, int_of(e, "order_count"));
                 assert_eq!(t.status_raw, int_of(e, "status_raw"));
-                assert_eq!(format!("{:?}", t.side()).to_lowercase(), str_of(e, "side"));
+                assert_eq!(t.side().to_string(), str_of(e, "side"));
                 assert_eq!(t.tail_raw, int_of(e, "unknown_tail_raw"));
             }
         }

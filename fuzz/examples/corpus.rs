@@ -28,10 +28,11 @@ use tdx_engine::proto::text::encode_gbk;
 use tdx_engine::proto::wire::put_varint;
 use tdx_engine::proto::{Compression, Market, Price, Reply, Request, RequestDecoder, SecurityCode, TradeDate};
 use tdx_fuzz::{Chunking, FrameCase, Op, ReplyCase, RequestCase, SupervisorCase};
+use vector_request::{hex, request_from_params};
 
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex")).collect()
-}
+/// Requests from the vectors' parameters, as the vector tests build them.
+#[path = "../../engine/tests/vector_request/mod.rs"]
+mod vector_request;
 
 /// FNV-1a, for stable content-derived file names.
 fn fnv(bytes: &[u8]) -> u64 {
@@ -83,110 +84,6 @@ impl Corpus {
         let bytes = case.write();
         assert_eq!(SupervisorCase::read(&bytes), case);
         self.add("supervisor", &bytes);
-    }
-}
-
-// ---- Requests from vector parameters (as in engine/tests/vectors.rs) ----
-
-fn market_of(p: &Value) -> Market {
-    match &p["market"] {
-        Value::String(m) => m.parse().unwrap_or(Market::Sz),
-        Value::Number(n) => n.as_u64().and_then(|n| Market::from_id(n as u16).ok()).unwrap_or(Market::Sz),
-        _ => Market::Sz,
-    }
-}
-
-fn code_of(p: &Value) -> Option<SecurityCode> {
-    let code = p["code"].as_str()?;
-    if code.len() == 8 {
-        return code.parse().ok();
-    }
-    SecurityCode::new(market_of(p), code.as_bytes().try_into().ok()?).ok()
-}
-
-fn codes_of(p: &Value) -> Vec<SecurityCode> {
-    p["codes"].as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|c| c.as_str()?.parse().ok()).collect())
-}
-
-fn period_of(p: &Value) -> Option<Period> {
-    if let Some(category) = p["category"].as_u64().or(p["period_raw"].as_u64()) {
-        return Period::from_wire(category as u16, 1).ok();
-    }
-    p["period"].as_str().unwrap_or("day").parse().ok()
-}
-
-fn request_from_params(msg_type: u16, p: &Value) -> Option<Request> {
-    let u = |key: &str, default: u64| p[key].as_u64().unwrap_or(default);
-    Some(match msg_type {
-        0x000d => Handshake { step: p["body_hex"].as_str().map_or(1, |b| hex(b).first().copied().unwrap_or(1)) }.into(),
-        0x0004 => Heartbeat.into(),
-        0x0fdb => LegacySetup { body: p["body_hex"].as_str().map_or(LegacySetup::PYTDX_BODY.to_vec(), hex) }.into(),
-        0x044e => SecurityCount { market: market_of(p), client_date: u("client_date", 20_170_613) as u32 }.into(),
-        0x044d => {
-            SecurityList { market: market_of(p), start: u("start", 0) as u32, limit: u("limit", 1600) as u32 }.into()
-        }
-        0x0450 => LegacySecurityList { market: market_of(p), start: u("start", 0) as u16 }.into(),
-        0x052d => {
-            let mut bars = Bars::new(code_of(p)?, period_of(p)?, u("start", 0) as u16, u("count", 800) as u16);
-            bars.adjust = match p["adjust"].as_str() {
-                Some("qfq") => Adjust::Forward,
-                Some("hfq") => Adjust::Backward,
-                Some("fixed_qfq") => Adjust::FixedForward,
-                Some("fixed_hfq") => Adjust::FixedBackward,
-                _ => Adjust::None,
-            };
-            if let Some(anchor) = p["anchor_date"].as_str() {
-                bars.anchor_date = anchor.replace('-', "").parse().ok()?;
-            }
-            bars.into()
-        }
-        0x053e => Quotes { targets: codes_of(p).into_iter().map(Into::into).collect() }.into(),
-        0x054c => Snapshots { targets: codes_of(p).into_iter().map(Into::into).collect() }.into(),
-        0x0547 => {
-            let cursors = &p["cursors"];
-            let targets = codes_of(p)
-                .into_iter()
-                .map(|code| RefreshTarget {
-                    target: code.into(),
-                    cursor: cursors[code.to_string()].as_u64().unwrap_or(0) as u32,
-                })
-                .collect();
-            Refresh { targets }.into()
-        }
-        0x0537 => Minutes::from(QuoteTarget::from(code_of(p)?)).into(),
-        0x0fc5 => Trades { code: code_of(p)?, start: u("start", 0) as u16, count: u("count", 1800) as u16 }.into(),
-        0x051d => LegacyMinutes::from(code_of(p)?).into(),
-        0x056a => Auction::new(code_of(p)?, trade_date_of(&p["trading_date"])).into(),
-        // The empty-page captures carry no parameters: any request parses them.
-        0x0fb4 => HistoryMinutes {
-            date: trade_date_of(&p["trading_date"]).or(TradeDate::from_yyyymmdd(20260306))?,
-            code: code_of(p).or("sz000001".parse().ok())?,
-        }
-        .into(),
-        0x0fb5 => HistoryTrades {
-            date: trade_date_of(&p["date"]).or(TradeDate::from_yyyymmdd(20260305))?,
-            code: code_of(p).or("sz000001".parse().ok())?,
-            start: u("start", 0) as u16,
-            count: u("count", 2000) as u16,
-        }
-        .into(),
-        0x000f => {
-            let mut codes = codes_of(p);
-            if codes.is_empty() {
-                codes.push(code_of(p)?);
-            }
-            CapitalChanges { codes }.into()
-        }
-        _ => return None,
-    })
-}
-
-/// A `YYYYMMDD` number or `YYYY-MM-DD` string.
-fn trade_date_of(v: &Value) -> Option<TradeDate> {
-    match v {
-        Value::Number(n) => TradeDate::from_yyyymmdd(u32::try_from(n.as_u64()?).ok()?),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
     }
 }
 

@@ -5,17 +5,13 @@
 use tdx_engine::adjust::AdjustmentFactors;
 use tdx_engine::proto::blockfile::Board;
 use tdx_engine::proto::commands::{
-    AuctionPoint, Bar, CapitalChangeBlock, CompanySection, DelistedBar, Finance, HistoryMinutePoint, HistoryTrade,
-    LegacySecurity, Level, MinuteAuxSeries, MinuteLine, MinutePoint, Quote, QuoteHead, RefreshRecord, Security,
-    Snapshot, SparklineSeries, SpecialLimit, Trade, FINANCE_FIELDS,
+    AuctionPoint, Bar, CapitalChangeBlock, CompanySection, DelistedBar, Finance, HistoryMinutePoint, LegacySecurity,
+    Level, MinuteAuxSeries, MinuteLine, MinutePoint, Quote, QuoteHead, RefreshRecord, Security, Snapshot,
+    SparklineSeries, SpecialLimit, Tick, FINANCE_FIELDS,
 };
 use tdx_engine::proto::{Market, TimeOfDay};
 
 use crate::table::{Builder, Table};
-
-fn side_name<T: std::fmt::Debug>(side: T) -> String {
-    format!("{side:?}").to_lowercase()
-}
 
 pub fn securities(rows: &[Security]) -> Table {
     Builder::new()
@@ -152,24 +148,17 @@ pub fn history_minutes(p: &[HistoryMinutePoint]) -> Table {
         .build()
 }
 
-pub fn trades(rows: &[Trade]) -> Table {
-    Builder::new()
-        .time("time", rows.iter().map(Trade::time))
-        .price("price", rows.iter().map(|t| t.price))
-        .int("volume", rows.iter().map(|t| t.volume))
-        .int("order_count", rows.iter().map(|t| t.order_count))
-        .text("side", rows.iter().map(|t| side_name(t.side())))
-        .int("status_raw", rows.iter().map(|t| t.status_raw))
-        .build()
-}
-
-pub fn history_trades(rows: &[HistoryTrade]) -> Table {
-    Builder::new()
-        .time("time", rows.iter().map(HistoryTrade::time))
-        .price("price", rows.iter().map(|t| t.price))
-        .int("volume", rows.iter().map(|t| t.volume))
-        .text("side", rows.iter().map(|t| side_name(t.side())))
-        .int("status_raw", rows.iter().map(|t| t.status_raw))
+/// Ticks of any form; `order_count` only for the forms that count orders.
+pub fn ticks<T: Tick>(rows: &[T]) -> Table {
+    let mut b = Builder::new()
+        .time("time", rows.iter().map(Tick::time))
+        .price("price", rows.iter().map(Tick::price))
+        .int("volume", rows.iter().map(Tick::volume));
+    if T::COUNTS_ORDERS {
+        b = b.col("order_count", crate::table::Col::Int(rows.iter().map(Tick::order_count).collect()));
+    }
+    b.text("side", rows.iter().map(|t| t.side().to_string()))
+        .int("status_raw", rows.iter().map(Tick::status_raw))
         .build()
 }
 

@@ -96,18 +96,9 @@ fn value_error(field: &str, reason: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(format!("{field}: {reason}"))
 }
 
-fn code(field: &str, s: &str) -> PyResult<SecurityCode> {
-    parse_code(s).map_err(|e| value_error(field, e))
-}
-
 /// `sz000001`, `SZ000001` or `000001.SZ`.
-fn parse_code(s: &str) -> Result<SecurityCode, String> {
-    let s = s.trim();
-    let norm = match s.split_once('.') {
-        Some((digits, market)) => format!("{}{}", market.to_ascii_lowercase(), digits),
-        None => s.to_ascii_lowercase(),
-    };
-    norm.parse::<SecurityCode>().map_err(|e| e.to_string())
+fn code(field: &str, s: &str) -> PyResult<SecurityCode> {
+    s.trim().parse::<SecurityCode>().map_err(|e| value_error(field, e))
 }
 
 fn codes(field: &str, list: &[String]) -> PyResult<Vec<SecurityCode>> {
@@ -138,27 +129,16 @@ fn period(s: &str) -> PyResult<Period> {
     s.trim().to_ascii_lowercase().parse::<Period>().map_err(|e| value_error("period", e))
 }
 
+/// Python's `None` and `""` are raw prices.
 fn adjust(s: Option<&str>) -> PyResult<Adjust> {
-    Ok(match s.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
-        None | Some("" | "none") => Adjust::None,
-        Some("qfq" | "forward") => Adjust::Forward,
-        Some("hfq" | "backward") => Adjust::Backward,
-        Some("fixed_qfq" | "fixed_forward") => Adjust::FixedForward,
-        Some("fixed_hfq" | "fixed_backward") => Adjust::FixedBackward,
-        Some(other) => {
-            return Err(value_error("adjust", format!("unknown {other:?}: none, qfq, hfq, fixed_qfq or fixed_hfq")))
-        }
-    })
+    match s.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") => Ok(Adjust::None),
+        Some(name) => name.parse::<Adjust>().map_err(|e| value_error("adjust", e)),
+    }
 }
 
 fn aux_kind(s: &str) -> PyResult<AuxKind> {
-    Ok(match s.trim() {
-        "buy_sell_strength" | "strength" => AuxKind::BUY_SELL_STRENGTH,
-        "volume_comparison" | "volumes" => AuxKind::VOLUME_COMPARISON,
-        other => AuxKind(other.parse::<u8>().map_err(|_| {
-            value_error("kind", format!("unknown {other:?}: buy_sell_strength, volume_comparison or 0..=255"))
-        })?),
-    })
+    s.trim().parse::<AuxKind>().map_err(|e| value_error("kind", e))
 }
 
 fn seconds(field: &str, v: f64) -> PyResult<Duration> {
@@ -421,18 +401,18 @@ impl NativeClient {
     fn trades(&self, py: Python<'_>, code_: &str, start: i64, count: i64) -> PyResult<Table> {
         let c = code("code", code_)?;
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.trades(c, Page::new(s, n))).map(|r| convert::trades(&r))
+        wait(py, self.client.trades(c, Page::new(s, n))).map(|r| convert::ticks(&r))
     }
 
     fn history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32, start: i64, count: i64) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.history_trades(c, d, Page::new(s, n))).map(|r| convert::history_trades(&r))
+        wait(py, self.client.history_trades(c, d, Page::new(s, n))).map(|r| convert::ticks(&r))
     }
 
     fn all_history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
-        wait(py, self.client.all_history_trades(c, d, None)).map(|r| convert::history_trades(&r))
+        wait(py, self.client.all_history_trades(c, d, None)).map(|r| convert::ticks(&r))
     }
 
     fn history_trades_many(&self, py: Python<'_>, days: Vec<(String, u32)>) -> PyResult<Vec<Table>> {
@@ -440,7 +420,7 @@ impl NativeClient {
             .iter()
             .map(|(c, d)| Ok((code("code", c)?, trade_date("trading_date", *d)?)))
             .collect::<PyResult<Vec<_>>>()?;
-        wait(py, self.client.history_trades_many(&days)).map(|r| r.iter().map(|t| convert::history_trades(t)).collect())
+        wait(py, self.client.history_trades_many(&days)).map(|r| r.iter().map(|t| convert::ticks(t)).collect())
     }
 
     fn detailed_history_trades(
@@ -453,12 +433,12 @@ impl NativeClient {
     ) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
         let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
-        wait(py, self.client.detailed_history_trades(c, d, Page::new(s, n))).map(|r| convert::trades(&r))
+        wait(py, self.client.detailed_history_trades(c, d, Page::new(s, n))).map(|r| convert::ticks(&r))
     }
 
     fn all_detailed_history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
-        wait(py, self.client.all_detailed_history_trades(c, d, None)).map(|r| convert::trades(&r))
+        wait(py, self.client.all_detailed_history_trades(c, d, None)).map(|r| convert::ticks(&r))
     }
 
     fn minute_aux(&self, py: Python<'_>, code_: &str, kind: &str) -> PyResult<Table> {

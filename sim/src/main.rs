@@ -301,8 +301,7 @@ fn replay(seed: u64, trace: bool) -> Result<(), String> {
 
 /// A YYYYMMDD (or YYYY-MM-DD) day the market can be served as of.
 fn parse_as_of(s: &str) -> Result<Date, String> {
-    let raw: u32 = s.replace('-', "").parse().map_err(|_| format!("{s:?} is not a date: use YYYYMMDD"))?;
-    let date = Date::from_yyyymmdd(raw).ok_or_else(|| format!("{s:?} is not a date"))?;
+    let date: Date = s.parse().map_err(|e: tdx_engine::proto::ParseDateError| e.to_string())?;
     let (first, last) = tdx_sim::market::as_of_range();
     if date < first || date > last {
         return Err(format!("{s:?} is outside {first}..={last}"));

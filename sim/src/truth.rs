@@ -25,8 +25,8 @@ use tdx_engine::adjust::{AdjustmentFactors, FactorRow};
 use tdx_engine::proto::blockfile::{Board, BoardKind};
 use tdx_engine::proto::commands::{category_sort, Bars, QuoteCategory, TypedCommand};
 use tdx_engine::proto::commands::{
-    Adjust, AuxKind, Bar, CapitalChange, CategoryQuotes, DetailedHistoryTrades, Finance, HistoryMinuteLine,
-    HistoryTrade, Level, MinuteAuxSeries, Period, Snapshot, Sparkline, SpecialLimit, Trade, TradeSide, FINANCE_FIELDS,
+    Adjust, AuxKind, Bar, CapitalChange, CategoryQuotes, DetailedHistoryTrades, Finance, HistoryMinuteLine, Level,
+    MinuteAuxSeries, Period, Snapshot, Sparkline, SpecialLimit, Tick, FINANCE_FIELDS,
 };
 use tdx_engine::proto::{Date, DateTime, Market as Exchange, Reply, Request, SecurityCode, TradeDate};
 
@@ -38,12 +38,6 @@ use crate::responder::{detailed_history_trade_page, history_trade_page, quote, r
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct QueryError(String);
-
-impl From<String> for QueryError {
-    fn from(s: String) -> Self {
-        Self(s)
-    }
-}
 
 /// What the exchange of one market seed holds: every server of a
 /// [`LocalExchange`](crate::testkit::LocalExchange) or a
@@ -111,50 +105,43 @@ impl Truth {
     pub fn answer(&self, query: &Query) -> Result<Value, QueryError> {
         let (data, market) = (&*self.data, self.data.market());
         Ok(match query.clone() {
-            Query::Count { market: m } => count(market, parse_market(&m)?),
-            Query::Codes { market: m, start, limit } => codes(market, parse_market(&m)?, start, limit),
+            Query::Count { market: exchange } => count(market, exchange),
+            Query::Codes { market: exchange, start, limit } => codes(market, exchange, start, limit),
             Query::Bars { code, period, start, count, adjust, anchor } => {
-                let (adjust, anchor) = parse_adjust(&adjust, anchor)?;
-                let (code, period) = (parse_code(&code)?, parse_period(&period)?);
+                let (adjust, anchor) = adjust.anchored(anchor).map_err(|e| QueryError(e.to_string()))?;
                 if adjust == Adjust::None {
                     bars(market, code, period, start, count)
                 } else {
                     adjusted_bars(market, code, period, start, count, adjust, anchor)
                 }
             }
-            Query::Quotes { codes } => quotes(market, &parse_codes(&codes)?),
-            Query::Xdxr { codes } => xdxr(market, &parse_codes(&codes)?),
-            Query::Finance { codes } => finance(market, &parse_codes(&codes)?),
-            Query::Factors { code, start, anchor } => {
-                let date = |d: Option<u32>| {
-                    d.map(|d| Date::from_yyyymmdd(d).ok_or_else(|| format!("{d} is not a YYYYMMDD date"))).transpose()
-                };
-                factors(market, parse_code(&code)?, date(start)?, date(anchor)?)
-            }
+            Query::Quotes { codes } => quotes(market, &codes),
+            Query::Xdxr { codes } => xdxr(market, &codes),
+            Query::Finance { codes } => finance(market, &codes),
+            Query::Factors { code, start, anchor } => factors(market, code, start, anchor),
             Query::Dates => dates(market),
-            Query::Recent { code, date } => recent_minutes(market, parse_code(&code)?, date),
-            Query::Auction { code, date } => auction(market, parse_code(&code)?, date),
+            Query::Recent { code, date } => recent_minutes(market, code, date),
+            Query::Auction { code, date } => auction(market, code, date),
             Query::Minutes { code, date } => {
                 let date = date.unwrap_or_else(|| TradeDate::new(market.today()));
-                history_minutes(market, parse_code(&code)?, date)
+                history_minutes(market, code, date)
             }
             Query::Trades { code, date, start, count, all, detailed: false } => {
-                history_trades(market, parse_code(&code)?, date, start, count, all)
+                history_trades(market, code, date, start, count, all)
             }
             Query::Trades { code, date, start, count, all, detailed: true } => {
-                detailed_history_trades(market, parse_code(&code)?, date, start, count.min(1800), all)
+                detailed_history_trades(market, code, date, start, count.min(1800), all)
             }
             Query::Boards { kind } => boards(data, kind),
             Query::Board { name } => board_named(data, &name),
-            Query::Company { code } => company(data, parse_code(&code)?),
+            Query::Company { code } => company(data, code),
             Query::Limits => limits(data),
-            Query::DelistedBars { code } => delisted_bars(market, code.as_deref().map(parse_code).transpose()?),
+            Query::DelistedBars { code } => delisted_bars(market, code),
             Query::Category { name, sort, ascending, start, count } => {
-                let which: QuoteCategory = name.parse()?;
-                category(market, &CategoryQuotes::new(which, category_sort::parse(&sort)?, start, count, ascending))
+                category(market, &CategoryQuotes::new(name, sort, start, count, ascending))
             }
-            Query::Sparkline { code } => sparkline(market, parse_code(&code)?),
-            Query::Aux { code, kind } => aux(market, parse_code(&code)?, AuxKind(kind)),
+            Query::Sparkline { code } => sparkline(market, code),
+            Query::Aux { code, kind } => aux(market, code, kind),
         })
     }
 
@@ -178,30 +165,18 @@ impl Truth {
     }
 }
 
-fn parse_market(s: &str) -> Result<Exchange, String> {
-    s.parse().map_err(|_| format!("unknown market {s:?}: use sz, sh or bj"))
-}
-
-fn parse_codes(codes: &[String]) -> Result<Vec<SecurityCode>, String> {
-    codes.iter().map(|c| parse_code(c)).collect()
-}
-
-fn parse_code(s: &str) -> Result<SecurityCode, String> {
-    s.parse().map_err(|e: tdx_engine::proto::ParseCodeError| e.to_string())
-}
-
 /// One `tdx-sim truth` question (its subcommands).
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Query {
     /// Securities in a market (sz, sh, bj).
     Count {
         /// sz, sh or bj.
-        market: String,
+        market: Exchange,
     },
     /// One 0x044d page of the code table.
     Codes {
         /// sz, sh or bj.
-        market: String,
+        market: Exchange,
         /// First index.
         #[arg(long, default_value_t = 0)]
         start: usize,
@@ -212,10 +187,10 @@ pub enum Query {
     /// One page of bars, `start` back from the newest, oldest first.
     Bars {
         /// The security, e.g. sz000001.
-        code: String,
+        code: SecurityCode,
         /// day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m, Nm, Nd, Ns.
         #[arg(long, default_value = "day")]
-        period: String,
+        period: Period,
         /// Bars back from the newest.
         #[arg(long, default_value_t = 0)]
         start: u16,
@@ -224,46 +199,46 @@ pub enum Query {
         count: u16,
         /// none, qfq (forward) or hfq (backward).
         #[arg(long, default_value = "none")]
-        adjust: String,
+        adjust: Adjust,
         /// YYYYMMDD: qfq keeps events up to it, hfq those from it on (modes 3, 4).
         #[arg(long)]
-        anchor: Option<u32>,
+        anchor: Option<Date>,
     },
     /// Today's five-level quotes.
     Quotes {
         /// The securities.
         #[arg(required = true)]
-        codes: Vec<String>,
+        codes: Vec<SecurityCode>,
     },
     /// Capital changes (0x000f), every code's records in order.
     Xdxr {
         /// The securities.
         #[arg(required = true)]
-        codes: Vec<String>,
+        codes: Vec<SecurityCode>,
     },
     /// Finance records (0x0010).
     Finance {
         /// The securities.
         #[arg(required = true)]
-        codes: Vec<String>,
+        codes: Vec<SecurityCode>,
     },
     /// Local adjustment factors from the capital changes.
     Factors {
         /// The security.
-        code: String,
+        code: SecurityCode,
         /// YYYYMMDD: leave out events before it.
         #[arg(long)]
-        start: Option<u32>,
+        start: Option<Date>,
         /// YYYYMMDD: leave out events after it.
         #[arg(long)]
-        anchor: Option<u32>,
+        anchor: Option<Date>,
     },
     /// The trading days the history commands serve (today included).
     Dates,
     /// A past day's minute line (0x0fb4); without --date today's, as 0x051d carries it.
     Minutes {
         /// The security.
-        code: String,
+        code: SecurityCode,
         /// YYYYMMDD or YYYY-MM-DD.
         #[arg(long)]
         date: Option<TradeDate>,
@@ -271,7 +246,7 @@ pub enum Query {
     /// A recent day's minute line with averages (0x0feb).
     Recent {
         /// The security.
-        code: String,
+        code: SecurityCode,
         /// YYYYMMDD or YYYY-MM-DD.
         #[arg(long)]
         date: TradeDate,
@@ -279,7 +254,7 @@ pub enum Query {
     /// The call-auction series (0x056a) of today or a past day.
     Auction {
         /// The security.
-        code: String,
+        code: SecurityCode,
         /// YYYYMMDD or YYYY-MM-DD; today without it.
         #[arg(long)]
         date: Option<TradeDate>,
@@ -287,7 +262,7 @@ pub enum Query {
     /// A past day's ticks (0x0fb5): one page, `start` back from the newest.
     Trades {
         /// The security.
-        code: String,
+        code: SecurityCode,
         /// YYYYMMDD or YYYY-MM-DD.
         #[arg(long)]
         date: TradeDate,
@@ -318,22 +293,22 @@ pub enum Query {
     /// Company info (0x02cf directory, 0x02d0 section texts).
     Company {
         /// The security.
-        code: String,
+        code: SecurityCode,
     },
     /// The special-security price-limit table (0x0452), whole.
     Limits,
     /// A delisted security's every daily bar (0x052b); the delisted codes without CODE.
     DelistedBars {
         /// The delisted security; without it, the list of delisted codes.
-        code: Option<String>,
+        code: Option<SecurityCode>,
     },
     /// A category's quote list (0x054b) as the server sorts and pages it.
     Category {
         /// a_share (沪深A股), sh_a, sz_a, etf, index, chinext, star, bj, sh_main, sz_main, or a number.
-        name: String,
+        name: QuoteCategory,
         /// code, price, amount, change, or a number.
-        #[arg(long, default_value = "code")]
-        sort: String,
+        #[arg(long, default_value = "code", value_parser = category_sort::parse)]
+        sort: u16,
         /// Ascending instead of descending.
         #[arg(long)]
         ascending: bool,
@@ -347,21 +322,17 @@ pub enum Query {
     /// Today's one-code sparkline (0x0fd1).
     Sparkline {
         /// The security.
-        code: String,
+        code: SecurityCode,
     },
     /// Today's minute aux series (0x051b).
     Aux {
         /// The security.
-        code: String,
-        /// The kind byte: 0 buy/sell commission, 11 (0x0b) volume comparison.
-        #[arg(long, default_value_t = 0)]
-        kind: u8,
+        code: SecurityCode,
+        /// buy_sell_strength (0: buy/sell commission), volume_comparison
+        /// (11 = 0x0b), or another kind byte.
+        #[arg(long, default_value = "buy_sell_strength")]
+        kind: AuxKind,
     },
-}
-
-/// Parses a period name; see [`Period`]'s `FromStr`.
-pub fn parse_period(s: &str) -> Result<Period, String> {
-    s.parse().map_err(|e: tdx_engine::proto::commands::ParsePeriodError| e.to_string())
 }
 
 fn time(at: DateTime) -> String {
@@ -543,24 +514,6 @@ pub fn factors(market: &Market, code: SecurityCode, start: Option<Date>, anchor:
     json!({ "code": code.to_string(), "rows": rows })
 }
 
-/// The wire mode for `--adjust none|qfq|hfq` and an optional `--anchor
-/// YYYYMMDD`: an anchor makes qfq and hfq the fixed modes 3 and 4.
-pub fn parse_adjust(name: &str, anchor: Option<u32>) -> Result<(Adjust, u32), String> {
-    let mode = match (name, anchor.is_some()) {
-        ("none", false) => Adjust::None,
-        ("none", true) => return Err("--anchor needs --adjust qfq or hfq".to_owned()),
-        ("qfq", false) => Adjust::Forward,
-        ("hfq", false) => Adjust::Backward,
-        ("qfq", true) => Adjust::FixedForward,
-        ("hfq", true) => Adjust::FixedBackward,
-        (other, _) => return Err(format!("unknown adjust mode {other:?}: use none, qfq or hfq")),
-    };
-    if let Some(a) = anchor {
-        Date::from_yyyymmdd(a).ok_or_else(|| format!("--anchor {a} is not a YYYYMMDD date"))?;
-    }
-    Ok((mode, anchor.unwrap_or(0)))
-}
-
 /// `bars CODE ... --adjust MODE [--anchor D]`: one page of adjusted bars.
 pub fn adjusted_bars(
     market: &Market,
@@ -587,18 +540,6 @@ pub fn dates(market: &Market) -> Value {
     json!({ "today": market.today().to_string(), "dates": dates })
 }
 
-/// A tick side as `truth trades` and `tdx trades` print it.
-pub fn side_name(side: TradeSide) -> &'static str {
-    match side {
-        TradeSide::Buy => "buy",
-        TradeSide::Sell => "sell",
-        TradeSide::Neutral => "neutral",
-        TradeSide::AfterHours => "after-hours",
-        TradeSide::Auction => "auction",
-        TradeSide::Unknown => "unknown",
-    }
-}
-
 /// One minute point of a past day as `truth minutes` and `tdx minutes --date` print it.
 pub fn history_minute_rows(line: &HistoryMinuteLine) -> Vec<Value> {
     line.points
@@ -622,15 +563,25 @@ pub fn history_minutes(market: &Market, code: SecurityCode, date: TradeDate) -> 
     json!({ "code": code.to_string(), "date": date.to_string(), "previous_close": previous_close, "points": points })
 }
 
-/// One past tick as `truth trades` and `tdx trades --date` print it.
-pub fn history_trade(t: &HistoryTrade) -> Value {
-    json!({
-        "time": t.time().map(|t| t.to_string()),
-        "price": yuan(t.price.milli()),
-        "volume": t.volume,
-        "status": t.status_raw,
-        "side": side_name(t.side()),
-    })
+/// One past tick as `truth trades` and `tdx trades --date` print it (with
+/// `--detailed`, its order count too).
+pub fn tick<T: Tick>(t: &T) -> Value {
+    let mut v = serde_json::Map::new();
+    v.insert("time".into(), t.time().map(|t| t.to_string()).into());
+    v.insert("price".into(), yuan(t.price().milli()).into());
+    v.insert("volume".into(), t.volume().into());
+    if let Some(orders) = t.order_count() {
+        v.insert("orders".into(), orders.into());
+    }
+    v.insert("status".into(), t.status_raw().into());
+    v.insert("side".into(), t.side().to_string().into());
+    Value::Object(v)
+}
+
+/// A page (or with `--all` the day) of past ticks as `truth trades` prints it.
+fn ticks<T: Tick>(code: SecurityCode, date: TradeDate, start: u16, ticks: &[T]) -> Value {
+    let items: Vec<Value> = ticks.iter().map(tick).collect();
+    json!({ "code": code.to_string(), "date": date.to_string(), "start": start, "trades": items })
 }
 
 /// `trades CODE --date D --start N --count N`: one 0x0fb5 page as the
@@ -649,8 +600,7 @@ pub fn history_trades(
         let request = tdx_engine::proto::commands::HistoryTrades { date, code, start, count };
         history_trade_page(market, &request).trades
     };
-    let items: Vec<Value> = trades.iter().map(history_trade).collect();
-    json!({ "code": code.to_string(), "date": date.to_string(), "start": start, "trades": items })
+    ticks(code, date, start, &trades)
 }
 
 /// `auction CODE [--date D]`: the 0x056a series (today without a date).
@@ -696,18 +646,6 @@ pub fn recent_minutes(market: &Market, code: SecurityCode, date: TradeDate) -> V
     json!({ "code": code.to_string(), "date": date.to_string(), "previous_close": previous_close, "open": open, "points": points })
 }
 
-/// One tick with its order count as `truth trades --detailed` prints it.
-pub fn detailed_trade(t: &Trade) -> Value {
-    json!({
-        "time": t.time().map(|t| t.to_string()),
-        "price": yuan(t.price.milli()),
-        "volume": t.volume,
-        "orders": t.order_count,
-        "status": t.status_raw,
-        "side": side_name(t.side()),
-    })
-}
-
 /// `trades CODE --date D --detailed [--start N --count N | --all]`: one
 /// 0x0fc6 page as the server answers it (at most 1800), or every tick.
 pub fn detailed_history_trades(
@@ -723,8 +661,7 @@ pub fn detailed_history_trades(
     } else {
         detailed_history_trade_page(market, &DetailedHistoryTrades { date, code, start, count }).trades
     };
-    let items: Vec<Value> = trades.iter().map(detailed_trade).collect();
-    json!({ "code": code.to_string(), "date": date.to_string(), "start": start, "trades": items })
+    ticks(code, date, start, &trades)
 }
 
 /// `sparkline CODE`: today's 0x0fd1 series (eltdx's default request).

@@ -8,7 +8,7 @@
 
 use super::text::{decode_gbk, encode_gbk};
 use super::wire::{PutLe, Reader};
-use super::ProtoError;
+use super::{ParseNameError, ProtoError};
 
 /// Bytes before the board count.
 pub const BLOCK_FILE_HEADER_BYTES: usize = 384;
@@ -62,13 +62,20 @@ impl BoardKind {
 }
 
 impl std::str::FromStr for BoardKind {
-    type Err = String;
+    type Err = ParseNameError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, ParseNameError> {
         Self::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown board kind {s:?} (industry, concept, style or index)"))
+            .ok_or_else(|| ParseNameError::new("board kind", s, "industry, concept, style or index"))
+    }
+}
+
+/// [`BoardKind::name`].
+impl std::fmt::Display for BoardKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -59,6 +59,58 @@ pub struct Round {
     pub end: RoundEnd,
 }
 
+/// The bounded buffer both decoders stage raw bytes in.
+#[derive(Debug)]
+struct Staging {
+    /// Invariant: `bytes.len() <= max`.
+    bytes: BytesMut,
+    max: usize,
+}
+
+impl Staging {
+    fn new(max: usize) -> Self {
+        Self { bytes: BytesMut::new(), max }
+    }
+
+    fn room(&self) -> usize {
+        self.max - self.bytes.len()
+    }
+
+    /// Stages `chunk`. Fails, staging nothing, when that would pass the bound.
+    fn feed(&mut self, chunk: &[u8]) -> Result<(), ProtoError> {
+        if chunk.len() > self.room() {
+            return Err(ProtoError::StagingFull { staged: self.bytes.len(), incoming: chunk.len(), max: self.max });
+        }
+        self.bytes.extend_from_slice(chunk);
+        debug_assert!(self.bytes.len() <= self.max);
+        Ok(())
+    }
+
+    /// The header of `N` bytes at the head, once that much is staged.
+    fn header<const N: usize>(&self) -> Option<&[u8; N]> {
+        self.bytes.get(..N).map(|head| head.try_into().expect("N bytes"))
+    }
+
+    /// The body of the frame of `header_len + body_len` bytes at the head,
+    /// split off, once it is whole.
+    fn take_body(&mut self, header_len: usize, body_len: usize) -> Option<BytesMut> {
+        if self.bytes.len() < header_len + body_len {
+            return None;
+        }
+        let mut frame = self.bytes.split_to(header_len + body_len);
+        frame.advance(header_len);
+        Some(frame)
+    }
+
+    /// At end of stream: fails if a partial frame is staged.
+    fn finish(&self) -> Result<(), ProtoError> {
+        match self.bytes.len() {
+            0 => Ok(()),
+            buffered => Err(ProtoError::TruncatedFrame { buffered }),
+        }
+    }
+}
+
 /// Decodes a stream of response frames (docs/PROTOCOL.md, Framing).
 ///
 /// Resynchronises on garbage by searching for the magic, keeping at most 3
@@ -72,9 +124,7 @@ pub struct Round {
 /// engine's matching policy, since it never sends id 0.
 #[derive(Debug)]
 pub struct FrameDecoder {
-    /// Invariant: `staging.len() <= staging_max`.
-    staging: BytesMut,
-    staging_max: usize,
+    staging: Staging,
     resync_discarded: usize,
 }
 
@@ -97,17 +147,17 @@ impl FrameDecoder {
             staging_max >= RESPONSE_FRAME_BYTES_MAX,
             "staging_max must hold one frame of {RESPONSE_FRAME_BYTES_MAX} bytes"
         );
-        Self { staging: BytesMut::new(), staging_max, resync_discarded: 0 }
+        Self { staging: Staging::new(staging_max), resync_discarded: 0 }
     }
 
     /// Raw bytes currently staged.
     pub fn staged(&self) -> usize {
-        self.staging.len()
+        self.staging.bytes.len()
     }
 
     /// Bytes [`feed`](Self::feed) accepts right now.
     pub fn staging_room(&self) -> usize {
-        self.staging_max - self.staging.len()
+        self.staging.room()
     }
 
     /// Garbage bytes discarded so far while resynchronising.
@@ -117,35 +167,22 @@ impl FrameDecoder {
 
     /// Stages `chunk`. Fails, staging nothing, when that would pass the bound.
     pub fn feed(&mut self, chunk: &[u8]) -> Result<(), ProtoError> {
-        if chunk.len() > self.staging_room() {
-            return Err(ProtoError::StagingFull {
-                staged: self.staging.len(),
-                incoming: chunk.len(),
-                max: self.staging_max,
-            });
-        }
-        self.staging.extend_from_slice(chunk);
-        debug_assert!(self.staging.len() <= self.staging_max);
-        Ok(())
+        self.staging.feed(chunk)
     }
 
     /// The next whole frame, `Ok(None)` when more bytes are needed.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, ProtoError> {
-        if !self.resync()? || self.staging.len() < RESPONSE_HEADER_LEN {
+        if !self.resync()? {
             return Ok(None);
         }
-        let header_bytes: &[u8; RESPONSE_HEADER_LEN] =
-            self.staging[..RESPONSE_HEADER_LEN].try_into().expect("length checked above");
+        let Some(header_bytes) = self.staging.header::<RESPONSE_HEADER_LEN>() else { return Ok(None) };
         let header = ResponseHeader::parse(header_bytes)?;
         if header.is_compressed() {
             zlib::check_lengths(header.zip_length, header.length)?;
         }
-        let frame_len = RESPONSE_HEADER_LEN + usize::from(header.zip_length);
-        if self.staging.len() < frame_len {
+        let Some(raw) = self.staging.take_body(RESPONSE_HEADER_LEN, usize::from(header.zip_length)) else {
             return Ok(None);
-        }
-        let mut raw = self.staging.split_to(frame_len);
-        raw.advance(RESPONSE_HEADER_LEN);
+        };
         let payload = if header.is_compressed() {
             Bytes::from(zlib::inflate_exact(&raw, usize::from(header.length))?)
         } else {
@@ -178,25 +215,23 @@ impl FrameDecoder {
 
     /// Call at end of stream: fails if a partial frame (or partial magic) is staged.
     pub fn finish(&self) -> Result<(), ProtoError> {
-        match self.staging.len() {
-            0 => Ok(()),
-            buffered => Err(ProtoError::TruncatedFrame { buffered }),
-        }
+        self.staging.finish()
     }
 
     /// Moves the staging head to a magic. Returns true when it starts with a
     /// full magic, false when only a possible magic prefix remains.
     fn resync(&mut self) -> Result<bool, ProtoError> {
-        if self.staging.starts_with(&RESPONSE_MAGIC) {
+        let staged = &mut self.staging.bytes;
+        if staged.starts_with(&RESPONSE_MAGIC) {
             return Ok(true);
         }
-        let found = self.staging.windows(RESPONSE_MAGIC.len()).position(|w| w == RESPONSE_MAGIC);
+        let found = staged.windows(RESPONSE_MAGIC.len()).position(|w| w == RESPONSE_MAGIC);
         let discard = match found {
             Some(at) => at,
             // Keep the longest tail that is a proper prefix of the magic.
-            None => self.staging.len() - magic_prefix_tail(&self.staging),
+            None => staged.len() - magic_prefix_tail(staged),
         };
-        self.staging.advance(discard);
+        staged.advance(discard);
         self.resync_discarded += discard;
         if self.resync_discarded > RESYNC_DISCARD_BYTES_MAX {
             return Err(ProtoError::ResyncLimitExceeded { discarded: self.resync_discarded });
@@ -219,9 +254,7 @@ fn magic_prefix_tail(buf: &[u8]) -> usize {
 /// error is final for the connection.
 #[derive(Debug)]
 pub struct RequestDecoder {
-    /// Invariant: `staging.len() <= staging_max`.
-    staging: BytesMut,
-    staging_max: usize,
+    staging: Staging,
 }
 
 impl Default for RequestDecoder {
@@ -233,55 +266,35 @@ impl Default for RequestDecoder {
 impl RequestDecoder {
     /// A decoder with the default staging bound.
     pub fn new() -> Self {
-        Self { staging: BytesMut::new(), staging_max: RAW_STAGING_BYTES_MAX }
+        Self { staging: Staging::new(RAW_STAGING_BYTES_MAX) }
     }
 
     /// Bytes [`feed`](Self::feed) accepts right now.
     pub fn staging_room(&self) -> usize {
-        self.staging_max - self.staging.len()
+        self.staging.room()
     }
 
     /// Raw bytes currently staged.
     pub fn staged(&self) -> usize {
-        self.staging.len()
+        self.staging.bytes.len()
     }
 
     /// Stages `chunk`. Fails, staging nothing, when that would pass the bound.
     pub fn feed(&mut self, chunk: &[u8]) -> Result<(), ProtoError> {
-        if chunk.len() > self.staging_room() {
-            return Err(ProtoError::StagingFull {
-                staged: self.staging.len(),
-                incoming: chunk.len(),
-                max: self.staging_max,
-            });
-        }
-        self.staging.extend_from_slice(chunk);
-        Ok(())
+        self.staging.feed(chunk)
     }
 
     /// The next whole request, `Ok(None)` when more bytes are needed.
     pub fn next_frame(&mut self) -> Result<Option<RequestFrame>, ProtoError> {
-        if self.staging.len() < REQUEST_HEADER_LEN {
-            return Ok(None);
-        }
-        let header_bytes: &[u8; REQUEST_HEADER_LEN] =
-            self.staging[..REQUEST_HEADER_LEN].try_into().expect("length checked above");
+        let Some(header_bytes) = self.staging.header::<REQUEST_HEADER_LEN>() else { return Ok(None) };
         let header = RequestHeader::parse(header_bytes)?;
-        let frame_len = REQUEST_HEADER_LEN + usize::from(header.body_len);
-        if self.staging.len() < frame_len {
-            return Ok(None);
-        }
-        let mut raw = self.staging.split_to(frame_len);
-        raw.advance(REQUEST_HEADER_LEN);
-        Ok(Some(RequestFrame { header, body: raw.freeze() }))
+        let body = self.staging.take_body(REQUEST_HEADER_LEN, usize::from(header.body_len));
+        Ok(body.map(|body| RequestFrame { header, body: body.freeze() }))
     }
 
     /// Call at end of stream: fails if a partial request is staged.
     pub fn finish(&self) -> Result<(), ProtoError> {
-        match self.staging.len() {
-            0 => Ok(()),
-            buffered => Err(ProtoError::TruncatedFrame { buffered }),
-        }
+        self.staging.finish()
     }
 }
 

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::names::ParseNameError;
 use super::ProtoError;
 
 /// An exchange, as its wire id.
@@ -47,14 +48,15 @@ impl Market {
     }
 }
 
+/// The prefix in either case, or the wire id.
 impl FromStr for Market {
-    type Err = ParseCodeError;
+    type Err = ParseNameError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
             "sz" | "0" => Ok(Self::Sz),
             "sh" | "1" => Ok(Self::Sh),
             "bj" | "2" => Ok(Self::Bj),
-            _ => Err(ParseCodeError { input: s.to_owned() }),
+            _ => Err(ParseNameError::new("market", s, "sz, sh or bj")),
         }
     }
 }
@@ -75,7 +77,9 @@ pub struct SecurityCode {
 
 /// A string that is not a security code such as `sz000001`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid security code {input:?}: expected a market prefix sz, sh or bj and 6 digits, like sz000001")]
+#[error(
+    "invalid security code {input:?}: expected a market prefix sz, sh or bj and 6 digits, like sz000001 (or 000001.SZ)"
+)]
 pub struct ParseCodeError {
     input: String,
 }
@@ -165,11 +169,16 @@ impl SecurityCode {
     }
 }
 
+/// `sz000001`, with the prefix in either case, or the suffixed `000001.SZ`.
 impl FromStr for SecurityCode {
     type Err = ParseCodeError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = || ParseCodeError { input: s.to_owned() };
-        let (prefix, digits) = s.split_at_checked(2).ok_or_else(err)?;
+        let (prefix, digits) = match s.split_once('.') {
+            Some((digits, suffix)) if suffix.len() == 2 => (suffix, digits),
+            Some(_) => return Err(err()),
+            None => s.split_at_checked(2).ok_or_else(err)?,
+        };
         let market = prefix.parse().map_err(|_| err())?;
         let code: [u8; 6] = digits.as_bytes().try_into().map_err(|_| err())?;
         if !code.iter().all(u8::is_ascii_digit) {

@@ -83,6 +83,29 @@ impl fmt::Display for Date {
     }
 }
 
+/// A string that is no date in `YYYYMMDD` or `YYYY-MM-DD` form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{input:?} is not a YYYYMMDD or YYYY-MM-DD date")]
+pub struct ParseDateError {
+    input: String,
+}
+
+/// `YYYYMMDD` or `YYYY-MM-DD`.
+impl std::str::FromStr for Date {
+    type Err = ParseDateError;
+
+    fn from_str(s: &str) -> Result<Self, ParseDateError> {
+        let b = s.as_bytes();
+        let dashed = b.len() == 10 && b[4] == b'-' && b[7] == b'-';
+        let digits: String = if dashed { s.chars().filter(|c| *c != '-').collect() } else { s.to_owned() };
+        let valid_shape = digits.len() == 8 && digits.bytes().all(|b| b.is_ascii_digit());
+        valid_shape
+            .then(|| digits.parse().ok().and_then(Self::from_yyyymmdd))
+            .flatten()
+            .ok_or_else(|| ParseDateError { input: s.to_owned() })
+    }
+}
+
 /// A trading date as the history commands carry it (`u32 YYYYMMDD`): a
 /// validated [`Date`], so no bare integer reaches the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -129,17 +152,10 @@ impl fmt::Display for TradeDate {
 
 /// `YYYYMMDD` or `YYYY-MM-DD`.
 impl std::str::FromStr for TradeDate {
-    type Err = String;
+    type Err = ParseDateError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        let b = s.as_bytes();
-        let dashed = b.len() == 10 && b[4] == b'-' && b[7] == b'-';
-        let digits: String = if dashed { s.chars().filter(|c| *c != '-').collect() } else { s.to_owned() };
-        let valid_shape = digits.len() == 8 && digits.bytes().all(|b| b.is_ascii_digit());
-        valid_shape
-            .then(|| digits.parse().ok().and_then(Self::from_yyyymmdd))
-            .flatten()
-            .ok_or_else(|| format!("{s:?} is not a YYYYMMDD or YYYY-MM-DD date"))
+    fn from_str(s: &str) -> Result<Self, ParseDateError> {
+        s.parse().map(Self)
     }
 }
 

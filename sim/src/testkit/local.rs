@@ -57,6 +57,12 @@ impl LocalExchange {
         LocalExchangeBuilder { servers: 2, market_seed: 1, as_of: None, threads: 1, faults: Vec::new() }
     }
 
+    /// The first and last day a local exchange can serve its market as of
+    /// ([`LocalExchangeBuilder::as_of`]).
+    pub fn as_of_range() -> (Date, Date) {
+        crate::market::as_of_range()
+    }
+
     /// `127.0.0.1:PORT` of every server, in order.
     pub fn hosts(&self) -> &[String] {
         &self.hosts

@@ -1,5 +1,7 @@
 //! 0x052d: K-line bars (docs/PROTOCOL.md, Bars (0x052d)).
 
+use std::fmt;
+
 use super::{put_code_u16, read_code_u16, read_count, Command};
 use crate::proto::limits::BARS_PER_PAGE_MAX;
 use crate::proto::security::{Price, SecurityCode};
@@ -7,7 +9,7 @@ use crate::proto::time::{
     decode_packed_minute, decode_seconds_stamp, encode_packed_minute, encode_seconds_stamp, Date, DateTime, TimeOfDay,
 };
 use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
-use crate::proto::ProtoError;
+use crate::proto::{ParseNameError, ProtoError};
 
 /// A bar period: the wire's period code plus its parameter N.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,44 +42,51 @@ pub enum Period {
     Seconds(u16),
 }
 
-/// A period name that `Period`'s `FromStr` does not know.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown period {input:?}: use day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m, Nm, Nd or Ns")]
-pub struct ParsePeriodError {
-    input: String,
-}
+/// The names `Period` takes, for its parse error.
+const PERIOD_NAMES: &str = "day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m, Nm, Nd or Ns";
 
 impl std::str::FromStr for Period {
-    type Err = ParsePeriodError;
+    type Err = ParseNameError;
 
     /// Parses the names clients use: `day` (code 4), `week`, `month`,
     /// `quarter`, `year`, `1m` (code 7), `5m`, `15m`, `30m`, `60m`, and with
     /// a count N: `Nm` (code 8), `Nd` (code 9; `1d` is pytdx's daily
     /// category 9), `Ns` (code 13).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || ParsePeriodError { input: s.to_owned() };
-        Ok(match s {
-            "day" => Self::Day,
-            "week" => Self::Week,
-            "month" => Self::Month,
-            "quarter" => Self::Quarter,
-            "year" => Self::Year,
-            "1m" => Self::Min1,
-            "5m" => Self::Min5,
-            "15m" => Self::Min15,
-            "30m" => Self::Min30,
-            "60m" => Self::Min60,
-            _ => {
-                let (n, unit) = s.split_at_checked(s.len().saturating_sub(1)).ok_or_else(err)?;
-                let n: u16 = n.parse().map_err(|_| err())?;
-                match unit {
-                    "m" => Self::Minutes(n),
-                    "d" => Self::Days(n),
-                    "s" => Self::Seconds(n),
-                    _ => return Err(err()),
-                }
-            }
+        let err = || ParseNameError::new("period", s, PERIOD_NAMES);
+        if let Some(named) = Self::NAMED.into_iter().find(|p| p.to_string() == s) {
+            return Ok(named);
+        }
+        let (n, unit) = s.split_at_checked(s.len().saturating_sub(1)).ok_or_else(err)?;
+        let n: u16 = n.parse().map_err(|_| err())?;
+        Ok(match unit {
+            "m" => Self::Minutes(n),
+            "d" => Self::Days(n),
+            "s" => Self::Seconds(n),
+            _ => return Err(err()),
         })
+    }
+}
+
+/// The name [`FromStr`](std::str::FromStr) reads; `Nm` for N of the named
+/// minutes (`5m`) reads back as the named period, the same bars.
+impl fmt::Display for Period {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Day => f.write_str("day"),
+            Self::Week => f.write_str("week"),
+            Self::Month => f.write_str("month"),
+            Self::Quarter => f.write_str("quarter"),
+            Self::Year => f.write_str("year"),
+            Self::Min1 => f.write_str("1m"),
+            Self::Min5 => f.write_str("5m"),
+            Self::Min15 => f.write_str("15m"),
+            Self::Min30 => f.write_str("30m"),
+            Self::Min60 => f.write_str("60m"),
+            Self::Minutes(n) => write!(f, "{n}m"),
+            Self::Days(n) => write!(f, "{n}d"),
+            Self::Seconds(n) => write!(f, "{n}s"),
+        }
     }
 }
 
@@ -93,6 +102,20 @@ pub enum StampForm {
 }
 
 impl Period {
+    /// The periods with a name of their own, in the order clients list them.
+    pub const NAMED: [Period; 10] = [
+        Self::Day,
+        Self::Week,
+        Self::Month,
+        Self::Quarter,
+        Self::Year,
+        Self::Min1,
+        Self::Min5,
+        Self::Min15,
+        Self::Min30,
+        Self::Min60,
+    ];
+
     /// The wire's period code and parameter.
     pub fn wire(self) -> (u16, u16) {
         match self {
@@ -159,6 +182,20 @@ pub enum Adjust {
 }
 
 impl Adjust {
+    /// This adjustment anchored at `anchor`, as 0x052d carries it: a mode
+    /// and a `YYYYMMDD` date (0 without one). qfq and hfq anchored at a day
+    /// are the fixed modes 3 and 4 (qfq keeps the events up to the day, hfq
+    /// those from it on); raw prices take no anchor.
+    pub fn anchored(self, anchor: Option<Date>) -> Result<(Self, u32), AnchorWithoutAdjustment> {
+        let Some(day) = anchor else { return Ok((self, 0)) };
+        let mode = match self {
+            Self::None => return Err(AnchorWithoutAdjustment),
+            Self::Forward | Self::FixedForward => Self::FixedForward,
+            Self::Backward | Self::FixedBackward => Self::FixedBackward,
+        };
+        Ok((mode, day.yyyymmdd()))
+    }
+
     fn wire(self) -> u16 {
         self as u16
     }
@@ -174,6 +211,41 @@ impl Adjust {
         })
     }
 }
+
+/// `none`, `qfq`, `hfq`, `fixed_qfq`, `fixed_hfq`, or the long names
+/// `forward`, `backward`, `fixed_forward`, `fixed_backward`.
+impl std::str::FromStr for Adjust {
+    type Err = ParseNameError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "none" => Self::None,
+            "qfq" | "forward" => Self::Forward,
+            "hfq" | "backward" => Self::Backward,
+            "fixed_qfq" | "fixed_forward" => Self::FixedForward,
+            "fixed_hfq" | "fixed_backward" => Self::FixedBackward,
+            _ => return Err(ParseNameError::new("adjust mode", s, "none, qfq, hfq, fixed_qfq or fixed_hfq")),
+        })
+    }
+}
+
+/// `none`, `qfq`, `hfq`, `fixed_qfq` or `fixed_hfq`.
+impl fmt::Display for Adjust {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::None => "none",
+            Self::Forward => "qfq",
+            Self::Backward => "hfq",
+            Self::FixedForward => "fixed_qfq",
+            Self::FixedBackward => "fixed_hfq",
+        })
+    }
+}
+
+/// An anchor date given with raw prices, which have none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an anchor date needs the qfq or hfq adjustment, not none")]
+pub struct AnchorWithoutAdjustment;
 
 /// Which client's request body to send: both parse the same first 22 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -396,5 +468,16 @@ mod tests {
             let e = bad.parse::<Period>().unwrap_err();
             assert!(e.to_string().contains("unknown period"), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_anchor_fixes_qfq_and_hfq() {
+        let day = Date::new(2026, 7, 31);
+        assert_eq!(Adjust::Forward.anchored(None), Ok((Adjust::Forward, 0)));
+        assert_eq!(Adjust::Forward.anchored(day), Ok((Adjust::FixedForward, 20260731)));
+        assert_eq!(Adjust::FixedBackward.anchored(day), Ok((Adjust::FixedBackward, 20260731)));
+        assert_eq!(Adjust::Backward.anchored(day), Ok((Adjust::FixedBackward, 20260731)));
+        assert_eq!(Adjust::None.anchored(None), Ok((Adjust::None, 0)));
+        assert_eq!(Adjust::None.anchored(day), Err(AnchorWithoutAdjustment));
     }
 }

@@ -7,7 +7,7 @@
 //! Past trades with order counts (0x0fc6).
 
 use super::minutes::MinutePoint;
-use super::trades::{put_trades, read_trades, Trade, TradeSide, TICK_BYTES_MIN};
+use super::trades::{put_trades, read_trades, Tick, Trade, TradeSide, TICK_BYTES_MIN};
 use super::{expect_len, put_code_u16, put_code_u8, read_code_u16, read_code_u8, Command};
 use crate::proto::limits::{HISTORY_TRADES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX};
 use crate::proto::security::{Price, PriceScale, SecurityCode};
@@ -220,6 +220,25 @@ impl HistoryTrade {
     /// Who initiated it (same statuses as 0x0fc5).
     pub fn side(&self) -> TradeSide {
         TradeSide::from_status(self.status_raw)
+    }
+}
+
+impl Tick for HistoryTrade {
+    const COUNTS_ORDERS: bool = false;
+    fn time(&self) -> Option<TimeOfDay> {
+        HistoryTrade::time(self)
+    }
+    fn price(&self) -> Price {
+        self.price
+    }
+    fn volume(&self) -> i64 {
+        self.volume
+    }
+    fn order_count(&self) -> Option<i64> {
+        None
+    }
+    fn status_raw(&self) -> i64 {
+        self.status_raw
     }
 }
 

@@ -6,7 +6,7 @@
 use super::{expect_len, put_code_u16, read_code_u16, Command};
 use crate::proto::security::SecurityCode;
 use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
-use crate::proto::ProtoError;
+use crate::proto::{ParseNameError, ProtoError};
 
 /// Which aux series 0x051b asks for: the request's last byte. It also picks
 /// the reply's record form, so it stays raw: eltdx names two values.
@@ -23,6 +23,34 @@ impl AuxKind {
     /// True when the reply carries [`AuxVolumePoint`]s.
     pub fn is_volume_comparison(self) -> bool {
         self == Self::VOLUME_COMPARISON
+    }
+}
+
+/// `buy_sell_strength` (or `strength`), `volume_comparison` (or `volumes`),
+/// or any kind byte as a number.
+impl std::str::FromStr for AuxKind {
+    type Err = ParseNameError;
+
+    fn from_str(s: &str) -> Result<Self, ParseNameError> {
+        Ok(match s {
+            "buy_sell_strength" | "strength" => Self::BUY_SELL_STRENGTH,
+            "volume_comparison" | "volumes" => Self::VOLUME_COMPARISON,
+            _ => Self(s.parse().map_err(|_| {
+                let accepted = "buy_sell_strength (strength), volume_comparison (volumes) or a kind byte 0..=255";
+                ParseNameError::new("aux kind", s, accepted)
+            })?),
+        })
+    }
+}
+
+/// The two named kinds by name, any other by its number.
+impl std::fmt::Display for AuxKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::BUY_SELL_STRENGTH => f.write_str("buy_sell_strength"),
+            Self::VOLUME_COMPARISON => f.write_str("volume_comparison"),
+            Self(other) => write!(f, "{other}"),
+        }
     }
 }
 

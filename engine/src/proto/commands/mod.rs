@@ -29,7 +29,7 @@ mod session;
 mod trades;
 
 pub use auction::{Auction, AuctionPoint, AUCTION_RECORD_BYTES};
-pub use bars::{Adjust, Bar, Bars, BarsLayout, Breadth, ParsePeriodError, Period, StampForm};
+pub use bars::{Adjust, AnchorWithoutAdjustment, Bar, Bars, BarsLayout, Breadth, Period, StampForm};
 pub use codes::{LegacySecurity, LegacySecurityList, Security, SecurityList};
 pub use company::{
     CompanyCategory, CompanyContent, CompanySection, CompanyText, COMPANY_FILE_BYTES, COMPANY_NAME_BYTES,
@@ -62,7 +62,7 @@ pub use quotes::{
 };
 pub use refresh::{Refresh, RefreshRecord, RefreshReply, RefreshTarget, REFRESH_XOR};
 pub use session::{Handshake, HandshakeReply, Heartbeat, HeartbeatReply, LegacySetup, ServerClock};
-pub use trades::{Trade, TradeSide, Trades};
+pub use trades::{Tick, Trade, TradeSide, Trades};
 
 /// One 7709 command: its request body and its reply payload.
 pub trait Command: Sized {

@@ -7,7 +7,7 @@ use super::{put_code_u8, read_code_u8, Command};
 use crate::proto::limits::QUOTE_CODES_MAX;
 use crate::proto::security::{Price, PriceScale, SecurityCode};
 use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
-use crate::proto::ProtoError;
+use crate::proto::{ParseNameError, ProtoError};
 
 /// A code to quote and the scale its wire prices use (docs/PROTOCOL.md, Price units). Decoding a
 /// request on the server side assumes [`SecurityCode::default_scale`].
@@ -172,19 +172,63 @@ impl Priced {
     }
 }
 
+/// The opening every quote-family record (0x053e, 0x054c, 0x054b, 0x0547)
+/// shares: the code, a u16 activity counter, the price, then the previous
+/// close, open, high and low as deltas from it.
+pub(super) struct PriceHead {
+    pub(super) code: SecurityCode,
+    pub(super) active: u16,
+    /// Price, previous close, open, high, low.
+    pub(super) prices: [Price; 5],
+}
+
+impl PriceHead {
+    /// Reads record `i`'s head, priced in its code's scale among `targets`.
+    pub(super) fn read<T: AsRef<QuoteTarget>>(
+        r: &mut Reader<'_>,
+        targets: &[T],
+        i: usize,
+    ) -> Result<(Self, Priced), ProtoError> {
+        let code = read_code_u8(r)?;
+        let active = r.u16("active")?;
+        let priced = Priced { scale: scale_for(targets, i, code), price_raw: r.varint()? };
+        let mut prices = [priced.at(0)?; 5];
+        for price in &mut prices[1..] {
+            *price = priced.at(r.varint()?)?;
+        }
+        Ok((Self { code, active, prices }, priced))
+    }
+
+    /// Writes record `i`'s head; what the record's later prices are deltas from.
+    pub(super) fn put<T: AsRef<QuoteTarget>>(
+        &self,
+        out: &mut Vec<u8>,
+        targets: &[T],
+        i: usize,
+    ) -> Result<Priced, ProtoError> {
+        let scale = scale_for(targets, i, self.code);
+        let priced = Priced { scale, price_raw: scale.to_raw(self.prices[0])? };
+        put_code_u8(out, self.code);
+        out.put_u16_le(self.active);
+        put_varint(out, priced.price_raw);
+        for &price in &self.prices[1..] {
+            put_varint(out, priced.delta(price)?);
+        }
+        Ok(priced)
+    }
+}
+
 fn read_head(r: &mut Reader<'_>, targets: &[QuoteTarget], i: usize) -> Result<(QuoteHead, Priced), ProtoError> {
-    let code = read_code_u8(r)?;
-    let active1 = r.u16("active")?;
-    let price_raw = r.varint()?;
-    let priced = Priced { scale: scale_for(targets, i, code), price_raw };
+    let (PriceHead { code, active, prices: [price, last_close, open, high, low] }, priced) =
+        PriceHead::read(r, targets, i)?;
     let head = QuoteHead {
         code,
-        active1,
-        price: priced.at(0)?,
-        last_close: priced.at(r.varint()?)?,
-        open: priced.at(r.varint()?)?,
-        high: priced.at(r.varint()?)?,
-        low: priced.at(r.varint()?)?,
+        active1: active,
+        price,
+        last_close,
+        open,
+        high,
+        low,
         time_raw: r.varint()?,
         reserved_a: r.varint()?,
         total_volume: r.varint()?,
@@ -199,14 +243,8 @@ fn read_head(r: &mut Reader<'_>, targets: &[QuoteTarget], i: usize) -> Result<(Q
 }
 
 fn put_head(out: &mut Vec<u8>, head: &QuoteHead, targets: &[QuoteTarget], i: usize) -> Result<Priced, ProtoError> {
-    let scale = scale_for(targets, i, head.code);
-    let priced = Priced { scale, price_raw: scale.to_raw(head.price)? };
-    put_code_u8(out, head.code);
-    out.put_u16_le(head.active1);
-    put_varint(out, priced.price_raw);
-    for p in [head.last_close, head.open, head.high, head.low] {
-        put_varint(out, priced.delta(p)?);
-    }
+    let prices = [head.price, head.last_close, head.open, head.high, head.low];
+    let priced = PriceHead { code: head.code, active: head.active1, prices }.put(out, targets, i)?;
     put_varint(out, head.time_raw);
     put_varint(out, head.reserved_a);
     put_varint(out, head.total_volume);
@@ -487,10 +525,10 @@ impl QuoteCategory {
 }
 
 impl std::str::FromStr for QuoteCategory {
-    type Err = String;
+    type Err = ParseNameError;
 
     /// A short name, eltdx's alias 沪深A股 / A股, or a wire number.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, ParseNameError> {
         let s = s.trim();
         if matches!(s, "沪深A股" | "沪深a股" | "A股" | "a股") {
             return Ok(Self::AShare);
@@ -498,17 +536,25 @@ impl std::str::FromStr for QuoteCategory {
         if let Some(c) = Self::ALL.into_iter().find(|c| c.name() == s) {
             return Ok(c);
         }
-        let names: Vec<&str> = Self::ALL.iter().map(|c| c.name()).collect();
-        s.parse::<u16>()
-            .ok()
-            .and_then(Self::from_id)
-            .ok_or_else(|| format!("unknown category {s:?} (one of {})", names.join(", ")))
+        s.parse::<u16>().ok().and_then(Self::from_id).ok_or_else(|| {
+            let accepted = "sh_a, sz_a, a_share (沪深A股), etf, index, chinext, star, bj, sh_main, sz_main or a number";
+            ParseNameError::new("category", s, accepted)
+        })
+    }
+}
+
+/// [`QuoteCategory::name`].
+impl std::fmt::Display for QuoteCategory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
 /// Sort keys of 0x054b that the reference server implements (eltdx's
 /// numbers); any other key lists in code order.
 pub mod category_sort {
+    use super::ParseNameError;
+
     /// Code order (eltdx's default).
     pub const CODE: u16 = 0x0000;
     /// Last price.
@@ -520,7 +566,7 @@ pub mod category_sort {
 
     /// A key by name (`code`, `price`, `amount`, `change`, or eltdx's
     /// 代码, 现价, 成交额, 涨幅) or number (decimal or `0x` hex).
-    pub fn parse(s: &str) -> Result<u16, String> {
+    pub fn parse(s: &str) -> Result<u16, ParseNameError> {
         let s = s.trim();
         let named = match s {
             "code" | "代码" => Some(CODE),
@@ -533,7 +579,9 @@ pub mod category_sort {
             Some(hex) => u16::from_str_radix(hex, 16).ok(),
             None => s.parse().ok(),
         };
-        named.or_else(number).ok_or_else(|| format!("unknown sort {s:?} (code, price, amount, change or a number)"))
+        named
+            .or_else(number)
+            .ok_or_else(|| ParseNameError::new("sort key", s, "code, price, amount, change or a number"))
     }
 }
 

@@ -6,7 +6,7 @@
 //! parser reads a record's fields first and only then searches for the next
 //! marker, so a marker-like byte run inside the fields cannot split a record.
 
-use super::quotes::{put_level, read_level, scale_for, Level, Priced, QuoteTarget};
+use super::quotes::{put_level, read_level, Level, PriceHead, QuoteTarget};
 use super::{put_code_u8, read_code_u8, Command};
 use crate::proto::limits::REFRESH_CODES_MAX;
 use crate::proto::security::{Price, SecurityCode};
@@ -163,14 +163,8 @@ impl Command for Refresh {
         let start = out.len();
         out.put_u16_le(count_u16("refresh", reply.records.len())?);
         for (i, rec) in reply.records.iter().enumerate() {
-            let scale = scale_for(&self.targets, i, rec.code);
-            let priced = Priced { scale, price_raw: scale.to_raw(rec.price)? };
-            put_code_u8(out, rec.code);
-            out.put_u16_le(rec.active);
-            put_varint(out, priced.price_raw);
-            for p in [rec.last_close, rec.open, rec.high, rec.low] {
-                put_varint(out, priced.delta(p)?);
-            }
+            let prices = [rec.price, rec.last_close, rec.open, rec.high, rec.low];
+            let priced = PriceHead { code: rec.code, active: rec.active, prices }.put(out, &self.targets, i)?;
             out.put_u32_le(rec.update_time_raw);
             for v in [rec.status_raw, rec.total_volume, rec.current_volume] {
                 put_varint(out, v);
@@ -192,14 +186,8 @@ impl Command for Refresh {
 }
 
 fn read_record(r: &mut Reader<'_>, targets: &[RefreshTarget], i: usize) -> Result<RefreshRecord, ProtoError> {
-    let code = read_code_u8(r)?;
-    let active = r.u16("active")?;
-    let priced = Priced { scale: scale_for(targets, i, code), price_raw: r.varint()? };
-    let price = priced.at(0)?;
-    let last_close = priced.at(r.varint()?)?;
-    let open = priced.at(r.varint()?)?;
-    let high = priced.at(r.varint()?)?;
-    let low = priced.at(r.varint()?)?;
+    let (PriceHead { code, active, prices: [price, last_close, open, high, low] }, priced) =
+        PriceHead::read(r, targets, i)?;
     let update_time_raw = r.u32("update time")?;
     let status_raw = r.varint()?;
     let total_volume = r.varint()?;

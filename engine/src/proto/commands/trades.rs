@@ -1,11 +1,13 @@
 //! 0x0fc5: today's trades, tick by tick (docs/PROTOCOL.md, Today's trades (0x0fc5)).
 
+use std::fmt;
+
 use super::{expect_len, put_code_u16, read_code_u16, read_count, Command};
 use crate::proto::limits::TRADES_PER_PAGE_MAX;
 use crate::proto::security::{Price, PriceScale, SecurityCode};
 use crate::proto::time::TimeOfDay;
 use crate::proto::wire::{count_u16, put_varint, PutLe, Reader};
-use crate::proto::ProtoError;
+use crate::proto::{ParseNameError, ProtoError};
 
 /// 0x0fc5: one page of today's ticks. `start` 0 is the newest `count`
 /// ticks, oldest first; a larger `start` goes back; an empty page ends.
@@ -66,6 +68,47 @@ impl Trade {
     }
 }
 
+/// What every form of tick says: today's (0x0fc5), a past day's (0x0fb5)
+/// and a past day's detailed (0x0fc6). The forms differ only in whether
+/// they count the orders behind a tick, so one writer serves them all.
+pub trait Tick {
+    /// Whether [`order_count`](Self::order_count) is given in this form.
+    const COUNTS_ORDERS: bool;
+    /// The tick's time of day.
+    fn time(&self) -> Option<TimeOfDay>;
+    /// Price.
+    fn price(&self) -> Price;
+    /// Volume in lots.
+    fn volume(&self) -> i64;
+    /// Number of orders, in the forms that count them.
+    fn order_count(&self) -> Option<i64>;
+    /// Status, raw.
+    fn status_raw(&self) -> i64;
+    /// Who initiated it, from its status.
+    fn side(&self) -> TradeSide {
+        TradeSide::from_status(self.status_raw())
+    }
+}
+
+impl Tick for Trade {
+    const COUNTS_ORDERS: bool = true;
+    fn time(&self) -> Option<TimeOfDay> {
+        Trade::time(self)
+    }
+    fn price(&self) -> Price {
+        self.price
+    }
+    fn volume(&self) -> i64 {
+        self.volume
+    }
+    fn order_count(&self) -> Option<i64> {
+        Some(self.order_count)
+    }
+    fn status_raw(&self) -> i64 {
+        self.status_raw
+    }
+}
+
 impl TradeSide {
     /// The side a tick status means.
     pub fn from_status(status: i64) -> Self {
@@ -77,6 +120,39 @@ impl TradeSide {
             8 => Self::Auction,
             _ => Self::Unknown,
         }
+    }
+}
+
+impl TradeSide {
+    const ALL: [Self; 6] = [Self::Buy, Self::Sell, Self::Neutral, Self::AfterHours, Self::Auction, Self::Unknown];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Buy => "buy",
+            Self::Sell => "sell",
+            Self::Neutral => "neutral",
+            Self::AfterHours => "after-hours",
+            Self::Auction => "auction",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+/// `buy`, `sell`, `neutral`, `after-hours`, `auction` or `unknown`.
+impl fmt::Display for TradeSide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for TradeSide {
+    type Err = ParseNameError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|side| side.name() == s)
+            .ok_or_else(|| ParseNameError::new("trade side", s, "buy, sell, neutral, after-hours, auction or unknown"))
     }
 }
 

@@ -23,7 +23,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
 use tdx_engine::adjust::AdjustmentFactors;
-use tdx_engine::proto::commands::{Bar, Breadth, CapitalChange, Period};
+use tdx_engine::proto::commands::{Adjust, Bar, Breadth, CapitalChange, Period};
 use tdx_engine::proto::{Date, DateTime, Price, SecurityCode, TimeOfDay};
 
 /// The exchange's time zone: timestamps are stored as instants in it.
@@ -60,25 +60,6 @@ fn pq_err(path: &Path) -> impl FnOnce(parquet::errors::ParquetError) -> StoreErr
     move |source| StoreError::Parquet { path: path.to_owned(), source }
 }
 
-/// `day`, `5m`, ...: the partition value of a period.
-pub fn period_name(period: Period) -> String {
-    match period {
-        Period::Day => "day".into(),
-        Period::Week => "week".into(),
-        Period::Month => "month".into(),
-        Period::Quarter => "quarter".into(),
-        Period::Year => "year".into(),
-        Period::Min1 => "1m".into(),
-        Period::Min5 => "5m".into(),
-        Period::Min15 => "15m".into(),
-        Period::Min30 => "30m".into(),
-        Period::Min60 => "60m".into(),
-        Period::Minutes(n) => format!("{n}m"),
-        Period::Days(n) => format!("{n}d"),
-        Period::Seconds(n) => format!("{n}s"),
-    }
-}
-
 /// A store rooted at a directory.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -93,14 +74,14 @@ impl Store {
     /// `bars/period=P/market=M/CODE.parquet`, relative to the root.
     pub fn bars_file(period: Period, code: SecurityCode) -> PathBuf {
         let market = code.market().prefix().to_owned();
-        PathBuf::from(format!("bars/period={}/market={market}/{code}.parquet", period_name(period)))
+        PathBuf::from(format!("bars/period={period}/market={market}/{code}.parquet"))
     }
 
     /// `bars_VIEW/period=P/market=M/CODE.parquet` (VIEW: qfq or hfq), an
     /// adjusted view of [`bars_file`](Self::bars_file), relative to the root.
-    pub fn view_file(view: &str, period: Period, code: SecurityCode) -> PathBuf {
+    pub fn view_file(view: Adjust, period: Period, code: SecurityCode) -> PathBuf {
         let market = code.market().prefix().to_owned();
-        PathBuf::from(format!("bars_{view}/period={}/market={market}/{code}.parquet", period_name(period)))
+        PathBuf::from(format!("bars_{view}/period={period}/market={market}/{code}.parquet"))
     }
 
     /// `factors/market=M/CODE.parquet`, relative to the root.
@@ -232,7 +213,7 @@ pub struct Corporate {
 
 impl Manifest {
     pub fn key(period: Period, code: SecurityCode) -> String {
-        format!("{}/{code}", period_name(period))
+        format!("{period}/{code}")
     }
 }
 

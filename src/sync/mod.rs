@@ -7,23 +7,26 @@
 //! atomically, and records coverage in the manifest afterwards.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
 use tdx_engine::adjust::AdjustmentFactors;
 use tdx_engine::proto::commands::{Adjust, Bar, CapitalChange, Period};
-use tdx_engine::proto::{Category, Market, SecurityCode};
+use tdx_engine::proto::{Category, Date, Market, SecurityCode};
 use tdx_engine::Client;
 
-use crate::output::{Cell, Format, Table};
-use crate::store::{self, Corporate, Coverage, Manifest, Store};
 use crate::{CliError, Context};
+use report::{dry_run, progress_bar, summary, Tally};
+use store::{Corporate, Coverage, Manifest, Store};
+use update::update;
+
+mod report;
+mod store;
+mod update;
 
 /// `tdx sync` options.
 #[derive(Args, Clone, Debug)]
@@ -35,17 +38,17 @@ pub struct SyncArgs {
     #[arg(long, value_delimiter = ',', default_value = "day", value_parser = crate::parse_period)]
     pub periods: Vec<Period>,
     /// Markets whose listed securities to keep.
-    #[arg(long, value_delimiter = ',', default_value = "sz,sh,bj", value_parser = crate::parse_market)]
+    #[arg(long, value_delimiter = ',', default_value = "sz,sh,bj")]
     pub markets: Vec<Market>,
     /// Only these securities (instead of every listed one of --markets).
-    #[arg(long, value_delimiter = ',', value_parser = crate::parse_code)]
+    #[arg(long, value_delimiter = ',')]
     pub codes: Vec<SecurityCode>,
     /// Also store: xdxr (raw capital-change records), finance (one table).
     #[arg(long = "with", value_delimiter = ',', value_parser = ["xdxr", "finance"])]
     pub with: Vec<String>,
     /// Keep bars from this day on (YYYYMMDD) on a first download.
-    #[arg(long, value_parser = crate::parse_date)]
-    pub since: Option<u32>,
+    #[arg(long)]
+    pub since: Option<Date>,
     /// Securities in flight at once [default: the pool's connections].
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -55,136 +58,13 @@ pub struct SyncArgs {
     /// Also write adjusted views beside the raw bars, computed from them and
     /// the factors: qfq (前复权, forward) into `bars_qfq/`, hfq (后复权,
     /// backward) into `bars_hfq/`, same schema and layout as `bars/`.
-    #[arg(long, value_delimiter = ',', value_parser = ["qfq", "hfq"])]
-    pub views: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_parser = view_parser())]
+    pub views: Vec<Adjust>,
 }
 
-/// A `--views` name as the engine's adjust mode.
-fn view_mode(view: &str) -> Adjust {
-    if view == "hfq" {
-        Adjust::Backward
-    } else {
-        Adjust::Forward
-    }
-}
-
-/// Counters of one run.
-#[derive(Debug, Default)]
-struct Tally {
-    requests: AtomicU64,
-    /// Per period name: new bars, fixed bars, files written, bytes written.
-    periods: Mutex<BTreeMap<String, [u64; 4]>>,
-    factor_files: AtomicU64,
-    xdxr_files: AtomicU64,
-    view_files: AtomicU64,
-    bytes: AtomicU64,
-}
-
-impl Tally {
-    fn add(&self, period: Period, new: u64, fixed: u64, files: u64, bytes: u64) {
-        let mut p = self.periods.lock().unwrap_or_else(|e| e.into_inner());
-        let row = p.entry(store::period_name(period)).or_default();
-        for (slot, v) in row.iter_mut().zip([new, fixed, files, bytes]) {
-            *slot += v;
-        }
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
-    }
-}
-
-/// Bars per trading day, to size the first page of an update so one
-/// request covers a few missed days and the re-checked last bar.
-fn update_page(period: Period) -> u16 {
-    match period {
-        Period::Min1 | Period::Minutes(1) => 2 * 240 + 1,
-        Period::Min5 => 2 * 48 + 1,
-        Period::Min15 => 2 * 16 + 1,
-        Period::Min30 => 2 * 8 + 1,
-        Period::Min60 => 2 * 4 + 1,
-        Period::Day => 16,
-        _ => 4,
-    }
-}
-
-/// What one security's sync did to one period.
-struct Update {
-    bars: Vec<Bar>,
-    new: usize,
-    fixed: usize,
-}
-
-async fn page(
-    client: &Client,
-    tally: &Tally,
-    code: SecurityCode,
-    period: Period,
-    start: u32,
-    count: u16,
-) -> Result<Vec<Bar>, CliError> {
-    let Ok(start) = u16::try_from(start) else {
-        return Ok(Vec::new());
-    };
-    tally.requests.fetch_add(1, Ordering::Relaxed);
-    Ok(client.bars(code, period, Adjust::None, tdx_engine::Page::new(start, count)).await?)
-}
-
-/// `old` brought up to date: the server's bars after its second-to-last
-/// one (final whatever the period) replace the rest, so a last bar that
-/// changed (an unfinished day) or was superseded (a week bar restamped on
-/// the week's next day) is fixed, and newer bars are appended.
-async fn update(
-    client: &Client,
-    tally: &Tally,
-    code: SecurityCode,
-    period: Period,
-    old: Vec<Bar>,
-    since: Option<u32>,
-) -> Result<Update, CliError> {
-    if old.len() < 2 {
-        // First download: every page, or back to --since.
-        let mut pages: Vec<Vec<Bar>> = Vec::new();
-        let mut fetched = 0u32;
-        loop {
-            let p = page(client, tally, code, period, fetched, 800).await?;
-            let done = p.is_empty() || since.is_some_and(|s| p[0].time.date.yyyymmdd() < s);
-            fetched += p.len() as u32;
-            pages.push(p);
-            if done {
-                break;
-            }
-        }
-        let mut bars: Vec<Bar> = pages.into_iter().rev().flatten().collect();
-        if let Some(s) = since {
-            bars.retain(|b| b.time.date.yyyymmdd() >= s);
-        }
-        let new = bars.len().saturating_sub(old.len());
-        let fixed = usize::from(old.first().is_some_and(|o| !bars.contains(o)));
-        return Ok(Update { bars, new, fixed });
-    }
-    let anchor = old[old.len() - 2];
-    let last = old[old.len() - 1];
-    let first = update_page(period);
-    let mut fetched = page(client, tally, code, period, 0, first).await?;
-    let mut asked = u32::from(first);
-    while fetched.first().is_some_and(|b| b.time > anchor.time) && fetched.len() as u32 == asked {
-        let more = page(client, tally, code, period, asked, 800).await?;
-        asked += 800;
-        let full = more.len() == 800;
-        fetched.splice(0..0, more);
-        if !full {
-            break;
-        }
-    }
-    let tail: Vec<Bar> = fetched.into_iter().filter(|b| b.time > anchor.time).collect();
-    if tail.is_empty() {
-        // The server has nothing after the anchor: keep what we have.
-        return Ok(Update { bars: old, new: 0, fixed: 0 });
-    }
-    let fixed = usize::from(tail.iter().find(|b| b.time >= last.time) != Some(&last));
-    let new = tail.iter().filter(|b| b.time > last.time).count();
-    let mut bars = old;
-    bars.pop();
-    bars.extend(tail);
-    Ok(Update { bars, new, fixed })
+/// `--views`: the two adjustments a view can hold, by name.
+fn view_parser() -> impl TypedValueParser<Value = Adjust> {
+    PossibleValuesParser::new(["qfq", "hfq"]).try_map(|view| view.parse::<Adjust>())
 }
 
 /// One security: every period, then its corporate actions.
@@ -200,7 +80,7 @@ async fn sync_security(
     for &period in &ctx.periods {
         let old = ctx.store.read_bars(period, code).map_err(|e| CliError::new(e.to_string()))?;
         let had = old.len();
-        let u = update(&ctx.client, &ctx.tally, code, period, old, ctx.since).await?;
+        let u = update(&ctx.client, &ctx.tally.requests, code, period, old, ctx.since).await?;
         let relative = Store::bars_file(period, code);
         let key = Manifest::key(period, code);
         let raw_changes = u.new > 0 || u.fixed > 0 || had == 0;
@@ -217,7 +97,7 @@ async fn sync_security(
         }
         if u.bars.is_empty() {
             // Nothing stored and nothing served: not a security the server knows.
-            return Err(CliError::new(format!("the server has no {} bars for it", store::period_name(period))));
+            return Err(CliError::new(format!("the server has no {period} bars for it")));
         }
         let bytes = store::encode_bars(code, &u.bars).map_err(|e| CliError::new(format!("{code}: {e}")))?;
         let written = ctx.store.write_atomic(&relative, &bytes).map_err(|e| CliError::new(e.to_string()))?;
@@ -269,11 +149,11 @@ fn write_views(
     stale: bool,
 ) -> Result<(), CliError> {
     for view in &ctx.views {
-        let relative = Store::view_file(view, period, code);
+        let relative = Store::view_file(*view, period, code);
         if !stale && ctx.store.path(&relative).exists() {
             continue;
         }
-        let adjusted = tdx_engine::adjust::adjust_locally(raw, factors, view_mode(view));
+        let adjusted = tdx_engine::adjust::adjust_locally(raw, factors, *view);
         let bytes = store::encode_bars(code, &adjusted).map_err(|e| CliError::new(format!("{code}: {e}")))?;
         let n = ctx.store.write_atomic(&relative, &bytes).map_err(|e| CliError::new(e.to_string()))?;
         ctx.tally.view_files.fetch_add(1, Ordering::Relaxed);
@@ -290,7 +170,7 @@ struct Job {
     since: Option<u32>,
     xdxr: bool,
     /// `--views`: qfq, hfq.
-    views: Vec<String>,
+    views: Vec<Adjust>,
     tally: Arc<Tally>,
     /// Corporate actions as the manifest had them when the run started.
     known: BTreeMap<String, Corporate>,
@@ -319,7 +199,7 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
     let manifest = store.read_manifest().map_err(|e| CliError::new(e.to_string()))?;
     let codes = securities(ctx, &args, &tally).await?;
     if args.dry_run {
-        return dry_run(ctx, &args, &manifest, &codes);
+        return dry_run(ctx, &args.periods, &manifest, &codes);
     }
     std::fs::create_dir_all(&args.out).map_err(|e| CliError::new(format!("{}: {e}", args.out.display())))?;
     store.remove_leftovers().map_err(|e| CliError::new(e.to_string()))?;
@@ -340,7 +220,7 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         client: ctx.client.clone(),
         store: store.clone(),
         periods: args.periods.clone(),
-        since: args.since,
+        since: args.since.map(Date::yyyymmdd),
         xdxr: args.with.iter().any(|w| w == "xdxr"),
         views: args.views.clone(),
         tally: tally.clone(),
@@ -412,7 +292,7 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
     }
     store.write_manifest(&snapshot(&manifest, &job)).map_err(|e| CliError::new(e.to_string()))?;
     let failed = std::mem::take(&mut *failed.lock().unwrap_or_else(|e| e.into_inner()));
-    summary(ctx, &args, &tally, codes.len(), &failed, started.elapsed())?;
+    summary(ctx, &args.out, &tally, codes.len(), &failed, started.elapsed())?;
     if failed.is_empty() {
         return Ok(());
     }
@@ -433,122 +313,4 @@ fn snapshot(manifest: &Mutex<Manifest>, job: &Job) -> Manifest {
         m.corporate.insert(code.clone(), c.clone());
     }
     m
-}
-
-fn progress_bar(len: u64, format: Format) -> Result<ProgressBar, CliError> {
-    if format == Format::Json {
-        return Ok(ProgressBar::hidden());
-    }
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40.cyan/blue} {pos}/{len} securities  {msg}")
-            .map_err(|e| CliError::new(e.to_string()))?,
-    );
-    Ok(bar)
-}
-
-fn summary(
-    ctx: &Context,
-    args: &SyncArgs,
-    tally: &Tally,
-    securities: usize,
-    failed: &[(SecurityCode, String)],
-    elapsed: Duration,
-) -> Result<(), CliError> {
-    let periods = tally.periods.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let d = ctx.client.diagnostics();
-    let (retries, timeouts, read) = (d.supervisor.counters.retries, d.supervisor.counters.timeouts, d.bytes_read);
-    let mut out = std::io::stdout().lock();
-    if ctx.format == Format::Json {
-        let value = json!({
-            "out": args.out.display().to_string(),
-            "securities": securities,
-            "requests": tally.requests.load(Ordering::Relaxed),
-            "seconds": (elapsed.as_secs_f64() * 1000.0).round() / 1000.0,
-            "periods": periods.iter().map(|(p, r)| (p.clone(), json!({
-                "new_bars": r[0], "fixed_bars": r[1], "files_written": r[2], "bytes_written": r[3],
-            }))).collect::<serde_json::Map<_, _>>(),
-            "factor_files_written": tally.factor_files.load(Ordering::Relaxed),
-            "xdxr_files_written": tally.xdxr_files.load(Ordering::Relaxed),
-            "view_files_written": tally.view_files.load(Ordering::Relaxed),
-            "bytes_written": tally.bytes.load(Ordering::Relaxed),
-            "bytes_read": read,
-            "retries": retries,
-            "timeouts": timeouts,
-            "failed": failed.iter().map(|(c, e)| json!({"code": c.to_string(), "error": e})).collect::<Vec<_>>(),
-        });
-        writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())?;
-        return Ok(());
-    }
-    let mut table = Table::new(&["period", "new bars", "fixed bars", "files written", "bytes written"]);
-    for (p, r) in &periods {
-        table.push(vec![
-            Cell::Text(p.clone()),
-            Cell::Int(r[0] as i64),
-            Cell::Int(r[1] as i64),
-            Cell::Int(r[2] as i64),
-            Cell::Int(r[3] as i64),
-        ]);
-    }
-    table.write(ctx.format, &mut out)?;
-    if ctx.format == Format::Table {
-        writeln!(
-            out,
-            "{securities} securities, {} requests ({retries} retries, {timeouts} timeouts), {:.1} MB read, \
-             {} factor files, {} view files, {:.1} MB written, {} failed, {:.1}s",
-            tally.requests.load(Ordering::Relaxed),
-            read as f64 / 1e6,
-            tally.factor_files.load(Ordering::Relaxed),
-            tally.view_files.load(Ordering::Relaxed),
-            tally.bytes.load(Ordering::Relaxed) as f64 / 1e6,
-            failed.len(),
-            elapsed.as_secs_f64()
-        )?;
-    }
-    Ok(())
-}
-
-fn dry_run(
-    ctx: &Context,
-    args: &SyncArgs,
-    manifest: &Manifest,
-    codes: &[(SecurityCode, bool)],
-) -> Result<(), CliError> {
-    let mut table = Table::new(&["period", "full downloads", "updates", "stored bars", "updates since"]);
-    let mut rows = Vec::new();
-    for &period in &args.periods {
-        let (mut full, mut updates, mut stored, mut oldest_last) = (0i64, 0i64, 0i64, None::<String>);
-        for (code, _) in codes {
-            match manifest.bars.get(&Manifest::key(period, *code)) {
-                Some(c) if c.rows > 0 => {
-                    updates += 1;
-                    stored += c.rows as i64;
-                    if oldest_last.as_ref().is_none_or(|o| c.last < *o) {
-                        oldest_last = Some(c.last.clone());
-                    }
-                }
-                _ => full += 1,
-            }
-        }
-        rows.push(json!({"period": store::period_name(period), "full_downloads": full, "updates": updates, "stored_bars": stored, "updates_since": oldest_last}));
-        table.push(vec![
-            Cell::Text(store::period_name(period)),
-            Cell::Int(full),
-            Cell::Int(updates),
-            Cell::Int(stored),
-            Cell::Text(oldest_last.unwrap_or_else(|| "-".into())),
-        ]);
-    }
-    let mut out = std::io::stdout().lock();
-    if ctx.format == Format::Json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&json!({"dry_run": true, "securities": codes.len(), "periods": rows}))
-                .unwrap_or_default()
-        )?;
-    } else {
-        table.write(ctx.format, &mut out)?;
-    }
-    Ok(())
 }
