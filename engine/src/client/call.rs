@@ -118,7 +118,7 @@ impl Client {
                 // Boxed: its state then lives in a heap chunk the
                 // allocator's per-thread cache hands back hot to the next
                 // request on this thread, not in the caller's task
-                // (docs/decisions: lending the connection to its caller).
+                // (docs/decisions/0003-boxed-lent-exchange.md).
                 AsyncSubmitted::Lent(loan) => match Box::pin(loan.run(core)).await {
                     Some(outcome) => Ok(outcome),
                     None => core.outcome(guard.id),

@@ -210,7 +210,7 @@ impl Client {
     /// (`Shared` and `External`; `None` for `PerWorker`, which has one per
     /// worker). Calls made from tasks spawned there do their exchanges
     /// themselves on a lent connection, with no hop to another thread:
-    /// the raw socket loop's cost (docs/ARCHITECTURE.md, lending).
+    /// the raw socket loop's cost (docs/decisions/0002-lending.md).
     pub fn runtime(&self) -> Option<tokio::runtime::Handle> {
         self.inner.engine().core.callers_runtime.clone()
     }

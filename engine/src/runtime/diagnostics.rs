@@ -58,10 +58,10 @@ pub struct EngineDiagnostics {
     /// Bytes read from the servers since start.
     pub bytes_read: u64,
     /// Exchanges a caller did itself on a connection lent to it (callers
-    /// on the connections' runtime; see `ARCHITECTURE.md`, lending).
+    /// on the connections' runtime; see docs/decisions/0002-lending.md).
     pub lent_exchanges: u64,
     /// Times the engine's core lock was taken (about two per request: its
-    /// submit and its reply; see `ARCHITECTURE.md`, the locked core).
+    /// submit and its reply; see docs/decisions/0001-locked-core.md).
     pub core_locks: u64,
     /// Of those, times another thread held it and the taker waited: their
     /// share of `core_locks` is how often inputs queued behind each other.

@@ -8,9 +8,9 @@
 //! When: the Supervisor sends a caller's request on a connection whose
 //! slot task has parked it with its [`Lender`], and the caller runs on the
 //! runtime that connection is registered with (on another runtime, the
-//! socket's reactor would have to wake the caller across threads, which
-//! measured slower than the slot task doing the exchange). Otherwise the
-//! request goes to the slot task as before.
+//! socket's reactor would have to wake the caller across threads:
+//! docs/decisions/0002-lending.md). Otherwise the request goes to the slot
+//! task.
 //!
 //! While lent, the slot task does not touch the connection: the caller's
 //! socket read replaces the slot task's registered waker, and giving the
@@ -237,9 +237,8 @@ async fn exchange(
 /// Applies a frame that is not the reply the borrower waits for (a push, a
 /// heartbeat's reply, frames ahead of its own): the rare path, boxed, as
 /// its inline write of a resulting send would otherwise make every
-/// exchange's future larger. Kept under 1 KiB, the boxed exchange comes
-/// from the allocator's per-thread cache (glibc's tcache serves chunks up
-/// to 1,032 bytes); at 1,312 bytes every request took the slower bins.
+/// exchange's future larger, past what the allocator's per-thread cache
+/// serves (docs/decisions/0003-boxed-lent-exchange.md).
 async fn apply_aside(session: &mut Session, prepared: Prepared<'_>, ctx: &Ctx<'_>) -> Result<Option<Outcome>, End> {
     Box::pin(session.apply(prepared, ctx)).await
 }
@@ -265,9 +264,8 @@ mod tests {
 
     /// Why: every lent request boxes its exchange, and glibc's per-thread
     /// cache serves only chunks up to 1,032 bytes; a larger future takes
-    /// the allocator's slower bins on every request (it was 1,312 bytes,
-    /// until the rare apply was boxed and `run` stopped keeping its
-    /// arguments twice).
+    /// the allocator's slower bins on every request
+    /// (docs/decisions/0003-boxed-lent-exchange.md).
     #[test]
     fn a_lent_exchange_fits_the_allocators_thread_cache() {
         let size = future_size(|(loan, core): (Loan, &'static dyn Reports)| loan.run(core));

@@ -1,4 +1,4 @@
-//! The runtime: worker threads for slot tasks, the locked core around the
+//! The runtime: worker threads for slot tasks, the core around the
 //! Supervisor, and the clock task. See [`crate::Client`] for the public face.
 //!
 //! Connections and threads are independent: slots are tasks, so 160 slots

@@ -183,7 +183,7 @@ pub enum RequestError {
     Fatal(String),
 }
 
-/// The engine's close state (§ invariant 7).
+/// The engine's close state (docs/ARCHITECTURE.md, Invariants: 7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum CloseState {
     /// Serving.

@@ -17,7 +17,7 @@
 //! ```
 //!
 //! Whoever does this is called "the driver" in these docs. In the engine
-//! it is the locked core (`runtime/locked.rs`): each caller, slot task and
+//! it is a pool's core (`runtime/core.rs`): each caller, connection and
 //! the clock task applies its own input under one lock and drains there;
 //! in tests it is the harness or the loop in `supervisor/testing/drive.rs`.
 //!
