@@ -626,6 +626,51 @@ fn blocking_facade_and_cancel_flag() {
     setter.join().unwrap();
 }
 
+/// Why: a blocking caller does its exchange on its own thread (it writes
+/// and waits in the socket's read, no other thread involved), byte-exact,
+/// and gives the connection back as its slot task needs it: afterwards the
+/// async client and pushes, which the slot task reads, work on it; a
+/// deadline passing while the thread waits in a read ends that call only.
+#[test]
+fn blocking_callers_borrow_their_connection_on_their_own_thread() {
+    let s = servers(1, |_| Faults::default());
+    let loans = Arc::new(thread_loans::Count::default());
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(2)
+        .timeout(Duration::from_millis(1500))
+        .build_with(thread_loans::Checked(loans.clone()))
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(all_ready(&client));
+    let blocking = client.blocking();
+    let before = client.diagnostics().lent_exchanges;
+    let codes: Vec<SecurityCode> = ["sz000001", "sh600000"].iter().map(|c| c.parse().unwrap()).collect();
+    for _ in 0..20 {
+        let want = s.market().listings(Exchange::Sh).len();
+        assert_eq!(blocking.count(Exchange::Sh).unwrap() as usize, want);
+        let request: Request = Bars::new(codes[0], Period::Day, 0, 800).into();
+        assert_eq!(blocking.call_raw(request.clone()).unwrap(), respond(&s.data, 0, &request));
+    }
+    let lent = runtime.block_on(diagnostics_when(&client, Duration::from_secs(2), |d| d.lent_exchanges >= before + 40));
+    assert_eq!(lent.lent_exchanges - before, 40, "every blocking call was done on the caller's thread");
+    let (begun, ended) = loans.get();
+    assert_eq!((begun, ended), (40, 40), "each thread loan readied its socket and gave it back non-blocking");
+    // The connections went back non-blocking: their slot tasks read pushes.
+    runtime.block_on(async {
+        client.refresh_quotes(&codes).await.unwrap();
+        let pushes = tokio::time::timeout(Duration::from_secs(5), client.recv_pushes(1)).await.unwrap();
+        assert!(pushes.is_some_and(|p| !p.frames.is_empty()), "a push after the thread loans");
+    });
+    // A stalled reply: the thread waits in its read until the deadline ends the call.
+    s.handles[0].faults().set(Faults { latency: Duration::from_secs(3600), ..Default::default() });
+    assert!(blocking.count(Exchange::Sz).unwrap_err().is_timeout());
+    s.handles[0].faults().set(Faults::default());
+    assert_eq!(blocking.count(Exchange::Sh).unwrap() as usize, s.market().listings(Exchange::Sh).len());
+    assert!(runtime.block_on(client.count(Exchange::Sh)).is_ok(), "the async client after the thread loans");
+}
+
 #[test]
 fn configuration_errors_name_the_field() {
     let cases: Vec<(&str, tdx_engine::ClientBuilder)> = vec![
@@ -716,6 +761,67 @@ fn dropping_the_client_closes_cleanly() {
     let started = std::time::Instant::now();
     drop(client);
     assert!(started.elapsed() < Duration::from_secs(2), "drop took {:?}", started.elapsed());
+}
+
+mod thread_loans {
+    //! TCP, counting thread loans and checking that each gives its socket
+    //! back non-blocking (a blocking socket would stall its slot task's
+    //! worker in a read).
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+    use std::time::Duration;
+
+    use tdx_engine::runtime::connector::{Connector, TcpConnector};
+    use tdx_engine::supervisor::Endpoint;
+    use tokio::net::TcpStream;
+
+    #[derive(Default)]
+    pub struct Count {
+        begun: AtomicUsize,
+        ended_non_blocking: AtomicUsize,
+    }
+
+    impl Count {
+        pub fn get(&self) -> (usize, usize) {
+            (self.begun.load(Ordering::SeqCst), self.ended_non_blocking.load(Ordering::SeqCst))
+        }
+    }
+
+    pub struct Checked(pub Arc<Count>);
+
+    impl Connector for Checked {
+        type Stream = TcpStream;
+
+        async fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> std::io::Result<TcpStream> {
+            TcpConnector::default().connect(endpoint, timeout).await
+        }
+
+        fn read_ready(&self, stream: &TcpStream, waker: &Waker) -> bool {
+            TcpConnector::default().read_ready(stream, waker)
+        }
+
+        fn begin_thread_loan(&self, stream: &TcpStream, first: bool) -> bool {
+            let begun = TcpConnector::default().begin_thread_loan(stream, first);
+            self.0.begun.fetch_add(usize::from(begun), Ordering::SeqCst);
+            begun
+        }
+
+        fn read_slice(
+            &self,
+            stream: &mut TcpStream,
+            buf: &mut [u8],
+            cx: &mut Context<'_>,
+        ) -> Poll<std::io::Result<usize>> {
+            TcpConnector::default().read_slice(stream, buf, cx)
+        }
+
+        fn end_thread_loan(&self, stream: &TcpStream) {
+            TcpConnector::default().end_thread_loan(stream);
+            let non_blocking = socket2::SockRef::from(stream).nonblocking().unwrap_or(false);
+            self.0.ended_non_blocking.fetch_add(usize::from(non_blocking), Ordering::SeqCst);
+        }
+    }
 }
 
 mod panicky {

@@ -45,11 +45,14 @@ pub enum Mutant {
     /// connection but does not report the failure (its slot task, seeing
     /// the line closed, reports nothing either).
     BorrowerFailureUnreported,
+    /// A caller's thread that borrowed a connection keeps it when done
+    /// instead of giving it back to its slot task.
+    ThreadLoanNotGivenBack,
 }
 
 impl Mutant {
     /// Every mutant, in declaration order.
-    pub const ALL: [Mutant; 12] = [
+    pub const ALL: [Mutant; 13] = [
         Mutant::CancelReleasesSlot,
         Mutant::GenerationCheckSkipped,
         Mutant::ReplyCompletedTwice,
@@ -62,6 +65,7 @@ impl Mutant {
         Mutant::RetryOnSameConnection,
         Mutant::AdmissionPastCapacity,
         Mutant::BorrowerFailureUnreported,
+        Mutant::ThreadLoanNotGivenBack,
     ];
 
     /// Its name on the command line (snake case).
@@ -79,6 +83,7 @@ impl Mutant {
             Mutant::RetryOnSameConnection => "retry_on_same_connection",
             Mutant::AdmissionPastCapacity => "admission_past_capacity",
             Mutant::BorrowerFailureUnreported => "borrower_failure_unreported",
+            Mutant::ThreadLoanNotGivenBack => "thread_loan_not_given_back",
         }
     }
 

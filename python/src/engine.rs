@@ -63,7 +63,9 @@ fn wait_until<T: Send, F: Future<Output = T> + Send>(
             let mut cx = Context::from_waker(&waker);
             let slice_end = Instant::now() + SIGNAL_CHECK;
             loop {
-                if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+                // This thread does its own exchange when a connection is
+                // free, waiting in the socket's read for one slice at most.
+                if let Poll::Ready(out) = tdx_engine::runtime::on_blocking_thread(|| future.as_mut().poll(&mut cx)) {
                     return Some(Some(out));
                 }
                 let now = Instant::now();

@@ -13,8 +13,7 @@ use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
 use crate::proto::{Reply, Request};
-use crate::runtime::core::BlockingCell;
-use crate::runtime::EngineDiagnostics;
+use crate::runtime::{on_blocking_thread, EngineDiagnostics};
 use crate::supervisor::RequestError;
 
 /// Blocking calls. Waits wake at least every 25 ms to honour the cancel
@@ -69,21 +68,11 @@ impl BlockingClient {
         super::call::take::<C>(self.call_raw(command.into())?)
     }
 
-    /// Sends any request and waits for its reply.
+    /// Sends any request and waits for its reply. This thread does the
+    /// exchange itself when a connection is free: it writes the request and
+    /// waits in the socket's read (`runtime::place`), no other thread involved.
     pub fn call_raw(&self, request: Request) -> Result<Reply, Error> {
-        refuse_inside_runtime();
-        let cell = Arc::new(BlockingCell::default());
-        // Dropped armed (the cancel flag, or a panic), it cancels the request.
-        let mut guard = self.client.submit_blocking(request, cell.clone())?;
-        loop {
-            if let Some(outcome) = cell.wait(BLOCKING_WAKE) {
-                guard.disarm();
-                return outcome.map(|r| *r).map_err(Error::Request);
-            }
-            if self.cancelled() {
-                return Err(Error::Request(RequestError::Cancelled));
-            }
-        }
+        self.block_on(self.client.call_raw(request))
     }
 
     pub(super) fn call_listed<C: Listed>(&self, command: C) -> Result<C::Output, Error> {
@@ -109,7 +98,8 @@ impl BlockingClient {
         let mut cx = std::task::Context::from_waker(&waker);
         let mut future = std::pin::pin!(future);
         loop {
-            if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            // A poll may wait in a socket read, one slice at most.
+            if let std::task::Poll::Ready(out) = on_blocking_thread(|| future.as_mut().poll(&mut cx)) {
                 return out;
             }
             if self.cancelled() {

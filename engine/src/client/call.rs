@@ -13,7 +13,8 @@ use super::Client;
 use crate::error::Error;
 use crate::proto::commands::TypedCommand;
 use crate::proto::{Reply, Request};
-use crate::runtime::core::{AsyncSubmitted, BlockingCell, Call, Core};
+use crate::runtime::core::{Call, Core, Submitted};
+use crate::runtime::place::Place;
 use crate::supervisor::{PinId, RequestError, RequestId};
 
 /// Cancels its request when dropped before completion (disarmed by
@@ -55,7 +56,7 @@ impl Client {
         &self,
         request: Request,
         pin: Option<(Pool, PinId)>,
-        runtime: Option<tokio::runtime::Id>,
+        place: Place,
     ) -> Result<(Call, &Core, CancelOnDrop<'_>), Error> {
         let pool = Pool::of(&request);
         if let Some((pinned, _)) = pin.filter(|(pinned, _)| *pinned != pool) {
@@ -70,17 +71,10 @@ impl Client {
         request.encode_frame(0, &mut frame).map_err(|e| Error::InvalidRequest(e.to_string()))?;
         let id = RequestId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let core = &*self.inner.pool(pool)?.core;
-        let admitted = core.now_on(runtime);
+        let admitted = core.now_on(place.runtime());
         let deadline = admitted + self.inner.timeout;
         let call = Call { id, request: Arc::new(request), frame, admitted, deadline, pin: pin.map(|(_, id)| id) };
         Ok((call, core, CancelOnDrop { core: Some(core), id }))
-    }
-
-    /// Admits a blocking caller's request; its outcome comes to `cell`.
-    pub(super) fn submit_blocking(&self, request: Request, cell: Arc<BlockingCell>) -> Result<CancelOnDrop<'_>, Error> {
-        let (call, core, guard) = self.prepare(request, None, None)?;
-        core.submit_blocking(call, cell);
-        Ok(guard)
     }
 
     /// Sends a typed command and awaits its whole typed reply. The named
@@ -99,27 +93,29 @@ impl Client {
         self.call(command).await.map(C::output)
     }
 
-    /// One async call, in the order its outcome can come:
+    /// One call, in the order its outcome can come:
     ///
     /// 1. submitted to the core, which may refuse it at once (`Done`);
-    /// 2. sent at once on a connection parked on this caller's runtime: the
-    ///    caller does the exchange itself (`Lent`, `runtime::loan`), and its
-    ///    outcome comes straight back from its reply's apply, or, when the
-    ///    request ended or went on elsewhere, from the core;
+    /// 2. sent at once on a connection parked where this caller may borrow
+    ///    it (its runtime's, or any for a caller on a blocking thread,
+    ///    `runtime::place`): the caller does the exchange itself (`Lent`,
+    ///    `runtime::loan`), and its outcome comes straight back from its
+    ///    reply's apply, or, when the request ended or went on elsewhere,
+    ///    from the core;
     /// 3. otherwise a slot task carries it, and the outcome comes on a channel.
     pub(super) async fn call_on(&self, request: Request, pin: Option<(Pool, PinId)>) -> Result<Reply, Error> {
         let span = tracing::debug_span!("request", command = request.name());
         async move {
-            let runtime = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
-            let (call, core, mut guard) = self.prepare(request, pin, runtime)?;
-            let waiting = match core.submit_async(call, runtime) {
-                AsyncSubmitted::Done(outcome) => Ok(outcome),
-                AsyncSubmitted::Waiting(rx) => Err(rx),
+            let place = Place::current();
+            let (call, core, mut guard) = self.prepare(request, pin, place)?;
+            let waiting = match core.submit(call, place) {
+                Submitted::Done(outcome) => Ok(outcome),
+                Submitted::Waiting(rx) => Err(rx),
                 // Boxed: its state then lives in a heap chunk the
                 // allocator's per-thread cache hands back hot to the next
                 // request on this thread, not in the caller's task
                 // (docs/decisions/0003-boxed-lent-exchange.md).
-                AsyncSubmitted::Lent(loan) => match Box::pin(loan.run(core)).await {
+                Submitted::Lent(loan) => match Box::pin(loan.run(core)).await {
                     Some(outcome) => Ok(outcome),
                     None => core.outcome(guard.id),
                 },

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -42,7 +42,35 @@ pub trait Connector: Send + Sync + 'static {
         drop(socket);
         Err(io::Error::new(io::ErrorKind::Unsupported, "this connector cannot move connections"))
     }
+
+    /// Lends `stream` to a caller's own thread, which then waits in its
+    /// reads ([`read_slice`](Self::read_slice)) instead of being woken by a
+    /// reactor on another thread; `first`: its first thread loan. False: it
+    /// cannot, and the borrower waits as a task does (the default).
+    fn begin_thread_loan(&self, stream: &Self::Stream, first: bool) -> bool {
+        let _ = (stream, first);
+        false
+    }
+
+    /// A thread borrower's read: up to `buf.len()` bytes, waiting at most
+    /// [`THREAD_READ_SLICE`]. `Pending` when the slice passed with none (the
+    /// waker is woken at once, so the caller's thread polls again after
+    /// looking at its cancel flag). The default reads as a task does.
+    fn read_slice(&self, stream: &mut Self::Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let mut read = tokio::io::ReadBuf::new(buf);
+        std::pin::Pin::new(stream).poll_read(cx, &mut read).map_ok(|()| read.filled().len())
+    }
+
+    /// Ends a thread loan: `stream` as its runtime needs it again.
+    fn end_thread_loan(&self, stream: &Self::Stream) {
+        let _ = stream;
+    }
 }
+
+/// The longest a thread borrower waits in one read: between slices it
+/// looks whether its request ended elsewhere and its caller whether it was
+/// cancelled (Ctrl+C in Python), so both are noticed within this.
+pub const THREAD_READ_SLICE: Duration = Duration::from_millis(25);
 
 /// What [`Connector::detach`] did.
 #[derive(Debug)]
@@ -121,6 +149,43 @@ impl Connector for TcpConnector {
     fn read_ready(&self, stream: &Self::Stream, waker: &Waker) -> bool {
         stream.poll_read_ready(&mut Context::from_waker(waker)).is_ready()
     }
+
+    /// The socket stays registered with its runtime's reactor (moving it
+    /// off and back costs two `epoll_ctl` calls a request); it turns
+    /// blocking, with read and write timeouts of one slice (set on its first
+    /// loan: they do nothing to a non-blocking socket), and a no-op waker
+    /// takes the slot task's place, so the reply wakes only the caller's thread.
+    fn begin_thread_loan(&self, stream: &Self::Stream, first: bool) -> bool {
+        let socket = socket2::SockRef::from(stream);
+        let timeouts = |s: &socket2::SockRef<'_>| {
+            s.set_read_timeout(Some(THREAD_READ_SLICE))?;
+            s.set_write_timeout(Some(THREAD_READ_SLICE))
+        };
+        if (first && timeouts(&socket).is_err()) || socket.set_nonblocking(false).is_err() {
+            let _ = socket.set_nonblocking(true);
+            return false;
+        }
+        let _ = stream.poll_read_ready(&mut Context::from_waker(Waker::noop()));
+        true
+    }
+
+    fn read_slice(&self, stream: &mut Self::Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        use std::io::Read;
+        let socket = socket2::SockRef::from(&*stream);
+        match (&*socket).read(buf) {
+            // A read timeout is EAGAIN on Linux, a timeout elsewhere.
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            other => Poll::Ready(other),
+        }
+    }
+
+    fn end_thread_loan(&self, stream: &Self::Stream) {
+        // A socket that cannot turn back fails its slot task's next read.
+        let _ = socket2::SockRef::from(stream).set_nonblocking(true);
+    }
 }
 
 /// turmoil's simulated TCP. Endpoints name turmoil hosts (`server:7709`).
@@ -137,5 +202,14 @@ impl Connector for TurmoilConnector {
         tokio::time::timeout(timeout, turmoil::net::TcpStream::connect(target))
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, format!("connect to {endpoint} timed out")))?
+    }
+
+    /// Simulated sockets cannot block a thread: a thread borrower in a
+    /// simulation reads as a task does (the default `read_slice`), so the
+    /// thread loan's path (lending to a thread, its begin and end) runs
+    /// under turmoil.
+    fn begin_thread_loan(&self, stream: &Self::Stream, first: bool) -> bool {
+        let _ = (stream, first);
+        true
     }
 }

@@ -35,6 +35,7 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use super::diagnostics::{DiagnosticsCell, EngineDiagnostics};
 use super::loan::{Lender, Loan};
 use super::messages::{Applied, Finished, Holder, Outcome, Outgoing, Reports, SlotCommand, SLOT_COMMANDS_MAX};
+use super::place::Place;
 use super::session::EngineShared;
 use super::slot::SlotCore;
 use super::workers::Workers;
@@ -44,13 +45,9 @@ use crate::ranking::ServerRecord;
 use crate::supervisor::{
     Action, CloseState, Epoch, Input, PinId, RequestError, RequestId, SlotId, SlotRef, Supervisor,
 };
-use crate::sync::{Alarm, Completion};
+use crate::sync::Alarm;
 
 pub(crate) use crate::supervisor::PushBatch;
-
-/// A blocking caller's completion slot: it waits in short steps so it can
-/// notice its cancel flag (loom-checked in [`crate::sync`]).
-pub(crate) type BlockingCell = Completion<Outcome>;
 
 /// A request as a caller submits it.
 #[derive(Debug)]
@@ -65,9 +62,9 @@ pub(crate) struct Call {
     pub(crate) pin: Option<PinId>,
 }
 
-/// What an async caller does after [`Core::submit_async`].
+/// What a caller does after [`Core::submit`].
 #[derive(Debug)]
-pub(crate) enum AsyncSubmitted {
+pub(crate) enum Submitted {
     /// Its exchange on a lent connection; if that ends without the
     /// outcome, [`Core::outcome`].
     Lent(Loan),
@@ -77,45 +74,17 @@ pub(crate) enum AsyncSubmitted {
     Waiting(oneshot::Receiver<Outcome>),
 }
 
-/// Where a request's outcome goes.
+/// A caller's waiter. A channel is made only when the caller must wait: one
+/// refused at once, or lent its connection, gets its outcome straight back
+/// and never needs one.
 #[derive(Debug)]
 enum Waiter {
-    /// A blocking caller's cell.
-    Blocking(Arc<BlockingCell>),
-    /// An async caller.
-    Async(AsyncWaiter),
-}
-
-/// An async caller's waiter. A channel is made only when the caller must
-/// wait: one refused at once, or lent its connection, gets its outcome
-/// straight back and never needs one.
-#[derive(Debug)]
-enum AsyncWaiter {
     /// Nothing made yet.
     Unasked,
     /// Its outcome, kept for a caller doing a lent exchange until it asks.
     Kept(Outcome),
     /// The caller awaits this channel.
     Channel(oneshot::Sender<Outcome>),
-}
-
-/// An outcome's way to a caller that waits for it.
-#[derive(Debug)]
-enum Recipient {
-    Blocking(Arc<BlockingCell>),
-    Channel(oneshot::Sender<Outcome>),
-}
-
-impl Recipient {
-    fn complete(self, outcome: Outcome) {
-        match self {
-            Self::Blocking(cell) => cell.complete(outcome),
-            Self::Channel(tx) => {
-                // The caller may have gone: its cancel follows.
-                let _ = tx.send(outcome);
-            }
-        }
-    }
 }
 
 /// Set by simulations: check the Supervisor's invariants after every input
@@ -180,13 +149,12 @@ struct SlotEntry {
 /// Who applies an input, for what its effects may hand straight back.
 #[derive(Debug, Clone, Copy)]
 enum Applier {
-    /// An async caller submitting `id`, running on `runtime`: it may borrow
-    /// the connection its request is first sent on, if that is parked on
-    /// the same runtime.
-    Submitter { id: RequestId, runtime: Option<tokio::runtime::Id> },
+    /// A caller submitting `id` from `place`: it may borrow the connection
+    /// its request is first sent on, if that is parked where it may.
+    Submitter { id: RequestId, place: Place },
     /// The connection at `at`, held by `holder`.
     Connection { at: SlotRef, holder: Holder },
-    /// Anyone else (a blocking submit, a cancel, the clock, a pin).
+    /// Anyone else (a cancel, the clock, a pin).
     Other,
 }
 
@@ -224,7 +192,7 @@ struct State {
 
 /// What one input caused, carried out after the lock is released.
 enum Effect {
-    Complete(Recipient, Outcome),
+    Complete(oneshot::Sender<Outcome>, Outcome),
     /// A lent request ended by someone else's input: its borrower stops
     /// and takes the outcome from its waiter.
     StopBorrower(Arc<Lender>),
@@ -248,8 +216,8 @@ struct Effects {
     applied: Applied,
     /// The connection lent to the submitter, for its own exchange.
     loan: Option<Loan>,
-    /// What an async submitter does next.
-    submitted: Option<AsyncSubmitted>,
+    /// What a submitter does next.
+    submitted: Option<Submitted>,
 }
 
 impl Effects {
@@ -400,31 +368,19 @@ impl Core {
 
     // ---- callers ----
 
-    /// Admits an async caller's request. Refused at once (`PoolBusy`,
-    /// `Closed`, ...), it has its outcome; sent at once on a connection
-    /// parked on the caller's `runtime`, it has the exchange to do itself;
-    /// otherwise a channel to await.
-    pub(crate) fn submit_async(&self, call: Call, runtime: Option<tokio::runtime::Id>) -> AsyncSubmitted {
-        let applier = Applier::Submitter { id: call.id, runtime };
-        let carried = self.submit(call, Waiter::Async(AsyncWaiter::Unasked), applier);
-        // The drain resolves every async submitter (`Core::resolve`).
-        carried.submitted.unwrap_or_else(|| AsyncSubmitted::Waiting(closed_channel()))
-    }
-
-    /// Admits a blocking caller's request; its outcome goes to `cell`, at
-    /// once for a refused one. A blocking caller is on no runtime: it never
-    /// borrows a connection.
-    pub(crate) fn submit_blocking(&self, call: Call, cell: Arc<BlockingCell>) {
-        self.submit(call, Waiter::Blocking(cell), Applier::Other);
-    }
-
-    fn submit(&self, call: Call, waiter: Waiter, applier: Applier) -> Carried {
+    /// Admits a caller's request. Refused at once (`PoolBusy`, `Closed`,
+    /// ...), it has its outcome; sent at once on a connection parked where
+    /// the caller may borrow it (`place`), it has the exchange to do
+    /// itself; otherwise a channel to await.
+    pub(crate) fn submit(&self, call: Call, place: Place) -> Submitted {
         let Call { id, request, frame, admitted, deadline, pin } = call;
         let retry_safe = request.retry_safe();
         let input = Input::Submit { id, request, deadline, retry_safe, pin };
-        self.apply(input, applier, Some(admitted), |state| {
-            state.waiters.insert(id, Pending { waiter, frame: Some(frame), lender: None });
-        })
+        let carried = self.apply(input, Applier::Submitter { id, place }, Some(admitted), |state| {
+            state.waiters.insert(id, Pending { waiter: Waiter::Unasked, frame: Some(frame), lender: None });
+        });
+        // The drain resolves every submitter (`Core::resolve`).
+        carried.submitted.unwrap_or_else(|| Submitted::Waiting(closed_channel()))
     }
 
     /// The outcome of a lent request whose exchange ended without it: kept
@@ -432,20 +388,19 @@ impl Core {
     /// deadline, a resend on another connection).
     pub(crate) fn outcome(&self, id: RequestId) -> Result<Outcome, oneshot::Receiver<Outcome>> {
         let mut state = self.lock();
-        if let Some(Pending { waiter: Waiter::Async(AsyncWaiter::Kept(_)), .. }) = state.waiters.get(&id) {
-            if let Some(Pending { waiter: Waiter::Async(AsyncWaiter::Kept(outcome)), .. }) = state.waiters.remove(&id) {
+        if let Some(Pending { waiter: Waiter::Kept(_), .. }) = state.waiters.get(&id) {
+            if let Some(Pending { waiter: Waiter::Kept(outcome), .. }) = state.waiters.remove(&id) {
                 return Ok(outcome);
             }
         }
         Err(state.waiters.get_mut(&id).map_or_else(closed_channel, |p| p.waiter.channel()))
     }
 
-    /// Cancels a request (its caller is gone). An async waiter with no
-    /// channel goes with it, with any outcome kept for the caller.
+    /// Cancels a request (its caller is gone). A waiter with no channel
+    /// goes with it, with any outcome kept for the caller.
     pub(crate) fn cancel(&self, id: RequestId) {
         self.apply(Input::Cancel { id }, Applier::Other, None, |state| {
-            let unawaited =
-                |p: &Pending| matches!(p.waiter, Waiter::Async(AsyncWaiter::Unasked | AsyncWaiter::Kept(_)));
+            let unawaited = |p: &Pending| matches!(p.waiter, Waiter::Unasked | Waiter::Kept(_));
             if state.waiters.get(&id).is_some_and(unawaited) {
                 state.waiters.remove(&id);
             }
@@ -613,17 +568,19 @@ impl Core {
         outgoing: Outgoing,
         effects: &mut Effects,
     ) -> Result<(), Outgoing> {
-        let Applier::Submitter { id: own, runtime: Some(runtime) } = applier else { return Err(outgoing) };
-        if id != Some(own) || effects.loan.is_some() {
+        let Applier::Submitter { id: own, place } = applier else { return Err(outgoing) };
+        if id != Some(own) || effects.loan.is_some() || place == Place::Elsewhere {
             return Err(outgoing);
         }
         let lender = match state.slots[at.slot.index()].as_ref() {
-            Some(SlotEntry { at: current, lender: Some((lender, on)), .. }) if *current == at && *on == runtime => {
+            Some(SlotEntry { at: current, lender: Some((lender, on)), .. })
+                if *current == at && (place == Place::Runtime(*on) || place == Place::Thread) =>
+            {
                 lender.clone()
             }
             _ => return Err(outgoing),
         };
-        effects.loan = Some(lender.lend(outgoing, own, now)?);
+        effects.loan = Some(lender.lend(outgoing, own, now, place == Place::Thread)?);
         state.lent_exchanges += 1;
         if let Some(pending) = state.waiters.get_mut(&own) {
             pending.lender = Some(lender);
@@ -687,14 +644,11 @@ impl Core {
                     }
                     let Pending { waiter, frame, lender } = pending;
                     match waiter {
-                        Waiter::Blocking(cell) => effects.push(Effect::Complete(Recipient::Blocking(cell), outcome)),
-                        Waiter::Async(AsyncWaiter::Channel(tx)) => {
-                            effects.push(Effect::Complete(Recipient::Channel(tx), outcome))
-                        }
-                        Waiter::Async(AsyncWaiter::Unasked | AsyncWaiter::Kept(_)) => {
+                        Waiter::Channel(tx) => effects.push(Effect::Complete(tx, outcome)),
+                        Waiter::Unasked | Waiter::Kept(_) => {
                             // Kept for its caller, who is doing a lent
                             // exchange: woken (below) to look.
-                            let waiter = Waiter::Async(AsyncWaiter::Kept(outcome));
+                            let waiter = Waiter::Kept(outcome);
                             state.waiters.insert(id, Pending { waiter, frame, lender: lender.clone() });
                         }
                     }
@@ -730,17 +684,17 @@ impl Core {
         }
     }
 
-    /// What an async submitter does next, once its input is drained: its
-    /// exchange on a lent connection, its outcome already, or a channel to
-    /// await (made now, under the lock, so no completion can miss it).
-    fn resolve(state: &mut State, id: RequestId, effects: &mut Effects) -> AsyncSubmitted {
+    /// What a submitter does next, once its input is drained: its exchange
+    /// on a lent connection, its outcome already, or a channel to await
+    /// (made now, under the lock, so no completion can miss it).
+    fn resolve(state: &mut State, id: RequestId, effects: &mut Effects) -> Submitted {
         if let Some(loan) = effects.loan.take() {
-            return AsyncSubmitted::Lent(loan);
+            return Submitted::Lent(loan);
         }
         if let Some(outcome) = effects.applied.own.take() {
-            return AsyncSubmitted::Done(outcome);
+            return Submitted::Done(outcome);
         }
-        AsyncSubmitted::Waiting(state.waiters.get_mut(&id).map_or_else(closed_channel, |p| p.waiter.channel()))
+        Submitted::Waiting(state.waiters.get_mut(&id).map_or_else(closed_channel, |p| p.waiter.channel()))
     }
 
     /// Carries out one input's effects (after the lock is released).
@@ -749,7 +703,10 @@ impl Core {
         debug_assert!(loan.is_none(), "a loan goes to its submitter");
         for effect in first.into_iter().chain(rest) {
             match effect {
-                Effect::Complete(recipient, outcome) => recipient.complete(outcome),
+                Effect::Complete(tx, outcome) => {
+                    // The caller may have gone: its cancel follows.
+                    let _ = tx.send(outcome);
+                }
                 Effect::StopBorrower(lender) => lender.stop_borrower(),
                 Effect::Pin(tx, result) => {
                     let _ = tx.send(result);
@@ -785,13 +742,13 @@ impl Core {
 }
 
 impl Waiter {
-    /// A channel for a caller that must wait now. Only an async waiter with
-    /// none yet takes it; for anything else the sender is dropped and the
-    /// caller reads `Closed` (a caller never asks twice, nor for another's).
+    /// A channel for a caller that must wait now. Only a waiter with none
+    /// yet takes it; otherwise the sender is dropped and the caller reads
+    /// `Closed` (a caller never asks twice).
     fn channel(&mut self) -> oneshot::Receiver<Outcome> {
         let (tx, rx) = oneshot::channel();
-        if let Self::Async(waiter @ AsyncWaiter::Unasked) = self {
-            *waiter = AsyncWaiter::Channel(tx);
+        if let Self::Unasked = self {
+            *self = Self::Channel(tx);
         }
         rx
     }
@@ -805,7 +762,7 @@ fn closed_channel() -> oneshot::Receiver<Outcome> {
 /// What an input's effects hand straight back to its applier.
 struct Carried {
     applied: Applied,
-    submitted: Option<AsyncSubmitted>,
+    submitted: Option<Submitted>,
 }
 
 impl Reports for Core {

@@ -32,20 +32,58 @@
 //! the engine retires that connection. Dropping the future returns it at once.
 
 use std::future::{poll_fn, Future};
+use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use super::catch_panic::CatchPanic;
+use super::connector::Connector;
 use super::messages::{Applied, End, Holder, Outcome, Outgoing, Reports};
 use super::session::{Ctx, EngineShared, Prepared, SentAt, Session, Stream};
 use crate::supervisor::{Input, RequestId, SlotError, SlotRef};
 use crate::sync::{Closed, LoanCell};
 
-/// Registers the slot task's waker for the stream's next bytes, and says
-/// whether it has some now (the connector's `read_ready`).
-pub(crate) type ReadReady = Box<dyn Fn(&dyn Stream, &Waker) -> bool + Send + Sync>;
+/// What a loan needs of the connection's connector, whatever its stream.
+pub(crate) trait StreamOps: Send + Sync {
+    /// Registers the slot task's waker for the stream's next bytes, and
+    /// says whether it has some now.
+    fn read_ready(&self, stream: &dyn Stream, waker: &Waker) -> bool;
+    /// Readies the stream for a thread borrower (`first`: its first thread
+    /// loan); false: it cannot.
+    fn begin_thread_loan(&self, stream: &dyn Stream, first: bool) -> bool;
+    /// A thread borrower's read, one slice at most.
+    fn read_slice(&self, stream: &mut dyn Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>>;
+    /// The stream back as its runtime needs it.
+    fn end_thread_loan(&self, stream: &dyn Stream);
+}
+
+/// A connector's operations on its own stream type.
+pub(crate) struct ConnectorOps<C>(pub(crate) Arc<C>);
+
+impl<C: Connector> StreamOps for ConnectorOps<C> {
+    fn read_ready(&self, stream: &dyn Stream, waker: &Waker) -> bool {
+        stream.as_any().downcast_ref::<C::Stream>().is_none_or(|stream| self.0.read_ready(stream, waker))
+    }
+
+    fn begin_thread_loan(&self, stream: &dyn Stream, first: bool) -> bool {
+        stream.as_any().downcast_ref::<C::Stream>().is_some_and(|stream| self.0.begin_thread_loan(stream, first))
+    }
+
+    fn read_slice(&self, stream: &mut dyn Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        match stream.as_any_mut().downcast_mut::<C::Stream>() {
+            Some(stream) => self.0.read_slice(stream, buf, cx),
+            None => Poll::Ready(Err(io::Error::other("a connection of another connector"))),
+        }
+    }
+
+    fn end_thread_loan(&self, stream: &dyn Stream) {
+        if let Some(stream) = stream.as_any().downcast_ref::<C::Stream>() {
+            self.0.end_thread_loan(stream);
+        }
+    }
+}
 
 /// One slot generation's connection, between its slot task and borrowers.
 /// The session is boxed once, so parking and lending move a pointer.
@@ -53,21 +91,30 @@ pub(crate) struct Lender {
     pub(crate) cell: LoanCell<Box<Session>>,
     at: SlotRef,
     budgets: EngineShared,
-    read_ready: ReadReady,
+    ops: Arc<dyn StreamOps>,
 }
 
 impl Lender {
-    pub(crate) fn new(at: SlotRef, budgets: EngineShared, read_ready: ReadReady) -> Self {
-        Self { cell: LoanCell::default(), at, budgets, read_ready }
+    pub(crate) fn new(at: SlotRef, budgets: EngineShared, ops: Arc<dyn StreamOps>) -> Self {
+        Self { cell: LoanCell::default(), at, budgets, ops }
     }
 
     /// Lends the connection for `outgoing`, the first send of `own`
-    /// submitted at `now`, if its slot task has it parked now; otherwise
-    /// gives the request back. Called under the core's lock (the cell's
-    /// lock nests inside it).
-    pub(crate) fn lend(self: &Arc<Self>, outgoing: Outgoing, own: RequestId, now: Instant) -> Result<Loan, Outgoing> {
+    /// submitted at `now` (by a caller on a `thread` of its own, which waits
+    /// in its reads), if its slot task has it parked now; otherwise gives
+    /// the request back. Called under the core's lock (the cell's lock nests
+    /// inside it).
+    pub(crate) fn lend(
+        self: &Arc<Self>,
+        outgoing: Outgoing,
+        own: RequestId,
+        now: Instant,
+        thread: bool,
+    ) -> Result<Loan, Outgoing> {
         match self.cell.try_borrow() {
-            Some(session) => Ok(Loan { lender: self.clone(), lent: Some((session, outgoing)), submitted: now, own }),
+            Some(session) => {
+                Ok(Loan { lender: self.clone(), lent: Some((session, outgoing)), submitted: now, own, thread })
+            }
             None => Err(outgoing),
         }
     }
@@ -82,7 +129,7 @@ impl Lender {
     /// socket with the task's waker, or the task woken when it has work.
     fn give_back(&self, session: Box<Session>) {
         self.cell.give_back(session, |session, owner: &Waker| {
-            session.has_staged_frames() || (self.read_ready)(&*session.conn.stream, owner)
+            session.has_staged_frames() || self.ops.read_ready(&*session.conn.stream, owner)
         });
     }
 }
@@ -98,6 +145,8 @@ pub(crate) struct Loan {
     lent: Option<(Box<Session>, Outgoing)>,
     submitted: Instant,
     own: RequestId,
+    /// Lent to a caller's own thread, which waits in its reads.
+    thread: bool,
 }
 
 impl std::fmt::Debug for Loan {
@@ -127,9 +176,14 @@ impl Loan {
     pub(crate) fn run(mut self, core: &dyn Reports) -> impl Future<Output = Option<Outcome>> + '_ {
         async move {
             // Always there: a lease runs once, and is made with both.
-            let (session, outgoing) = self.lent.take()?;
+            let (mut session, outgoing) = self.lent.take()?;
             let lender = &*self.lender;
-            let mut on_loan = OnLoan { lender, session: Some(session) };
+            // A stream that cannot block a thread is read as a task reads it.
+            let thread = self.thread && {
+                let first = session.first_thread_loan();
+                lender.ops.begin_thread_loan(&*session.conn.stream, first)
+            };
+            let mut on_loan = OnLoan { lender, session: Some(session), thread };
             let ctx = Ctx { at: lender.at, core, budgets: &lender.budgets, own: Some(self.own) };
             let ended = {
                 let exchange = exchange(&mut on_loan, &ctx, (outgoing, self.submitted));
@@ -163,6 +217,9 @@ impl Loan {
 struct OnLoan<'l> {
     lender: &'l Lender,
     session: Option<Box<Session>>,
+    /// A thread loan, its stream readied by `begin_thread_loan`: ended
+    /// before the connection goes back.
+    thread: bool,
 }
 
 impl OnLoan<'_> {
@@ -172,8 +229,26 @@ impl OnLoan<'_> {
 
     fn give_back(&mut self) {
         if let Some(session) = self.session.take() {
+            if self.thread {
+                if crate::mutants::on(crate::mutants::Mutant::ThreadLoanNotGivenBack) {
+                    std::mem::forget(session);
+                    return;
+                }
+                self.lender.ops.end_thread_loan(&*session.conn.stream);
+            }
             self.lender.give_back(session);
         }
+    }
+
+    /// Bytes for the borrower: a thread borrower waits in the read, a slice
+    /// at a time; a task registers its waker with the socket.
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let (lender, thread) = (self.lender, self.thread);
+        let session = self.session_mut();
+        if thread {
+            return session.poll_fill_with(cx, |stream, buf, cx| lender.ops.read_slice(stream, buf, cx));
+        }
+        session.poll_fill(cx)
     }
 }
 
@@ -201,15 +276,15 @@ async fn exchange(
     let mine = outgoing.msg_id;
     on_loan.session_mut().write(outgoing, SentAt::Known(submitted)).await?;
     loop {
-        let session = on_loan.session_mut();
         let read = poll_fn(|cx| {
             if !lender.cell.register_borrower(cx.waker()) {
                 return Poll::Ready(None);
             }
-            session.poll_fill(cx).map(Some)
+            on_loan.poll_fill(cx).map(Some)
         })
         .await;
         let Some(read) = read else { return Err(End::ReportedElsewhere) };
+        let session = on_loan.session_mut();
         let mut frames = session.decode_read(read).await?;
         let last = frames.pop();
         let mut own = None;

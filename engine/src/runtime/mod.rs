@@ -19,7 +19,8 @@
 //! diagnostics.
 //!
 //! Files, each importing only those before it: `messages` (what the core
-//! and a connection's holders say to each other) and `catch_panic`;
+//! and a connection's holders say to each other), `place` (where a caller
+//! runs) and `catch_panic`;
 //! `session` (a ready connection's exchange); `loan` (lending it to a
 //! caller); `slot` (its task); `core`; `clock`. Beside them: `connector`,
 //! `workers`, `diagnostics`.
@@ -31,6 +32,7 @@ pub(crate) mod core;
 pub mod diagnostics;
 pub(crate) mod loan;
 pub(crate) mod messages;
+pub(crate) mod place;
 pub(crate) mod session;
 pub(crate) mod slot;
 pub mod workers;
@@ -56,6 +58,7 @@ use slot::SlotTask;
 pub use self::core::check_invariants_always;
 pub use crate::supervisor::PushFrame;
 pub use diagnostics::{BudgetDiagnostics, EngineDiagnostics, DIAGNOSTICS_REFRESH};
+pub use place::{as_thread_caller, on_blocking_thread};
 use workers::Workers;
 pub use workers::{Placement, WorkerDiagnostics};
 

@@ -55,12 +55,18 @@ const BUDGET_RETRY: Duration = Duration::from_millis(1);
 pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     /// For the connector's own operations on its concrete stream.
     fn as_any(&self) -> &dyn Any;
+    /// The same, to read or write.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
     /// Back to the concrete stream (to move it to another runtime).
     fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
 }
 
 impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Stream for T {
     fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
 
@@ -165,11 +171,18 @@ pub(crate) struct Session {
     /// raw budget for more than a partial frame plus one read.
     frames_staged: bool,
     wire_this_round: usize,
+    /// A caller's thread has borrowed it before (its socket's timeouts are set).
+    thread_lent: bool,
 }
 
 impl Session {
     pub(crate) fn new(conn: Conn) -> Self {
-        Self { conn, awaiting: None, frames_staged: false, wire_this_round: 0 }
+        Self { conn, awaiting: None, frames_staged: false, wire_this_round: 0, thread_lent: false }
+    }
+
+    /// Whether this is the connection's first loan to a caller's thread.
+    pub(crate) fn first_thread_loan(&mut self) -> bool {
+        !std::mem::replace(&mut self.thread_lent, true)
     }
 
     /// Whether the request written with `msg_id` still awaits its reply.
@@ -203,10 +216,23 @@ impl Session {
     /// are staged (serve those first). Registers the task's waker with the
     /// socket when there is nothing to read.
     pub(crate) fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        self.poll_fill_with(cx, |stream, buf, cx| {
+            let mut read = ReadBuf::new(buf);
+            Pin::new(stream).poll_read(cx, &mut read).map_ok(|()| read.filled().len())
+        })
+    }
+
+    /// [`poll_fill`](Self::poll_fill), reading with `read` (a thread
+    /// borrower's read waits in the socket).
+    pub(crate) fn poll_fill_with(
+        &mut self,
+        cx: &mut Context<'_>,
+        read: impl FnOnce(&mut dyn Stream, &mut [u8], &mut Context<'_>) -> Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
         if self.frames_staged {
             return Poll::Ready(Ok(0));
         }
-        self.conn.poll_read_some(cx)
+        self.conn.poll_read_some(cx, read)
     }
 
     /// Serves what one [`poll_fill`](Self::poll_fill) brought: stages the
@@ -301,16 +327,16 @@ impl Session {
 
     /// Splits off the stream, for moving it to another runtime.
     pub(crate) fn into_parts(self) -> (Box<dyn Stream>, Detached) {
-        let Session { conn, awaiting, frames_staged, wire_this_round } = self;
+        let Session { conn, awaiting, frames_staged, wire_this_round, thread_lent } = self;
         let Conn { stream, decoder, buf, budgets, raw, .. } = conn;
-        (stream, Detached { decoder, buf, budgets, raw, awaiting, frames_staged, wire_this_round })
+        (stream, Detached { decoder, buf, budgets, raw, awaiting, frames_staged, wire_this_round, thread_lent })
     }
 
     /// A session again, around `stream` (the same socket, re-registered).
     pub(crate) fn from_parts(stream: Box<dyn Stream>, parts: Detached) -> Self {
-        let Detached { decoder, buf, budgets, raw, awaiting, frames_staged, wire_this_round } = parts;
+        let Detached { decoder, buf, budgets, raw, awaiting, frames_staged, wire_this_round, thread_lent } = parts;
         let conn = Conn { stream, decoder, buf, budgets, raw, wire: Vec::new(), frames: Vec::new() };
-        Session { conn, awaiting, frames_staged, wire_this_round }
+        Session { conn, awaiting, frames_staged, wire_this_round, thread_lent }
     }
 }
 
@@ -323,11 +349,17 @@ pub(crate) struct Detached {
     awaiting: Option<(Sent, Arc<Request>)>,
     frames_staged: bool,
     wire_this_round: usize,
+    thread_lent: bool,
 }
 
 /// Waits before retrying a budget. Boxed: it is the rare path, and a
-/// `Sleep` held in place would make every exchange's future larger.
+/// `Sleep` held in place would make every exchange's future larger. A
+/// thread borrower, outside any runtime, sleeps its own thread.
 async fn budget_wait() {
+    if tokio::runtime::Handle::try_current().is_err() {
+        std::thread::sleep(BUDGET_RETRY);
+        return;
+    }
     Box::pin(tokio::time::sleep(BUDGET_RETRY)).await;
 }
 
@@ -387,15 +419,14 @@ impl Conn {
     /// Reads what the socket has into the read buffer (at most what staging
     /// allows). Waiting for bytes holds no reservation beyond what is
     /// already staged, so idle connections tie up nothing.
-    fn poll_read_some(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+    fn poll_read_some(
+        &mut self,
+        cx: &mut Context<'_>,
+        read: impl FnOnce(&mut dyn Stream, &mut [u8], &mut Context<'_>) -> Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
         let want = self.buf.len().min(self.decoder.staging_room());
         debug_assert!(want > 0, "a decode round leaves staging room");
-        let mut buf = ReadBuf::new(&mut self.buf[..want]);
-        match Pin::new(&mut *self.stream).poll_read(cx, &mut buf) {
-            Poll::Ready(Ok(())) => Poll::Ready(Ok(buf.filled().len())),
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => Poll::Pending,
-        }
+        read(&mut *self.stream, &mut self.buf[..want], cx)
     }
 
     /// Accounts a read's bytes in the raw budget and stages them in the
@@ -419,7 +450,13 @@ impl Conn {
 
     /// Reads once and stages what came.
     async fn read(&mut self, reply_due: bool) -> Result<usize, SlotError> {
-        let read = std::future::poll_fn(|cx| self.poll_read_some(cx)).await;
+        let read = std::future::poll_fn(|cx| {
+            self.poll_read_some(cx, |stream, buf, cx| {
+                let mut read = ReadBuf::new(buf);
+                Pin::new(stream).poll_read(cx, &mut read).map_ok(|()| read.filled().len())
+            })
+        })
+        .await;
         self.took(read, reply_due).await
     }
 

@@ -28,7 +28,7 @@ use tracing::{debug, Instrument};
 
 use super::catch_panic::CatchPanic;
 use super::connector::{Connector, Detach};
-use super::loan::{Lender, ReadReady};
+use super::loan::{ConnectorOps, Lender};
 use super::messages::{Applied, End, Holder, Outgoing, Reports, SlotCommand};
 use super::session::{Conn, Ctx, Detached, EngineShared, SentAt, Session};
 use crate::proto::Request;
@@ -139,11 +139,8 @@ impl<C: Connector> SlotTask<C> {
         mut commands: mpsc::Receiver<SlotCommand>,
         ready: Option<Input>,
     ) -> End {
-        let connector = self.connector.clone();
-        let read_ready: ReadReady = Box::new(move |stream, waker| {
-            stream.as_any().downcast_ref::<C::Stream>().is_none_or(|stream| connector.read_ready(stream, waker))
-        });
-        let lender = Arc::new(Lender::new(self.at, self.budgets.clone(), read_ready));
+        let ops = Arc::new(ConnectorOps(self.connector.clone()));
+        let lender = Arc::new(Lender::new(self.at, self.budgets.clone(), ops));
         // However the task ends (a panic unwinding included), nothing is
         // lent afterwards and a parked connection is closed.
         let _closed = CloseOnDrop(&lender);

@@ -51,6 +51,18 @@ impl<C: Connector> Connector for Counting<C> {
     fn read_ready(&self, stream: &Self::Stream, waker: &std::task::Waker) -> bool {
         self.inner.read_ready(&stream.stream, waker)
     }
+
+    fn begin_thread_loan(&self, stream: &Self::Stream, first: bool) -> bool {
+        self.inner.begin_thread_loan(&stream.stream, first)
+    }
+
+    fn read_slice(&self, stream: &mut Self::Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        self.inner.read_slice(&mut stream.stream, buf, cx)
+    }
+
+    fn end_thread_loan(&self, stream: &Self::Stream) {
+        self.inner.end_thread_loan(&stream.stream)
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {

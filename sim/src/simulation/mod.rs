@@ -355,7 +355,15 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, data: &Arc<MarketData>)
     let mut callers = tokio::task::JoinSet::new();
     for caller in 0..plan.callers {
         let (client, plan, shared, data) = (client.clone(), plan.clone(), shared.clone(), data.clone());
-        callers.spawn(async move { caller_ops(caller, &client, &plan, &shared, &data).await });
+        let ops = async move { caller_ops(caller, &client, &plan, &shared, &data).await };
+        // Every other caller borrows as a blocking client's or a Python
+        // thread does (the thread loan's path; simulated sockets wait as
+        // tasks do, so each seed's trace is the same either way).
+        if caller % 2 == 1 {
+            callers.spawn(tdx_engine::runtime::as_thread_caller(ops));
+        } else {
+            callers.spawn(ops);
+        }
     }
     let reader = plan.push_reader.then(|| {
         let (client, shared, plan) = (client.clone(), shared.clone(), plan.clone());
