@@ -11,8 +11,10 @@
 //! right after a raw baseline of its own (one task per connection doing
 //! write-request, read-reply with the same codec, on a runtime with the
 //! same worker count, no Supervisor), and `raw-hop` (the raw connections
-//! fed by callers on another thread). Then: one caller with one request at
-//! a time (round trip), a mixed load (64 light callers while 2 hammer heavy
+//! fed by callers on another thread). Then: blocking callers on threads of
+//! their own (the `BlockingClient` against threads that each own a blocking
+//! socket, at 1 and 8 threads), one caller with one request at a time
+//! (round trip), a mixed load (64 light callers while 2 hammer heavy
 //! requests: the light p99 is what matters), and memory under a push flood
 //! with heavy replies.
 //!
@@ -877,6 +879,130 @@ async fn roundtrip(
     }
 }
 
+/// Blocking callers, each on a thread of its own, in a loop for `seconds`
+/// after a warm-up: the engine's `BlockingClient` on a `Shared` pool
+/// (`raw` false), or the raw loop as tdxrs shapes it, each thread owning a
+/// blocking socket (`raw` true). Light requests.
+fn run_blocking(hosts: &[String], pool: (usize, usize), threads: usize, seconds: f64, raw: bool) -> Sample {
+    reset_peak_rss();
+    let watch = ThreadWatch::start();
+    let client = (!raw).then(|| {
+        Client::builder()
+            .hosts(hosts[..pool.0].to_vec())
+            .server_count(pool.0)
+            .connections_per_server(pool.1)
+            .heartbeat_interval(None)
+            .build()
+            .expect("engine starts")
+    });
+    let lent_before = if let Some(client) = &client {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let d = rt.block_on(common::diagnostics_when(client, Duration::from_secs(30), common::pool_ready));
+        assert!(common::pool_ready(&d), "the pool did not come up");
+        Some((d.lent_exchanges, d.supervisor.counters.admitted))
+    } else {
+        None
+    };
+    let measuring = AtomicBool::new(false);
+    let stop = AtomicBool::new(false);
+    let count = AtomicU64::new(0);
+    let lat = Mutex::new(Vec::new());
+    let request: Request = SecurityCount { market: Exchange::Sz, client_date: 0 }.into();
+    let (elapsed, cpu) = std::thread::scope(|scope| {
+        for t in 0..threads {
+            let (client, request, host) = (client.clone(), request.clone(), hosts[t % pool.0].clone());
+            let (measuring, stop, count, lat) = (&measuring, &stop, &count, &lat);
+            scope.spawn(move || {
+                let mut mine = Vec::new();
+                let mut raw_conn = raw.then(|| BlockingRawConn::open(&host));
+                let blocking = client.map(|c| c.blocking());
+                while !stop.load(Ordering::Relaxed) {
+                    let t0 = Instant::now();
+                    match (&mut raw_conn, &blocking) {
+                        (Some(conn), _) => conn.exchange(&request),
+                        (None, Some(b)) => drop(std::hint::black_box(b.call_raw(request.clone()).expect("reply"))),
+                        (None, None) => unreachable!("one client or the other"),
+                    }
+                    if measuring.load(Ordering::Relaxed) {
+                        mine.push(t0.elapsed().as_micros() as u32);
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                lat.lock().unwrap().extend(mine);
+            });
+        }
+        std::thread::sleep(Duration::from_secs_f64(WARM_UP_SECONDS.max(seconds / 4.0)));
+        measuring.store(true, Ordering::Relaxed);
+        let (t0, cpu0) = (Instant::now(), Cpu::now());
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        measuring.store(false, Ordering::Relaxed);
+        let measured = (t0.elapsed().as_secs_f64(), Cpu::now().since(cpu0));
+        stop.store(true, Ordering::Relaxed);
+        measured
+    });
+    let requests = count.load(Ordering::Relaxed);
+    let mut latencies_us = lat.into_inner().unwrap();
+    latencies_us.sort_unstable();
+    let lent_share = match (&client, lent_before) {
+        (Some(client), Some((lent, admitted))) => {
+            let d = client.diagnostics();
+            Some((d.lent_exchanges - lent) as f64 / (d.supervisor.counters.admitted - admitted).max(1) as f64)
+        }
+        _ => None,
+    };
+    drop(client);
+    let sample = Sample {
+        requests,
+        seconds: elapsed,
+        latencies_us,
+        peak_rss_mb: 0.0,
+        threads: 0,
+        cpu_us_per_req: cpu.total().as_secs_f64() * 1e6 / requests.max(1) as f64,
+        cpu_system_share: cpu.system_share(),
+        lent_share,
+        lock_wait_share: None,
+    };
+    with_process_stats(vec![sample], watch).remove(0)
+}
+
+/// A blocking socket owned by one thread: the raw loop of a client whose
+/// every thread has its own connection (tdxrs's shape).
+struct BlockingRawConn {
+    stream: std::net::TcpStream,
+    decoder: FrameDecoder,
+    buf: Vec<u8>,
+    wire: Vec<u8>,
+    msg_id: u32,
+}
+
+impl BlockingRawConn {
+    fn open(host: &str) -> Self {
+        let stream = std::net::TcpStream::connect(host).expect("connect");
+        stream.set_nodelay(true).unwrap();
+        let mut conn =
+            Self { stream, decoder: FrameDecoder::new(), buf: vec![0u8; 64 * 1024], wire: Vec::new(), msg_id: 0 };
+        conn.exchange(&tdx_engine::proto::commands::Handshake::default().into());
+        conn
+    }
+
+    fn exchange(&mut self, request: &Request) {
+        use std::io::Read;
+        self.msg_id = self.msg_id.wrapping_add(1).max(1);
+        self.wire.clear();
+        request.encode_frame(self.msg_id, &mut self.wire).unwrap();
+        self.stream.write_all(&self.wire).expect("write");
+        loop {
+            if let Some(frame) = self.decoder.next_frame().expect("valid stream") {
+                std::hint::black_box(request.parse_reply(&frame.payload).expect("valid reply"));
+                return;
+            }
+            let n = self.stream.read(&mut self.buf).expect("read");
+            assert!(n > 0, "server closed");
+            self.decoder.feed(&self.buf[..n]).expect("valid stream");
+        }
+    }
+}
+
 /// Records one measurement of repetition `rep` (see `--repeat`).
 fn record(out: &mut Vec<Value>, rep: usize, (scenario, pool, flavor, client): (&str, &str, &str, &str), s: &Sample) {
     let rps = s.requests as f64 / s.seconds.max(1e-9);
@@ -1107,6 +1233,25 @@ fn main() {
                         record(&mut out, rep, cell(flavor.name(), "engine"), &e[0]);
                     }
                 }
+            }
+        }
+    }
+
+    // Blocking callers, a thread each (`--only blocking/1x1-1t,blocking/2x4-8t`):
+    // the BlockingClient against threads that own blocking sockets, in turns.
+    for (pool, threads) in [((1usize, 1usize), 1usize), ((2, 4), 8)] {
+        let label = format!("{}x{}-{}t", pool.0, pool.1, threads);
+        if !wanted("blocking", &label) {
+            continue;
+        }
+        for rep in 0..repeat {
+            if client_wanted("raw") {
+                let raw = run_blocking(&servers.hosts, pool, threads, seconds, true);
+                record(&mut out, rep, ("blocking", &label, "threads", "raw"), &raw);
+            }
+            if client_wanted("engine") {
+                let e = run_blocking(&servers.hosts, pool, threads, seconds, false);
+                record(&mut out, rep, ("blocking", &label, "threads", "engine"), &e);
             }
         }
     }
