@@ -1457,8 +1457,9 @@ fn valuation(s: Option<&Stock>, req: &str, page: i64, page_size: i64) -> Option<
         _ => return None,
     };
     meta.push(vec![rows.len().into()]);
-    // Page counts from 0 here; -1 is every row.
-    let rows = if paged { page_of(rows, if page < 0 { -1 } else { page }, page_size) } else { rows };
+    // The table and the series count pages from 0 (-1: every row), the band from 1.
+    let page = if req == "200124" { page - 1 } else { page };
+    let rows = if paged { page_of(rows, page, page_size) } else { rows };
     Some(vec![meta, ResultSet::new(columns).with(rows)])
 }
 
