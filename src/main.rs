@@ -69,7 +69,7 @@ pub struct Global {
     /// per-worker for the demo].
     #[arg(long, global = true, value_enum)]
     flavor: Option<Flavor>,
-    /// The F10 gateway's URL [default: TDX's, http://static.tdx.com.cn:7615/TQLEX].
+    /// The F10 gateway's URL, http(s)://HOST:PORT/TQLEX [default: TDX's, on port 7615].
     #[arg(long, global = true, conflicts_with = "local")]
     f10_url: Option<String>,
     /// Seconds one request may take, queueing and connecting included.

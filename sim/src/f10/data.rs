@@ -647,7 +647,7 @@ fn allotment_details(s: Option<&Stock>, date: &str) -> Vec<ResultSet> {
     let (Some(s), Ok(wanted)) = (s, date.parse::<Date>()) else { return vec![t] };
     for c in placements(s).filter(|c| c.date() == Some(wanted)) {
         let [_, price, issued, _] = c.values();
-        let total = (f64::from(issued) * 10_000.0).round() as i64;
+        let total = (issued * 10_000.0).round() as i64;
         let mut rng = s.rng(5 + u64::from(wanted.yyyymmdd()));
         let n = rng.range(3, 6);
         let mut left = total;
@@ -660,7 +660,7 @@ fn allotment_details(s: Option<&Stock>, date: &str) -> Vec<ResultSet> {
                 format!("{}资产管理有限公司", ["华夏", "易方达", "南方", "嘉实", "博时", "广发"][k as usize]).into(),
                 shares.into(),
                 shares.into(),
-                cents(shares as f64 * f64::from(price)).into(),
+                cents(shares as f64 * price).into(),
                 6.into(),
                 ["基金公司", "证券公司", "保险公司"][rng.below(3) as usize].into(),
                 unlock.to_string().into(),

@@ -1,5 +1,5 @@
 //! The reference F10 gateway over HTTP: `POST /TQLEX?Entry=NAME` with a
-//! JSON body, the answer of [`answer`](super::answer) back, on a listener
+//! JSON body, the answer of [`answer`] back, on a listener
 //! it is handed (the binary and the test kit bind 127.0.0.1 only). Faults
 //! are live: slow replies, 5xx statuses, malformed JSON, empty result sets.
 
