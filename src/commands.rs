@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use tdx_engine::f10::{F10Query, F10Value, ENTRIES};
 use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::{
     Adjust, AuxKind, Bars, CategoryQuotes, HistoryMinuteLine, MinuteAuxSeries, MinuteLine, Period, Quote,
@@ -564,4 +565,99 @@ pub async fn diag(ctx: &Context) -> Result<(), CliError> {
         ]);
     }
     write(ctx, &table)
+}
+
+/// `tdx f10` options.
+#[derive(clap::Args, Clone, Debug)]
+pub struct F10Args {
+    /// The entry: finance_report, company_profile, announcements, ... (see --list).
+    #[arg(required_unless_present = "list")]
+    pub entry: Option<String>,
+    /// The security, for the entries that take one.
+    pub code: Option<SecurityCode>,
+    /// A parameter of the entry, NAME=VALUE (repeatable): report_type=lrb, section=9, ...
+    #[arg(long = "param", value_parser = parse_param)]
+    pub params: Vec<(String, String)>,
+    /// List the entries, their parameters and defaults.
+    #[arg(long)]
+    pub list: bool,
+}
+
+fn parse_param(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
+    Ok((k.trim().to_owned(), v.to_owned()))
+}
+
+impl F10Args {
+    /// The typed query, or why these words are not one.
+    pub fn query(&self) -> Result<F10Query, String> {
+        let entry = self.entry.as_deref().unwrap_or_default();
+        F10Query::parse(entry, self.code, &self.params).map_err(|e| e.to_string())
+    }
+}
+
+/// The cell an F10 value makes.
+fn f10_cell(v: &F10Value) -> Cell {
+    match v {
+        F10Value::Null => Cell::Missing,
+        F10Value::Bool(b) => Cell::Text(b.to_string()),
+        F10Value::Int(n) => Cell::Int(*n),
+        F10Value::Float(x) => Cell::Float(*x),
+        F10Value::Text(s) => Cell::Text(s.clone()),
+    }
+}
+
+pub async fn f10(ctx: &Context, args: &F10Args) -> Result<(), CliError> {
+    let query = args.query().map_err(CliError::new)?;
+    let reply = ctx.client.f10().query(&query).await?;
+    let mut out = std::io::stdout().lock();
+    if ctx.format == crate::output::Format::Json {
+        serde_json::to_writer_pretty(&mut out, &reply.to_json()).map_err(|e| CliError::new(e.to_string()))?;
+        writeln!(out)?;
+        out.flush()?;
+        return Ok(());
+    }
+    // Several result sets: each under a `# KEY` line, a blank line between.
+    for (i, t) in reply.tables.iter().enumerate() {
+        if reply.tables.len() > 1 {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            writeln!(out, "# {}", t.key)?;
+        }
+        let mut table = Table::with_columns(t.unique_columns());
+        for row in &t.rows {
+            table.push(row.iter().map(f10_cell).collect());
+        }
+        table.write(ctx.format, &mut out)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `tdx f10 --list`: every entry, its gateway entry and parameters.
+pub fn f10_list(global: &Global) -> Result<(), CliError> {
+    let mut table = Table::new(&["entry", "gateway_entry", "code", "parameters", "summary"]);
+    for e in ENTRIES {
+        let params: Vec<String> = e
+            .params
+            .iter()
+            .map(|p| {
+                let choices: Vec<&str> = (p.choices)().into_iter().map(|(code, _)| code).collect();
+                let shown = if choices.is_empty() { String::new() } else { format!(" ({})", choices.join("|")) };
+                format!("{}={}{shown}", p.name, p.default)
+            })
+            .collect();
+        table.push(vec![
+            e.name.into(),
+            e.gateway_entry.into(),
+            if e.needs_code { "yes" } else { "no" }.into(),
+            params.join("; ").into(),
+            e.summary.into(),
+        ]);
+    }
+    let mut out = std::io::stdout().lock();
+    table.write(crate::output::Format::resolve(global.output), &mut out)?;
+    out.flush()?;
+    Ok(())
 }

@@ -14,6 +14,8 @@ use crate::CliError;
 /// The running exchange; dropping it stops the servers.
 pub struct Exchange {
     pub hosts: Vec<String>,
+    /// The F10 gateway's URL, over the same market.
+    pub f10_base_url: String,
     pub data: Arc<MarketData>,
     _servers: LocalExchange,
 }
@@ -39,9 +41,11 @@ impl Exchange {
             .servers(servers)
             .market_seed(seed)
             .threads(threads)
+            .f10_gateway(tdx_sim::f10::GatewayFaults::default())
             .start()
             .map_err(|e| CliError::new(format!("cannot start the local exchange on 127.0.0.1: {e}")))?;
         let (hosts, data) = (exchange.hosts().to_vec(), exchange.truth().data().clone());
-        Ok(Self { hosts, data, _servers: exchange })
+        let f10_base_url = exchange.f10_base_url().expect("the gateway was asked for").to_owned();
+        Ok(Self { hosts, f10_base_url, data, _servers: exchange })
     }
 }

@@ -69,6 +69,9 @@ pub struct Global {
     /// per-worker for the demo].
     #[arg(long, global = true, value_enum)]
     flavor: Option<Flavor>,
+    /// The F10 gateway's URL, http(s)://HOST:PORT/TQLEX [default: TDX's, on port 7615].
+    #[arg(long, global = true, conflicts_with = "local")]
+    f10_url: Option<String>,
     /// Seconds one request may take, queueing and connecting included.
     #[arg(long, global = true, default_value_t = 8.0, value_parser = parse_seconds)]
     timeout: f64,
@@ -228,6 +231,9 @@ enum Command {
     /// Download daily bars for every SZ and SH security from an embedded
     /// exchange, check them against its truth, and report.
     Demo(demo::DemoArgs),
+    /// Fundamentals from the F10 gateway (port 7615): profiles, statements,
+    /// dividends, topics, announcements, valuation, ... (`--list` names them).
+    F10(commands::F10Args),
 }
 
 /// A command's failure: one line for stderr.
@@ -340,7 +346,13 @@ impl Global {
     fn connect(&self) -> Result<Context, CliError> {
         let exchange = self.local_exchange()?;
         let hosts = exchange.as_ref().map_or_else(|| self.hosts.clone(), |e| e.hosts.clone());
-        let client = self.builder(&hosts).build()?;
+        let mut builder = self.builder(&hosts);
+        if let Some(e) = &exchange {
+            builder = builder.f10_base_url(e.f10_base_url.clone());
+        } else if let Some(url) = &self.f10_url {
+            builder = builder.f10_base_url(url.clone());
+        }
+        let client = builder.build()?;
         Ok(Context { client, format: Format::resolve(self.output), exchange })
     }
 }
@@ -367,6 +379,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Demo(args) => demo::run(&global, args).await,
         Command::Rank => commands::rank(&global).await,
+        Command::F10(args) if args.list => commands::f10_list(&global),
         command => {
             let ctx = global.connect()?;
             let result = match command {
@@ -408,6 +421,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,
                 Command::Diag => commands::diag(&ctx).await,
                 Command::Sync(args) => sync::run(&ctx, args).await,
+                Command::F10(args) => commands::f10(&ctx, &args).await,
                 Command::Demo(_) | Command::Rank => unreachable!("handled above"),
             };
             let result = result.map_err(|e| explain_timeout(&ctx, &global, e));
@@ -418,7 +432,15 @@ async fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // Input the command line's grammar cannot check (an F10 entry's
+    // parameters) is bad usage all the same.
+    let cli = match Cli::try_parse().and_then(|cli| match &cli.command {
+        Command::F10(args) if !args.list => args
+            .query()
+            .map(|_| cli)
+            .map_err(|e| <Cli as clap::CommandFactory>::command().error(clap::error::ErrorKind::ValueValidation, e)),
+        _ => Ok(cli),
+    }) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help, --version.

@@ -1,5 +1,6 @@
 //! Results as rows of typed cells, written as an aligned table, JSON or CSV.
 
+use std::borrow::Cow;
 use std::io::{self, IsTerminal, Write};
 
 use clap::ValueEnum;
@@ -98,13 +99,18 @@ impl From<usize> for Cell {
 /// A result: named columns and rows of cells.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
-    pub columns: Vec<&'static str>,
+    pub columns: Vec<Cow<'static, str>>,
     pub rows: Vec<Vec<Cell>>,
 }
 
 impl Table {
     pub fn new(columns: &[&'static str]) -> Self {
-        Self { columns: columns.to_vec(), rows: Vec::new() }
+        Self { columns: columns.iter().map(|c| Cow::Borrowed(*c)).collect(), rows: Vec::new() }
+    }
+
+    /// A table whose columns are known only at run time (the F10 gateway's).
+    pub fn with_columns(columns: Vec<String>) -> Self {
+        Self { columns: columns.into_iter().map(Cow::Owned).collect(), rows: Vec::new() }
     }
 
     pub fn push(&mut self, row: Vec<Cell>) {
@@ -142,7 +148,7 @@ impl Table {
     }
 
     fn object(&self, row: &[Cell]) -> Value {
-        let map: Map<String, Value> = self.columns.iter().zip(row).map(|(c, v)| ((*c).to_owned(), v.json())).collect();
+        let map: Map<String, Value> = self.columns.iter().zip(row).map(|(c, v)| (c.to_string(), v.json())).collect();
         Value::Object(map)
     }
 
@@ -169,7 +175,7 @@ impl Table {
             parts.join("  ").trim_end().to_owned()
         };
         if header {
-            writeln!(out, "{}", line(self.columns.iter().map(|c| (*c).to_owned()).collect()))?;
+            writeln!(out, "{}", line(self.columns.iter().map(|c| c.to_string()).collect()))?;
         }
         for text in texts {
             writeln!(out, "{}", line(text))?;

@@ -248,3 +248,52 @@ fn adjusted_views_equal_the_raw_bars_adjusted_by_the_factors() {
     assert_eq!(again["view_files_written"], 0, "{again}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// `--with f10:ENTRY`: one file per entry and stock, the gateway's rows;
+/// the same answer again writes nothing, a changed one is rewritten.
+#[test]
+fn f10_entries_are_stored_per_stock_and_refreshed_when_they_change() {
+    use arrow_array::{Float64Array, StringArray};
+    let dir = scratch("f10");
+    let entries = ["finance_report", "announcements", "valuation"];
+    let with: String = entries.iter().map(|e| format!("f10:{e}")).collect::<Vec<_>>().join(",");
+    let args = ["--codes", "sz000001,sh600000,sh000001", "--with", &with];
+    let first = sync(&dir, "20261127", &args);
+    assert_eq!(first["failed"], serde_json::json!([]));
+    let before = manifest(&dir)["f10"].clone();
+    assert_eq!(before.as_object().unwrap().len(), 2 * entries.len(), "stocks only: {before}");
+    // The stored balance sheet is the gateway's.
+    let data = std::sync::Arc::new(tdx_sim::MarketData::new(Market::as_of(1, day(20261127)).unwrap()));
+    let truth = tdx_sim::truth::Truth::of(data).query(["f10", "finance_report", "sz000001"]).unwrap();
+    let rows = truth["tables"][0]["rows"].as_array().unwrap();
+    let stored = batches(&dir.join("f10/finance_report/market=sz/sz000001.parquet"));
+    let column = |name: &str| stored[0].column_by_name(name).unwrap().clone();
+    let rq = column("rq");
+    let rq = rq.as_any().downcast_ref::<StringArray>().unwrap();
+    let total = column("T039");
+    let total = total.as_any().downcast_ref::<Float64Array>().unwrap();
+    assert_eq!(rq.len(), rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(rq.value(i), row["rq"].as_str().unwrap());
+        assert_eq!(total.value(i), row["T039"].as_f64().unwrap());
+    }
+    // The same answers again: nothing rewritten.
+    let files_before = files(&dir);
+    sync(&dir, "20261127", &args);
+    assert_eq!(files(&dir), files_before);
+    assert_eq!(manifest(&dir)["f10"], before);
+    // Some evenings later: each file is rewritten exactly when its answer changed.
+    sync(&dir, "20261130", &args);
+    let after = manifest(&dir)["f10"].clone();
+    let files_after = files(&dir);
+    let mut changed = 0;
+    for (key, stored) in before.as_object().unwrap() {
+        let file = stored["file"].as_str().unwrap();
+        let rewritten = files_after[file] != files_before[file];
+        assert_eq!(rewritten, after[key]["hash"] != stored["hash"], "{key}");
+        changed += usize::from(rewritten);
+    }
+    assert!(after["valuation/sz000001"]["hash"] != before["valuation/sz000001"]["hash"], "new closes, new valuation");
+    assert!(changed >= 1);
+    std::fs::remove_dir_all(dir).unwrap();
+}

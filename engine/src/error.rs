@@ -2,6 +2,7 @@
 //! (`is_timeout`, `is_pool_busy`, ...) so that matching on nested variants
 //! is never needed for the common cases.
 
+use crate::f10::F10Error;
 use crate::supervisor::{ConfigError, RequestError, SlotError};
 
 /// Why a client call failed.
@@ -31,12 +32,15 @@ pub enum Error {
     /// the server's: please report it.
     #[error("engine bug: {0}")]
     Internal(String),
+    /// An F10 gateway call failed (see [`F10Error`]'s own questions).
+    #[error(transparent)]
+    F10(#[from] F10Error),
 }
 
 impl Error {
     /// The call's deadline passed (queued, connecting, or awaiting the reply).
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Self::Request(RequestError::TimedOut))
+        matches!(self, Self::Request(RequestError::TimedOut)) || self.f10().is_some_and(F10Error::is_timeout)
     }
 
     /// The engine refused the call at once because its admission queue is
@@ -47,7 +51,7 @@ impl Error {
 
     /// The engine is closing or closed; no call will succeed again.
     pub fn is_closed(&self) -> bool {
-        matches!(self, Self::Request(RequestError::Closed))
+        matches!(self, Self::Request(RequestError::Closed)) || self.f10().is_some_and(F10Error::is_closed)
     }
 
     /// A server broke the protocol: a reply that did not parse, a byte
@@ -58,7 +62,7 @@ impl Error {
             self,
             Self::Request(RequestError::BadReply(_) | RequestError::ConnectionLost(SlotError::Protocol(_)))
                 | Self::BadFile { .. }
-        )
+        ) || self.f10().is_some_and(F10Error::is_protocol)
     }
 
     /// The connection carrying the call could not be opened: the TCP
@@ -70,7 +74,15 @@ impl Error {
             Self::Request(RequestError::ConnectionLost(
                 SlotError::Connect(_) | SlotError::Handshake(_) | SlotError::Mismatch(_)
             ))
-        )
+        ) || self.f10().is_some_and(F10Error::is_connect)
+    }
+
+    /// The F10 gateway's error, when this is one.
+    pub fn f10(&self) -> Option<&F10Error> {
+        match self {
+            Self::F10(e) => Some(e),
+            _ => None,
+        }
     }
 }
 

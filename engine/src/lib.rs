@@ -25,6 +25,7 @@ pub mod client;
 #[cfg(not(loom))]
 mod endpoint;
 mod error;
+pub mod f10;
 mod id_map;
 pub mod mutants;
 pub mod proto;
@@ -40,9 +41,9 @@ mod sync;
 
 #[cfg(not(loom))]
 pub use client::{
-    BlockingClient, Client, ClientBuilder, CommandInfo, Listed, Page, PageOrder, Paged, Paging, Pinned, PushStream,
-    Pushes, RankingSaveError, BLOCKING_WAKE, CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, COMMANDS, COMPOSITES,
-    HISTORY_TRADES_LANES, PUBLIC_RATE_CAP_PER_SEC,
+    BlockingClient, BlockingF10, Client, ClientBuilder, CommandInfo, Listed, Page, PageOrder, Paged, Paging, Pinned,
+    PushStream, Pushes, RankingSaveError, BLOCKING_WAKE, CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, COMMANDS,
+    COMPOSITES, F10, HISTORY_TRADES_LANES, PUBLIC_RATE_CAP_PER_SEC,
 };
 #[cfg(not(loom))]
 pub use endpoint::{EndpointError, EndpointProblem};

@@ -590,6 +590,23 @@ fn supervisor_seeds(corpus: &mut Corpus) {
     }
 }
 
+/// F10 gateway replies in the shapes the gateway sends: column names or
+/// descriptions, keyed and unkeyed sets, repeated and blank columns, rows
+/// short and long, an error code, a BOM.
+fn f10_seeds(corpus: &mut Corpus) {
+    let seeds = [
+        r#"{"ErrorCode":0,"ResultSets":[{"ColName":["rq","T007","T120","T120"],"Content":[["2026-09-30",1.5,null,"x"],["2026-06-30"]]}]}"#,
+        r#"{"ErrorCode":"0","ResultSets":[{"ResultSetKey":"meta","ColDes":[{"Name":"nyear"},"flag",{}],"Content":[["2026",0,1,2]]},{"ColName":[],"Content":[7,[8,9]]}]}"#,
+        "\u{feff}{\"ErrorCode\":0,\"ResultSets\":[{\"ColName\":[\"DATE\",\"PETTM\"],\"Content\":[[\"20261127\",\"49.31\"]]}]}",
+        r#"{"ErrorCode":-1,"ErrorInfo":"unknown Entry"}"#,
+        r#"{"ResultSets":null}"#,
+        r#"{"ErrorCode":0,"ResultSets":[{"ColName":["t001","t002"],"Content":[["2001","智能汽车"],[{"a":[1]},true]]}]}"#,
+    ];
+    for seed in seeds {
+        corpus.add("f10_reply", seed.as_bytes());
+    }
+}
+
 fn main() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let root = std::env::args().nth(1).map_or_else(|| manifest.join("corpus"), PathBuf::from);
@@ -617,6 +634,7 @@ fn main() {
     file_seeds(&mut corpus, &requests);
     category_seeds(&mut corpus, &vectors);
     supervisor_seeds(&mut corpus);
+    f10_seeds(&mut corpus);
 
     for (target, (new, total)) in &corpus.written {
         println!("{target}: {total} seeds ({new} new) in {}", corpus.root.join(target).display());

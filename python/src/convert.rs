@@ -11,7 +11,7 @@ use tdx_engine::proto::commands::{
 };
 use tdx_engine::proto::{Market, TimeOfDay};
 
-use crate::table::{Builder, Table};
+use crate::table::{Builder, Col, Table};
 
 pub fn securities(rows: &[Security]) -> Table {
     Builder::new()
@@ -264,4 +264,25 @@ pub fn boards(rows: &[Board]) -> Table {
         .int("member_count", rows.iter().map(|b| b.codes.len() as i64))
         .text("codes", rows.iter().map(|b| b.codes.join(",")))
         .build()
+}
+
+/// One F10 result set: a column per gateway column (repeated names told
+/// apart as `NAME__2`), integers where every value is one, floats where
+/// every value is a number, text otherwise (numbers written out).
+pub fn f10_table(t: &tdx_engine::f10::F10Table) -> Table {
+    use tdx_engine::f10::F10Value;
+    let mut b = Builder::new();
+    for (i, name) in t.unique_columns().into_iter().enumerate() {
+        let values: Vec<&F10Value> = t.rows.iter().map(|r| &r[i]).collect();
+        let present = || values.iter().filter(|v| !matches!(v, F10Value::Null));
+        let col = if present().all(|v| matches!(v, F10Value::Int(_))) {
+            Col::Int(values.iter().map(|v| if let F10Value::Int(n) = v { Some(*n) } else { None }).collect())
+        } else if present().all(|v| matches!(v, F10Value::Int(_) | F10Value::Float(_))) {
+            Col::Float(values.iter().map(|v| v.as_f64().filter(|_| !matches!(v, F10Value::Null))).collect())
+        } else {
+            Col::Text(values.iter().map(|v| (!matches!(v, F10Value::Null)).then(|| v.display())).collect())
+        };
+        b = b.col(name, col);
+    }
+    b.build()
 }

@@ -38,6 +38,11 @@ pub fn command_names() -> Vec<&'static str> {
     tdx_engine::proto::Request::NAMES.to_vec()
 }
 
+/// The F10 entries (`tdx_engine::f10::ENTRIES`), for the binding's coverage test.
+pub fn f10_entry_names() -> Vec<&'static str> {
+    tdx_engine::f10::ENTRIES.iter().map(|e| e.name).collect()
+}
+
 struct ThreadWaker(std::thread::Thread);
 
 impl Wake for ThreadWaker {
@@ -172,6 +177,7 @@ pub struct Options {
     pub decoded_budget_bytes: Option<i64>,
     pub ranking_file: Option<PathBuf>,
     pub rng_seed: Option<u64>,
+    pub f10_base_url: Option<String>,
 }
 
 impl Options {
@@ -207,6 +213,7 @@ impl Options {
             decoded_budget_bytes: get(d, "decoded_budget_bytes")?,
             ranking_file: get(d, "ranking_file")?,
             rng_seed: get(d, "rng_seed")?,
+            f10_base_url: get(d, "f10_base_url")?,
         })
     }
 }
@@ -267,6 +274,9 @@ fn build(o: Options) -> PyResult<Client> {
     }
     if let Some(s) = o.rng_seed {
         b = b.rng_seed(s);
+    }
+    if let Some(url) = o.f10_base_url {
+        b = b.f10_base_url(url);
     }
     b.build().map_err(to_py)
 }
@@ -479,6 +489,22 @@ impl NativeClient {
     fn company_info(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
         let c = code("code", code_)?;
         wait(py, self.client.company_info(c)).map(|r| convert::company_info(&r))
+    }
+
+    /// Every result set of one F10 entry, parameters as `NAME=VALUE` text.
+    #[pyo3(signature = (entry, code_=None, params=Vec::new()))]
+    fn f10(
+        &self,
+        py: Python<'_>,
+        entry: &str,
+        code_: Option<&str>,
+        params: Vec<(String, String)>,
+    ) -> PyResult<Vec<Table>> {
+        let c = code_.map(|s| code("code", s)).transpose()?;
+        let query =
+            tdx_engine::f10::F10Query::parse(entry, c, &params).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let f10 = self.client.f10();
+        wait(py, async move { f10.query(&query).await }).map(|r| r.tables.iter().map(convert::f10_table).collect())
     }
 
     fn limits(&self, py: Python<'_>) -> PyResult<Table> {

@@ -5,6 +5,7 @@
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
+use tdx_engine::f10::F10Error;
 use tdx_engine::supervisor::RequestError;
 use tdx_engine::Error;
 
@@ -33,6 +34,16 @@ pub fn to_py(e: Error) -> PyErr {
         Error::InvalidRequest(_) => PyValueError::new_err(msg),
         Error::Internal(_) => TdxError::new_err(msg),
         Error::BadFile { .. } => ServerError::new_err(msg),
+        Error::F10(f) => match f {
+            F10Error::TimedOut => Timeout::new_err(msg),
+            F10Error::Closed => Closed::new_err(msg),
+            F10Error::Protocol { .. } => ProtocolError::new_err(msg),
+            F10Error::InvalidRequest(_) => PyValueError::new_err(msg),
+            F10Error::Connect { .. }
+            | F10Error::Transport { .. }
+            | F10Error::Status { .. }
+            | F10Error::Gateway { .. } => ServerError::new_err(msg),
+        },
         Error::Request(r) => match r {
             RequestError::PoolBusy => PoolBusy::new_err(msg),
             RequestError::TimedOut => Timeout::new_err(msg),
@@ -59,6 +70,9 @@ pub fn _exception_for(py: Python<'_>, kind: &str) -> PyResult<Py<PyAny>> {
         "fatal" => Error::Request(RequestError::Fatal("engine gone".into())),
         "invalid_request" => Error::InvalidRequest("too many codes".into()),
         "config" => Error::Config(ConfigError { field: "pool_size", reason: "too small".into() }),
+        "f10_malformed" => Error::F10(F10Error::Protocol { entry: "CWServ.x".into(), reason: "not JSON".into() }),
+        "f10_timeout" => Error::F10(F10Error::TimedOut),
+        "f10_status" => Error::F10(F10Error::Status { entry: "CWServ.x".into(), status: 503 }),
         other => return Err(PyValueError::new_err(format!("kind: unknown {other:?}"))),
     };
     Ok(to_py(e).into_value(py).into_any())

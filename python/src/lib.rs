@@ -23,6 +23,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ServerError", py.get_type::<errors::ServerError>())?;
     m.add_function(wrap_pyfunction!(errors::_exception_for, m)?)?;
     m.add("ENGINE_COMMANDS", engine::command_names())?;
+    m.add("F10_ENTRIES", engine::f10_entry_names())?;
     m.add("SIGNAL_CHECK_SECONDS", engine::SIGNAL_CHECK.as_secs_f64())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -334,6 +334,151 @@ class BoardApi(_Namespace):
         return self._n.board_members(name)
 
 
+class F10Api(_Namespace):
+    """Fundamentals from TDX's F10 gateway (port 7615; ``f10_base_url``).
+
+    Each entry method returns its first result set as a ``Table``
+    (``tables`` returns every one); parameters are keyword arguments named
+    as ``tdx f10 --list`` names them (``report_type="lrb"``). Unknown
+    entries, parameters or codes raise ``ValueError``; a reply that is not
+    the gateway's JSON raises ``ProtocolError``.
+    """
+
+    def tables(self, entry: str, code: Optional[str] = None, **params: Any) -> List[Table]:
+        """Every result set of ``entry``, in the gateway's order."""
+        pairs = [(k, _f10_text(v)) for k, v in params.items()]
+        return self._n.f10(entry, code, pairs)
+
+    def table(self, entry: str, code: Optional[str] = None, **params: Any) -> Table:
+        """The first result set of ``entry``."""
+        return self.tables(entry, code, **params)[0]
+
+    def stock_info(self, code: str, **params: Any) -> Table:
+        """Name, code and market (股票基础信息)."""
+        return self.table("stock_info", code, **params)
+
+    def business_periods(self, code: str, **params: Any) -> Table:
+        """The report periods ``business_composition`` can show."""
+        return self.table("business_periods", code, **params)
+
+    def topic_ids(self, code: str, **params: Any) -> Table:
+        """The stock's topics (题材) and their ids."""
+        return self.table("topic_ids", code, **params)
+
+    def company_profile(self, code: str, **params: Any) -> Table:
+        """Company profile (公司概况); ``section="8"`` issue and listing, ``"9"`` index changes."""
+        return self.table("company_profile", code, **params)
+
+    def business_composition(self, code: str, **params: Any) -> Table:
+        """Business composition (主营构成) of ``report_date`` (YYYYMMDD), or the latest."""
+        return self.table("business_composition", code, **params)
+
+    def shareholder_change_plans(self, code: str, **params: Any) -> Table:
+        """Shareholders' plans to raise or cut holdings (股东增减持)."""
+        return self.table("shareholder_change_plans", code, **params)
+
+    def dividend_financing(self, code: str, **params: Any) -> Table:
+        """Dividends and financing (分红融资); ``section`` fh, zf, pf, gqjl, fhpm_gxl, fhlszs_gxl."""
+        return self.table("dividend_financing", code, **params)
+
+    def allotment_dates(self, code: str, **params: Any) -> Table:
+        """Dates of placements with allotments (增发获配日期)."""
+        return self.table("allotment_dates", code, **params)
+
+    def allotment_details(self, code: str, **params: Any) -> Table:
+        """The institutions allotted shares on ``date`` (增发获配明细)."""
+        return self.table("allotment_details", code, **params)
+
+    def finance_report(self, code: str, **params: Any) -> Table:
+        """Financial statements (财务报表); ``report_type`` zcfzb, lrb or xjllb."""
+        return self.table("finance_report", code, **params)
+
+    def finance_diagnosis(self, code: str, **params: Any) -> Table:
+        """Financial diagnosis (财务诊断) of one ``section``."""
+        return self.table("finance_diagnosis", code, **params)
+
+    def stock_score(self, code: str, **params: Any) -> Table:
+        """Scores and ratings (个股总评) of one ``section``."""
+        return self.table("stock_score", code, **params)
+
+    def profit_forecast(self, code: str, **params: Any) -> Table:
+        """Analysts' profit forecasts (盈利预测); five result sets."""
+        return self.table("profit_forecast", code, **params)
+
+    def ranking_detail(self, code: str, **params: Any) -> Table:
+        """Market (``scpmdela``) or industry (``hypmdelat``) ranking."""
+        return self.table("ranking_detail", code, **params)
+
+    def governance(self, code: str, **params: Any) -> Table:
+        """Violations (``wgcl``) and guarantees (``dbmxbgq``, ``dbmx``)."""
+        return self.table("governance", code, **params)
+
+    def hot_topics(self, code: str, **params: Any) -> Table:
+        """Hot topics with relevance and reasons (热点题材)."""
+        return self.table("hot_topics", code, **params)
+
+    def topic_compare(self, code: str, **params: Any) -> Table:
+        """The members of topic ``topic_id`` ranked (题材内对比)."""
+        return self.table("topic_compare", code, **params)
+
+    def topic_compare_first(self, code: str, **params: Any) -> Table:
+        """``topic_compare`` for the stock's first topic."""
+        return self.table("topic_compare_first", code, **params)
+
+    def company_news(self, code: str, **params: Any) -> Table:
+        """Research reports (``gsyj``) or regulatory measures (``jgcs``)."""
+        return self.table("company_news", code, **params)
+
+    def northbound_holding(self, code: str, **params: Any) -> Table:
+        """Northbound (沪深股通) holdings over time."""
+        return self.table("northbound_holding", code, **params)
+
+    def cache_list(self, code: str, **params: Any) -> Table:
+        """One cached list: ``kind`` xw (news), gg (announcements), ly (roadshows)."""
+        return self.table("cache_list", code, **params)
+
+    def announcements(self, code: str, **params: Any) -> Table:
+        """Announcements (公告)."""
+        return self.table("announcements", code, **params)
+
+    def news(self, code: str, **params: Any) -> Table:
+        """News (新闻)."""
+        return self.table("news", code, **params)
+
+    def roadshows(self, code: str, **params: Any) -> Table:
+        """Roadshows (路演)."""
+        return self.table("roadshows", code, **params)
+
+    def theme_market(self, code: str, **params: Any) -> Table:
+        """Topic and concept market data (题材概念行情); ``req_id`` 200741..200747."""
+        return self.table("theme_market", code, **params)
+
+    def valuation(self, code: str, **params: Any) -> Table:
+        """Valuation history (估值); ``req_id`` 200191, 200192, 200135, 200124."""
+        return self.table("valuation", code, **params)
+
+    def detail(self, detail_type: str, record_id: Union[str, int]) -> Table:
+        """One record's full text by the id a list gave (详情正文)."""
+        return self.table("detail", None, detail_type=detail_type, record_id=str(record_id))
+
+    def limit_up_down_list(self, start_date: DateLike, end_date: Optional[DateLike] = None, *,
+                           include_summary: bool = False) -> List[Table]:
+        """The limit-up, broken and limit-down stocks (涨跌停列表); with
+        ``include_summary`` the market overview follows as another table."""
+        params: Dict[str, Any] = {"start_date": _yyyymmdd(start_date, "start_date"),
+                                  "include_summary": include_summary}
+        if end_date is not None:
+            params["end_date"] = _yyyymmdd(end_date, "end_date")
+        return self.tables("limit_up_down_list", None, **params)
+
+
+def _f10_text(value: Any) -> str:
+    """A parameter value as the gateway's text (booleans as true/false)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 class Client:
     """A client for TDX 7709 servers, safe to share across threads.
 
@@ -370,6 +515,7 @@ class Client:
         second_opinion: Optional[bool] = None,
         ranking_file: Optional[str] = None,
         rng_seed: Optional[int] = None,
+        f10_base_url: Optional[str] = None,
     ) -> None:
         if isinstance(hosts, str):
             hosts = [hosts]
@@ -393,6 +539,7 @@ class Client:
             "second_opinion": second_opinion,
             "ranking_file": ranking_file,
             "rng_seed": rng_seed,
+            "f10_base_url": f10_base_url,
         }
         # None: the engine's default, except where None means "off".
         options = {k: v for k, v in given.items() if v is not None}
@@ -413,6 +560,7 @@ class Client:
         self.limits = LimitApi(self._n)
         self.resources = ResourceApi(self._n)
         self.boards = BoardApi(self._n)
+        self.f10 = F10Api(self._n)
 
     def diagnostics(self) -> Dict[str, Any]:
         """The engine's diagnostics: slots, queues, budgets, workers, counters."""

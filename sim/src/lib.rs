@@ -8,6 +8,7 @@
 //! - [`company`]: its company-info (F10) files;
 //! - [`limits`]: its special-security price-limit table;
 //! - [`delisted`]: its delisted securities' daily bars;
+//! - [`f10`]: the reference F10 gateway (HTTP, port 7615's entries);
 //! - [`responder`]: the typed reply to every request;
 //! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
 //! - [`faults`]: live fault injection;
@@ -29,6 +30,7 @@
 pub mod boards;
 pub mod company;
 pub mod delisted;
+pub mod f10;
 pub mod faults;
 pub mod limits;
 pub mod market;

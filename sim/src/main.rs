@@ -24,6 +24,8 @@
 //! tdx-sim truth --seed S limits
 //! tdx-sim truth --seed S delisted-bars [CODE]
 //! tdx-sim truth --seed S category NAME [--sort S] [--ascending] [--start N] [--count N]
+//! tdx-sim truth --seed S f10 ENTRY [CODE] [--param NAME=VALUE ...]
+//! tdx-sim serve-f10 --port P --seed S [--as-of YYYYMMDD] [--latency-ms MS] [--error-per-mille N] [--malformed-per-mille N] [--empty]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)
@@ -51,6 +53,9 @@ enum Command {
     /// Listen on 127.0.0.1:P .. P+N-1 until killed; fault flags apply to
     /// every server, `--mode` to one.
     Serve(Serve),
+    /// Serve the F10 gateway (`POST /TQLEX?Entry=...`) on 127.0.0.1:P until
+    /// killed; the fault flags apply to every request.
+    ServeF10(ServeF10),
     /// Print, as JSON, what the server with this seed holds.
     Truth {
         /// Market seed.
@@ -167,6 +172,31 @@ struct Serve {
     modes: Vec<ServerMode>,
 }
 
+#[derive(Args)]
+struct ServeF10 {
+    /// Port; 0 lets the system pick one.
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Market seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Serve the market as of this trading day (YYYYMMDD) [default: its today].
+    #[arg(long, value_parser = parse_as_of)]
+    as_of: Option<Date>,
+    /// Latency added before every reply.
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+    /// Odds (per mille, per request) of a 503 status.
+    #[arg(long, default_value_t = 0)]
+    error_per_mille: u32,
+    /// Odds of a reply that is not JSON.
+    #[arg(long, default_value_t = 0)]
+    malformed_per_mille: u32,
+    /// Send every result set without rows.
+    #[arg(long)]
+    empty: bool,
+}
+
 /// A per-server behaviour from `--mode INDEX:KIND`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ServerMode {
@@ -216,6 +246,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(serve) => run_serve(serve),
+        Command::ServeF10(serve) => run_serve_f10(serve),
         Command::Truth { seed, as_of, query } => run_truth(seed, as_of, query),
         Command::Run { seeds, start } => match run_seeds(start, seeds) {
             Ok(true) => Ok(()),
@@ -317,6 +348,32 @@ fn run_truth(seed: u64, as_of: Option<Date>, query: Query) -> Result<(), String>
     let value = truth.answer(&query).map_err(|e| e.to_string())?;
     println!("{value}");
     Ok(())
+}
+
+fn run_serve_f10(serve: ServeF10) -> Result<(), String> {
+    let faults = tdx_sim::f10::GatewayFaults {
+        latency: Duration::from_millis(serve.latency_ms),
+        error_per_mille: serve.error_per_mille,
+        malformed_per_mille: serve.malformed_per_mille,
+        empty: serve.empty,
+    };
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async move {
+        let market = match serve.as_of {
+            Some(day) => Market::as_of(serve.seed, day).map_err(|e| e.to_string())?,
+            None => Market::new(serve.seed),
+        };
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", serve.port))
+            .await
+            .map_err(|e| format!("cannot listen on 127.0.0.1:{}: {e}", serve.port))?;
+        println!("listening {}", listener.local_addr().map_err(|e| e.to_string())?);
+        std::io::stdout().flush().map_err(|e| e.to_string())?;
+        let gateway = tdx_sim::f10::F10Gateway::new(Arc::new(MarketData::new(market)), faults);
+        tokio::select! {
+            served = gateway.run(listener) => served.map_err(|e| e.to_string()),
+            signal = tokio::signal::ctrl_c() => signal.map_err(|e| e.to_string()),
+        }
+    })
 }
 
 fn run_serve(serve: Serve) -> Result<(), String> {

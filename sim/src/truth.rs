@@ -140,6 +140,7 @@ impl Truth {
             Query::Category { name, sort, ascending, start, count } => {
                 category(market, &CategoryQuotes::new(name, sort, start, count, ascending))
             }
+            Query::F10(words) => crate::f10::f10_truth(data, &words).map_err(QueryError)?,
             Query::Sparkline { code } => sparkline(market, code),
             Query::Aux { code, kind } => aux(market, code, kind),
         })
@@ -297,6 +298,8 @@ pub enum Query {
     },
     /// The special-security price-limit table (0x0452), whole.
     Limits,
+    /// What the F10 gateway answers an entry, as `tdx f10 -o json` prints it.
+    F10(crate::f10::F10Words),
     /// A delisted security's every daily bar (0x052b); the delisted codes without CODE.
     DelistedBars {
         /// The delisted security; without it, the list of delisted codes.

@@ -24,6 +24,7 @@ use report::{dry_run, progress_bar, summary, Tally};
 use store::{Corporate, Coverage, Manifest, Store};
 use update::update;
 
+mod f10;
 mod report;
 mod store;
 mod update;
@@ -43,8 +44,9 @@ pub struct SyncArgs {
     /// Only these securities (instead of every listed one of --markets).
     #[arg(long, value_delimiter = ',')]
     pub codes: Vec<SecurityCode>,
-    /// Also store: xdxr (raw capital-change records), finance (one table).
-    #[arg(long = "with", value_delimiter = ',', value_parser = ["xdxr", "finance"])]
+    /// Also store: xdxr (raw capital-change records), finance (one table),
+    /// f10:ENTRY (an F10 gateway entry per stock, e.g. f10:finance_report).
+    #[arg(long = "with", value_delimiter = ',', value_parser = f10::parse_with)]
     pub with: Vec<String>,
     /// Keep bars from this day on (YYYYMMDD) on a first download.
     #[arg(long)]
@@ -290,6 +292,14 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::new(e.to_string()))?;
         tally.bytes.fetch_add(n, Ordering::Relaxed);
     }
+    let f10_entries = f10::entries(&args.with);
+    if !f10_entries.is_empty() {
+        let mut stored = manifest.lock().unwrap_or_else(|e| e.into_inner()).f10.clone();
+        let mut fails = Vec::new();
+        sync_f10(ctx, &store, &mut stored, &f10_entries, &stocks, &tally, &mut fails).await?;
+        manifest.lock().unwrap_or_else(|e| e.into_inner()).f10 = stored;
+        failed.lock().unwrap_or_else(|e| e.into_inner()).extend(fails);
+    }
     store.write_manifest(&snapshot(&manifest, &job)).map_err(|e| CliError::new(e.to_string()))?;
     let failed = std::mem::take(&mut *failed.lock().unwrap_or_else(|e| e.into_inner()));
     summary(ctx, &args.out, &tally, codes.len(), &failed, started.elapsed())?;
@@ -313,4 +323,43 @@ fn snapshot(manifest: &Mutex<Manifest>, job: &Job) -> Manifest {
         m.corporate.insert(code.clone(), c.clone());
     }
     m
+}
+
+/// `--with f10:ENTRY`: every stock's answer to each entry, rewritten when
+/// it changed. A failed call is the stock's failure, as a failed download is.
+async fn sync_f10(
+    ctx: &Context,
+    store: &Store,
+    stored: &mut BTreeMap<String, f10::F10Stored>,
+    entries: &[&str],
+    stocks: &[SecurityCode],
+    tally: &Tally,
+    failed: &mut Vec<(SecurityCode, String)>,
+) -> Result<(), CliError> {
+    let f10 = ctx.client.f10();
+    for entry in entries {
+        for &code in stocks {
+            let query =
+                tdx_engine::f10::F10Query::parse(entry, Some(code), &[]).map_err(|e| CliError::new(e.to_string()))?;
+            tally.requests.fetch_add(1, Ordering::Relaxed);
+            let reply = match f10.query(&query).await {
+                Ok(reply) => reply,
+                Err(e) => {
+                    failed.push((code, format!("f10:{entry}: {e}")));
+                    continue;
+                }
+            };
+            let (key, relative, hash) = (f10::key(entry, code), f10::file(entry, code), f10::hash(&reply));
+            let unchanged = stored.get(&key).is_some_and(|s| s.hash == hash);
+            if unchanged && store.path(&relative).exists() {
+                continue;
+            }
+            let bytes = f10::encode(&reply).map_err(|e| CliError::new(format!("{code}: {e}")))?;
+            let written = store.write_atomic(&relative, &bytes).map_err(|e| CliError::new(e.to_string()))?;
+            tally.bytes.fetch_add(written, Ordering::Relaxed);
+            let file = relative.to_string_lossy().replace('\\', "/");
+            stored.insert(key, f10::F10Stored { file, hash, rows: f10::rows(&reply), bytes: written });
+        }
+    }
+    Ok(())
 }

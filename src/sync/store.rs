@@ -186,6 +186,9 @@ pub struct Manifest {
     pub bars: BTreeMap<String, Coverage>,
     /// `CODE` -> its corporate actions as last stored.
     pub corporate: BTreeMap<String, Corporate>,
+    /// `ENTRY/CODE` -> its F10 answer as last stored (`--with f10:ENTRY`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub f10: BTreeMap<String, super::f10::F10Stored>,
 }
 
 /// One bars file's coverage.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Interop tests: pytdx 1.72, eltdx 3.3.0 and tdxrs 0.6.7, unchanged, against `tdx-sim serve`,
+# Interop tests: pytdx 1.72, eltdx 3.3.0 and tdxrs 0.6.7, unchanged, against `tdx-sim serve`
+# (and eltdx's F10 client against `tdx-sim serve-f10`),
 # and `tdx sync`'s Parquet store read back by pyarrow 26.0.1,
 # on loopback. Creates a venv under target/ and installs the pinned clients,
 # builds tdx-sim, then runs the servers and the clients inside a fresh
@@ -28,3 +29,15 @@ HOME="$scratch/home" XDG_DATA_HOME="$scratch/home" ELTDX_DATA_DIR="$scratch/eltd
 # `tdx sync`'s Parquet store, read by pyarrow, against the same truth.
 TDX_ENGINE_LOOPBACK_ONLY=1 "$VENV/bin/python" tests/interop/sync_check.py \
     --sim "$SIM" --tdx "$(pwd)/target/debug/tdx" --seed "$SEED" --hosts "$hosts"
+# eltdx's F10 client (F10Client(base_url=...)) against `tdx-sim serve-f10`,
+# and our client (`tdx f10`), against the same truth.
+"$SIM" serve-f10 --port 0 --seed "$SEED" >"$scratch/f10-port" 2>"$scratch/f10.log" &
+f10_pid=$!
+trap 'kill "$f10_pid" 2>/dev/null; cleanup_scratch' EXIT
+for _ in $(seq 100); do
+    grep -q '^listening 127.0.0.1:' "$scratch/f10-port" && break
+    sleep 0.1
+done
+f10_url="http://$(sed -n 's/^listening //p' "$scratch/f10-port")/TQLEX"
+TDX_ENGINE_LOOPBACK_ONLY=1 "$VENV/bin/python" tests/interop/f10_check.py \
+    --sim "$SIM" --tdx "$(pwd)/target/debug/tdx" --seed "$SEED" --url "$f10_url" --hosts "$hosts"

@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use super::pools::{LazyPool, Pool, WithConnector};
 use super::{Client, Inner};
 use crate::error::Error;
+use crate::f10::gateway::{F10Settings, Transport};
 use crate::proto::Request;
 use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::{Connector, TcpConnector};
@@ -53,6 +54,7 @@ pub struct ClientBuilder {
     rng_seed: u64,
     ranking_file: Option<std::path::PathBuf>,
     available_cpus: Option<usize>,
+    f10: F10Settings,
 }
 
 impl Default for ClientBuilder {
@@ -81,6 +83,7 @@ impl Default for ClientBuilder {
             rng_seed: 0x7d78_7709,
             ranking_file: None,
             available_cpus: None,
+            f10: F10Settings::default(),
         }
     }
 }
@@ -286,6 +289,42 @@ impl ClientBuilder {
         self
     }
 
+    /// The F10 gateway's URL (default
+    /// [`DEFAULT_F10_BASE_URL`](crate::f10::DEFAULT_F10_BASE_URL)); the
+    /// limit-up ladder goes there too unless
+    /// [`f10_ladder_base_url`](Self::f10_ladder_base_url) is set.
+    pub fn f10_base_url(mut self, url: impl Into<String>) -> Self {
+        self.f10.base_url = Some(url.into());
+        self
+    }
+    /// The limit-up ladder gateway's URL (default
+    /// [`DEFAULT_F10_LADDER_BASE_URL`](crate::f10::DEFAULT_F10_LADDER_BASE_URL),
+    /// or `f10_base_url` when only that is set).
+    pub fn f10_ladder_base_url(mut self, url: impl Into<String>) -> Self {
+        self.f10.ladder_base_url = Some(url.into());
+        self
+    }
+    /// Sends F10 requests for `authority` (`HOST:PORT` as the gateway URLs
+    /// name it) to `address` (`IP:PORT`) instead, keeping `Host` as the
+    /// URL's: a hosts-file entry with a port, for tests and mirrors.
+    pub fn f10_override(mut self, authority: impl Into<String>, address: impl Into<String>) -> Self {
+        self.f10.overrides.push((authority.into(), address.into()));
+        self
+    }
+    /// F10 requests per second to one gateway host at most, or `None` for
+    /// no cap (default [`F10_RATE_CAP_PER_SEC`](crate::f10::F10_RATE_CAP_PER_SEC)).
+    /// A request waits for its turn within its deadline.
+    pub fn f10_rate_cap(mut self, per_sec: Option<u32>) -> Self {
+        self.f10.rate_cap_per_sec = per_sec;
+        self
+    }
+    /// F10 calls in flight at once; more wait for a turn within their
+    /// deadline (default [`F10_MAX_IN_FLIGHT`](crate::f10::F10_MAX_IN_FLIGHT)).
+    pub fn f10_max_in_flight(mut self, n: usize) -> Self {
+        self.f10.max_in_flight = n;
+        self
+    }
+
     fn cpus(&self) -> usize {
         self.available_cpus.unwrap_or_else(crate::runtime::host_cpus)
     }
@@ -442,6 +481,7 @@ impl ClientBuilder {
     pub fn build_with<C: Connector>(self, connector: C) -> Result<Client, Error> {
         let store = self.ranking_store(Pool::Main);
         let config = self.supervisor_config(Pool::Main, store.as_ref())?;
+        let f10 = Arc::new(Transport::new(&self.f10)?);
         let others = Pool::ALL[1..]
             .iter()
             .map(|&pool| {
@@ -474,6 +514,7 @@ impl ClientBuilder {
                 cpus: config_cpus,
                 probe_queries: self.main.canary_probe.clone().unwrap_or_default(),
                 probe_timeout: self.probe_timeout,
+                f10,
             }),
         })
     }

@@ -43,6 +43,7 @@ pub mod builder;
 pub mod call;
 pub mod commands;
 pub mod composite;
+pub mod f10;
 pub mod pin;
 pub mod pools;
 pub mod push;
@@ -51,6 +52,7 @@ pub use blocking::{BlockingClient, BLOCKING_WAKE};
 pub use builder::{ClientBuilder, PUBLIC_RATE_CAP_PER_SEC};
 pub use commands::{CommandInfo, Listed, Page, PageOrder, Paged, Paging, COMMANDS, COMPOSITES};
 pub use composite::{CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, HISTORY_TRADES_LANES};
+pub use f10::{BlockingF10, F10};
 pub use pin::Pinned;
 pub use pools::Pool;
 pub use push::{PushStream, Pushes};
@@ -76,6 +78,8 @@ struct Inner {
     probe_queries: Vec<Request>,
     /// Each ranking probe's deadline.
     probe_timeout: Duration,
+    /// The F10 gateway's transport, shared by every F10 call.
+    f10: Arc<crate::f10::gateway::Transport>,
 }
 
 impl Inner {

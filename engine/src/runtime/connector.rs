@@ -99,7 +99,7 @@ fn socket_addr(endpoint: &Endpoint) -> io::Result<SocketAddr> {
 /// no test ever reaches a real server.
 pub const LOOPBACK_ONLY_ENV: &str = "TDX_ENGINE_LOOPBACK_ONLY";
 
-fn loopback_only() -> bool {
+pub(crate) fn loopback_only() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var(LOOPBACK_ONLY_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
 }

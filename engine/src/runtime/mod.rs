@@ -283,6 +283,12 @@ impl Threads {
     pub(crate) fn now(&self) -> std::time::Instant {
         self::core::clock_now(self.time_source.as_ref())
     }
+
+    /// The first worker's runtime: where work that is not a connection's
+    /// (the F10 gateway's HTTP calls) runs.
+    pub(crate) fn first_runtime(&self) -> tokio::runtime::Handle {
+        self.handles[0].clone()
+    }
 }
 
 /// Starts one pool's engine on `threads`: its core and its clock task.

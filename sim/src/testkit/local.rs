@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tdx_engine::proto::Date;
 use tdx_engine::{Client, ClientBuilder};
 
+use crate::f10::{F10Gateway, GatewayFaultHandle, GatewayFaults, GatewayStats};
 use crate::faults::{FaultHandle, FaultKind, Faults};
 use crate::market::Market;
 use crate::market_data::MarketData;
@@ -33,7 +34,16 @@ pub struct LocalExchange {
     hosts: Vec<String>,
     truth: Truth,
     faults: Vec<FaultHandle>,
+    f10: Option<LocalGateway>,
     runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// The F10 gateway of a local exchange.
+#[derive(Debug)]
+struct LocalGateway {
+    base_url: String,
+    faults: GatewayFaultHandle,
+    stats: Arc<GatewayStats>,
 }
 
 /// Settings of a [`LocalExchange`].
@@ -44,6 +54,7 @@ pub struct LocalExchangeBuilder {
     as_of: Option<Date>,
     threads: usize,
     faults: Vec<(usize, FaultKind)>,
+    f10: Option<GatewayFaults>,
 }
 
 impl LocalExchange {
@@ -54,7 +65,7 @@ impl LocalExchange {
 
     /// Servers, market seed, threads and faults to choose.
     pub fn builder() -> LocalExchangeBuilder {
-        LocalExchangeBuilder { servers: 2, market_seed: 1, as_of: None, threads: 1, faults: Vec::new() }
+        LocalExchangeBuilder { servers: 2, market_seed: 1, as_of: None, threads: 1, faults: Vec::new(), f10: None }
     }
 
     /// The first and last day a local exchange can serve its market as of
@@ -79,9 +90,29 @@ impl LocalExchange {
     }
 
     /// A client builder with these servers as its hosts and one
-    /// connection per server in the pool.
+    /// connection per server in the pool (and the F10 gateway, when it runs).
     pub fn client_builder(&self) -> ClientBuilder {
-        Client::builder().hosts(self.hosts.iter().cloned()).server_count(self.hosts.len())
+        let builder = Client::builder().hosts(self.hosts.iter().cloned()).server_count(self.hosts.len());
+        match &self.f10 {
+            Some(gateway) => builder.f10_base_url(gateway.base_url.clone()),
+            None => builder,
+        }
+    }
+
+    /// The F10 gateway's URL (`http://127.0.0.1:PORT/TQLEX`), when
+    /// [`LocalExchangeBuilder::f10_gateway`] started one.
+    pub fn f10_base_url(&self) -> Option<&str> {
+        self.f10.as_ref().map(|g| g.base_url.as_str())
+    }
+
+    /// The F10 gateway's live faults, when it runs.
+    pub fn f10_faults(&self) -> Option<&GatewayFaultHandle> {
+        self.f10.as_ref().map(|g| &g.faults)
+    }
+
+    /// The F10 gateway's request counts, when it runs.
+    pub fn f10_stats(&self) -> Option<&Arc<GatewayStats>> {
+        self.f10.as_ref().map(|g| &g.stats)
     }
 
     /// A client with every other default ([`client_builder`](Self::client_builder) built).
@@ -123,6 +154,13 @@ impl LocalExchangeBuilder {
         self
     }
 
+    /// Also serve the F10 gateway on 127.0.0.1 over the same market, with
+    /// `faults` from the start ([`GatewayFaults::default`] for none).
+    pub fn f10_gateway(mut self, faults: GatewayFaults) -> Self {
+        self.f10 = Some(faults);
+        self
+    }
+
     /// Binds every server on 127.0.0.1 (ports the system picks) and starts
     /// them.
     pub fn start(self) -> io::Result<LocalExchange> {
@@ -158,7 +196,19 @@ impl LocalExchangeBuilder {
                 server.run(listener).await
             });
         }
-        Ok(LocalExchange { hosts, truth: Truth::of(data), faults: handles, runtime: Some(runtime) })
+        let f10 = match self.f10 {
+            Some(faults) => {
+                let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+                listener.set_nonblocking(true)?;
+                let base_url = format!("http://{}/TQLEX", listener.local_addr()?);
+                let gateway = F10Gateway::new(data.clone(), faults);
+                let (faults, stats) = (gateway.faults(), gateway.stats());
+                runtime.spawn(async move { gateway.run(tokio::net::TcpListener::from_std(listener)?).await });
+                Some(LocalGateway { base_url, faults, stats })
+            }
+            None => None,
+        };
+        Ok(LocalExchange { hosts, truth: Truth::of(data), faults: handles, f10, runtime: Some(runtime) })
     }
 }
 
