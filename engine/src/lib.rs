@@ -25,6 +25,7 @@ pub mod client;
 #[cfg(not(loom))]
 mod endpoint;
 mod error;
+pub mod files;
 mod id_map;
 pub mod mutants;
 pub mod proto;
