@@ -20,6 +20,7 @@
 
 pub mod adjust;
 pub mod budget;
+pub mod calendar;
 #[cfg(not(loom))]
 pub mod client;
 #[cfg(not(loom))]

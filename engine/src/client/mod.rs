@@ -6,6 +6,8 @@
 //!   [`BlockingClient`] and [`Pinned`] get their typed methods from it.
 //! - [`composite`]: calls made of several requests (every page, batches,
 //!   files, boards), written once for the async client.
+//! - [`calendar`]: the trading calendar from the server's index bars, kept
+//!   in the data directory.
 //! - [`push`]: unsolicited frames (`recv_pushes`, `push_stream`).
 //! - [`pin`]: one connection held for exclusive use.
 //! - [`blocking`]: the blocking facade over all of the above.
@@ -40,6 +42,7 @@ use crate::supervisor::{CloseState, Endpoint};
 
 pub mod blocking;
 pub mod builder;
+pub mod calendar;
 pub mod call;
 pub mod commands;
 pub mod composite;
@@ -49,6 +52,7 @@ pub mod push;
 
 pub use blocking::{BlockingClient, BLOCKING_WAKE};
 pub use builder::{ClientBuilder, PUBLIC_RATE_CAP_PER_SEC};
+pub use calendar::CalendarRefresh;
 pub use commands::{CommandInfo, Listed, Page, PageOrder, Paged, Paging, COMMANDS, COMPOSITES};
 pub use composite::{CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, HISTORY_TRADES_LANES};
 pub use pin::Pinned;
@@ -76,6 +80,8 @@ struct Inner {
     probe_queries: Vec<Request>,
     /// Each ranking probe's deadline.
     probe_timeout: Duration,
+    /// Where the trading calendar is kept between runs (`None`: nowhere).
+    calendar_cache: Option<crate::calendar::cache::CalendarCache>,
 }
 
 impl Inner {

@@ -87,7 +87,7 @@ fn read_finance_dat(bytes: &[u8]) -> Result<FinanceFile, FileError> {
         reserved1: u32_at(header, 8),
         reserved2: u32_at(header, 16),
     };
-    if size % 4 != 0 || size / 4 > FINANCE_FIELDS_MAX {
+    if !size.is_multiple_of(4) || size / 4 > FINANCE_FIELDS_MAX {
         return Err(bad(format!("record size {size} is not up to {FINANCE_FIELDS_MAX} four-byte fields")));
     }
     let index_end = FINANCE_HEADER_BYTES + count * FINANCE_INDEX_BYTES;
