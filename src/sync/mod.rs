@@ -25,7 +25,7 @@ use store::{Corporate, Coverage, Manifest, Store};
 use update::update;
 
 mod report;
-mod store;
+pub(crate) mod store;
 mod update;
 
 /// `tdx sync` options.
@@ -127,7 +127,7 @@ async fn sync_security(
     Ok(coverage)
 }
 
-fn cover(relative: &std::path::Path, bars: &[Bar], bytes: u64) -> Coverage {
+pub(crate) fn cover(relative: &std::path::Path, bars: &[Bar], bytes: u64) -> Coverage {
     Coverage {
         file: relative.to_string_lossy().replace('\\', "/"),
         rows: bars.len(),

@@ -6,11 +6,13 @@
 //! the wire's minute-bar date), `u16` minutes since midnight of the bar's
 //! end (09:31 is the first one-minute bar, 09:35 the first five-minute
 //! one), open, high, low, close, `f32` amount in yuan, `u32` volume in
-//! shares and a reserved `u32`. `.lc1` / `.lc5` hold the prices as `f32`
+//! shares and a last `u32` the peer readers call reserved (index files keep
+//! their breadth there, as daily files do). `.lc1` / `.lc5` hold the prices as `f32`
 //! yuan; `.5` holds them as `u32` counts of 0.01 yuan.
 
+use super::layout::FileLayout;
 use super::{check_whole, f32_at, u16_at, u32_at, FileError};
-use crate::proto::commands::Bar;
+use crate::proto::commands::{Bar, Breadth};
 use crate::proto::time::{decode_packed_minute, encode_packed_minute};
 use crate::proto::{DateTime, Price, PriceScale};
 
@@ -62,9 +64,15 @@ impl MinuteRecord {
         f32::from_bits(self.amount_bits)
     }
 
+    /// The breadth an index record keeps in its last word (as a daily record does).
+    pub fn breadth(&self) -> Breadth {
+        Breadth { up: (self.reserved & 0xffff) as u16, down: (self.reserved >> 16) as u16 }
+    }
+
     /// The record of a minute bar: the volume rounds to whole shares and
-    /// saturates at what 32 bits hold.
-    pub fn from_bar(bar: &Bar) -> Self {
+    /// saturates at what 32 bits hold; an index's breadth goes to the last
+    /// word, as in daily files.
+    pub fn from_bar(bar: &Bar, layout: FileLayout) -> Self {
         let volume = f64::from(bar.volume);
         let volume = if volume.is_finite() { volume.round().clamp(0.0, f64::from(u32::MAX)) as u32 } else { 0 };
         Self {
@@ -75,12 +83,12 @@ impl MinuteRecord {
             close: bar.close,
             amount_bits: bar.amount.to_bits(),
             volume,
-            reserved: 0,
+            reserved: bar.breadth.filter(|_| layout.index).map_or(0, |b| u32::from(b.up) | u32::from(b.down) << 16),
         }
     }
 
-    /// The minute bar this record is.
-    pub fn to_bar(&self) -> Bar {
+    /// The minute bar this record is; an index's last word is its breadth.
+    pub fn to_bar(&self, layout: FileLayout) -> Bar {
         Bar {
             time: self.time,
             open: self.open,
@@ -89,7 +97,7 @@ impl MinuteRecord {
             low: self.low,
             volume: self.volume as f32,
             amount: self.amount(),
-            breadth: None,
+            breadth: layout.index.then(|| self.breadth()),
         }
     }
 }
@@ -275,7 +283,12 @@ mod tests {
         assert_eq!(r.time.to_string(), "2024-01-02T09:35:00");
         assert_eq!((r.open, r.low, r.close, r.volume), (Price(10_000), Price(9_500), Price(10_500), 1000));
         assert_eq!(write_minutes(&[r], MinuteForm::Float(PriceScale::HUNDREDTHS)).unwrap(), raw);
-        assert_eq!(MinuteRecord::from_bar(&r.to_bar()), r);
+        let stock = FileLayout::for_code("sz000001".parse().unwrap());
+        assert_eq!(MinuteRecord::from_bar(&r.to_bar(stock), stock), r);
+        let index = FileLayout::for_code("sh000001".parse().unwrap());
+        let with_breadth = MinuteRecord { reserved: 7 | 9 << 16, ..r };
+        assert_eq!(with_breadth.to_bar(index).breadth, Some(Breadth { up: 7, down: 9 }));
+        assert_eq!(MinuteRecord::from_bar(&with_breadth.to_bar(index), index), with_breadth);
         let old = write_minutes(&[r], MinuteForm::Hundredths).unwrap();
         assert_eq!(&old[4..8], &1000u32.to_le_bytes());
         assert_eq!(read_minutes(&old, MinuteForm::Hundredths).unwrap(), vec![r]);
