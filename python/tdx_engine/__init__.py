@@ -24,6 +24,8 @@ from ._native import (
     Timeout,
     __version__,
 )
+from . import offline
+from ._calendar import Calendar
 from ._client import (
     COMMANDS,
     DEFAULT,
@@ -49,6 +51,7 @@ __all__ = [
     "AuctionApi",
     "BarApi",
     "BoardApi",
+    "Calendar",
     "Client",
     "Closed",
     "CodeApi",
@@ -67,4 +70,5 @@ __all__ = [
     "Timeout",
     "TradeApi",
     "__version__",
+    "offline",
 ]

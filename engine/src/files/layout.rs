@@ -6,7 +6,8 @@
 //! (0.001 for funds, bonds and Shanghai B shares); daily volume in shares,
 //! except Shanghai and Shenzhen indexes and Shanghai funds and bonds, which
 //! keep lots (100 shares; a Shanghai index's daily share count would not
-//! fit the file's 32 bits).
+//! fit the file's 32 bits). Beijing, which none of them lists, takes
+//! eltdx's default for unknown codes: 0.01 yuan and shares.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -62,12 +63,9 @@ impl FileLayout {
                 b"01" | b"10" | b"11" | b"12" | b"13" | b"14" | b"20" => (true, true, false),
                 _ => (false, false, false),
             },
-            // The peers have no Beijing rows; its files follow the
-            // Shenzhen-style rule (indexes 899xxx keep lots).
-            Market::Bj => match &head {
-                b"89" => (false, true, true),
-                _ => (false, false, false),
-            },
+            // The peers have no Beijing rows: eltdx's default for a code
+            // it does not know (0.01 yuan, shares) holds for all of them.
+            Market::Bj => (false, false, &head == b"89"),
         };
         Self {
             price: if thousandths { PriceScale::THOUSANDTHS } else { PriceScale::HUNDREDTHS },
