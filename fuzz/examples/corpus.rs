@@ -631,7 +631,8 @@ fn client_file_seeds(corpus: &mut Corpus) {
     corpus.add("file_readers", &with_pick(1, write_minutes(&[minute], MinuteForm::Hundredths).expect("a .5 file")));
     let lc = MinuteForm::Float(PriceScale::HUNDREDTHS);
     corpus.add("file_readers", &with_pick(2, write_minutes(&[minute, minute], lc).expect("an .lc5 file")));
-    let change = CapitalChange { code, reserved: 0, date_raw: 20240614, category: 1, words: [7.19f32.to_bits(), 0, 0, 0] };
+    let change =
+        CapitalChange { code, reserved: 0, date_raw: 20240614, category: 1, words: [7.19f32.to_bits(), 0, 0, 0] };
     corpus.add("file_readers", &with_pick(3, write_gbbq(&[change, change]).expect("a gbbq file")));
     let history = FinanceFile {
         header: FinanceHeader { report_date: 20240331, ..FinanceHeader::default() },

@@ -9,10 +9,8 @@ use tdx_engine::proto::Market;
 /// (`HH:MM`), in time order.
 #[pyfunction]
 pub fn market_sessions<'py>(py: Python<'py>, market: &str) -> PyResult<Bound<'py, PyList>> {
-    let m = market
-        .trim()
-        .parse::<Market>()
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("market: {e}")))?;
+    let m =
+        market.trim().parse::<Market>().map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("market: {e}")))?;
     let out = PyList::empty(py);
     for s in tdx_engine::calendar::sessions(m) {
         let d = PyDict::new(py);

@@ -124,7 +124,8 @@ pub fn read_gbbq_file(path: PathBuf) -> PyResult<Table> {
 /// A board file (`block_gn.dat`, ...): one row per board.
 #[pyfunction]
 pub fn read_block_file(path: PathBuf) -> PyResult<Table> {
-    let boards = parse_block_file(&read(&path)?).map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
+    let boards =
+        parse_block_file(&read(&path)?).map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
     Ok(convert::boards(&boards))
 }
 
@@ -229,7 +230,8 @@ fn bars_from_rows(rows: &Bound<'_, PyAny>) -> PyResult<Vec<Bar>> {
             field(&row, name)?.map(|v| v.extract::<u16>().map_err(bad_value(name, index))).transpose()
         };
         let (up, down) = (count("up_count")?, count("down_count")?);
-        let float = |name: &str| -> PyResult<f32> { required(&row, name, index)?.extract().map_err(bad_value(name, index)) };
+        let float =
+            |name: &str| -> PyResult<f32> { required(&row, name, index)?.extract().map_err(bad_value(name, index)) };
         out.push(Bar {
             time: stamp(&row, index)?,
             open: price(&row, "open", index)?,

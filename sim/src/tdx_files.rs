@@ -74,11 +74,14 @@ pub fn write_install(data: &MarketData, root: &Path, codes: &[SecurityCode]) -> 
         let records: Vec<DailyRecord> =
             days.iter().enumerate().map(|(i, b)| DailyRecord::from_bar(b, layout, i)).collect::<Result<_, _>>()?;
         put(root, &FileKind::Day.path(code), &write_daily(&records, layout)?)?;
-        for (period, kinds) in [(Period::Min5, &[FileKind::Lc5, FileKind::Five][..]), (Period::Min1, &[FileKind::Lc1][..])] {
+        for (period, kinds) in
+            [(Period::Min5, &[FileKind::Lc5, FileKind::Five][..]), (Period::Min1, &[FileKind::Lc1][..])]
+        {
             let bars = market.bars(listing, period);
             let records: Vec<MinuteRecord> = bars.iter().map(|b| MinuteRecord::from_bar(b, layout)).collect();
             for &kind in kinds {
-                let form = if kind == FileKind::Five { MinuteForm::Hundredths } else { MinuteForm::Float(layout.price) };
+                let form =
+                    if kind == FileKind::Five { MinuteForm::Hundredths } else { MinuteForm::Float(layout.price) };
                 match write_minutes(&records, form) {
                     Ok(bytes) => put(root, &kind.path(code), &bytes)?,
                     // A 3-decimal fund's prices do not fit the old form's 0.01 tick.
@@ -95,7 +98,8 @@ pub fn write_install(data: &MarketData, root: &Path, codes: &[SecurityCode]) -> 
         .flat_map(|e| market.listings(e))
         .filter(|l| l.category == Category::AShare)
         .collect();
-    let changes: Vec<_> = stocks.iter().flat_map(|l| market.capital_changes(l).iter().copied().collect::<Vec<_>>()).collect();
+    let changes: Vec<_> =
+        stocks.iter().flat_map(|l| market.capital_changes(l).iter().copied().collect::<Vec<_>>()).collect();
     put(root, Path::new(GBBQ_PATH), &write_gbbq(&changes)?)?;
     for file in &data.boards().files {
         put(root, &Path::new(BOARD_FILES_DIR).join(file.kind.file_name()), &file.bytes)?;
@@ -115,11 +119,19 @@ pub fn write_install(data: &MarketData, root: &Path, codes: &[SecurityCode]) -> 
         header: FinanceHeader { report_date, ..FinanceHeader::default() },
         records: finances
             .iter()
-            .map(|f| FinanceRecord { code: f.code.code().to_owned(), market_raw: f.code.market().id(), fields: f.fields.to_vec() })
+            .map(|f| FinanceRecord {
+                code: f.code.code().to_owned(),
+                market_raw: f.code.market().id(),
+                fields: f.fields.to_vec(),
+            })
             .collect(),
     };
     let name = format!("gpcw{report_date}");
-    put(root, &Path::new(FINANCE_DIR).join(format!("{name}.zip")), &write_finance_zip(&format!("{name}.dat"), &history)?)?;
+    put(
+        root,
+        &Path::new(FINANCE_DIR).join(format!("{name}.zip")),
+        &write_finance_zip(&format!("{name}.dat"), &history)?,
+    )?;
     let custom = [CustomBlockEntry { name: "自选股".into(), stem: "ZXG".into() }];
     put(root, &Path::new(CUSTOM_BLOCKS_DIR).join("blocknew.cfg"), &write_custom_blocks_cfg(&custom)?)?;
     put(root, &Path::new(CUSTOM_BLOCKS_DIR).join("ZXG.blk"), &write_blk(codes))?;
@@ -166,7 +178,15 @@ mod tests {
         let cw = fs::read_dir(root.join(FINANCE_DIR)).unwrap().next().unwrap().unwrap().path();
         let history = read_finance(&fs::read(cw).unwrap()).unwrap();
         assert_eq!(history.header.report_date, 20260930);
-        assert_eq!(history.records.len(), m.listings(Exchange::Sz).iter().chain(m.listings(Exchange::Sh)).chain(m.listings(Exchange::Bj)).filter(|l| l.category == Category::AShare).count());
+        assert_eq!(
+            history.records.len(),
+            m.listings(Exchange::Sz)
+                .iter()
+                .chain(m.listings(Exchange::Sh))
+                .chain(m.listings(Exchange::Bj))
+                .filter(|l| l.category == Category::AShare)
+                .count()
+        );
         fs::remove_dir_all(root).unwrap();
     }
 

@@ -206,9 +206,9 @@ async fn calendar_for(
     codes: &[(SecurityCode, bool)],
     tally: &Tally,
 ) -> Option<TradingCalendar> {
-    let stored = codes.iter().flat_map(|(code, _)| {
-        args.periods.iter().filter_map(move |p| manifest.bars.get(&Manifest::key(*p, *code)))
-    });
+    let stored = codes
+        .iter()
+        .flat_map(|(code, _)| args.periods.iter().filter_map(move |p| manifest.bars.get(&Manifest::key(*p, *code))));
     let oldest_last = stored.filter_map(|c| c.last.get(..10)?.parse::<Date>().ok()).min();
     let since = [oldest_last, args.since].into_iter().flatten().min()?;
     let refresh = ctx.client.refresh_calendar(Some(since)).await.ok()?;

@@ -108,9 +108,8 @@ pub async fn update(
         // First download: every page, or back to --since.
         let mut pages: Vec<Vec<Bar>> = Vec::new();
         let mut fetched = 0u32;
-        let mut count = since
-            .and_then(Date::from_yyyymmdd)
-            .map_or(BARS_PER_PAGE_MAX, |s| first_since_page(period, s, calendar));
+        let mut count =
+            since.and_then(Date::from_yyyymmdd).map_or(BARS_PER_PAGE_MAX, |s| first_since_page(period, s, calendar));
         loop {
             let p = page(client, requests, code, period, fetched, count).await?;
             count = BARS_PER_PAGE_MAX;

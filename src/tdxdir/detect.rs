@@ -54,11 +54,8 @@ fn candidates(tdx_home: Option<PathBuf>, home: Option<PathBuf>, wine_prefix: Opt
     prefixes.push(home.join(".wine"));
     let mut listed = |dir: PathBuf, keep: &dyn Fn(&str) -> bool| {
         if let Ok(entries) = std::fs::read_dir(&dir) {
-            let mut found: Vec<PathBuf> = entries
-                .flatten()
-                .filter(|e| keep(&e.file_name().to_string_lossy()))
-                .map(|e| e.path())
-                .collect();
+            let mut found: Vec<PathBuf> =
+                entries.flatten().filter(|e| keep(&e.file_name().to_string_lossy())).map(|e| e.path()).collect();
             found.sort();
             prefixes.extend(found);
         }
@@ -131,7 +128,9 @@ pub fn resolve(given: Option<&Path>, detect: bool) -> Result<PathBuf, CliError> 
     match (given, detect) {
         (Some(dir), _) => Ok(dir.to_owned()),
         (None, true) => find_installs().into_iter().next().ok_or_else(|| {
-            CliError::new("no TDX install found (looked in $TDX_HOME, the home directory and Wine prefixes); pass --tdx-dir")
+            CliError::new(
+                "no TDX install found (looked in $TDX_HOME, the home directory and Wine prefixes); pass --tdx-dir",
+            )
         }),
         (None, false) => Err(CliError::new("--tdx-dir or --detect is needed")),
     }
@@ -161,15 +160,17 @@ pub fn detect(format: Format) -> Result<(), CliError> {
         return Ok(());
     }
     if installs.is_empty() {
-        return Err(CliError::new(
-            "no TDX install found (looked in $TDX_HOME, the home directory and Wine prefixes)",
-        ));
+        return Err(CliError::new("no TDX install found (looked in $TDX_HOME, the home directory and Wine prefixes)"));
     }
     let mut table = Table::new(&["install", "files", "count"]);
     for i in &installs {
         let root = i.root.display().to_string();
         for (m, k, n) in i.bar_files.iter().filter(|(_, _, n)| *n > 0) {
-            table.push(vec![Cell::Text(root.clone()), Cell::Text(format!("{}/{}/*{k}", m.prefix(), k.directory())), Cell::Int(*n as i64)]);
+            table.push(vec![
+                Cell::Text(root.clone()),
+                Cell::Text(format!("{}/{}/*{k}", m.prefix(), k.directory())),
+                Cell::Int(*n as i64),
+            ]);
         }
         for (name, n) in &i.extras {
             table.push(vec![Cell::Text(root.clone()), Cell::Text((*name).to_owned()), Cell::Int(*n as i64)]);

@@ -195,7 +195,12 @@ pub fn export(args: ExportArgs, format: Format) -> Result<(), CliError> {
     if failed.is_empty() {
         return Ok(());
     }
-    Err(CliError::new(format!("{} files could not be written; the first: {}: {}", failed.len(), failed[0].0, failed[0].1)))
+    Err(CliError::new(format!(
+        "{} files could not be written; the first: {}: {}",
+        failed.len(),
+        failed[0].0,
+        failed[0].1
+    )))
 }
 
 /// The stored capital changes (`--with xdxr` stores) into gbbq: the
@@ -265,7 +270,13 @@ fn report(
     table.write(format, &mut out)?;
     if format == Format::Table {
         let gbbq = gbbq.map_or("no gbbq".to_owned(), |n| format!("gbbq with {n} records"));
-        writeln!(out, "into {}: {gbbq}, {} failed, {:.1}s", root.display(), failed.len(), started.elapsed().as_secs_f64())?;
+        writeln!(
+            out,
+            "into {}: {gbbq}, {} failed, {:.1}s",
+            root.display(),
+            failed.len(),
+            started.elapsed().as_secs_f64()
+        )?;
     }
     Ok(())
 }

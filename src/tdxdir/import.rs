@@ -77,15 +77,19 @@ fn read_bars(source: &Source) -> Result<(Vec<Bar>, usize), String> {
     let (whole, torn) = whole_records(&bytes, 32);
     let layout = FileLayout::for_code(source.code);
     let bars: Vec<Bar> = match source.kind {
-        FileKind::Day => read_daily(whole, layout).map_err(|e| e.to_string())?.iter().map(|r| r.to_bar(layout)).collect(),
+        FileKind::Day => {
+            read_daily(whole, layout).map_err(|e| e.to_string())?.iter().map(|r| r.to_bar(layout)).collect()
+        }
         FileKind::Lc1 | FileKind::Lc5 => read_minutes(whole, MinuteForm::Float(layout.price))
             .map_err(|e| e.to_string())?
             .iter()
             .map(|r| r.to_bar(layout))
             .collect(),
-        FileKind::Five => {
-            read_minutes(whole, MinuteForm::Hundredths).map_err(|e| e.to_string())?.iter().map(|r| r.to_bar(layout)).collect()
-        }
+        FileKind::Five => read_minutes(whole, MinuteForm::Hundredths)
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|r| r.to_bar(layout))
+            .collect(),
     };
     // Files are oldest first; a repeated stamp keeps its last record.
     let by_time: BTreeMap<DateTime, Bar> = bars.into_iter().map(|b| (b.time, b)).collect();
@@ -142,7 +146,8 @@ pub fn import(args: ImportArgs, format: Format) -> Result<(), CliError> {
         let merged: Vec<Bar> = merged.into_values().collect();
         c.stored += (merged.len() - stored.len()) as u64;
         let relative = Store::bars_file(period, source.code);
-        let bytes = store::encode_bars(source.code, &merged).map_err(|e| CliError::new(format!("{}: {e}", source.code)))?;
+        let bytes =
+            store::encode_bars(source.code, &merged).map_err(|e| CliError::new(format!("{}: {e}", source.code)))?;
         let written = store.write_atomic(&relative, &bytes).map_err(|e| CliError::new(e.to_string()))?;
         let key = Manifest::key(period, source.code);
         manifest.bars.insert(key.clone(), crate::sync::cover(&relative, &merged, written));

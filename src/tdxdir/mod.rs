@@ -79,7 +79,10 @@ pub const FILE_PERIODS: [Period; 3] = [Period::Day, Period::Min5, Period::Min1];
 
 fn parse_file_period(s: &str) -> Result<Period, String> {
     let period = crate::parse_period(s)?;
-    FILE_PERIODS.contains(&period).then_some(period).ok_or_else(|| format!("{s:?}: the client keeps day, 5m and 1m files"))
+    FILE_PERIODS
+        .contains(&period)
+        .then_some(period)
+        .ok_or_else(|| format!("{s:?}: the client keeps day, 5m and 1m files"))
 }
 
 /// Writes `bytes` to `path` so that no reader ever sees part of it: a
