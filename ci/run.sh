@@ -159,7 +159,7 @@ step "mutants (every deliberate bug must be caught)"
 # one line per mutant; fails if any survives.
 cargo run --release --locked -p tdx-sim --features mutants -- mutants
 
-step "interop (pytdx 1.72, eltdx 3.3.0, tdxrs 0.6.7 against tdx-sim; tdx sync read by pyarrow 26.0.1; the client's files through pytdx, mootdx 0.11.7, tdxrs and eltdx; loopback-only network namespace)"
+step "interop (pytdx 1.72, eltdx 3.3.0, tdxrs 0.6.7 against tdx-sim; tdx sync read by pyarrow 26.0.1; loopback-only network namespace)"
 bash tests/interop/run.sh
 
 step "examples (against the embedded exchange, no network)"
