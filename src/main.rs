@@ -8,11 +8,13 @@
 //! bundled list, probed and saved on first use). Exit codes: 0 success,
 //! 1 an error (one line on stderr), 2 bad usage, 130 interrupted (Ctrl+C).
 
+mod calendar;
 mod commands;
 mod demo;
 mod local;
 mod output;
 mod sync;
+mod tdxdir;
 
 use std::fmt;
 use std::process::ExitCode;
@@ -234,6 +236,25 @@ enum Command {
     /// Fundamentals from the F10 gateway (port 7615): profiles, statements,
     /// dividends, topics, announcements, valuation, ... (`--list` names them).
     F10(commands::F10Args),
+    /// The trading days, from the server's own data (the Shanghai
+    /// composite's daily bars), cached in the data directory.
+    Calendar {
+        /// First day, YYYYMMDD or YYYY-MM-DD (default: the first the server has).
+        #[arg(long)]
+        from: Option<Date>,
+        /// Last day (default: the newest).
+        #[arg(long)]
+        to: Option<Date>,
+        /// Print each market's sessions (auctions, morning, afternoon) instead.
+        #[arg(long, conflicts_with_all = ["from", "to"])]
+        sessions: bool,
+    },
+    /// Bring a TDX client install's own files (vipdoc/*.day, .lc5, .lc1,
+    /// gbbq) into a `tdx sync` store; `--detect` finds an install.
+    Import(tdxdir::ImportArgs),
+    /// Write a `tdx sync` store out as the TDX client's own files, whole
+    /// files only, appending where the file allows.
+    Export(tdxdir::ExportArgs),
 }
 
 /// A command's failure: one line for stderr.
@@ -314,6 +335,11 @@ impl Global {
     /// public servers when there are none).
     fn builder(&self, hosts: &[String]) -> tdx_engine::ClientBuilder {
         let mut b = Client::builder().timeout(self.timeout());
+        if self.local {
+            // The embedded exchange's days are not the market's: keep them
+            // out of the data directory's calendar.
+            b = b.no_calendar_cache();
+        }
         if !hosts.is_empty() {
             let servers = self.server_count.unwrap_or(2).min(hosts.len());
             b = b.hosts(hosts.to_vec()).server_count(servers);
@@ -380,6 +406,10 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Demo(args) => demo::run(&global, args).await,
         Command::Rank => commands::rank(&global).await,
         Command::F10(args) if args.list => commands::f10_list(&global),
+        // The client's files need no server.
+        Command::Import(args) => tdxdir::import(args, Format::resolve(global.output)),
+        Command::Export(args) => tdxdir::export(args, Format::resolve(global.output)),
+        Command::Calendar { sessions: true, .. } => calendar::sessions_table(Format::resolve(global.output)),
         command => {
             let ctx = global.connect()?;
             let result = match command {
@@ -422,7 +452,10 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Diag => commands::diag(&ctx).await,
                 Command::Sync(args) => sync::run(&ctx, args).await,
                 Command::F10(args) => commands::f10(&ctx, &args).await,
-                Command::Demo(_) | Command::Rank => unreachable!("handled above"),
+                Command::Calendar { from, to, .. } => calendar::calendar(&ctx, from, to).await,
+                Command::Demo(_) | Command::Rank | Command::Import(_) | Command::Export(_) => {
+                    unreachable!("handled above")
+                }
             };
             let result = result.map_err(|e| explain_timeout(&ctx, &global, e));
             ctx.client.close().await;

@@ -92,8 +92,9 @@ fn the_next_day_fetches_only_that_day_and_equals_a_clean_sync() {
     assert_eq!(first["failed"], serde_json::json!([]));
     assert_eq!(first["periods"]["day"]["files_written"], 8);
     let next = sync(&a, "20261130", &args);
-    // One page per security and period, one 0x000f batch, one 0x0010 batch.
-    assert_eq!(next["requests"], 8 * 2 + 1 + 1, "{next}");
+    // One page per security and period, one 0x000f batch, one 0x0010
+    // batch, and one page of the calendar index's days (which sizes them).
+    assert_eq!(next["requests"], 8 * 2 + 1 + 1 + 1, "{next}");
     assert_eq!(next["periods"]["day"]["new_bars"], 8);
     assert_eq!(next["periods"]["5m"]["new_bars"], 8 * 48);
     assert_eq!(next["periods"]["day"]["fixed_bars"], 0);

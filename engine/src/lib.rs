@@ -5,6 +5,11 @@
 //! clients and the reference server share one codec. It does no I/O, reads no
 //! clock and allocates only within the documented bounds in [`proto::limits`].
 //!
+//! Beside the wire, [`files`] reads and writes the TDX desktop client's own
+//! files (daily and minute bars, gbbq, blocks, industries, finance history;
+//! pure, like [`proto`]), and [`calendar`] is the trading calendar the
+//! client builds from the server's index bars (docs/FILES.md).
+//!
 //! The protocol this code follows is written down in the repository's
 //! `docs/PROTOCOL.md`; doc comments name its sections by title
 //! ("docs/PROTOCOL.md, Bars (0x052d)").
@@ -20,12 +25,14 @@
 
 pub mod adjust;
 pub mod budget;
+pub mod calendar;
 #[cfg(not(loom))]
 pub mod client;
 #[cfg(not(loom))]
 mod endpoint;
 mod error;
 pub mod f10;
+pub mod files;
 mod id_map;
 pub mod mutants;
 pub mod proto;

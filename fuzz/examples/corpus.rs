@@ -605,6 +605,60 @@ fn f10_seeds(corpus: &mut Corpus) {
     for seed in seeds {
         corpus.add("f10_reply", seed.as_bytes());
     }
+/// The TDX client's own files, one of each kind, written by the engine's
+/// writers, behind the `file_readers` target's pick byte.
+fn client_file_seeds(corpus: &mut Corpus) {
+    use tdx_engine::files::blocks::{write_blk, write_custom_blocks_cfg, CustomBlockEntry};
+    use tdx_engine::files::day::{write_daily, DailyRecord};
+    use tdx_engine::files::finance::{write_finance_zip, FinanceFile, FinanceHeader, FinanceRecord};
+    use tdx_engine::files::gbbq::write_gbbq;
+    use tdx_engine::files::industry::{write_industry, IndustryEntry};
+    use tdx_engine::files::minute::{write_minutes, MinuteForm, MinuteRecord};
+    use tdx_engine::files::FileLayout;
+    use tdx_engine::proto::commands::CapitalChange;
+    use tdx_engine::proto::{Date, DateTime, Price, PriceScale, TimeOfDay};
+
+    let code: tdx_engine::proto::SecurityCode = "sz000001".parse().expect("a code");
+    let layout = FileLayout::for_code(code);
+    let date = Date::new(2024, 1, 2).expect("a date");
+    let day = DailyRecord {
+        date,
+        open: Price(10_000),
+        high: Price(10_500),
+        low: Price(9_900),
+        close: Price(10_200),
+        amount_bits: 1.5e8f32.to_bits(),
+        volume: 1_234_500,
+        reserved: 0,
+    };
+    let minute = MinuteRecord {
+        time: DateTime { date, time: TimeOfDay::new(9, 35, 0, 0).expect("a time") },
+        open: Price(10_000),
+        high: Price(10_020),
+        low: Price(9_990),
+        close: Price(10_010),
+        amount_bits: 2.0e6f32.to_bits(),
+        volume: 200_000,
+        reserved: 0,
+    };
+    let with_pick = |pick: u8, bytes: Vec<u8>| [vec![pick], bytes].concat();
+    corpus.add("file_readers", &with_pick(0, write_daily(&[day, day], layout).expect("a day file")));
+    corpus.add("file_readers", &with_pick(1, write_minutes(&[minute], MinuteForm::Hundredths).expect("a .5 file")));
+    let lc = MinuteForm::Float(PriceScale::HUNDREDTHS);
+    corpus.add("file_readers", &with_pick(2, write_minutes(&[minute, minute], lc).expect("an .lc5 file")));
+    let change =
+        CapitalChange { code, reserved: 0, date_raw: 20240614, category: 1, words: [7.19f32.to_bits(), 0, 0, 0] };
+    corpus.add("file_readers", &with_pick(3, write_gbbq(&[change, change]).expect("a gbbq file")));
+    let history = FinanceFile {
+        header: FinanceHeader { report_date: 20240331, ..FinanceHeader::default() },
+        records: vec![FinanceRecord { code: "000001".into(), market_raw: 0, fields: vec![1.0, 2.5, -3.0] }],
+    };
+    corpus.add("file_readers", &with_pick(4, write_finance_zip("gpcw20240331.dat", &history).expect("a zip")));
+    let industry = IndustryEntry { code, fields: vec!["T1001".into(), String::new(), String::new(), "X500102".into()] };
+    corpus.add("file_readers", &with_pick(5, write_industry(&[industry]).expect("a tdxhy.cfg")));
+    corpus.add("file_readers", &with_pick(6, write_blk(&[code])));
+    let entry = CustomBlockEntry { name: "自选股".into(), stem: "ZXG".into() };
+    corpus.add("file_readers", &with_pick(6, write_custom_blocks_cfg(&[entry]).expect("a blocknew.cfg")));
 }
 
 fn main() {
@@ -635,6 +689,7 @@ fn main() {
     category_seeds(&mut corpus, &vectors);
     supervisor_seeds(&mut corpus);
     f10_seeds(&mut corpus);
+    client_file_seeds(&mut corpus);
 
     for (target, (new, total)) in &corpus.written {
         println!("{target}: {total} seeds ({new} new) in {}", corpus.root.join(target).display());

@@ -13,6 +13,7 @@
 //! | `request_decoder` | `chunking, stream..` |
 //! | `reply_parsers`   | `msg_type: u16, body_len: u16, body: [u8; body_len], payload..` |
 //! | `values`          | the raw bytes (also read as a board file) |
+//! | `file_readers`    | `pick: u8` (reader and units), then the file's bytes |
 //! | `supervisor`      | `servers: u8, per_server: u8, pending: u8, establish: u8, seed: u64, op..` |
 //!
 //! `chunking` is `count: u8, cuts: [u16; count]`: the stream is fed in pieces

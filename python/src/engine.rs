@@ -176,6 +176,7 @@ pub struct Options {
     pub raw_budget_bytes: Option<i64>,
     pub decoded_budget_bytes: Option<i64>,
     pub ranking_file: Option<PathBuf>,
+    pub calendar_file: Option<PathBuf>,
     pub rng_seed: Option<u64>,
     pub f10_base_url: Option<String>,
 }
@@ -212,6 +213,7 @@ impl Options {
             raw_budget_bytes: get(d, "raw_budget_bytes")?,
             decoded_budget_bytes: get(d, "decoded_budget_bytes")?,
             ranking_file: get(d, "ranking_file")?,
+            calendar_file: get(d, "calendar_file")?,
             rng_seed: get(d, "rng_seed")?,
             f10_base_url: get(d, "f10_base_url")?,
         })
@@ -271,6 +273,9 @@ fn build(o: Options) -> PyResult<Client> {
     }
     if let Some(p) = o.ranking_file {
         b = b.ranking_file(p);
+    }
+    if let Some(p) = o.calendar_file {
+        b = b.calendar_file(p);
     }
     if let Some(s) = o.rng_seed {
         b = b.rng_seed(s);
@@ -614,6 +619,14 @@ impl NativeClient {
                 }
             };
         serde_json::to_string(&ranking).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// The trading days from `since` (YYYYMMDD; `None`: every day the
+    /// server has) to the newest, as YYYYMMDD, oldest first.
+    #[pyo3(signature = (since=None))]
+    fn trading_days(&self, py: Python<'_>, since: Option<u32>) -> PyResult<Vec<u32>> {
+        let s = date("since", since)?;
+        wait(py, self.client.trading_calendar(s)).map(|c| c.days().iter().map(|d| d.yyyymmdd()).collect())
     }
 
     /// The engine's diagnostics snapshot as JSON.

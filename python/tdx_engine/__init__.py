@@ -24,6 +24,8 @@ from ._native import (
     Timeout,
     __version__,
 )
+from . import offline
+from ._calendar import Calendar
 from ._client import (
     COMMANDS,
     DEFAULT,
@@ -51,6 +53,7 @@ __all__ = [
     "BarApi",
     "BoardApi",
     "F10Api",
+    "Calendar",
     "Client",
     "Closed",
     "CodeApi",
@@ -69,4 +72,5 @@ __all__ = [
     "Timeout",
     "TradeApi",
     "__version__",
+    "offline",
 ]

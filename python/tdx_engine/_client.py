@@ -13,6 +13,7 @@ import json
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _native
+from ._calendar import Calendar
 from ._native import Table
 
 DateLike = Union[int, str, _dt.date]
@@ -79,6 +80,10 @@ def _yyyymmdd(value: DateLike, field: str) -> int:
         if len(digits) == 8 and digits.isdigit():
             return int(digits)
     raise ValueError(f"{field}: expected YYYYMMDD, YYYY-MM-DD or a datetime.date, got {value!r}")
+
+
+def _iso(yyyymmdd: int) -> str:
+    return f"{yyyymmdd // 10000:04d}-{yyyymmdd // 100 % 100:02d}-{yyyymmdd % 100:02d}"
 
 
 def _code_list(codes: Codes, field: str = "codes") -> List[str]:
@@ -514,6 +519,7 @@ class Client:
         canary: Optional[bool] = None,
         second_opinion: Optional[bool] = None,
         ranking_file: Optional[str] = None,
+        calendar_file: Optional[str] = None,
         rng_seed: Optional[int] = None,
         f10_base_url: Optional[str] = None,
     ) -> None:
@@ -538,6 +544,7 @@ class Client:
             "canary": canary,
             "second_opinion": second_opinion,
             "ranking_file": ranking_file,
+            "calendar_file": calendar_file,
             "rng_seed": rng_seed,
             "f10_base_url": f10_base_url,
         }
@@ -565,6 +572,17 @@ class Client:
     def diagnostics(self) -> Dict[str, Any]:
         """The engine's diagnostics: slots, queues, budgets, workers, counters."""
         return json.loads(self._n.diagnostics())
+
+    def calendar(self, start: Optional[DateLike] = None, end: Optional[DateLike] = None) -> "Calendar":
+        """The trading calendar from the server's own data (the Shanghai
+        composite's daily bars), from ``start`` (default: the first day the
+        server has); ``end`` bounds ``days`` only. Kept in ``calendar_file``
+        (default: the engine's data directory) so a later call asks for the
+        newest days only."""
+        since = None if start is None else _yyyymmdd(start, "start")
+        until = None if end is None else _dt.date.fromisoformat(_iso(_yyyymmdd(end, "end")))
+        days = [_dt.date.fromisoformat(_iso(d)) for d in self._n.trading_days(since)]
+        return Calendar(days, start=None if since is None else _dt.date.fromisoformat(_iso(since)), end=until)
 
     def rank(self) -> Dict[str, Any]:
         """Probes the candidate servers, saves and returns the ranking (best first)."""

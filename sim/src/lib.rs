@@ -39,6 +39,7 @@ pub mod responder;
 pub mod rng;
 pub mod server;
 pub mod simulation;
+pub mod tdx_files;
 pub mod testkit;
 pub mod truth;
 

@@ -26,6 +26,7 @@
 //! tdx-sim truth --seed S category NAME [--sort S] [--ascending] [--start N] [--count N]
 //! tdx-sim truth --seed S f10 ENTRY [CODE] [--param NAME=VALUE ...]
 //! tdx-sim serve-f10 --port P --seed S [--as-of YYYYMMDD] [--latency-ms MS] [--error-per-mille N] [--malformed-per-mille N] [--empty]
+//! tdx-sim tdx-dir --out DIR [--seed S] [--as-of YYYYMMDD] [--codes CODE,...]
 //! tdx-sim run --seeds N [--start S]
 //! tdx-sim replay --seed X [--trace]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)
@@ -66,6 +67,23 @@ enum Command {
         as_of: Option<Date>,
         #[command(subcommand)]
         query: Query,
+    },
+    /// Write a TDX client install made from the market: bar files of the
+    /// codes, gbbq, board files, tdxhy.cfg, a finance history file and a
+    /// custom block (the fixture the file readers are checked against).
+    TdxDir {
+        /// The install directory to write (created).
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// Market seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The market as of this trading day (YYYYMMDD) [default: its today].
+        #[arg(long, value_parser = parse_as_of)]
+        as_of: Option<Date>,
+        /// Securities to write bar files of [default: a stock, an index and a fund per market].
+        #[arg(long, value_delimiter = ',')]
+        codes: Vec<tdx_engine::proto::SecurityCode>,
     },
     /// Run the simulation for seeds S..S+N; exits non-zero if any fails.
     Run {
@@ -248,6 +266,7 @@ fn main() -> ExitCode {
         Command::Serve(serve) => run_serve(serve),
         Command::ServeF10(serve) => run_serve_f10(serve),
         Command::Truth { seed, as_of, query } => run_truth(seed, as_of, query),
+        Command::TdxDir { out, seed, as_of, codes } => run_tdx_dir(&out, seed, as_of, codes),
         Command::Run { seeds, start } => match run_seeds(start, seeds) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,
@@ -374,6 +393,24 @@ fn run_serve_f10(serve: ServeF10) -> Result<(), String> {
             signal = tokio::signal::ctrl_c() => signal.map_err(|e| e.to_string()),
         }
     })
+}
+
+fn run_tdx_dir(
+    out: &std::path::Path,
+    seed: u64,
+    as_of: Option<Date>,
+    mut codes: Vec<tdx_engine::proto::SecurityCode>,
+) -> Result<(), String> {
+    let market = match as_of {
+        Some(day) => Market::as_of(seed, day).map_err(|e| e.to_string())?,
+        None => Market::new(seed),
+    };
+    if codes.is_empty() {
+        codes = tdx_sim::tdx_files::FIXTURE_CODES.iter().map(|c| c.parse().expect("a code")).collect();
+    }
+    let files = tdx_sim::tdx_files::write_install(&MarketData::new(market), out, &codes).map_err(|e| e.to_string())?;
+    println!("{files} files under {}", out.display());
+    Ok(())
 }
 
 fn run_serve(serve: Serve) -> Result<(), String> {

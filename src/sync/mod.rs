@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use tdx_engine::adjust::AdjustmentFactors;
+use tdx_engine::calendar::TradingCalendar;
 use tdx_engine::proto::commands::{Adjust, Bar, CapitalChange, Period};
 use tdx_engine::proto::{Category, Date, Market, SecurityCode};
 use tdx_engine::Client;
@@ -26,7 +27,7 @@ use update::update;
 
 mod f10;
 mod report;
-mod store;
+pub(crate) mod store;
 mod update;
 
 /// `tdx sync` options.
@@ -82,7 +83,7 @@ async fn sync_security(
     for &period in &ctx.periods {
         let old = ctx.store.read_bars(period, code).map_err(|e| CliError::new(e.to_string()))?;
         let had = old.len();
-        let u = update(&ctx.client, &ctx.tally.requests, code, period, old, ctx.since).await?;
+        let u = update(&ctx.client, &ctx.tally.requests, code, period, old, ctx.since, ctx.calendar.as_ref()).await?;
         let relative = Store::bars_file(period, code);
         let key = Manifest::key(period, code);
         let raw_changes = u.new > 0 || u.fixed > 0 || had == 0;
@@ -129,7 +130,7 @@ async fn sync_security(
     Ok(coverage)
 }
 
-fn cover(relative: &std::path::Path, bars: &[Bar], bytes: u64) -> Coverage {
+pub(crate) fn cover(relative: &std::path::Path, bars: &[Bar], bytes: u64) -> Coverage {
     Coverage {
         file: relative.to_string_lossy().replace('\\', "/"),
         rows: bars.len(),
@@ -173,6 +174,9 @@ struct Job {
     xdxr: bool,
     /// `--views`: qfq, hfq.
     views: Vec<Adjust>,
+    /// The trading days from the oldest day an update or `--since` needs:
+    /// it sizes each request to the days missed.
+    calendar: Option<TradingCalendar>,
     tally: Arc<Tally>,
     /// Corporate actions as the manifest had them when the run started.
     known: BTreeMap<String, Corporate>,
@@ -191,6 +195,27 @@ async fn securities(ctx: &Context, args: &SyncArgs, tally: &Tally) -> Result<Vec
         out.extend(list.into_iter().map(|s| (s.code, s.code.category() == Category::AShare)));
     }
     Ok(out)
+}
+
+/// The trading calendar back to the oldest day this run needs: the
+/// oldest stored last bar of the securities and periods to update, or
+/// `--since`. `None` for a run of first downloads only (it needs none), or
+/// when the server has no calendar index to give.
+async fn calendar_for(
+    ctx: &Context,
+    args: &SyncArgs,
+    manifest: &Manifest,
+    codes: &[(SecurityCode, bool)],
+    tally: &Tally,
+) -> Option<TradingCalendar> {
+    let stored = codes
+        .iter()
+        .flat_map(|(code, _)| args.periods.iter().filter_map(move |p| manifest.bars.get(&Manifest::key(*p, *code))));
+    let oldest_last = stored.filter_map(|c| c.last.get(..10)?.parse::<Date>().ok()).min();
+    let since = [oldest_last, args.since].into_iter().flatten().min()?;
+    let refresh = ctx.client.refresh_calendar(Some(since)).await.ok()?;
+    tally.requests.fetch_add(refresh.requests as u64, Ordering::Relaxed);
+    (!refresh.calendar.days().is_empty()).then_some(refresh.calendar)
 }
 
 /// Runs `tdx sync`.
@@ -217,6 +242,7 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
             changes.entry(*code).or_default();
         }
     }
+    let calendar = calendar_for(ctx, &args, &manifest, &codes, &tally).await;
     let jobs = args.jobs.unwrap_or_else(|| ctx.client.diagnostics().supervisor.slots.len()).max(1);
     let job = Arc::new(Job {
         client: ctx.client.clone(),
@@ -225,6 +251,7 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         since: args.since.map(Date::yyyymmdd),
         xdxr: args.with.iter().any(|w| w == "xdxr"),
         views: args.views.clone(),
+        calendar,
         tally: tally.clone(),
         known: manifest.corporate.clone(),
         corporate: Mutex::new(BTreeMap::new()),

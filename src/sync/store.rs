@@ -177,6 +177,49 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The stored capital-change records of `code` (`--with xdxr`), in
+    /// stored order; empty when none. A record whose date was not a date
+    /// comes back with date 0; the reserved byte is 0 as in every capture.
+    pub fn read_xdxr(&self, code: SecurityCode) -> Result<Vec<CapitalChange>, StoreError> {
+        let path = self.path(&Self::xdxr_file(code));
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::Io { path, source: e }),
+        };
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file).and_then(|b| b.build()).map_err(pq_err(&path))?;
+        let mut out = Vec::new();
+        for batch in reader {
+            let batch = batch.map_err(|e| StoreError::Schema { path: path.clone(), why: e.to_string() })?;
+            xdxr_from_batch(code, &batch, &mut out).map_err(|why| StoreError::Schema { path: path.clone(), why })?;
+        }
+        Ok(out)
+    }
+}
+
+fn xdxr_from_batch(code: SecurityCode, batch: &RecordBatch, out: &mut Vec<CapitalChange>) -> Result<(), String> {
+    let date = column::<Date32Array>(batch, "date")?;
+    let category = column::<UInt8Array>(batch, "category")?;
+    let raw: Vec<&UInt32Array> =
+        ["raw1", "raw2", "raw3", "raw4"].iter().map(|n| column::<UInt32Array>(batch, n)).collect::<Result<_, _>>()?;
+    for i in 0..batch.num_rows() {
+        let date_raw = if date.is_null(i) {
+            0
+        } else {
+            Date::from_days_since_epoch(i64::from(date.value(i))).map_or(0, Date::yyyymmdd)
+        };
+        out.push(CapitalChange {
+            code,
+            reserved: 0,
+            date_raw,
+            category: category.value(i),
+            words: [raw[0].value(i), raw[1].value(i), raw[2].value(i), raw[3].value(i)],
+        });
+    }
+    Ok(())
+}
+
 /// What the store holds, per file; rewritten after the data.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -189,6 +232,24 @@ pub struct Manifest {
     /// `ENTRY/CODE` -> its F10 answer as last stored (`--with f10:ENTRY`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub f10: BTreeMap<String, super::f10::F10Stored>,
+    /// `PERIOD/CODE` -> the TDX client file `tdx import` brought its bars
+    /// from (absent from stores nothing was imported into).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub imported: BTreeMap<String, Imported>,
+}
+
+/// Where `tdx import` found a bars file's history, and what it held.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Imported {
+    /// `tdx-client`: the desktop client's own files.
+    pub source: String,
+    /// The file, as given on the command line joined with its place in the install.
+    pub file: String,
+    /// Bars read from it.
+    pub rows: usize,
+    /// Its first and last bar stamps, `YYYY-MM-DD HH:MM` Asia/Shanghai.
+    pub first: String,
+    pub last: String,
 }
 
 /// One bars file's coverage.

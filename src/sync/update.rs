@@ -3,11 +3,53 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use tdx_engine::calendar::TradingCalendar;
 use tdx_engine::proto::commands::{Adjust, Bar, Period};
-use tdx_engine::proto::SecurityCode;
+use tdx_engine::proto::limits::BARS_PER_PAGE_MAX;
+use tdx_engine::proto::{Date, SecurityCode};
 use tdx_engine::Client;
 
 use crate::CliError;
+
+/// Bars per trading day of the periods that have a fixed number.
+fn bars_per_day(period: Period) -> Option<u32> {
+    match period {
+        Period::Min1 | Period::Minutes(1) => Some(240),
+        Period::Min5 => Some(48),
+        Period::Min15 => Some(16),
+        Period::Min30 => Some(8),
+        Period::Min60 => Some(4),
+        Period::Day => Some(1),
+        _ => None,
+    }
+}
+
+/// The first page of an update after `last`: with the trading calendar,
+/// the days traded since the stored last bar's day plus that day, and the
+/// anchor bar before it (one request after any absence shorter than a
+/// page); without one, two days and a bar.
+fn first_update_page(period: Period, last: Date, calendar: Option<&TradingCalendar>) -> u16 {
+    match (bars_per_day(period), calendar) {
+        (Some(per_day), Some(c)) => {
+            let days = c.count_after(last) as u32 + 1;
+            u16::try_from((per_day * days + 1).min(u32::from(BARS_PER_PAGE_MAX))).unwrap_or(BARS_PER_PAGE_MAX)
+        }
+        _ => update_page(period),
+    }
+}
+
+/// The first page of a download back to `since`: with the calendar, the
+/// bars of the trading days from `since` on and one before them (so the
+/// page reaches past `since` and ends the paging); else a whole page.
+fn first_since_page(period: Period, since: Date, calendar: Option<&TradingCalendar>) -> u16 {
+    match (bars_per_day(period), calendar) {
+        (Some(per_day), Some(c)) if c.first().is_some_and(|first| first <= since) => {
+            let days = c.range(Some(since), None).len() as u32;
+            u16::try_from((per_day * days + 1).min(u32::from(BARS_PER_PAGE_MAX))).unwrap_or(BARS_PER_PAGE_MAX)
+        }
+        _ => BARS_PER_PAGE_MAX,
+    }
+}
 
 /// Bars per trading day, to size the first page of an update so one
 /// request covers a few missed days and the re-checked last bar.
@@ -60,13 +102,17 @@ pub async fn update(
     period: Period,
     old: Vec<Bar>,
     since: Option<u32>,
+    calendar: Option<&TradingCalendar>,
 ) -> Result<Update, CliError> {
     if old.len() < 2 {
         // First download: every page, or back to --since.
         let mut pages: Vec<Vec<Bar>> = Vec::new();
         let mut fetched = 0u32;
+        let mut count =
+            since.and_then(Date::from_yyyymmdd).map_or(BARS_PER_PAGE_MAX, |s| first_since_page(period, s, calendar));
         loop {
-            let p = page(client, requests, code, period, fetched, 800).await?;
+            let p = page(client, requests, code, period, fetched, count).await?;
+            count = BARS_PER_PAGE_MAX;
             let done = p.is_empty() || since.is_some_and(|s| p[0].time.date.yyyymmdd() < s);
             fetched += p.len() as u32;
             pages.push(p);
@@ -84,7 +130,7 @@ pub async fn update(
     }
     let anchor = old[old.len() - 2];
     let last = old[old.len() - 1];
-    let first = update_page(period);
+    let first = first_update_page(period, last.time.date, calendar);
     let mut fetched = page(client, requests, code, period, 0, first).await?;
     let mut asked = u32::from(first);
     while fetched.first().is_some_and(|b| b.time > anchor.time) && fetched.len() as u32 == asked {

@@ -1,6 +1,7 @@
 # Sourced by the interop tests and the peer benchmarks (from the repository
-# root): a venv under target/ with the pinned third-party clients and
-# pyarrow (the reader `tdx sync`'s store is checked with) (sets
+# root): a venv under target/ with the pinned third-party clients, mootdx
+# (for its file readers) and pyarrow (the reader `tdx sync`'s store is
+# checked with) (sets
 # VENV), then `loopback_only`, which re-runs the calling script inside a
 # fresh network namespace with only loopback up (the network rule: third-
 # party clients can reach nothing but 127.0.0.1), a scratch dir removed on
@@ -10,8 +11,8 @@ VENV="target/interop-venv"
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c 'import importlib.metadata as m; assert m.version("pytdx") == "1.72" and m.version("eltdx") == "3.3.0" and m.version("tdxrs") == "0.6.7" and m.version("pyarrow") == "26.0.1"' 2>/dev/null; then
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check pytdx==1.72 eltdx==3.3.0 tdxrs==0.6.7 pyarrow==26.0.1
+if ! "$VENV/bin/python" -c 'import importlib.metadata as m; assert m.version("pytdx") == "1.72" and m.version("eltdx") == "3.3.0" and m.version("tdxrs") == "0.6.7" and m.version("pyarrow") == "26.0.1" and m.version("mootdx") == "0.11.7"' 2>/dev/null; then
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check pytdx==1.72 eltdx==3.3.0 tdxrs==0.6.7 pyarrow==26.0.1 mootdx==0.11.7
 fi
 
 # loopback_only SCRIPT ARGS...: unless already inside, re-executes SCRIPT in

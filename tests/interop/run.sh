@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Interop tests: pytdx 1.72, eltdx 3.3.0 and tdxrs 0.6.7, unchanged, against `tdx-sim serve`
 # (and eltdx's F10 client against `tdx-sim serve-f10`),
-# and `tdx sync`'s Parquet store read back by pyarrow 26.0.1,
+# and `tdx sync`'s Parquet store read back by pyarrow 26.0.1, and the TDX
+# client's files (`tdx export`, `tdx import`, `tdx-sim tdx-dir`) through
+# pytdx's, mootdx 0.11.7's, tdxrs's and eltdx's file readers and writers,
 # on loopback. Creates a venv under target/ and installs the pinned clients,
 # builds tdx-sim, then runs the servers and the clients inside a fresh
 # network namespace with only loopback up. Both clients get explicit
@@ -41,3 +43,7 @@ done
 f10_url="http://$(sed -n 's/^listening //p' "$scratch/f10-port")/TQLEX"
 TDX_ENGINE_LOOPBACK_ONLY=1 "$VENV/bin/python" tests/interop/f10_check.py \
     --sim "$SIM" --tdx "$(pwd)/target/debug/tdx" --seed "$SEED" --url "$f10_url" --hosts "$hosts"
+# The TDX client's own files: the peers' readers on what `tdx export` and
+# `tdx-sim tdx-dir` write, `tdx import` of what eltdx writes.
+HOME="$scratch/home" TDX_ENGINE_LOOPBACK_ONLY=1 "$VENV/bin/python" tests/interop/files_check.py \
+    --sim "$SIM" --tdx "$(pwd)/target/debug/tdx" --seed "$SEED" --hosts "$hosts"

@@ -53,6 +53,8 @@ pub struct ClientBuilder {
     decoded_budget_bytes: Option<usize>,
     rng_seed: u64,
     ranking_file: Option<std::path::PathBuf>,
+    /// `None`: the data directory's; `Some(None)`: no calendar cache.
+    calendar_file: Option<Option<std::path::PathBuf>>,
     available_cpus: Option<usize>,
     f10: F10Settings,
 }
@@ -82,6 +84,7 @@ impl Default for ClientBuilder {
             decoded_budget_bytes: None,
             rng_seed: 0x7d78_7709,
             ranking_file: None,
+            calendar_file: None,
             available_cpus: None,
             f10: F10Settings::default(),
         }
@@ -273,6 +276,19 @@ impl ClientBuilder {
     /// `$TDX_ENGINE_DATA_DIR` or the platform data dir, `tdx-engine/ranking.json`).
     pub fn ranking_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.ranking_file = Some(path.into());
+        self
+    }
+    /// Where [`Client::trading_calendar`] keeps the calendar between runs
+    /// (default: `calendar.json` beside the ranking, in the data directory).
+    pub fn calendar_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.calendar_file = Some(Some(path.into()));
+        self
+    }
+    /// Keep no calendar between runs: every [`Client::trading_calendar`]
+    /// asks the server for all the days it needs (a simulated market's
+    /// days should not replace the real market's in the data directory).
+    pub fn no_calendar_cache(mut self) -> Self {
+        self.calendar_file = Some(None);
         self
     }
     /// Seed for the engine's random choices (slot choice, jitter).
@@ -515,6 +531,10 @@ impl ClientBuilder {
                 probe_queries: self.main.canary_probe.clone().unwrap_or_default(),
                 probe_timeout: self.probe_timeout,
                 f10,
+                calendar_cache: match &self.calendar_file {
+                    None => crate::calendar::cache::CalendarCache::default_location(),
+                    Some(path) => path.as_ref().map(crate::calendar::cache::CalendarCache::at),
+                },
             }),
         })
     }

@@ -390,6 +390,10 @@ composites! {
     boards(kind: BoardKind) -> Result<Vec<Board>, Error>;
     /// One board by name; see [`Client::board_members`].
     board_members(name: &str) -> Result<Option<(BoardKind, Board)>, Error>;
+    /// The trading calendar; see [`Client::trading_calendar`].
+    trading_calendar(since: Option<Date>) -> Result<crate::calendar::TradingCalendar, Error>;
+    /// The trading days of a range; see [`Client::trading_days`].
+    trading_days(from: Option<Date>, to: Option<Date>) -> Result<Vec<Date>, Error>;
     /// Waits for pushes; see [`Client::recv_pushes`].
     recv_pushes(max: usize) -> Option<super::Pushes>;
     /// The pushes buffered now; see [`Client::drain_pushes`].

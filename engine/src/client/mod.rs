@@ -6,6 +6,8 @@
 //!   [`BlockingClient`] and [`Pinned`] get their typed methods from it.
 //! - [`composite`]: calls made of several requests (every page, batches,
 //!   files, boards), written once for the async client.
+//! - [`calendar`]: the trading calendar from the server's index bars, kept
+//!   in the data directory.
 //! - [`push`]: unsolicited frames (`recv_pushes`, `push_stream`).
 //! - [`pin`]: one connection held for exclusive use.
 //! - [`blocking`]: the blocking facade over all of the above.
@@ -40,6 +42,7 @@ use crate::supervisor::{CloseState, Endpoint};
 
 pub mod blocking;
 pub mod builder;
+pub mod calendar;
 pub mod call;
 pub mod commands;
 pub mod composite;
@@ -50,6 +53,7 @@ pub mod push;
 
 pub use blocking::{BlockingClient, BLOCKING_WAKE};
 pub use builder::{ClientBuilder, PUBLIC_RATE_CAP_PER_SEC};
+pub use calendar::CalendarRefresh;
 pub use commands::{CommandInfo, Listed, Page, PageOrder, Paged, Paging, COMMANDS, COMPOSITES};
 pub use composite::{CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, HISTORY_TRADES_LANES};
 pub use f10::{BlockingF10, F10};
@@ -80,6 +84,8 @@ struct Inner {
     probe_timeout: Duration,
     /// The F10 gateway's transport, shared by every F10 call.
     f10: Arc<crate::f10::gateway::Transport>,
+    /// Where the trading calendar is kept between runs (`None`: nowhere).
+    calendar_cache: Option<crate::calendar::cache::CalendarCache>,
 }
 
 impl Inner {

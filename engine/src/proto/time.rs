@@ -180,8 +180,12 @@ pub struct TimeOfDay {
 
 impl TimeOfDay {
     /// A time, if every field is in range.
-    pub fn new(hour: u8, minute: u8, second: u8, millis: u16) -> Option<Self> {
-        (hour < 24 && minute < 60 && second < 60 && millis < 1000).then_some(Self { hour, minute, second, millis })
+    pub const fn new(hour: u8, minute: u8, second: u8, millis: u16) -> Option<Self> {
+        if hour < 24 && minute < 60 && second < 60 && millis < 1000 {
+            Some(Self { hour, minute, second, millis })
+        } else {
+            None
+        }
     }
 
     /// From minutes since midnight (the u16 "minutes of day" fields).

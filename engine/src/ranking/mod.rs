@@ -19,7 +19,7 @@ mod probe;
 mod store;
 
 pub use probe::{probe, probe_and_save, ProbeResult, Round};
-pub use store::{RankingStore, SaveStep, DATA_DIR_ENV};
+pub use store::{engine_data_dir, RankingStore, SaveStep, DATA_DIR_ENV};
 
 use serde::{Deserialize, Serialize};
 

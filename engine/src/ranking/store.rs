@@ -10,6 +10,20 @@ use super::{Ranking, SCHEMA_VERSION};
 pub const DATA_DIR_ENV: &str = "TDX_ENGINE_DATA_DIR";
 const FILE_NAME: &str = "ranking.json";
 
+/// The engine's data directory: `$TDX_ENGINE_DATA_DIR` when set and not
+/// empty, else `tdx-engine/` in the platform data directory; `None` when
+/// neither exists. The ranking and the trading calendar are kept there.
+pub fn engine_data_dir() -> Option<PathBuf> {
+    engine_dir_in(std::env::var_os(DATA_DIR_ENV), dirs::data_dir())
+}
+
+fn engine_dir_in(override_dir: Option<std::ffi::OsString>, data_dir: Option<PathBuf>) -> Option<PathBuf> {
+    match override_dir {
+        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
+        _ => Some(data_dir?.join("tdx-engine")),
+    }
+}
+
 /// The steps of an atomic save, in order; a save interrupted after any of
 /// them leaves the old file or the new one in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,11 +58,7 @@ impl RankingStore {
     /// platform data dir: the override when set and not empty, else
     /// `tdx-engine/` in the data dir.
     fn location_in(override_dir: Option<std::ffi::OsString>, data_dir: Option<PathBuf>) -> Option<Self> {
-        let dir = match override_dir {
-            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-            _ => data_dir?.join("tdx-engine"),
-        };
-        Some(Self::at(dir.join(FILE_NAME)))
+        Some(Self::at(engine_dir_in(override_dir, data_dir)?.join(FILE_NAME)))
     }
 
     /// The store at `path`.
