@@ -155,6 +155,7 @@ impl Truth {
             }
             Query::Sparkline { code } => sparkline(market, parse_code(&code)?),
             Query::Aux { code, kind } => aux(market, parse_code(&code)?, AuxKind(kind)),
+            Query::Mac(mac) => crate::mac::truth::answer(data, &mac)?,
         })
     }
 
@@ -349,6 +350,9 @@ pub enum Query {
         /// The security.
         code: String,
     },
+    /// The MAC and money-flow questions (mac-quote, mac-bars, flow, calendar, unusual, ...).
+    #[command(flatten)]
+    Mac(crate::mac::truth::MacQuery),
     /// Today's minute aux series (0x051b).
     Aux {
         /// The security.
