@@ -254,7 +254,6 @@ fn boards_are_the_board_files() {
             }
         }
         // Code order is market then code; the file lists digits.
-        let mut members = members;
         members.sort();
         let mut want = file_board.codes.clone();
         want.sort();

@@ -170,7 +170,7 @@ impl Command for MacBoardList {
     }
 
     fn encode_reply(&self, reply: &MacBoardListReply, out: &mut Vec<u8>) -> Result<(), ProtoError> {
-        let halves = reply.boards.len().checked_mul(2).unwrap_or(usize::MAX);
+        let halves = reply.boards.len().saturating_mul(2);
         out.put_u16_le(count_u16("mac boards", halves)?);
         out.put_u16_le(reply.total);
         for entry in &reply.boards {
