@@ -148,15 +148,15 @@ mod tests {
 
     #[test]
     fn the_bucket_rule() {
-        // A 1.2M-yuan buy against 12 sell orders of 100k; a 50k sell against one 50k buy.
-        let ticks = [tick(12_000, 1000, 12, 0), tick(10_000, 50, 1, 1)];
+        // A 1.2M-yuan buy against 40 sell orders of 30k; a 50k sell against one 50k buy.
+        let ticks = [tick(12_000, 1000, 40, 0), tick(10_000, 50, 1, 1)];
         let b = buckets(&ticks, 100);
         let total = 1_250_000.0;
         let of = |a: f64| (a / total * 50_000.0).round() as u16;
         // Order-size view: buyer super-large, seller small; then both medium.
         assert_eq!((b[0], b[1]), (of(1_200_000.0), 0));
         assert_eq!((b[8], b[9]), (of(50_000.0), of(50_000.0)));
-        assert_eq!(b[13], of(1_200_000.0), "twelve 100k sell orders are small");
+        assert_eq!(b[13], of(1_200_000.0), "forty 30k sell orders are small");
         // Active view: the initiators only.
         assert_eq!((b[2], b[3]), (of(1_200_000.0), 0));
         assert_eq!((b[10], b[11]), (0, of(50_000.0)));
