@@ -344,3 +344,50 @@ async fn a_mac_session_over_a_socket() {
     let reply = c.call(&MacBarOffset { offset: 0, count: 1 }.into()).await.unwrap();
     assert!(matches!(reply, Reply::MacBarOffset(r) if r.returned == 1));
 }
+
+/// Why: `tdx-sim truth` answers every MAC question, from the replies the
+/// exchange sends (the CLI prints the same JSON from a client's replies).
+#[test]
+fn truth_answers_every_mac_question() {
+    let t = truth();
+    let q = |words: &[&str]| t.query(words.iter().copied()).unwrap_or_else(|e| panic!("{words:?}: {e}"));
+    let quote = q(&["mac-quote", "sz000001", "--fields", "limit_up,limit_down,main_net_inflow,close"]);
+    let row = &quote["quotes"][0];
+    let table = t.call(MacQuotes {
+        fields: FieldBitmap::of([MacField::LIMIT_UP, MacField::LIMIT_DOWN, MacField::MAIN_NET_INFLOW, MacField::CLOSE]),
+        symbols: vec![code("sz000001").into()],
+    });
+    let typed = &table.rows[0];
+    assert_eq!(row["limit_up"].as_f64().unwrap(), price_of_yuan(match typed.value(MacField::LIMIT_UP) {
+        Some(FieldValue::F32(v)) => v,
+        other => panic!("{other:?}"),
+    })
+    .unwrap()
+    .yuan());
+    assert_eq!(row["main_net_inflow"].as_f64().unwrap(), typed.value(MacField::MAIN_NET_INFLOW).unwrap().as_f64());
+    let bars = q(&["mac-bars", "sz000001", "--period", "5m", "--count", "2", "--bar-time", "end"]);
+    assert_eq!(bars["bars"].as_array().unwrap().len(), 2);
+    assert!(bars["bars"][1]["time"].as_str().unwrap().ends_with("15:00"));
+    for words in [
+        &["mac-minutes", "sz000001"][..],
+        &["mac-minutes", "sz000001", "--days", "3"],
+        &["mac-ticks", "sz000001", "--count", "5"],
+        &["mac-snapshot", "sz000001"],
+        &["mac-auction", "sz000001"],
+        &["mac-sparkline", "sz000001"],
+        &["mac-boards", "--kind", "style"],
+        &["mac-board", "881001", "--sort", "amount"],
+        &["mac-board", "star", "--fields", "close"],
+        &["mac-stock-boards", "sz000001"],
+        &["capital-flow", "sz000001"],
+        &["flow", "sz000001"],
+        &["calendar"],
+        &["unusual", "sh", "--count", "10"],
+    ] {
+        let v = q(words);
+        assert!(v.is_object(), "{words:?}");
+    }
+    assert_eq!(q(&["flow", "sz000001"])["blocks"][0]["days"].as_array().unwrap().len(), 5);
+    assert_eq!(q(&["unusual", "sh", "--count", "10"])["moves"].as_array().unwrap().len(), 10);
+    assert!(t.query(["mac-quote", "sz000001", "--fields", "no_such_field"]).is_err());
+}
