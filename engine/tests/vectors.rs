@@ -473,7 +473,26 @@ fn check_reply(v: &Value, payload: &[u8]) {
         | Reply::CompanyCategory(_)
         | Reply::CompanyContent(_)
         | Reply::SpecialLimits(_)
-        | Reply::DelistedBars(_) => {
+        | Reply::DelistedBars(_)
+        | Reply::MoneyFlow(_)
+        | Reply::MacServerInfo(_)
+        | Reply::MacQuotes(_)
+        | Reply::MacBoardMembers(_)
+        | Reply::MacSnapshot(_)
+        | Reply::MacBars(_)
+        | Reply::MacMinutes(_)
+        | Reply::MacMultiDayMinutes(_)
+        | Reply::MacTicks(_)
+        | Reply::MacBoardList(_)
+        | Reply::MacStockBoards(_)
+        | Reply::MacCapitalFlow(_)
+        | Reply::MacAuction(_)
+        | Reply::MacUnusual(_)
+        | Reply::MacBarOffset(_)
+        | Reply::MacSparkline(_)
+        | Reply::MacGoods(_)
+        | Reply::MacFileMeta(_)
+        | Reply::MacFileChunk(_) => {
             panic!("no vector exists yet for {command}; its codec tests and round trips cover it")
         }
         Reply::Auction(points) => {

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use tdx_engine::proto::commands::*;
 use tdx_engine::proto::frame::encode_response;
+use tdx_engine::proto::frame::MAC_HEAD_1_PREFIX;
 use tdx_engine::proto::text::encode_gbk;
 use tdx_engine::proto::wire::put_varint;
 use tdx_engine::proto::{Compression, Market, Price, Reply, Request, RequestDecoder, SecurityCode, TradeDate};
@@ -74,7 +75,8 @@ impl Corpus {
         if request.encode_body(&mut body).is_err() {
             return;
         }
-        let case = ReplyCase { msg_type: request.msg_type(), body, payload: payload.to_vec() };
+        let case =
+            ReplyCase { prefix: request.prefix(), msg_type: request.msg_type(), body, payload: payload.to_vec() };
         let bytes = case.write();
         assert_eq!(ReplyCase::read(&bytes), case);
         self.add("reply_parsers", &bytes);
@@ -128,7 +130,7 @@ fn load_vectors(dir: &Path) -> Vectors {
                     let mut decoder = RequestDecoder::new();
                     if decoder.feed(&bytes).is_ok() {
                         if let Ok(Some(frame)) = decoder.next_frame() {
-                            if let Ok(request) = Request::decode(frame.header.msg_type, &frame.body) {
+                            if let Ok(request) = Request::decode_frame(&frame) {
                                 file_requests.push(request);
                             }
                         }
@@ -295,6 +297,350 @@ fn built_replies() -> Vec<(Request, Reply)> {
         ),
         (Sparkline::new(sz).into(), Reply::Sparkline(sparkline)),
     ]
+    .into_iter()
+    .chain(mac_replies())
+    .collect()
+}
+
+/// One reply of each MAC command and of 0x0ffc, in the shapes the
+/// reference exchange sends (no capture of these exists here).
+fn mac_replies() -> Vec<(Request, Reply)> {
+    let sz: SecurityCode = "sz000001".parse().expect("code");
+    let sh: SecurityCode = "sh600000".parse().expect("code");
+    let date = tdx_engine::proto::Date::new(2026, 11, 27).expect("a date");
+    let time = |s: u32| time_of_seconds(s).expect("a time");
+    let fields = FieldBitmap::of([
+        MacField::PRE_CLOSE,
+        MacField::CLOSE,
+        MacField::VOLUME,
+        MacField::LIMIT_UP,
+        MacField(0x4c),
+        MacField(0x96),
+    ]);
+    let row = |symbol: SecurityCode, name: &str| MacQuoteRow {
+        symbol: symbol.into(),
+        name: name.into(),
+        fields,
+        slots: vec![11.0f32.to_bits(), 11.5f32.to_bits(), 123_456, 12.1f32.to_bits(), 7, 1.5f32.to_bits()],
+    };
+    let table = MacQuoteTable { fields, total: 2, rows: vec![row(sz, "平安银行"), row(sh, "浦发银行")] };
+    let summary = SecuritySummary {
+        name: "平安银行".into(),
+        decimals: 2,
+        volume_unit: 100.0,
+        date: Some(date),
+        time: time(54_000),
+        pre_close: 11.0,
+        open: 11.1,
+        high: 11.6,
+        low: 10.9,
+        close: 11.5,
+        volume: 123_456,
+        amount: 1.4e8,
+        average: 11.3,
+        ..SecuritySummary::empty()
+    };
+    let bar = |day: u8| MacBar {
+        date: tdx_engine::proto::Date::new(2026, 11, day).expect("a date"),
+        time: time(0),
+        open: 11.0,
+        high: 11.6,
+        low: 10.9,
+        close: 11.5,
+        amount: 1.4e8,
+        volume: 1.2e7,
+        float_shares: 0.0,
+    };
+    let minute = |i: u16| MacMinutePoint {
+        minutes: 571 + i,
+        price: 11.0 + f32::from(i) / 100.0,
+        average: 11.0,
+        volume: 100,
+        momentum: 0.01,
+    };
+    let short =
+        |i: u16| MacShortMinutePoint { minutes: 571 + i, price: 11.0, average: 11.0, volume: 100 + i, reserved: 0 };
+    let head = JsonHead::of(&sz.into());
+    let flow_day = MoneyFlowDay {
+        date,
+        word_0: 0,
+        amount: 2_676_107_520.0,
+        words_2: [0; 8],
+        buckets: [15933, 8454, 12053, 3745, 8327, 8842, 4467, 3355, 12584, 15730, 6390, 6317, 13154, 16971, 6825, 6845],
+        words_18: [0; 3],
+    };
+    let moves = vec![
+        MacUnusualMove {
+            symbol: sz.into(),
+            reserved_a: 0,
+            kind: 0x1d,
+            reserved_b: 0,
+            index: 1,
+            reserved_c: 0,
+            data: [0, 0x0a, 0xd7, 0x23, 0x3c, 0, 0, 0x38, 0x41, 0, 0, 0, 0],
+            reserved_d: 0,
+            time: time(34_260),
+            name: "平安银行".into(),
+        },
+        MacUnusualMove {
+            symbol: sh.into(),
+            kind: 0x14,
+            index: 2,
+            data: [0, 2, 0x9a, 0x99, 0x41, 0x41, 0, 0, 0x7a, 0x44, 0, 0, 0],
+            time: time(36_000),
+            name: "浦发银行".into(),
+            ..MacUnusualMove {
+                symbol: sz.into(),
+                reserved_a: 0,
+                kind: 0,
+                reserved_b: 0,
+                index: 0,
+                reserved_c: 0,
+                data: [0; 13],
+                reserved_d: 0,
+                time: time(0),
+                name: String::new(),
+            }
+        },
+    ];
+    let board = |code: &str, name: &str| BoardQuote {
+        symbol: MacSymbol::new(1, code),
+        reserved: [0; 16],
+        name: name.into(),
+        price: 1002.5,
+        rise_speed: 0.25,
+        pre_close: 1000.0,
+    };
+    let mut hash = [0u8; 32];
+    hash.copy_from_slice(b"0123456789abcdef0123456789abcdef");
+    vec![
+        (
+            MoneyFlow { code: sz }.into(),
+            Reply::MoneyFlow(vec![MoneyFlowBlock {
+                code: sz,
+                reserved_a: 0,
+                reserved_b: [0; 30],
+                days: vec![flow_day; 5],
+            }]),
+        ),
+        (
+            MacServerInfo::default().into(),
+            Reply::MacServerInfo(MacServerInfoReply {
+                count: 1,
+                flags: [0; 8],
+                tag: *b"-1\0",
+                reserved: [0; 9],
+                today: Some(date),
+                time_1: 153_000,
+                sessions_1: [570, 690, 780, 900, 900, 900, 900, 900],
+                sessions_2: [570, 690, 780, 900, 900, 900, 900, 900],
+                flag: 0,
+                last_trading_day: Some(date),
+                time_2: 153_000,
+                market_param_1: 0,
+                market_param_2: 0,
+                tail_raw: vec![0; 8],
+            }),
+        ),
+        (MacQuotes { fields, symbols: vec![sz.into(), sh.into()] }.into(), Reply::MacQuotes(table.clone())),
+        (
+            MacBoardMembers::new(
+                mac_board_id("881001").expect("a board"),
+                mac_sort::CHANGE_PCT,
+                0,
+                80,
+                fields.truncated(128),
+            )
+            .into(),
+            Reply::MacBoardMembers(MacQuoteTable {
+                fields: fields.truncated(128),
+                total: 2,
+                rows: table
+                    .rows
+                    .iter()
+                    .map(|r| MacQuoteRow { fields: fields.truncated(128), slots: r.slots[..5].to_vec(), ..r.clone() })
+                    .collect(),
+            }),
+        ),
+        (
+            MacBars::new(sz, Period::Day, 0, 700, Adjust::Forward).into(),
+            Reply::MacBars(MacBarPage {
+                symbol: sz.into(),
+                head_raw: [4, 0, 0],
+                start: 0,
+                bars: vec![bar(26), bar(27)],
+                summary: Some(summary.clone()),
+            }),
+        ),
+        (
+            MacBars::new(sz, Period::Seconds(5), 0, 700, Adjust::None).into(),
+            Reply::MacBars(MacBarPage {
+                symbol: sz.into(),
+                head_raw: [13, 0, 0],
+                start: 0,
+                bars: vec![MacBar { time: time(34_200), ..bar(27) }, MacBar { time: time(34_205), ..bar(27) }],
+                summary: None,
+            }),
+        ),
+        (
+            MacMinutes { symbol: sz.into(), date: None }.into(),
+            Reply::MacMinutes(MacMinuteLine {
+                symbol: sz.into(),
+                date: Some(date),
+                reserved: 0,
+                reference_price: 11.0,
+                points: (0..4).map(minute).collect(),
+                summary: summary.clone(),
+            }),
+        ),
+        (
+            MacMultiDayMinutes { symbol: sz.into(), date: None, days: 2 }.into(),
+            Reply::MacMultiDayMinutes(MacMultiDayLine {
+                symbol: sz.into(),
+                dates: [Some(date), tdx_engine::proto::Date::new(2026, 11, 26), None, None, None],
+                previous_closes: [11.0, 10.9, 0.0, 0.0, 0.0],
+                day_count: 2,
+                send_last: 0,
+                page_size: 3,
+                points: (0..6).map(short).collect(),
+                summary: summary.clone(),
+            }),
+        ),
+        (
+            MacTicks { symbol: sz.into(), date: None, start: 0, count: 1000 }.into(),
+            Reply::MacTicks(MacTickPage {
+                symbol: sz.into(),
+                date: Some(date),
+                reserved: 0,
+                start: 0,
+                total: 2,
+                ticks: vec![
+                    MacTick { time: time(34_260), price: 11.01, volume: 20, trade_count: 3, side_raw: 0 },
+                    MacTick { time: time(54_000), price: 11.5, volume: 200, trade_count: 31, side_raw: 2 },
+                ],
+            }),
+        ),
+        (
+            MacBoardList::new(mac_board_kind::INDUSTRY, 0, 150).into(),
+            Reply::MacBoardList(MacBoardListReply {
+                total: 1,
+                boards: vec![BoardEntry { board: board("881001", "银行"), leader: board("600000", "浦发银行") }],
+            }),
+        ),
+        (
+            MacStockBoards { symbol: sz.into() }.into(),
+            Reply::MacStockBoards(MacStockBoardsReply {
+                head,
+                boards: vec![StockBoard {
+                    kind: 0,
+                    market: 1,
+                    code: "881001".into(),
+                    name: "银行".into(),
+                    close: 1002.5,
+                    pre_close: 1000.0,
+                    rest: vec![3.into(), 0.into(), 0.into()],
+                }],
+            }),
+        ),
+        (
+            MacCapitalFlow { symbol: sz.into() }.into(),
+            Reply::MacCapitalFlow(MacCapitalFlowReply {
+                head,
+                flow: Some(CapitalFlow {
+                    today: TodayFlow { main_in: 3.0e7, main_out: 2.0e7, retail_in: 5.8e7, retail_out: 6.8e7 },
+                    five_days: FiveDayFlow {
+                        buy: 2.1e8,
+                        sell: 2.0e8,
+                        super_large_net: 2.0e6,
+                        large_net: 2.3e6,
+                        medium_net: 4.8e6,
+                        small_net: -9.2e6,
+                    },
+                    ..CapitalFlow::default()
+                }),
+            }),
+        ),
+        (
+            MacAuction { symbol: sz.into(), start: 0, count: 500 }.into(),
+            Reply::MacAuction(MacAuctionReply {
+                symbol: sz.into(),
+                reserved: [0; 8],
+                points: (0..3)
+                    .map(|i| MacAuctionPoint {
+                        time: time(33_300 + 30 * i),
+                        price: 11.0,
+                        matched: 100 * i,
+                        unmatched: -50,
+                    })
+                    .collect(),
+            }),
+        ),
+        (MacUnusual::new(0, 0, 600).into(), Reply::MacUnusual(moves)),
+        (
+            MacBarOffset { offset: 0, count: 1 }.into(),
+            Reply::MacBarOffset(MacBarOffsetReply { total: 4000, returned: 1, tail_raw: Vec::new() }),
+        ),
+        (
+            MacSparkline { symbol: sz.into() }.into(),
+            Reply::MacSparkline(MacSparklineReply {
+                symbol: sz.into(),
+                header_raw: [0; 8],
+                prices: vec![11.0, 11.1, 11.2],
+            }),
+        ),
+        (
+            MacGoods { market: 0, start: 0, count: 600 }.into(),
+            Reply::MacGoods(vec![MacGood {
+                category: 0,
+                code: "000001".into(),
+                unknown: 0,
+                index: 0,
+                switch: 0,
+                values: [11.0, 0.0, 0.0],
+                c1: 0,
+                c2: 0,
+            }]),
+        ),
+        (
+            MacFileMeta { name: "block_gn.dat".into(), offset: 0 }.into(),
+            Reply::MacFileMeta(MacFileMetaReply { offset: 0, size: 1234, flag: 0, hash, tail_raw: Vec::new() }),
+        ),
+        (
+            MacFileChunk { name: "block_gn.dat".into(), index: 1, offset: 0, size: 30_000 }.into(),
+            Reply::MacFileChunk(MacFileChunkReply { head_raw: [1, 0, 0, 0, 4, 0, 0, 0], data: vec![1, 2, 3, 4] }),
+        ),
+        (
+            MacSnapshot { symbol: sz.into() }.into(),
+            Reply::MacSnapshot(MacSnapshotReply {
+                head_raw: [0; 8],
+                symbol: sz.into(),
+                name: "平安银行".into(),
+                gap_raw: [0; 20],
+                date: Some(date),
+                time: time(54_030),
+                activity: 1200,
+                pre_close: 11.0,
+                open: 11.1,
+                high: 11.6,
+                low: 10.9,
+                close: 11.5,
+                momentum: 0.0,
+                volume: 123_456,
+                amount: 1.4e8,
+                inside_volume: 55_000,
+                outside_volume: 68_456,
+                decimals: 2,
+                unknown_a: 0,
+                unknown_b: 0.0,
+                gap_2_raw: [0; 20],
+                unknown_c: 0,
+                volume_ratio: 1.1,
+                turnover: 0.6,
+                average: 11.3,
+                tail_raw: Vec::new(),
+            }),
+        ),
+    ]
 }
 
 fn chunkings(len: usize) -> Vec<Chunking> {
@@ -379,9 +725,13 @@ fn reply_and_frame_seeds(corpus: &mut Corpus, vectors: &Vectors, requests: &[Req
         let mut payload = Vec::new();
         request.encode_reply(&reply, &mut payload).expect("a built reply encodes");
         corpus.reply(&request, &payload);
-        let mut frame = Vec::new();
-        if encode_response(&mut frame, 9000 + i as u32, request.msg_type(), &payload, Compression::Never).is_ok() {
-            frames.push(frame);
+        // MAC replies carry msg_id 0; 0x0ffc's its routed id.
+        let msg_id = request.wire_msg_id(9000 + i as u32);
+        for compression in [Compression::Never, Compression::IfSmaller(6)] {
+            let mut frame = Vec::new();
+            if encode_response(&mut frame, msg_id, request.msg_type(), &payload, compression).is_ok() {
+                frames.push(frame);
+            }
         }
     }
     // Every reply against every built request of the same command: other
@@ -675,6 +1025,19 @@ fn main() {
     for (i, request) in requests.iter().enumerate() {
         let mut frame = Vec::new();
         if request.encode_frame(i as u32, &mut frame).is_ok() && !request_frames.contains(&frame) {
+            request_frames.push(frame);
+        }
+    }
+    // The MAC setup as eltdx sends it, and MAC frames as the 7727 channel writes them.
+    for (request, id) in mac_setup().iter().zip(MAC_SETUP_MSG_IDS) {
+        let mut frame = Vec::new();
+        request.encode_frame(id, &mut frame).expect("the setup encodes");
+        request_frames.push(frame);
+    }
+    for request in requests.iter().filter(|r| r.family() == tdx_engine::proto::Family::Mac).take(8) {
+        let mut frame = Vec::new();
+        if request.encode_frame(0, &mut frame).is_ok() {
+            tdx_engine::proto::frame::set_request_prefix(&mut frame, MAC_HEAD_1_PREFIX).expect("a known prefix");
             request_frames.push(frame);
         }
     }

@@ -1,7 +1,8 @@
 //! Every reply parser, against the request a body on the wire describes,
 //! read from the input as a [`tdx_fuzz::ReplyCase`]
-//! (`msg_type: u16, body_len: u16, body, payload..`); inputs whose body is
-//! not a valid request end at once.
+//! (`prefix: u8, msg_type: u16, body_len: u16, body, payload..`; the prefix
+//! picks 7709 or one of MAC's); inputs whose body is not a valid request
+//! end at once.
 //! Invariants: no panic; errors are typed; a parsed reply that the server
 //! side can encode again parses back to itself (modulo NaN floats, which
 //! compare unequal and are skipped).
@@ -13,7 +14,7 @@ use tdx_fuzz::ReplyCase;
 
 fuzz_target!(|data: &[u8]| {
     let case = ReplyCase::read(data);
-    let Ok(request) = Request::decode(case.msg_type, &case.body) else {
+    let Ok(request) = Request::decode_prefixed(case.prefix, case.msg_type, &case.body) else {
         return;
     };
     let Ok(reply) = request.parse_reply(&case.payload) else {

@@ -1,6 +1,6 @@
-//! The server's request stream decoder and every request body decoder, fed
-//! in chunks read from the input as a [`tdx_fuzz::RequestCase`]
-//! (`count: u8, cuts: [u16; count], stream..`).
+//! The server's request stream decoder (7709 and MAC prefixes) and every
+//! request body decoder, fed in chunks read from the input as a
+//! [`tdx_fuzz::RequestCase`] (`count: u8, cuts: [u16; count], stream..`).
 //! Invariants: no panic; a decoded request re-encodes to a body that decodes
 //! to the same request.
 #![no_main]
@@ -19,10 +19,12 @@ fuzz_target!(|data: &[u8]| {
         loop {
             match decoder.next_frame() {
                 Ok(Some(frame)) => {
-                    if let Ok(request) = Request::decode(frame.header.msg_type, &frame.body) {
+                    if let Ok(request) = Request::decode_frame(&frame) {
+                        assert_eq!(request.prefix(), frame.header.prefix);
                         let mut body = Vec::new();
                         if request.encode_body(&mut body).is_ok() {
-                            assert_eq!(Request::decode(frame.header.msg_type, &body).as_ref(), Ok(&request));
+                            let again = Request::decode_prefixed(frame.header.prefix, frame.header.msg_type, &body);
+                            assert_eq!(again.as_ref(), Ok(&request));
                         }
                     }
                 }

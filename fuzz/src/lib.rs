@@ -11,12 +11,14 @@
 //! |-------------------|--------|
 //! | `frame_decoder`   | `frames_max: u8, decoded_bytes_max: u32, chunking, stream..` |
 //! | `request_decoder` | `chunking, stream..` |
-//! | `reply_parsers`   | `msg_type: u16, body_len: u16, body: [u8; body_len], payload..` |
+//! | `reply_parsers`   | `prefix: u8, msg_type: u16, body_len: u16, body: [u8; body_len], payload..` |
 //! | `values`          | the raw bytes (also read as a board file) |
 //! | `file_readers`    | `pick: u8` (reader and units), then the file's bytes |
 //! | `supervisor`      | `servers: u8, per_server: u8, pending: u8, establish: u8, seed: u64, op..` |
 //!
-//! `chunking` is `count: u8, cuts: [u16; count]`: the stream is fed in pieces
+//! `prefix` picks a request prefix, 0x0c, 0x1c, 0x01 or 0x02 (taken
+//! modulo 4), so every input names a family. `chunking` is `count: u8,
+//! cuts: [u16; count]`: the stream is fed in pieces
 //! of `cuts[i % count]` bytes (at least 1), or of `u16::MAX` bytes when
 //! `count` is 0. Each supervisor `op` is an opcode byte (taken modulo the
 //! number of operations) followed by that operation's fixed fields; see
@@ -177,9 +179,15 @@ impl RequestCase {
     }
 }
 
+/// The request prefixes, in the order a `reply_parsers` input's first byte
+/// picks them.
+pub const PREFIXES: [u8; 4] = [0x0c, 0x1c, 0x01, 0x02];
+
 /// Input of `reply_parsers`: a request, as its wire body, and a reply payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplyCase {
+    /// The request frame's first byte (one of [`PREFIXES`]).
+    pub prefix: u8,
     /// The request's command code.
     pub msg_type: u16,
     /// The request body (what follows the 12-byte request header).
@@ -189,20 +197,23 @@ pub struct ReplyCase {
 }
 
 impl ReplyCase {
-    /// Reads `msg_type: u16, body_len: u16, body, payload..`.
+    /// Reads `prefix: u8, msg_type: u16, body_len: u16, body, payload..`.
     pub fn read(data: &[u8]) -> Self {
         let mut cursor = Cursor::new(data);
+        let prefix = PREFIXES[usize::from(cursor.u8()) % PREFIXES.len()];
         let msg_type = cursor.u16();
         let body_len = cursor.u16();
         let body = cursor.bytes(usize::from(body_len)).to_vec();
-        Self { msg_type, body, payload: cursor.rest().to_vec() }
+        Self { prefix, msg_type, body, payload: cursor.rest().to_vec() }
     }
 
     /// The bytes [`read`](Self::read) reads back to `self` (a body is at
-    /// most `u16::MAX` bytes).
+    /// most `u16::MAX` bytes; the prefix is one of [`PREFIXES`]).
     pub fn write(&self) -> Vec<u8> {
         let body_len = u16::try_from(self.body.len()).expect("request body fits a u16");
-        let mut out = Vec::with_capacity(4 + self.body.len() + self.payload.len());
+        let prefix = PREFIXES.iter().position(|&p| p == self.prefix).expect("a known prefix") as u8;
+        let mut out = Vec::with_capacity(5 + self.body.len() + self.payload.len());
+        out.push(prefix);
         out.extend_from_slice(&self.msg_type.to_le_bytes());
         out.extend_from_slice(&body_len.to_le_bytes());
         out.extend_from_slice(&self.body);

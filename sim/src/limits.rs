@@ -1,8 +1,9 @@
-//! The special-security price-limit table served through 0x0452: every
-//! ChiNext and STAR stock (±20%), every Beijing stock (±30%), and a seeded
-//! few main-board stocks under special treatment (ST, ±5%), each from
-//! today's previous close, rounded to the cent. Main-board stocks outside
-//! ST follow the ordinary ±10% rule and are not listed.
+//! The price limits: the special-security table served through 0x0452
+//! (every ChiNext and STAR stock ±20%, every Beijing stock ±30%, and a
+//! seeded few main-board stocks under special treatment, ST, ±5%), each
+//! from today's previous close, rounded to the cent. Main-board stocks
+//! outside ST follow the ordinary ±10% rule and are not listed; MAC's
+//! limit-up and limit-down fields give every A share's.
 
 use tdx_engine::proto::commands::SpecialLimit;
 use tdx_engine::proto::{Category, Market as Exchange};
@@ -33,15 +34,32 @@ pub fn special_percent(market: &Market, l: &Listing) -> Option<i64> {
     }
 }
 
+/// The limit in percent for any A share: its special one, else the
+/// ordinary 10%. Funds and indexes have none here.
+pub fn limit_percent(market: &Market, l: &Listing) -> Option<i64> {
+    (l.category == Category::AShare).then(|| special_percent(market, l).unwrap_or(10))
+}
+
+/// Today's limit-up and limit-down prices of an A share, in milli-yuan:
+/// the previous close moved by its percent, rounded to the cent.
+pub fn limit_prices(market: &Market, l: &Listing) -> Option<(i64, i64)> {
+    let pct = limit_percent(market, l)?;
+    Some(limit_prices_at(market, l, pct))
+}
+
+fn limit_prices_at(market: &Market, l: &Listing, pct: i64) -> (i64, i64) {
+    let (_, previous_close) = market.today_day(l);
+    let at = |factor: i64| ((previous_close * factor) as f64 / 1000.0).round() as i64 * 10;
+    (at(100 + pct), at(100 - pct))
+}
+
 /// The whole table, in market then code order.
 pub fn special_limits(market: &Market) -> Vec<SpecialLimit> {
     let mut rows = Vec::new();
     for exchange in [Exchange::Sz, Exchange::Sh, Exchange::Bj] {
         for l in market.listings(exchange) {
             let Some(pct) = special_percent(market, l) else { continue };
-            let (_, previous_close) = market.today_day(l);
-            let at = |factor: i64| ((previous_close * factor) as f64 / 1000.0).round() as i64 * 10;
-            let (upper, lower) = (at(100 + pct), at(100 - pct));
+            let (upper, lower) = limit_prices_at(market, l, pct);
             rows.push(SpecialLimit {
                 market_id: exchange.id(),
                 code_num: l.code.code().parse().expect("six digits"),

@@ -1,14 +1,18 @@
 //! What a reference server serves: the seeded [`Market`] and the tables
-//! built from the whole of it (the board files, the special-limit table).
+//! built from the whole of it (the board files and their MAC boards, the
+//! special-limit table, the unusual-move feeds).
 //! Each is built once, on first use, and shared by every server and
 //! question after that; the market itself knows nothing of them.
 
 use std::sync::OnceLock;
 
-use tdx_engine::proto::commands::SpecialLimit;
+use tdx_engine::proto::commands::{MacUnusualMove, SpecialLimit};
+use tdx_engine::proto::Market as Exchange;
 
 use crate::boards::BoardFiles;
 use crate::limits::special_limits;
+use crate::mac::boards::MacBoards;
+use crate::mac::unusual::unusual_feed;
 use crate::market::Market;
 
 /// A market and the data derived from it.
@@ -19,12 +23,22 @@ pub struct MarketData {
     boards: OnceLock<BoardFiles>,
     /// The 0x0452 table.
     special_limits: OnceLock<Vec<SpecialLimit>>,
+    /// The boards as MAC lists them.
+    mac_boards: OnceLock<MacBoards>,
+    /// Each exchange's unusual-move feed (0x1237), in wire-id order.
+    unusual: [OnceLock<Vec<MacUnusualMove>>; 3],
 }
 
 impl MarketData {
     /// The data of `market`; nothing derived is built yet.
     pub fn new(market: Market) -> Self {
-        Self { market, boards: OnceLock::new(), special_limits: OnceLock::new() }
+        Self {
+            market,
+            boards: OnceLock::new(),
+            special_limits: OnceLock::new(),
+            mac_boards: OnceLock::new(),
+            unusual: Default::default(),
+        }
     }
 
     /// The market itself.
@@ -35,6 +49,16 @@ impl MarketData {
     /// The boards and the files publishing them (built once, then shared).
     pub fn boards(&self) -> &BoardFiles {
         self.boards.get_or_init(|| BoardFiles::build(&self.market))
+    }
+
+    /// The boards with their MAC codes (built once, then shared).
+    pub fn mac_boards(&self) -> &MacBoards {
+        self.mac_boards.get_or_init(|| MacBoards::build(&self.market, self.boards()))
+    }
+
+    /// The unusual-move feed of `exchange` (built once, then shared).
+    pub fn unusual(&self, exchange: Exchange) -> &[MacUnusualMove] {
+        self.unusual[usize::from(exchange.id())].get_or_init(|| unusual_feed(&self.market, exchange))
     }
 
     /// The special-security limit table (built once, then shared).

@@ -4,21 +4,25 @@
 use tdx_engine::proto::commands::{
     category_sort, CapitalChangeBlock, CategoryQuotes, CompanyText, DetailedHistoryTradePage, DetailedHistoryTrades,
     FileMetaReply, HandshakeReply, HeartbeatReply, HistoryMinuteLine, HistoryTradePage, HistoryTrades,
-    LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, MinuteAuxSeries, Quote, QuoteCategory, QuoteHead, QuotesReply,
-    RecentMinuteLine, RefreshRecord, RefreshReply, ServerClock, Snapshot, SnapshotsReply, Sparkline, SparklineSeries,
-    CAPITAL_CHANGE_RECORD_BYTES, COMPANY_TEXT_BYTES_MAX, FILE_CHUNK_BYTES_MAX,
+    LegacyMinuteLine, LegacyMinutesForm, LegacySecurity, MinuteAuxSeries, QuoteCategory, QuotesReply, RecentMinuteLine,
+    RefreshReply, ServerClock, Snapshot, SnapshotsReply, Sparkline, SparklineSeries, CAPITAL_CHANGE_RECORD_BYTES,
+    COMPANY_TEXT_BYTES_MAX, FILE_CHUNK_BYTES_MAX,
 };
 use tdx_engine::proto::limits::{
     BARS_PER_PAGE_MAX, CATEGORY_ROWS_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE,
     SECURITIES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX,
 };
-use tdx_engine::proto::{Market as Exchange, Price, Reply, Request, SecurityCode};
+use tdx_engine::proto::{Market as Exchange, Reply, Request, SecurityCode};
+
+pub use crate::quote::{quote, refresh_record, snapshot};
 
 use crate::company::company_file;
 use crate::delisted::delisted_bars;
 use crate::limits::LIMITS_PER_PAGE;
+use crate::mac::{self, catalog, fields, rankings, series};
 use crate::market::{Listing, Market};
 use crate::market_data::MarketData;
+use crate::money_flow::money_flow_block;
 
 /// Ticks a 0x0fc5 page may hold: pytdx asks for up to 2000.
 pub const TRADES_PER_PAGE_SERVED: u16 = 2000;
@@ -157,6 +161,25 @@ pub fn respond(data: &MarketData, server: usize, request: &Request) -> Reply {
             }
             None => FileMetaReply { size: 0, reserved_a: 0, hash: [0; 32], reserved_b: 0 },
         }),
+        Request::MoneyFlow(q) => Reply::MoneyFlow(vec![money_flow_block(market, q.code)]),
+        Request::MacServerInfo(_) => Reply::MacServerInfo(catalog::server_info(market)),
+        Request::MacQuotes(q) => Reply::MacQuotes(fields::quotes(data, q)),
+        Request::MacBoardMembers(q) => Reply::MacBoardMembers(fields::board_members(data, q)),
+        Request::MacSnapshot(q) => Reply::MacSnapshot(series::snapshot(data, q)),
+        Request::MacBars(q) => Reply::MacBars(series::bars(market, q)),
+        Request::MacMinutes(q) => Reply::MacMinutes(series::minute_line(market, q)),
+        Request::MacMultiDayMinutes(q) => Reply::MacMultiDayMinutes(series::multi_day_line(market, q)),
+        Request::MacTicks(q) => Reply::MacTicks(series::ticks(market, q)),
+        Request::MacBoardList(q) => Reply::MacBoardList(rankings::board_list(data, q)),
+        Request::MacStockBoards(q) => Reply::MacStockBoards(rankings::stock_boards(data, q)),
+        Request::MacCapitalFlow(q) => Reply::MacCapitalFlow(mac::capital_flow_reply(market, q)),
+        Request::MacAuction(q) => Reply::MacAuction(series::auction(market, q)),
+        Request::MacUnusual(q) => Reply::MacUnusual(mac::unusual_page(data, q)),
+        Request::MacBarOffset(q) => Reply::MacBarOffset(catalog::bar_offset(market, q)),
+        Request::MacSparkline(q) => Reply::MacSparkline(series::sparkline(market, q)),
+        Request::MacGoods(q) => Reply::MacGoods(catalog::goods(market, q)),
+        Request::MacFileMeta(q) => Reply::MacFileMeta(catalog::file_meta(data, q)),
+        Request::MacFileChunk(q) => Reply::MacFileChunk(catalog::file_chunk(data, q)),
         Request::FileRead(r) => Reply::FileRead(
             data.boards()
                 .file(&r.path)
@@ -330,79 +353,5 @@ fn handshake(market: &Market, server: usize) -> HandshakeReply {
         server_name: format!("tdx-sim {server}"),
         tail_control_raw: [0, 0, 1, 0, 0, 0, 0, 0x23],
         product_tag: "tdx-sim".to_owned(),
-    }
-}
-
-/// Fields 1–17 of today's quote.
-fn head(market: &Market, l: &Listing) -> QuoteHead {
-    let (day, previous_close) = market.today_day(l);
-    let last = market.today_minutes(l).last().map_or(1, |m| m.lots.max(1));
-    let price_raw = day.close / (1000 / 10i64.pow(u32::from(l.decimals)));
-    let inside = day.lots * 45 / 100;
-    QuoteHead {
-        code: l.code,
-        active1: (1000 + day.lots % 3000) as u16,
-        price: Price(day.close),
-        last_close: Price(previous_close),
-        open: Price(day.open),
-        high: Price(day.high),
-        low: Price(day.low),
-        time_raw: 15_003_000,
-        reserved_a: -price_raw,
-        total_volume: day.lots,
-        current_volume: last,
-        amount: day.amount as f32,
-        inside_volume: inside,
-        outside_volume: day.lots - inside,
-        reserved_b: 0,
-        open_amount_raw: day.open * (day.lots / 240 + 1) / 100,
-    }
-}
-
-/// Today's five-level quote (0x053e).
-pub fn quote(market: &Market, l: &Listing) -> Quote {
-    let head = head(market, l);
-    Quote {
-        levels: market.levels(l, head.price.milli(), 0),
-        status: 0,
-        tail_metrics: [0; 4],
-        rise_speed_raw: 0,
-        active2: head.active1,
-        head,
-    }
-}
-
-/// Today's one-level snapshot (0x054c).
-pub fn snapshot(market: &Market, l: &Listing) -> Snapshot {
-    let head = head(market, l);
-    let mut tail_raw = [0u8; 56];
-    tail_raw[54..].copy_from_slice(&head.active1.to_le_bytes());
-    Snapshot { level: market.levels(l, head.price.milli(), 0)[0], tail_raw, head }
-}
-
-/// A refresh record (0x0547); `seq` 0 is the refresh reply, later values are pushes.
-pub fn refresh_record(market: &Market, l: &Listing, seq: u64) -> RefreshRecord {
-    let h = head(market, l);
-    let drift = l.tick * ((seq % 5) as i64 - 2) * i64::from(seq > 0);
-    let price = Price((h.price.milli() + drift).max(l.tick));
-    RefreshRecord {
-        code: l.code,
-        active: h.active1.wrapping_add(seq as u16),
-        price,
-        last_close: h.last_close,
-        open: h.open,
-        high: Price(h.high.milli().max(price.milli())),
-        low: Price(h.low.milli().min(price.milli())),
-        update_time_raw: 150_000,
-        status_raw: 0,
-        total_volume: h.total_volume + seq as i64,
-        current_volume: h.current_volume,
-        amount: h.amount,
-        inside_volume: h.inside_volume,
-        outside_volume: h.outside_volume + seq as i64,
-        reserved: 0,
-        open_amount_raw: h.open_amount_raw,
-        levels: market.levels(l, price.milli(), seq),
-        tail_raw: Vec::new(),
     }
 }

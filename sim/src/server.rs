@@ -2,8 +2,9 @@
 //! stream so the same code runs on tokio sockets and in turmoil.
 //!
 //! Per connection: requests are read with the codec's bounded
-//! `RequestDecoder` and answered one at a time, in order, each reply written
-//! whole (pytdx needs the header and body in one write). Replies are
+//! `RequestDecoder` (7709 and MAC prefixes alike) and answered one at a
+//! time, in order, each reply written whole (pytdx needs the header and
+//! body in one write); MAC replies carry msg_id 0, as real MAC servers'. Replies are
 //! compressed when that makes them smaller. A connection that sent a 0x0547
 //! refresh later receives unsolicited 0x0547 pushes for those codes, one
 //! single-record frame per code every [`PUSH_INTERVAL`]; others never get a
@@ -21,7 +22,7 @@ use tracing::{debug, info, warn};
 
 use tdx_engine::proto::commands::{Command, Refresh, RefreshReply};
 use tdx_engine::proto::frame::{encode_response, ResponseHeader};
-use tdx_engine::proto::{Compression, Reply, Request, RequestDecoder};
+use tdx_engine::proto::{Compression, Family, Reply, Request, RequestDecoder};
 
 use crate::faults::{FaultHandle, Faults, MISMATCH_MESSAGE, THROTTLE_STALL};
 use crate::market_data::MarketData;
@@ -223,7 +224,7 @@ impl ReferenceServer {
                                 return Err(invalid(e));
                             }
                         };
-                        let request = match Request::decode(frame.header.msg_type, &frame.body) {
+                        let request = match Request::decode_frame(&frame) {
                             Ok(request) => request,
                             Err(e) => {
                                 warn!(server = self.index, msg_type = frame.header.msg_type, error = %e, "malformed request; closing");
@@ -277,8 +278,13 @@ impl ReferenceServer {
                         if !take_ready(&mut stream, &mut decoder, &mut buf).await? {
                             return Ok(());
                         }
+                        // MAC servers answer with msg_id 0; 7709 ones echo the request's.
+                        let reply_id = match request.family() {
+                            Family::Mac => 0,
+                            Family::Std => frame.header.msg_id,
+                        };
                         let keep_open = self
-                            .write_frame(&mut stream, &mut rng, &faults, frame.header.msg_id, frame.header.msg_type, &payload)
+                            .write_frame(&mut stream, &mut rng, &faults, reply_id, frame.header.msg_type, &payload)
                             .await?;
                         if !keep_open {
                             return Ok(());

@@ -143,6 +143,7 @@ impl Truth {
             Query::F10(words) => crate::f10::f10_truth(data, &words).map_err(QueryError)?,
             Query::Sparkline { code } => sparkline(market, code),
             Query::Aux { code, kind } => aux(market, code, kind),
+            Query::Mac(mac) => crate::mac::truth::answer(data, &mac)?,
         })
     }
 
@@ -327,6 +328,9 @@ pub enum Query {
         /// The security.
         code: SecurityCode,
     },
+    /// The MAC and money-flow questions (mac-quote, mac-bars, flow, calendar, unusual, ...).
+    #[command(flatten)]
+    Mac(crate::mac::truth::MacQuery),
     /// Today's minute aux series (0x051b).
     Aux {
         /// The security.

@@ -62,7 +62,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         let msg_id = self.send(request).await;
         loop {
             let frame = self.frame(Duration::from_secs(10)).await?;
-            if frame.header.msg_id == msg_id && frame.header.msg_type == request.msg_type() {
+            // MAC replies carry msg_id 0; 0x0ffc's its routed id.
+            if frame.header.msg_id == request.wire_msg_id(msg_id) && frame.header.msg_type == request.msg_type() {
                 return request.parse_reply(&frame.payload).map_err(ClientError::Proto);
             }
             self.pushes.push(frame);

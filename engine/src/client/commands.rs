@@ -30,7 +30,11 @@ use crate::adjust::AdjustmentFactors;
 use crate::error::Error;
 use crate::proto::blockfile::{Board, BoardKind};
 use crate::proto::commands::*;
-use crate::proto::limits::{BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX};
+use crate::proto::limits::{
+    BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, MAC_AUCTION_POINTS_MAX, MAC_BARS_PER_PAGE_MAX,
+    MAC_BOARDS_PER_PAGE_MAX, MAC_BOARD_ROWS_MAX, MAC_GOODS_PER_PAGE_MAX, MAC_TICKS_PER_PAGE_MAX,
+    MAC_UNUSUAL_PER_PAGE_MAX, TRADES_PER_PAGE_MAX,
+};
 use crate::proto::{Date, Market, SecurityCode, TradeDate};
 
 /// One page to ask for: `start` rows in (from the newest for series paged
@@ -336,6 +340,97 @@ commands! {
     delisted_bars(code: SecurityCode, page: Page) -> Vec<DelistedBar> = DelistedBars {
         DelistedBars { code, start: page.start, count: page.count }
     }, paged FromNewest BARS_PER_PAGE_MAX, |r, p| DelistedBars { start: p.start, count: p.count, ..r };
+    /// A security's daily money flow (0x0ffc): five days, newest first, of
+    /// sixteen order-size buckets each; served by money-flow servers.
+    money_flow(code: SecurityCode) -> Vec<MoneyFlowBlock> = MoneyFlow {
+        MoneyFlow { code }
+    };
+    /// The MAC server's trading dates and sessions (0x120F).
+    mac_server_info() -> MacServerInfoReply = MacServerInfo {
+        MacServerInfo::default()
+    };
+    /// MAC quotes of up to 80 codes with the fields of `fields` (0x122B);
+    /// each row reads its fields with [`MacQuoteRow::value`].
+    mac_quotes(codes: &[SecurityCode], fields: FieldBitmap) -> Vec<MacQuoteRow> = MacQuotes {
+        MacQuotes { fields, symbols: targets(codes) }
+    }, rows |r| r.rows;
+    /// One page of a MAC board's (or category's) member quotes (0x122C),
+    /// sorted by `sort` descending; `board` from [`mac_board_id`] or
+    /// [`mac_category`].
+    mac_board_members(board: u32, sort: u16, fields: FieldBitmap, page: Page) -> Vec<MacQuoteRow> = MacBoardMembers {
+        MacBoardMembers::new(board, sort, page.start.into(), page.count, fields)
+    }, rows |r| r.rows,
+    paged FromFirst MAC_BOARD_ROWS_MAX, |r, p| MacBoardMembers { start: p.start.into(), count: p.count, ..r };
+    /// One security's MAC snapshot (0x122A).
+    mac_snapshot(code: SecurityCode) -> MacSnapshotReply = MacSnapshot {
+        MacSnapshot { symbol: code.into() }
+    };
+    /// One page of MAC bars (0x122E), seconds to years, adjusted by the
+    /// server: `page.start` back from the newest, oldest first, stamped
+    /// with each bar's start.
+    mac_bars(code: SecurityCode, period: Period, adjust: Adjust, page: Page) -> Vec<MacBar> = MacBars {
+        MacBars::new(code, period, page.start.into(), page.count, adjust)
+    }, rows |r| r.bars,
+    paged FromNewest MAC_BARS_PER_PAGE_MAX, |r, p| MacBars { start: p.start.into(), count: p.count, ..r };
+    /// One day's MAC minute line (0x122D), today's without a date.
+    mac_minutes(code: SecurityCode, date: Option<TradeDate>) -> MacMinuteLine = MacMinutes {
+        MacMinutes { symbol: code.into(), date }
+    };
+    /// Up to five days' MAC minute lines (0x123E) ending at `date` (the
+    /// latest without one); [`MacMultiDayLine::days`] splits them.
+    mac_multi_day_minutes(code: SecurityCode, date: Option<TradeDate>, days: u16) -> MacMultiDayLine = MacMultiDayMinutes {
+        MacMultiDayMinutes { symbol: code.into(), date, days }
+    };
+    /// One page of a day's MAC ticks with trade counts (0x122F), from the
+    /// first tick of the day; today's without a date.
+    mac_ticks(code: SecurityCode, date: Option<TradeDate>, page: Page) -> Vec<MacTick> = MacTicks {
+        MacTicks { symbol: code.into(), date, start: page.start.into(), count: page.count }
+    }, rows |r| r.ticks,
+    paged FromFirst MAC_TICKS_PER_PAGE_MAX, |r, p| MacTicks { start: p.start.into(), count: p.count, ..r };
+    /// One page of the MAC board list of `kind` ([`mac_board_kind`]), each
+    /// board with its leading stock (0x1231).
+    mac_board_list(kind: u16, page: Page) -> Vec<BoardEntry> = MacBoardList {
+        MacBoardList::new(kind, page.start, page.count)
+    }, rows |r| r.boards,
+    paged FromFirst MAC_BOARDS_PER_PAGE_MAX, |r, p| MacBoardList { start: p.start, count: p.count, ..r };
+    /// The boards a stock belongs to (0x1218, head flag 1).
+    mac_stock_boards(code: SecurityCode) -> Vec<StockBoard> = MacStockBoards {
+        MacStockBoards { symbol: code.into() }
+    }, rows |r| r.boards;
+    /// A stock's capital flow, today's and five days' (0x1218, head flag 2).
+    mac_capital_flow(code: SecurityCode) -> Option<CapitalFlow> = MacCapitalFlow {
+        MacCapitalFlow { symbol: code.into() }
+    }, rows |r| r.flow;
+    /// Today's MAC call-auction series (0x123D).
+    mac_auction(code: SecurityCode) -> Vec<MacAuctionPoint> = MacAuction {
+        MacAuction { symbol: code.into(), start: 0, count: MAC_AUCTION_POINTS_MAX }
+    }, rows |r| r.points;
+    /// One page of a market's unusual moves (0x1237), from the first.
+    mac_unusual(market: Market, page: Page) -> Vec<MacUnusualMove> = MacUnusual {
+        MacUnusual::new(market.id().into(), page.start, page.count)
+    }, paged FromFirst MAC_UNUSUAL_PER_PAGE_MAX, |r, p| MacUnusual { start: p.start, count: p.count, ..r };
+    /// The MAC bar-offset query (0x124A; eltdx's liveness probe).
+    mac_bar_offset(offset: u32, count: u32) -> MacBarOffsetReply = MacBarOffset {
+        MacBarOffset { offset, count }
+    };
+    /// Today's 240-point MAC sparkline (0x254D), prices in yuan.
+    mac_sparkline(code: SecurityCode) -> Vec<f32> = MacSparkline {
+        MacSparkline { symbol: code.into() }
+    }, rows |r| r.prices;
+    /// One page of a MAC market's goods list (0x2562; `market` is a MAC
+    /// market id).
+    mac_goods(market: u16, page: Page) -> Vec<MacGood> = MacGoods {
+        MacGoods { market, start: page.start.into(), count: page.count.into() }
+    }, paged FromFirst MAC_GOODS_PER_PAGE_MAX as u16, |r, p| MacGoods { start: p.start.into(), count: p.count.into(), ..r };
+    /// A server file's size and MD5 over MAC (0x1215).
+    mac_file_meta(name: &str) -> MacFileMetaReply = MacFileMeta {
+        MacFileMeta { name: name.to_owned(), offset: 0 }
+    };
+    /// Chunk `index` (from 1) of a server file over MAC: up to `size` bytes
+    /// from `offset` (0x1217).
+    mac_file_chunk(name: &str, index: u32, offset: u32, size: u32) -> Vec<u8> = MacFileChunk {
+        MacFileChunk { name: name.to_owned(), index, offset, size }
+    }, rows |r| r.data;
 }
 
 macro_rules! composites {

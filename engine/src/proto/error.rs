@@ -18,8 +18,9 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum ProtoError {
     // ---- broken stream ----
-    /// A request frame did not start with `0x0C` (docs/PROTOCOL.md, Request header). The peer is not a 7709 client.
-    #[error("bad request prefix 0x{found:02x}, expected 0x0c")]
+    /// A request frame did not start with a known prefix: 0x0c (7709; docs/PROTOCOL.md, Request header)
+    /// or 0x1c, 0x01, 0x02 (MAC). The peer is not a TDX client.
+    #[error("bad request prefix 0x{found:02x}, expected 0x0c, 0x1c, 0x01 or 0x02")]
     BadRequestPrefix {
         /// The byte found where the prefix belongs.
         found: u8,
@@ -190,6 +191,31 @@ pub enum ProtoError {
         msg_type: u16,
         /// The body length.
         len: usize,
+    },
+    /// A known msg_type under a prefix that does not carry it (a MAC command
+    /// in a 7709 frame, or 0x1218 with a head flag other than its own).
+    #[error("request 0x{msg_type:04x} does not come with prefix 0x{prefix:02x}")]
+    WrongPrefix {
+        /// The command code.
+        msg_type: u16,
+        /// The frame's first byte.
+        prefix: u8,
+    },
+    /// A time-of-day field out of range.
+    #[error("invalid {what} time: raw value {raw}")]
+    InvalidTime {
+        /// The field.
+        what: &'static str,
+        /// Its raw wire value.
+        raw: u32,
+    },
+    /// A JSON payload that is not the shape the command carries.
+    #[error("invalid {what} JSON: {detail}")]
+    InvalidJson {
+        /// The command or record.
+        what: &'static str,
+        /// What was wrong.
+        detail: String,
     },
     /// A msg_type this crate does not implement.
     #[error("unknown msg_type 0x{msg_type:04x}")]

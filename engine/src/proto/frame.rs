@@ -6,8 +6,17 @@ use bytes::Bytes;
 use super::limits::{PAYLOAD_BYTES_MAX, REQUEST_BODY_BYTES_MAX, REQUEST_HEADER_LEN, RESPONSE_HEADER_LEN};
 use super::{zlib, ProtoError};
 
-/// First byte of every request frame.
+/// First byte of every 7709 request frame.
 pub const REQUEST_PREFIX: u8 = 0x0c;
+/// First byte of a MAC request frame (eltdx 3.3.0 `mac/codec.py`, "head_flag").
+pub const MAC_REQUEST_PREFIX: u8 = 0x1c;
+/// The MAC head flag that selects 0x1218's first sub-command (a stock's
+/// boards); also the prefix MAC commands carry on the 7727 extended channel.
+pub const MAC_HEAD_1_PREFIX: u8 = 0x01;
+/// The MAC head flag that selects 0x1218's second sub-command (capital flow).
+pub const MAC_HEAD_2_PREFIX: u8 = 0x02;
+/// Every first byte a request decoder accepts.
+pub const KNOWN_REQUEST_PREFIXES: [u8; 4] = [REQUEST_PREFIX, MAC_REQUEST_PREFIX, MAC_HEAD_1_PREFIX, MAC_HEAD_2_PREFIX];
 /// The control byte eltdx sends; pytdx sends 0x02 for 0x053e. Servers ignore it.
 pub const REQUEST_CONTROL: u8 = 0x01;
 /// First four bytes of every response frame.
@@ -17,9 +26,33 @@ pub const CONTROL_RAW: u8 = 0x0c;
 /// Response control byte for a zlib body (`CONTROL_RAW | 0x10`).
 pub const CONTROL_ZLIB: u8 = 0x1c;
 
-/// The 12-byte header of a request frame (docs/PROTOCOL.md, Request header).
+/// The protocol family a request belongs to, told by its first byte: the
+/// engine keeps one pool of servers per family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// The 7709 protocol (prefix 0x0c).
+    Std,
+    /// TDX's MAC protocol (prefix 0x1c, or the head flags 0x01/0x02).
+    Mac,
+}
+
+impl Family {
+    /// The family of a request prefix, `None` for a byte no request starts with.
+    pub fn of_prefix(prefix: u8) -> Option<Self> {
+        match prefix {
+            REQUEST_PREFIX => Some(Self::Std),
+            MAC_REQUEST_PREFIX | MAC_HEAD_1_PREFIX | MAC_HEAD_2_PREFIX => Some(Self::Mac),
+            _ => None,
+        }
+    }
+}
+
+/// The 12-byte header of a request frame (docs/PROTOCOL.md, Request header). MAC requests share the
+/// layout; their msg_id (MAC's "customize") is 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestHeader {
+    /// First byte: 0x0c for 7709, 0x1c (or 0x01/0x02) for MAC.
+    pub prefix: u8,
     /// Request id; echoed by the reply.
     pub msg_id: u32,
     /// Control byte; servers ignore it.
@@ -31,9 +64,9 @@ pub struct RequestHeader {
 }
 
 impl RequestHeader {
-    /// Parses and checks a request header: prefix 0x0C, `len1 == len2 >= 2`.
+    /// Parses and checks a request header: a known prefix, `len1 == len2 >= 2`.
     pub fn parse(bytes: &[u8; REQUEST_HEADER_LEN]) -> Result<Self, ProtoError> {
-        if bytes[0] != REQUEST_PREFIX {
+        if Family::of_prefix(bytes[0]).is_none() {
             return Err(ProtoError::BadRequestPrefix { found: bytes[0] });
         }
         let len1 = u16::from_le_bytes([bytes[6], bytes[7]]);
@@ -45,6 +78,7 @@ impl RequestHeader {
             return Err(ProtoError::RequestLengthTooSmall { len1 });
         }
         Ok(Self {
+            prefix: bytes[0],
             msg_id: u32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]),
             control: bytes[5],
             msg_type: u16::from_le_bytes([bytes[10], bytes[11]]),
@@ -54,10 +88,11 @@ impl RequestHeader {
 
     /// The wire bytes of this header.
     pub fn encode(&self) -> [u8; REQUEST_HEADER_LEN] {
+        debug_assert!(Family::of_prefix(self.prefix).is_some());
         debug_assert!(usize::from(self.body_len) <= REQUEST_BODY_BYTES_MAX);
         let len = (self.body_len + 2).to_le_bytes();
         let mut out = [0u8; REQUEST_HEADER_LEN];
-        out[0] = REQUEST_PREFIX;
+        out[0] = self.prefix;
         out[1..5].copy_from_slice(&self.msg_id.to_le_bytes());
         out[5] = self.control;
         out[6..8].copy_from_slice(&len);
@@ -74,6 +109,19 @@ pub fn set_request_msg_id(frame: &mut [u8], msg_id: u32) {
     frame[1..5].copy_from_slice(&msg_id.to_le_bytes());
 }
 
+/// Rewrites the first byte of an encoded request frame: the MAC commands go
+/// out with prefix [`MAC_HEAD_1_PREFIX`] on the 7727 extended channel.
+/// Fails, changing nothing, for a byte no request starts with.
+pub fn set_request_prefix(frame: &mut [u8], prefix: u8) -> Result<(), ProtoError> {
+    if Family::of_prefix(prefix).is_none() {
+        return Err(ProtoError::BadRequestPrefix { found: prefix });
+    }
+    if let Some(first) = frame.first_mut() {
+        *first = prefix;
+    }
+    Ok(())
+}
+
 /// A whole request frame: header and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestFrame {
@@ -83,7 +131,7 @@ pub struct RequestFrame {
     pub body: Bytes,
 }
 
-/// Appends a request frame for `body` to `out`.
+/// Appends a 7709 request frame (prefix 0x0c) for `body` to `out`.
 pub fn encode_request(
     out: &mut Vec<u8>,
     msg_id: u32,
@@ -91,11 +139,26 @@ pub fn encode_request(
     msg_type: u16,
     body: &[u8],
 ) -> Result<(), ProtoError> {
+    encode_request_prefixed(out, REQUEST_PREFIX, msg_id, control, msg_type, body)
+}
+
+/// Appends a request frame with `prefix` for `body` to `out`.
+pub fn encode_request_prefixed(
+    out: &mut Vec<u8>,
+    prefix: u8,
+    msg_id: u32,
+    control: u8,
+    msg_type: u16,
+    body: &[u8],
+) -> Result<(), ProtoError> {
+    if Family::of_prefix(prefix).is_none() {
+        return Err(ProtoError::BadRequestPrefix { found: prefix });
+    }
     let body_len = u16::try_from(body.len())
         .ok()
         .filter(|&len| usize::from(len) <= REQUEST_BODY_BYTES_MAX)
         .ok_or(ProtoError::TooLarge { what: "request body", len: body.len(), max: REQUEST_BODY_BYTES_MAX })?;
-    let header = RequestHeader { msg_id, control, msg_type, body_len };
+    let header = RequestHeader { prefix, msg_id, control, msg_type, body_len };
     out.reserve(REQUEST_HEADER_LEN + body.len());
     out.extend_from_slice(&header.encode());
     out.extend_from_slice(body);
@@ -106,6 +169,7 @@ pub fn encode_request(
 /// intermediate buffer); on an error `out` is left as it was.
 pub(crate) fn encode_request_with(
     out: &mut Vec<u8>,
+    prefix: u8,
     msg_id: u32,
     control: u8,
     msg_type: u16,
@@ -124,7 +188,7 @@ pub(crate) fn encode_request_with(
     });
     match encoded {
         Ok(body_len) => {
-            let header = RequestHeader { msg_id, control, msg_type, body_len };
+            let header = RequestHeader { prefix, msg_id, control, msg_type, body_len };
             out[start..body_start].copy_from_slice(&header.encode());
             Ok(())
         }
@@ -256,8 +320,18 @@ mod tests {
     fn request_header_checks() {
         let good = [0x0c, 2, 0, 0, 0, 1, 2, 0, 2, 0, 4, 0];
         let header = RequestHeader::parse(&good).unwrap();
-        assert_eq!(header, RequestHeader { msg_id: 2, control: 1, msg_type: 4, body_len: 0 });
+        assert_eq!(header, RequestHeader { prefix: 0x0c, msg_id: 2, control: 1, msg_type: 4, body_len: 0 });
         assert_eq!(header.encode(), good);
+        for prefix in KNOWN_REQUEST_PREFIXES {
+            let mut mac = good;
+            mac[0] = prefix;
+            assert_eq!(RequestHeader::parse(&mac).map(|h| (h.prefix, h.encode())), Ok((prefix, mac)));
+        }
+        let mut rewritten = good.to_vec();
+        set_request_prefix(&mut rewritten, MAC_HEAD_1_PREFIX).unwrap();
+        assert_eq!(rewritten[0], 0x01);
+        assert_eq!(set_request_prefix(&mut rewritten, 0x0d), Err(ProtoError::BadRequestPrefix { found: 0x0d }));
+        assert_eq!(rewritten[0], 0x01, "a refused prefix changes nothing");
         let mut bad = good;
         bad[0] = 0x0d;
         assert_eq!(RequestHeader::parse(&bad), Err(ProtoError::BadRequestPrefix { found: 0x0d }));

@@ -74,10 +74,45 @@ pub const FINANCE_CODES_MAX: usize = 400;
 /// for 80; a record is about 100 bytes, so 400 stay well inside a payload).
 pub const CATEGORY_ROWS_MAX: u16 = 400;
 
+/// Most codes one MAC 0x122B request may name (eltdx 3.3.0's bound; a
+/// record with every field is 672 bytes, so 80 fit one payload).
+pub const MAC_QUOTE_CODES_MAX: usize = 80;
+
+/// Most rows one MAC 0x122C page may ask for (eltdx's page size).
+pub const MAC_BOARD_ROWS_MAX: u16 = 80;
+
+/// Most bars one MAC 0x122E page may ask for (eltdx's page size).
+pub const MAC_BARS_PER_PAGE_MAX: u16 = 700;
+
+/// Most ticks one MAC 0x122F page may ask for (eltdx's page size).
+pub const MAC_TICKS_PER_PAGE_MAX: u16 = 1000;
+
+/// Most call-auction points one MAC 0x123D request may ask for (eltdx's default).
+pub const MAC_AUCTION_POINTS_MAX: u32 = 500;
+
+/// Most records one MAC 0x1237 page may ask for (eltdx's bound).
+pub const MAC_UNUSUAL_PER_PAGE_MAX: u16 = 600;
+
+/// Most boards one MAC 0x1231 page may ask for (eltdx's page size).
+pub const MAC_BOARDS_PER_PAGE_MAX: u16 = 150;
+
+/// Most records one MAC 0x2562 page may ask for (eltdx's bound).
+pub const MAC_GOODS_PER_PAGE_MAX: u32 = 1000;
+
+/// Days one MAC 0x123E request may ask for: its reply has five date slots.
+pub const MAC_MINUTE_DAYS_MAX: u16 = 5;
+
+/// Bytes a reference server sends per MAC 0x1217 reply at most (eltdx's chunk).
+pub const MAC_FILE_CHUNK_BYTES_MAX: u32 = 30_000;
+
 /// Size of a handshake reply payload (docs/PROTOCOL.md, Handshake (0x000d)).
 pub const HANDSHAKE_REPLY_BYTES: usize = 189;
 
 const _: () = assert!(RAW_STAGING_BYTES_MAX >= 2 * RESPONSE_FRAME_BYTES_MAX);
+const _: () = assert!(26 + MAC_QUOTE_CODES_MAX * (68 + 151 * 4) <= PAYLOAD_BYTES_MAX);
+const _: () = assert!(33 + MAC_BARS_PER_PAGE_MAX as usize * 36 + 120 <= PAYLOAD_BYTES_MAX);
+const _: () = assert!(39 + MAC_TICKS_PER_PAGE_MAX as usize * 18 <= PAYLOAD_BYTES_MAX);
+const _: () = assert!(4 + MAC_BOARDS_PER_PAGE_MAX as usize * 160 <= PAYLOAD_BYTES_MAX);
 const _: () = assert!(ROUND_DECODED_BYTES_MAX >= ROUND_FRAMES_MAX * PAYLOAD_BYTES_MAX);
 const _: () = assert!(RESYNC_DISCARD_BYTES_MAX < RAW_STAGING_BYTES_MAX);
 const _: () = assert!(2 + SECURITIES_PER_PAGE_MAX as usize * 37 <= PAYLOAD_BYTES_MAX);

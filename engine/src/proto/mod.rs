@@ -1,4 +1,4 @@
-//! The 7709 wire protocol, both directions.
+//! The 7709 wire protocol and TDX's MAC protocol, both directions.
 //!
 //! - [`frame`]: request and response headers and whole-frame encoders;
 //! - [`decoder`]: incremental, bounded stream decoders ([`FrameDecoder`] for
@@ -6,7 +6,8 @@
 //! - [`zlib`]: strict, bounded inflation;
 //! - [`wire`], [`time`], [`text`], [`security`]: value encodings (docs/PROTOCOL.md, Value encodings);
 //! - [`commands`]: typed requests and replies, with encoders and parsers on
-//!   both sides; [`Request`] and [`Reply`] cover every supported command.
+//!   both sides; [`Request`] and [`Reply`] cover every supported command;
+//! - [`mac`]: the MAC commands (prefix 0x1c), listed in [`commands`] too.
 //!
 //! A client round trip, with the reply bytes made by the server-side encoder:
 //!
@@ -39,12 +40,14 @@
 //! [`limits`].
 
 pub mod blockfile;
+mod command;
 pub mod commands;
 pub mod decoder;
 mod error;
 pub mod frame;
 pub mod limits;
 mod names;
+pub mod mac;
 pub mod security;
 pub mod text;
 pub mod time;
@@ -54,7 +57,7 @@ pub mod zlib;
 pub use commands::{Command, Reply, Request};
 pub use decoder::{FrameDecoder, RequestDecoder, Round, RoundEnd, RoundLimits};
 pub use error::ProtoError;
-pub use frame::{Compression, Frame, RequestFrame, RequestHeader, ResponseHeader};
+pub use frame::{Compression, Family, Frame, RequestFrame, RequestHeader, ResponseHeader};
 pub use names::ParseNameError;
 pub use security::{Category, Market, ParseCodeError, Price, PriceScale, SecurityCode};
 pub use time::{Date, DateTime, ParseDateError, TimeOfDay, TradeDate};

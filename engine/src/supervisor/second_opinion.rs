@@ -313,6 +313,27 @@ mod tests {
                 | Request::CompanyContent(_)
                 | Request::SpecialLimits(_)
                 | Request::DelistedBars(_) => {}
+                // Served by their own pools (MAC, money flow): what an empty
+                // reply of theirs means is not settled here.
+                Request::MoneyFlow(_)
+                | Request::MacServerInfo(_)
+                | Request::MacQuotes(_)
+                | Request::MacBoardMembers(_)
+                | Request::MacSnapshot(_)
+                | Request::MacBars(_)
+                | Request::MacMinutes(_)
+                | Request::MacMultiDayMinutes(_)
+                | Request::MacTicks(_)
+                | Request::MacBoardList(_)
+                | Request::MacStockBoards(_)
+                | Request::MacCapitalFlow(_)
+                | Request::MacAuction(_)
+                | Request::MacUnusual(_)
+                | Request::MacBarOffset(_)
+                | Request::MacSparkline(_)
+                | Request::MacGoods(_)
+                | Request::MacFileMeta(_)
+                | Request::MacFileChunk(_) => {}
             }
         }
         all

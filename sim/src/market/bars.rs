@@ -6,18 +6,18 @@ use tdx_engine::proto::commands::{Bar, Breadth, Period};
 use tdx_engine::proto::{Category, Date, DateTime, Price, TimeOfDay};
 
 use super::series::{Day, Minute, Series, MINUTES_PER_DAY};
-use super::universe::Listing;
+use super::universe::{round_tick, Listing};
 use crate::rng::Rng;
 
 /// Every bar of `period`, oldest first, as the server sends them.
 ///
 /// Volume is in shares, except for code 9 (`Days`) which carries lots,
 /// as the captures show (docs/PROTOCOL.md, Bars (0x052d)). Index bars carry breadth counts.
-/// Second bars (code 13) are not served: empty.
+/// Second bars (code 13) cover today only (see [`second_groups`]).
 pub(super) fn bars(series: &Series, l: &Listing, period: Period) -> Vec<Bar> {
     let lots_unit = matches!(period, Period::Days(_));
     let bars: Vec<Bar> = match period {
-        Period::Seconds(_) => Vec::new(),
+        Period::Seconds(n) => second_groups(&series.today_minutes(l), l.tick, u32::from(n.max(1))),
         Period::Day | Period::Days(1) => series.daily(l).iter().map(|d| day_bar(d, lots_unit)).collect(),
         Period::Days(n) => group(&series.daily(l), |i, _| i / usize::from(n.max(1)), lots_unit),
         Period::Week => group(&series.daily(l), |_, d| (d.date.days_since_epoch() + 3).div_euclid(7) as usize, false),
@@ -68,6 +68,62 @@ fn minute_groups(series: &Series, l: &Listing, n: usize) -> Vec<Bar> {
                 low: Price(chunk.iter().map(|m| m.low).min().expect("chunk")),
                 volume: (lots * 100) as f32,
                 amount: chunk.iter().map(|m| m.amount).sum::<f64>() as f32,
+                breadth: None,
+            });
+        }
+    }
+    out
+}
+
+/// Seconds in each half of the session (09:30-11:30, 13:00-15:00).
+const HALF_SECONDS: u32 = 7200;
+
+/// The price of second `s` (0..60) of minute `m`: the minute's open at
+/// second 0, its high at 19, its low at 39 and its close at 59, straight
+/// lines between, on the tick. A minute's seconds thus have its OHLC.
+fn second_price(m: &Minute, s: u32, tick: i64) -> i64 {
+    let knots = [(0, m.open), (19, m.high), (39, m.low), (59, m.close)];
+    let k = knots.windows(2).find(|w| s <= w[1].0).expect("s < 60");
+    let ((s0, p0), (s1, p1)) = (k[0], k[1]);
+    let p = p0 + (p1 - p0) * i64::from(s - s0) / i64::from(s1 - s0);
+    round_tick(p, tick).max(tick)
+}
+
+/// Today's one-minute bars cut into `n`-second bars, never across a half
+/// of the session, each stamped with its end (like the minute bars): the
+/// first of 5-second bars is 09:30:05. Each second trades its minute's
+/// volume evenly (the remainder in its last second) at [`second_price`],
+/// so `60 / n` bars of a minute group back to that minute's OHLC and
+/// volume.
+pub(super) fn second_groups(minutes: &[Minute], tick: i64, n: u32) -> Vec<Bar> {
+    let Some(date) = minutes.first().map(|m| m.at.date) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (half, half_minutes) in minutes.chunks(MINUTES_PER_DAY / 2).enumerate() {
+        let half_start = if half == 0 { 9 * 3600 + 30 * 60 } else { 13 * 3600 };
+        let seconds: Vec<(i64, i64)> = half_minutes
+            .iter()
+            .flat_map(|m| {
+                let shares = m.lots * 100;
+                (0..60u32).map(move |s| {
+                    let volume = shares / 60 + if s == 59 { shares % 60 } else { 0 };
+                    (second_price(m, s, tick), volume)
+                })
+            })
+            .collect();
+        debug_assert_eq!(seconds.len() as u32, HALF_SECONDS.min(60 * half_minutes.len() as u32));
+        for (k, chunk) in seconds.chunks(n as usize).enumerate() {
+            let end = half_start + (k as u32 * n) + chunk.len() as u32;
+            let time =
+                TimeOfDay::new((end / 3600) as u8, (end / 60 % 60) as u8, (end % 60) as u8, 0).expect("in a day");
+            let shares: i64 = chunk.iter().map(|c| c.1).sum();
+            out.push(Bar {
+                time: DateTime { date, time },
+                open: Price(chunk[0].0),
+                close: Price(chunk[chunk.len() - 1].0),
+                high: Price(chunk.iter().map(|c| c.0).max().expect("chunk")),
+                low: Price(chunk.iter().map(|c| c.0).min().expect("chunk")),
+                volume: shares as f32,
+                amount: chunk.iter().map(|&(p, v)| p as f64 / 1000.0 * v as f64).sum::<f64>() as f32,
                 breadth: None,
             });
         }

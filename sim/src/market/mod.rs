@@ -158,7 +158,8 @@ impl Market {
     ///
     /// Volume is in shares, except for code 9 (`Days`) which carries lots,
     /// as the captures show (docs/PROTOCOL.md, Bars (0x052d)). Index bars carry breadth counts.
-    /// Second bars (code 13) are not served: empty.
+    /// Second bars (code 13) cover today: each minute's seconds carry its
+    /// open, high, low and close (at seconds 0, 19, 39, 59) and its volume.
     pub fn bars(&self, l: &Listing, period: Period) -> Vec<Bar> {
         bars::bars(&self.series, l, period)
     }

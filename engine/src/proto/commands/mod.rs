@@ -6,7 +6,8 @@
 //! bars carry breadth bytes, quote prices follow each code's price scale, and
 //! 0x0547 records are delimited by the requested codes' markers.
 
-use super::frame::{encode_request_with, REQUEST_CONTROL};
+pub use super::command::Command;
+use super::frame::{encode_request_with, Family, RequestFrame, REQUEST_CONTROL, REQUEST_PREFIX};
 use super::security::{Market, SecurityCode};
 use super::wire::{PutLe, Reader};
 use super::ProtoError;
@@ -23,6 +24,7 @@ mod history;
 mod intraday;
 mod limits;
 mod minutes;
+mod money_flow;
 mod quotes;
 mod refresh;
 mod session;
@@ -56,6 +58,10 @@ pub use intraday::{
 };
 pub use limits::{SpecialLimit, SpecialLimits, SPECIAL_LIMIT_RECORD_BYTES};
 pub use minutes::{MinuteLine, MinutePoint, Minutes};
+pub use money_flow::{
+    FlowView, MoneyFlow, MoneyFlowBlock, MoneyFlowDay, SizeClass, MONEY_FLOW_BUCKET_SCALE, MONEY_FLOW_CHANNEL,
+    MONEY_FLOW_RECORD_BYTES, MONEY_FLOW_ROUTE,
+};
 pub use quotes::{
     category_sort, CategoryQuotes, Level, Quote, QuoteCategory, QuoteHead, QuoteTarget, Quotes, QuotesReply, Snapshot,
     Snapshots, SnapshotsReply,
@@ -64,27 +70,7 @@ pub use refresh::{Refresh, RefreshRecord, RefreshReply, RefreshTarget, REFRESH_X
 pub use session::{Handshake, HandshakeReply, Heartbeat, HeartbeatReply, LegacySetup, ServerClock};
 pub use trades::{Tick, Trade, TradeSide, Trades};
 
-/// One 7709 command: its request body and its reply payload.
-pub trait Command: Sized {
-    /// The command code.
-    const MSG_TYPE: u16;
-    /// A short name for errors and traces.
-    const NAME: &'static str;
-    /// Safe to send again on a new connection if the first one failed
-    /// before the reply: true for every command here, since all only read.
-    const RETRY_SAFE: bool = true;
-    /// The parsed reply.
-    type Reply;
-
-    /// Appends the request body (after the 12-byte header).
-    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError>;
-    /// Parses a request body (server side).
-    fn decode_body(body: &[u8]) -> Result<Self, ProtoError>;
-    /// Parses this request's reply payload (client side).
-    fn parse_reply(&self, payload: &[u8]) -> Result<Self::Reply, ProtoError>;
-    /// Appends the reply payload for this request (server side).
-    fn encode_reply(&self, reply: &Self::Reply, out: &mut Vec<u8>) -> Result<(), ProtoError>;
-}
+pub use super::mac::*;
 
 macro_rules! command_set {
     ($($variant:ident($request:ty)),+ $(,)?) => {
@@ -112,9 +98,24 @@ macro_rules! command_set {
             /// themselves against.
             pub const NAMES: &'static [&'static str] = &[$(<$request>::NAME),+];
 
+            /// Every command's code, in declaration order (0x1218 twice: its
+            /// two sub-commands differ by prefix).
+            pub const MSG_TYPES: &'static [u16] = &[$(<$request>::MSG_TYPE),+];
+
             /// The command code.
             pub fn msg_type(&self) -> u16 {
                 match self { $(Self::$variant(_) => <$request>::MSG_TYPE,)+ }
+            }
+
+            /// The request frame's first byte.
+            pub fn prefix(&self) -> u8 {
+                match self { $(Self::$variant(_) => <$request>::PREFIX,)+ }
+            }
+
+            /// The msg_id the frame carries for the engine's `msg_id` (see
+            /// [`Command::wire_msg_id`]); a reply answering it echoes this id.
+            pub fn wire_msg_id(&self, msg_id: u32) -> u32 {
+                match self { $(Self::$variant(_) => <$request>::wire_msg_id(msg_id),)+ }
             }
 
             /// The command's short name.
@@ -132,10 +133,20 @@ macro_rules! command_set {
                 match self { $(Self::$variant(r) => r.encode_body(out),)+ }
             }
 
-            /// Parses a request body by its `msg_type` (server side).
+            /// Parses a 7709 request body (prefix 0x0c) by its `msg_type`
+            /// (server side); for any prefix, [`Request::decode_prefixed`].
             pub fn decode(msg_type: u16, body: &[u8]) -> Result<Self, ProtoError> {
+                Self::decode_prefixed(REQUEST_PREFIX, msg_type, body)
+            }
+
+            /// Parses a request body by its frame's prefix and `msg_type`
+            /// (server side).
+            pub fn decode_prefixed(prefix: u8, msg_type: u16, body: &[u8]) -> Result<Self, ProtoError> {
                 match msg_type {
-                    $(<$request>::MSG_TYPE => <$request>::decode_body(body).map(Self::$variant),)+
+                    $(t if t == <$request>::MSG_TYPE && prefix == <$request>::PREFIX => {
+                        <$request>::decode_body(body).map(Self::$variant)
+                    })+
+                    t if Self::MSG_TYPES.contains(&t) => Err(ProtoError::WrongPrefix { msg_type, prefix }),
                     _ => Err(ProtoError::UnknownMsgType { msg_type }),
                 }
             }
@@ -218,13 +229,43 @@ command_set! {
     CompanyContent(CompanyContent),
     SpecialLimits(SpecialLimits),
     DelistedBars(DelistedBars),
+    MoneyFlow(MoneyFlow),
+    MacServerInfo(MacServerInfo),
+    MacQuotes(MacQuotes),
+    MacBoardMembers(MacBoardMembers),
+    MacSnapshot(MacSnapshot),
+    MacBars(MacBars),
+    MacMinutes(MacMinutes),
+    MacMultiDayMinutes(MacMultiDayMinutes),
+    MacTicks(MacTicks),
+    MacBoardList(MacBoardList),
+    MacStockBoards(MacStockBoards),
+    MacCapitalFlow(MacCapitalFlow),
+    MacAuction(MacAuction),
+    MacUnusual(MacUnusual),
+    MacBarOffset(MacBarOffset),
+    MacSparkline(MacSparkline),
+    MacGoods(MacGoods),
+    MacFileMeta(MacFileMeta),
+    MacFileChunk(MacFileChunk),
 }
 
 impl Request {
-    /// Appends a whole request frame with `msg_id` (on an error `out` is
-    /// left as it was).
+    /// Appends a whole request frame for the engine's `msg_id` (the frame
+    /// carries [`Request::wire_msg_id`]; on an error `out` is left as it was).
     pub fn encode_frame(&self, msg_id: u32, out: &mut Vec<u8>) -> Result<(), ProtoError> {
-        encode_request_with(out, msg_id, REQUEST_CONTROL, self.msg_type(), |out| self.encode_body(out))
+        let wire_id = self.wire_msg_id(msg_id);
+        encode_request_with(out, self.prefix(), wire_id, REQUEST_CONTROL, self.msg_type(), |out| self.encode_body(out))
+    }
+
+    /// The protocol family the request belongs to (its pool of servers).
+    pub fn family(&self) -> Family {
+        Family::of_prefix(self.prefix()).expect("every command's prefix is a known one")
+    }
+
+    /// Parses a decoded request frame (server side).
+    pub fn decode_frame(frame: &RequestFrame) -> Result<Self, ProtoError> {
+        Self::decode_prefixed(frame.header.prefix, frame.header.msg_type, &frame.body)
     }
 }
 
