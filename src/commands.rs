@@ -477,7 +477,7 @@ pub async fn watch(ctx: &Context, codes: &[SecurityCode]) -> Result<(), CliError
         for frame in &pushes.frames {
             match request.parse_reply(&frame.payload) {
                 Ok(reply) => reply.records.iter().for_each(|r| table.push(refresh_row(r))),
-                Err(e) => eprintln!("warning: a push did not parse: {e}"),
+                Err(e) => eprintln!("warning: a push did not parse: {}", crate::output::escape_control(&e.to_string())),
             }
         }
         table.write_stream(ctx.format, false, &mut out.lock())?;

@@ -436,10 +436,12 @@ fn main() -> ExitCode {
                 .take_while(|l| l.starts_with("  "))
                 .map(str::trim)
                 .collect();
+            // The line quotes what was typed: shown, never obeyed by the terminal.
             if missing.is_empty() {
-                eprintln!("{first} (see --help)");
+                eprintln!("{} (see --help)", output::escape_control(first));
             } else {
-                eprintln!("{} {} (see --help)", first.trim_end_matches(':'), missing.join(" "));
+                let line = format!("{} {}", first.trim_end_matches(':'), missing.join(" "));
+                eprintln!("{} (see --help)", output::escape_control(&line));
             }
             return ExitCode::from(2);
         }
@@ -468,7 +470,8 @@ fn main() -> ExitCode {
         Some(Ok(())) => ExitCode::SUCCESS,
         Some(Err(e)) if e.0.is_empty() => ExitCode::SUCCESS,
         Some(Err(e)) => {
-            eprintln!("error: {e}");
+            // Errors can quote a server (its message, a name it sent).
+            eprintln!("error: {}", output::escape_control(&e.0));
             ExitCode::FAILURE
         }
         None => {

@@ -24,7 +24,7 @@
 //! tdx-sim truth --seed S limits
 //! tdx-sim truth --seed S delisted-bars [CODE]
 //! tdx-sim truth --seed S category NAME [--sort S] [--ascending] [--start N] [--count N]
-//! tdx-sim run --seeds N [--start S]
+//! tdx-sim run --seeds N [--start S] [--shard I/N]
 //! tdx-sim replay --seed X [--trace]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)
 //! ```
@@ -70,6 +70,10 @@ enum Command {
         /// First seed.
         #[arg(long, default_value_t = 0)]
         start: u64,
+        /// Run only shard I of N (from 0) of those seeds: a contiguous block,
+        /// so a CI matrix of N jobs splits one range without overlap.
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<Shard>,
     },
     /// Replay one seed of the simulation and print its trace hash.
     Replay {
@@ -217,7 +221,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(serve) => run_serve(serve),
         Command::Truth { seed, as_of, query } => run_truth(seed, as_of, query),
-        Command::Run { seeds, start } => match run_seeds(start, seeds) {
+        Command::Run { seeds, start, shard } => match run_shard(start, seeds, shard) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,
             Err(e) => Err(e),
@@ -236,6 +240,42 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// One of N contiguous blocks of a seed range (`--shard I/N`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shard {
+    index: u64,
+    of: u64,
+}
+
+impl Shard {
+    /// The first seed and the count of this shard's block of `start..start+n`:
+    /// the first `n % of` shards take one seed more.
+    fn block(self, start: u64, n: u64) -> (u64, u64) {
+        let (base, extra) = (n / self.of, n % self.of);
+        let first = start + self.index * base + self.index.min(extra);
+        (first, base + u64::from(self.index < extra))
+    }
+}
+
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    let (index, of) = s.split_once('/').ok_or("expected I/N, for example 0/4")?;
+    let index: u64 = index.trim().parse().map_err(|_| format!("bad shard index {index:?}"))?;
+    let of: u64 = of.trim().parse().map_err(|_| format!("bad shard count {of:?}"))?;
+    if of == 0 || index >= of {
+        return Err(format!("shard {index}/{of}: the index runs from 0 to N-1"));
+    }
+    Ok(Shard { index, of })
+}
+
+/// `tdx-sim run`, whole or one shard; the shard's range is printed first.
+fn run_shard(start: u64, n: u64, shard: Option<Shard>) -> Result<bool, String> {
+    start.checked_add(n).ok_or("--start plus --seeds overflows")?;
+    let Some(shard) = shard else { return run_seeds(start, n) };
+    let (first, count) = shard.block(start, n);
+    println!("shard {}/{}: seeds {first}..{}", shard.index, shard.of, first + count);
+    run_seeds(first, count)
 }
 
 fn run_seeds(start: u64, n: u64) -> Result<bool, String> {
@@ -484,6 +524,17 @@ mod mutants {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_split_a_range_into_contiguous_blocks() {
+        let blocks: Vec<(u64, u64)> =
+            (0..3).map(|i| parse_shard(&format!("{i}/3")).unwrap().block(100, 10)).collect();
+        assert_eq!(blocks, [(100, 4), (104, 3), (107, 3)]);
+        assert_eq!(parse_shard("0/1").unwrap().block(5, 7), (5, 7));
+        assert!(parse_shard("3/3").is_err());
+        assert!(parse_shard("0/0").is_err());
+        assert!(parse_shard("1").is_err());
+    }
 
     #[test]
     fn modes_parse_index_and_kind() {

@@ -7,6 +7,7 @@ use tdx_engine::proto::commands::{Adjust, Bar, Period};
 use tdx_engine::proto::SecurityCode;
 use tdx_engine::Client;
 
+use super::test_hook::{self, Phase};
 use crate::CliError;
 
 /// Bars per trading day, to size the first page of an update so one
@@ -45,6 +46,7 @@ async fn page(
     let Ok(start) = u16::try_from(start) else {
         return Ok(Vec::new());
     };
+    test_hook::reached(Phase::Download, format_args!("{code} {period} from {start}"));
     requests.fetch_add(1, Ordering::Relaxed);
     Ok(client.bars(code, period, Adjust::None, tdx_engine::Page::new(start, count)).await?)
 }
