@@ -204,7 +204,10 @@ fn width(s: &str) -> usize {
 /// chose is shown on a terminal, never obeyed by it. Everything else,
 /// CJK included, is kept.
 pub fn escape_control(s: &str) -> Cow<'_, str> {
-    let hostile = |c: char| c.is_control() || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let hostile = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
     if !s.chars().any(hostile) {
         return Cow::Borrowed(s);
     }
@@ -268,10 +271,7 @@ mod tests {
     /// the line, a C1 CSI, a bidi override and a NUL.
     fn hostile() -> Table {
         let mut t = Table::new(&["name", "text"]);
-        t.push(vec![
-            "\u{1b}]0;pwned\u{7}平安\u{1b}[31m".into(),
-            "ok\rEVIL\u{9b}2J\u{202e}cba\u{0}\nnext,\"q\"".into(),
-        ]);
+        t.push(vec!["\u{1b}]0;pwned\u{7}平安\u{1b}[31m".into(), "ok\rEVIL\u{9b}2J\u{202e}cba\u{0}\nnext,\"q\"".into()]);
         t
     }
 
@@ -298,7 +298,10 @@ mod tests {
         let mut out = Vec::new();
         hostile().write(Format::Csv, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert_eq!(parse_csv(&text), vec![vec!["name".to_owned(), "text".to_owned()], vec![want[0].text(), want[1].text()]]);
+        assert_eq!(
+            parse_csv(&text),
+            vec![vec!["name".to_owned(), "text".to_owned()], vec![want[0].text(), want[1].text()]]
+        );
     }
 
     /// An RFC 4180 reader: quoted fields may hold separators, quotes

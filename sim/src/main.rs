@@ -527,8 +527,7 @@ mod tests {
 
     #[test]
     fn shards_split_a_range_into_contiguous_blocks() {
-        let blocks: Vec<(u64, u64)> =
-            (0..3).map(|i| parse_shard(&format!("{i}/3")).unwrap().block(100, 10)).collect();
+        let blocks: Vec<(u64, u64)> = (0..3).map(|i| parse_shard(&format!("{i}/3")).unwrap().block(100, 10)).collect();
         assert_eq!(blocks, [(100, 4), (104, 3), (107, 3)]);
         assert_eq!(parse_shard("0/1").unwrap().block(5, 7), (5, 7));
         assert!(parse_shard("3/3").is_err());

@@ -102,19 +102,27 @@ fn record(ctx: &Job, relative: &Path, sum: String) {
 }
 
 /// True when a derived file is missing, or differs from the checksum the
-/// manifest recorded for it (no record: trusted as it is).
+/// manifest recorded for it. A file with no record (a manifest rebuilt, or
+/// older than checksums) is trusted and its checksum recorded.
 fn needs_rewrite(ctx: &Job, relative: &Path) -> Result<bool, Failure> {
     let path = ctx.store.path(relative);
     let key = relative.to_string_lossy().replace('\\', "/");
-    let Some(want) = ctx.recorded_files.get(&key) else { return Ok(!path.exists()) };
-    match std::fs::read(&path) {
-        Ok(bytes) if store::checksum(&bytes) == *want => Ok(false),
-        Ok(_) => {
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(Failure::Store(store::StoreError::Io { path, source: e })),
+    };
+    let sum = store::checksum(&bytes);
+    match ctx.recorded_files.get(&key) {
+        Some(want) if *want == sum => Ok(false),
+        Some(_) => {
             warn_untrusted(ctx, &store::StoreError::Checksum { path });
             Ok(true)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
-        Err(e) => Err(Failure::Store(store::StoreError::Io { path, source: e })),
+        None => {
+            record(ctx, relative, sum);
+            Ok(false)
+        }
     }
 }
 

@@ -147,7 +147,7 @@ impl Store {
         })();
         if let Err(e) = written {
             let _ = fs::remove_file(&temp);
-            return Err(StoreError::Io { path: temp, source: e });
+            return Err(StoreError::Io { path, source: e });
         }
         if let Err(e) = fs::rename(&temp, &path) {
             let _ = fs::remove_file(&temp);
@@ -521,6 +521,58 @@ mod tests {
         assert_eq!(epoch_millis(at(19700101, 8, 0)), 0, "08:00 in Shanghai is the epoch");
         assert_eq!(from_epoch_millis(epoch_millis(bars[1].time)), Some(bars[1].time));
         assert_eq!(store.remove_leftovers().unwrap(), 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Every flipped byte and every cut of a bars file: with the manifest's
+    /// checksum each one is refused before decoding; without it each one
+    /// decodes or is a typed error, never a panic that escapes.
+    #[test]
+    fn damaged_bars_files_are_refused_never_a_panic() {
+        let code: SecurityCode = "sh600000".parse().unwrap();
+        let first = Date::from_yyyymmdd(20260105).unwrap().days_since_epoch();
+        let at = |i: u32| DateTime {
+            date: Date::from_days_since_epoch(first + i64::from(i)).unwrap(),
+            time: TimeOfDay::new(15, 0, 0, 0).unwrap(),
+        };
+        let bars: Vec<Bar> = (0..40)
+            .map(|i| Bar {
+                time: at(i),
+                open: Price(10_000 + i64::from(i)),
+                close: Price(10_010 + i64::from(i)),
+                high: Price(10_100),
+                low: Price(9_900),
+                volume: 1000.0 + i as f32,
+                amount: 1e6,
+                breadth: None,
+            })
+            .collect();
+        let good = encode_bars(code, &bars).unwrap();
+        let dir = std::env::temp_dir().join(format!("tdx-store-damage-{}", std::process::id()));
+        let store = Store::new(&dir);
+        let relative = Store::bars_file(Period::Day, code);
+        let recorded = Coverage {
+            file: relative.display().to_string(),
+            rows: bars.len(),
+            first: String::new(),
+            last: String::new(),
+            bytes: good.len() as u64,
+            checksum: Some(checksum(&good)),
+        };
+        store.write_atomic(&relative, &good).unwrap();
+        assert_eq!(store.read_trusted_bars(Period::Day, code, Some(&recorded)).unwrap().0, bars);
+        let step = (good.len() / 97).max(1);
+        for at in (0..good.len()).step_by(step) {
+            let mut flipped = good.clone();
+            flipped[at] ^= 0x5a;
+            for damaged in [flipped, good[..at].to_vec()] {
+                store.write_atomic(&relative, &damaged).unwrap();
+                let checked = store.read_trusted_bars(Period::Day, code, Some(&recorded));
+                assert!(matches!(checked, Err(StoreError::Checksum { .. })), "byte {at}: {checked:?}");
+                let unchecked = store.read_trusted_bars(Period::Day, code, None);
+                assert!(!matches!(unchecked, Err(StoreError::Io { .. })), "byte {at}: {unchecked:?}");
+            }
+        }
         fs::remove_dir_all(&dir).unwrap();
     }
 }
