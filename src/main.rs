@@ -12,6 +12,7 @@ mod commands;
 mod demo;
 mod local;
 mod output;
+mod save;
 mod sync;
 
 use std::fmt;
@@ -200,6 +201,11 @@ enum Command {
         /// One section by name (公司概况, ...).
         #[arg(long)]
         section: Option<String>,
+        /// Also save each company file the sections come from into this
+        /// directory, under the server's file name (reduced to a plain name
+        /// inside it).
+        #[arg(long)]
+        save: Option<std::path::PathBuf>,
     },
     /// The special-security price-limit table (特殊品种涨跌停限制), whole.
     Limits,
@@ -400,7 +406,9 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Category { category, sort, ascending, start, count, all } => {
                     commands::category(&ctx, category, (sort, ascending, start, count), all).await
                 }
-                Command::Company { code, section } => commands::company(&ctx, code, section.as_deref()).await,
+                Command::Company { code, section, save } => {
+                    commands::company(&ctx, code, section.as_deref(), save.as_deref()).await
+                }
                 Command::Limits => commands::limits(&ctx).await,
                 Command::Delisted { code } => commands::delisted(&ctx, code).await,
                 Command::Boards { kind } => commands::boards(&ctx, kind).await,

@@ -11,6 +11,8 @@
 //! - [`responder`]: the typed reply to every request;
 //! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
 //! - [`faults`]: live fault injection;
+//! - [`hostile`]: the text a hostile server sends (escapes, control
+//!   characters, a file name out of any directory);
 //! - [`truth`]: what a seed's server holds, as JSON;
 //! - [`simulation`]: seeded turmoil worlds of servers, faults and the engine;
 //! - [`testkit`]: the same, for your code: [`testkit::SimExchange`] runs it
@@ -30,6 +32,7 @@ pub mod boards;
 pub mod company;
 pub mod delisted;
 pub mod faults;
+pub mod hostile;
 pub mod limits;
 pub mod market;
 pub mod market_data;

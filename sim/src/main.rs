@@ -161,6 +161,11 @@ struct Serve {
     /// Answer handshakes with a short payload.
     #[arg(long)]
     fail_handshake: bool,
+    /// Weave terminal escapes and control characters into every text sent
+    /// (security, board and section names, company text), and name company
+    /// files with a path out of any directory.
+    #[arg(long)]
+    hostile_text: bool,
     /// One server's behaviour, INDEX:KIND (repeatable; INDEX from 0): KIND
     /// is `empty-data` (data commands answered with empty bodies),
     /// `mismatch` (handshake answered with the GBK "client does not match"
@@ -381,6 +386,7 @@ fn run_serve(serve: Serve) -> Result<(), String> {
         push_flood: serve.push_flood,
         refuse_connections: serve.refuse_connections,
         fail_handshake: serve.fail_handshake,
+        hostile_text: serve.hostile_text,
         ..Faults::default()
     };
     if let Some(bad) = serve.modes.iter().find(|m| m.index >= serve.servers) {
