@@ -255,7 +255,7 @@ fn bad_input_gives_one_clear_line() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
     let line = fails(&["--hosts", &closed, "--timeout", "0.5", "count"], 1);
     assert!(line.contains("no connection to any server came up"), "{line}");
-    assert!(fails(&["--local", "--server-count", "0", "count"], 1).contains("server_count"));
+    assert!(fails(&["--local", "--server-count", "0", "count"], 2).contains("--server-count"));
 }
 
 /// `tdx xdxr`, `tdx finance` and `tdx bars --adjust` print what `tdx-sim

@@ -34,7 +34,7 @@ mod update;
 #[derive(Args, Clone, Debug)]
 pub struct SyncArgs {
     /// The store's directory (created if missing).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::directory)]
     pub out: PathBuf,
     /// Periods to keep: day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m.
     #[arg(long, value_delimiter = ',', default_value = "day", value_parser = crate::parse_period)]
@@ -52,7 +52,7 @@ pub struct SyncArgs {
     #[arg(long)]
     pub since: Option<Date>,
     /// Securities in flight at once [default: the pool's connections].
-    #[arg(long)]
+    #[arg(long, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     pub jobs: Option<usize>,
     /// Print what would be fetched; write nothing.
     #[arg(long)]
