@@ -308,7 +308,7 @@ fn corporate_data_and_adjusted_bars_match_truth() {
     let qfq = json(&["bars", "sz000001", "--adjust", "qfq", "--count", "4000"]);
     assert_ne!(raw[0]["close"], qfq[0]["close"], "sz000001 has ex-dates: early bars differ");
     assert_eq!(raw[3999]["close"], qfq[3999]["close"], "qfq leaves the last bar raw");
-    let e = fails(&["bars", "sz000001", "--adjust", "xfq", "--local"], 1);
+    let e = fails(&["bars", "sz000001", "--adjust", "xfq", "--local"], 2);
     assert!(e.contains("adjust"), "{e}");
     fails(&["bars", "sz000001", "--adjust", "qfq", "--anchor", "2020-13-01", "--local"], 2);
 }
