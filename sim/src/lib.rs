@@ -15,6 +15,8 @@
 //!   characters, a file name out of any directory);
 //! - [`truth`]: what a seed's server holds, as JSON;
 //! - [`simulation`]: seeded turmoil worlds of servers, faults and the engine;
+//! - [`soak`]: the engine for a long while against faulty servers, checked
+//!   against the truth, its memory, descriptors and threads sampled;
 //! - [`testkit`]: the same, for your code: [`testkit::SimExchange`] runs it
 //!   under faults from one seed, [`testkit::LocalExchange`] serves it on
 //!   loopback, [`truth::Truth`] says what the answers are.
@@ -40,6 +42,7 @@ pub mod responder;
 pub mod rng;
 pub mod server;
 pub mod simulation;
+pub mod soak;
 pub mod testkit;
 pub mod truth;
 

@@ -26,6 +26,7 @@
 //! tdx-sim truth --seed S category NAME [--sort S] [--ascending] [--start N] [--count N]
 //! tdx-sim run --seeds N [--start S] [--shard I/N]
 //! tdx-sim replay --seed X [--trace]
+//! tdx-sim soak [--seconds N] [--callers N] [--rate R] [--seed S] [--servers N]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)
 //! ```
 
@@ -82,6 +83,29 @@ enum Command {
         /// Print every trace line.
         #[arg(long)]
         trace: bool,
+    },
+    /// Run the engine against `tdx-sim serve` (a child process) with every
+    /// fault kind on, at a steady rate from many callers: every reply
+    /// checked against the truth, every failure counted by its type, the
+    /// process's memory, descriptors and threads sampled; exits non-zero on
+    /// a wrong reply, an engine bug or a resource past its bound.
+    Soak {
+        /// Seconds measured, after a 5-second warm-up.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Concurrent callers, each waiting for its reply before its next
+        /// call: enough that stalls and timeouts do not pull the rate down.
+        #[arg(long, default_value_t = 64)]
+        callers: usize,
+        /// Requests per second over all callers.
+        #[arg(long, default_value_t = 200)]
+        rate: u32,
+        /// Market seed of the servers and the truth.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Servers (at least 3): the last serves empty data, the one before throttles.
+        #[arg(long, default_value_t = 4)]
+        servers: u16,
     },
     /// Switch each deliberate engine bug on in turn and check that the
     /// Supervisor model or the simulation catches it; exits non-zero if any
@@ -232,6 +256,22 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Replay { seed, trace } => replay(seed, trace),
+        Command::Soak { seconds, callers, rate, seed, servers } => {
+            let config =
+                tdx_sim::soak::SoakConfig { duration: Duration::from_secs(seconds), callers, rate, seed, servers };
+            match tdx_sim::soak::run(&config) {
+                Ok(report) => {
+                    for line in tdx_sim::soak::describe(&config, &report) {
+                        println!("{line}");
+                    }
+                    if !report.passed() {
+                        return ExitCode::FAILURE;
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        }
         Command::Mutants { only, model_seeds, sim_seeds } => match mutants::run(only, model_seeds, sim_seeds) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,
