@@ -110,11 +110,14 @@ pub fn respond_hostile(data: &MarketData, server: usize, request: &Request) -> R
     }
 }
 
+/// Hostile board files built so far, by market seed.
+type BuiltBoards = Mutex<Vec<(u64, Arc<BoardFiles>)>>;
+
 /// The market's board files with every board name led by an escape
 /// (names stay unique: each keeps its own characters after the escape).
 fn hostile_boards(data: &MarketData) -> Arc<BoardFiles> {
     // One copy per market seed: building them encodes about 1 MB.
-    static BUILT: OnceLock<Mutex<Vec<(u64, Arc<BoardFiles>)>>> = OnceLock::new();
+    static BUILT: OnceLock<BuiltBoards> = OnceLock::new();
     let seed = data.market().seed();
     let built = BUILT.get_or_init(Mutex::default);
     let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
