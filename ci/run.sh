@@ -154,6 +154,9 @@ if [ "$SIM_SEEDS" -gt 0 ]; then
     cargo run --release --locked -p tdx-sim -- run --seeds "$SIM_SEEDS" --start 1000 | tail -n 20
 fi
 
+step "soak (30 s: the engine against tdx-sim serve with every fault kind on; ci/soak.sh 1800 is the long one)"
+bash ci/soak.sh 30
+
 step "mutants (every deliberate bug must be caught)"
 # Each mutant against the Supervisor model's seeds, then simulation seeds;
 # one line per mutant; fails if any survives.

@@ -352,7 +352,12 @@ pub async fn category(
     write(ctx, &table)
 }
 
-pub async fn company(ctx: &Context, code: SecurityCode, section: Option<&str>) -> Result<(), CliError> {
+pub async fn company(
+    ctx: &Context,
+    code: SecurityCode,
+    section: Option<&str>,
+    save: Option<&std::path::Path>,
+) -> Result<(), CliError> {
     let sections = ctx.client.company_info(code).await?;
     if sections.is_empty() {
         return Err(CliError::new(format!("no company info for {code}: unknown code, or not a stock")));
@@ -374,7 +379,35 @@ pub async fn company(ctx: &Context, code: SecurityCode, section: Option<&str>) -
         let names: Vec<&str> = sections.iter().map(|(s, _)| s.name.as_str()).collect();
         return Err(CliError::new(format!("{code} has no section {want:?} (sections: {})", names.join(", "))));
     }
+    if let Some(dir) = save {
+        save_company_files(code, &sections, section, dir)?;
+    }
     write(ctx, &table)
+}
+
+/// `tdx company --save DIR`: each file the (chosen) sections come from, its
+/// sections' text in directory order, under the server's file name made a
+/// plain name inside `DIR`.
+fn save_company_files(
+    code: SecurityCode,
+    sections: &[(tdx_engine::proto::commands::CompanySection, String)],
+    only: Option<&str>,
+    dir: &std::path::Path,
+) -> Result<(), CliError> {
+    let mut files: Vec<(&str, String)> = Vec::new();
+    for (s, text) in sections.iter().filter(|(s, _)| only.is_none_or(|want| want == s.name)) {
+        match files.iter_mut().find(|(name, _)| *name == s.filename) {
+            Some((_, all)) => all.push_str(text),
+            None => files.push((s.filename.as_str(), text.clone())),
+        }
+    }
+    let fallback = format!("{}.txt", code.code());
+    for (name, text) in files {
+        let path = crate::save::save(dir, name, &fallback, text.as_bytes())
+            .map_err(|e| CliError::new(format!("cannot save {name:?} into {}: {e}", dir.display())))?;
+        eprintln!("saved {}", crate::output::escape_control(&path.display().to_string()));
+    }
+    Ok(())
 }
 
 pub async fn limits(ctx: &Context) -> Result<(), CliError> {
@@ -478,7 +511,7 @@ pub async fn watch(ctx: &Context, codes: &[SecurityCode]) -> Result<(), CliError
         for frame in &pushes.frames {
             match request.parse_reply(&frame.payload) {
                 Ok(reply) => reply.records.iter().for_each(|r| table.push(refresh_row(r))),
-                Err(e) => eprintln!("warning: a push did not parse: {e}"),
+                Err(e) => eprintln!("warning: a push did not parse: {}", crate::output::escape_control(&e.to_string())),
             }
         }
         table.write_stream(ctx.format, false, &mut out.lock())?;

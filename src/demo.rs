@@ -22,17 +22,17 @@ use crate::{CliError, Global};
 #[derive(Args)]
 pub struct DemoArgs {
     /// Reference servers in the embedded exchange (and servers in the pool).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     servers: usize,
     /// Securities downloading at once [default: one per connection].
-    #[arg(long)]
+    #[arg(long, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     concurrency: Option<usize>,
     /// Stop after this many securities (default: all of SZ and SH).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     limit: Option<usize>,
     /// Afterwards, `tdx sync` the exchange's daily bars and factors into
     /// this directory and print how to query it with DuckDB or Polars.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = crate::directory)]
     sync: Option<std::path::PathBuf>,
 }
 
@@ -59,7 +59,7 @@ pub async fn run(global: &Global, args: DemoArgs) -> Result<(), CliError> {
     }
     let servers = args.servers.max(1);
     let started = Instant::now();
-    let exchange = Exchange::start(servers, global.seed, global.as_of, 2)?;
+    let exchange = Exchange::start(servers, global.seed(), global.as_of, 2)?;
     let data_dir = std::env::temp_dir().join(format!("tdx-demo-{}", std::process::id()));
     let server_count = global.server_count.unwrap_or(servers).min(servers);
     let per_server = global.connections_per_server.unwrap_or(8);

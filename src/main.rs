@@ -13,6 +13,7 @@ mod commands;
 mod demo;
 mod local;
 mod output;
+mod save;
 mod sync;
 mod tdxdir;
 
@@ -23,6 +24,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::{category_sort, Adjust, AuxKind, Period, QuoteCategory};
+use tdx_engine::proto::limits::{CATEGORY_ROWS_MAX, HISTORY_TRADES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX};
 use tdx_engine::proto::{Date, Market, SecurityCode, TradeDate};
 use tdx_engine::runtime::Placement;
 use tdx_engine::{Client, RuntimeFlavor};
@@ -50,22 +52,22 @@ pub struct Global {
     /// Use an embedded simulated exchange on 127.0.0.1 instead of real servers.
     #[arg(long, global = true)]
     local: bool,
-    /// Market seed of the embedded exchange.
-    #[arg(long, global = true, default_value_t = 1, requires = "local")]
-    seed: u64,
+    /// Market seed of the embedded exchange (with --local, or for the demo) [default: 1].
+    #[arg(long, global = true, requires = "local", allow_negative_numbers = true)]
+    seed: Option<u64>,
     /// Serve the embedded exchange's market as of this trading day
     /// (YYYYMMDD) instead of its today: a later day is the market some
     /// evenings later, every earlier bar unchanged.
     #[arg(long, global = true, requires = "local", value_parser = local::as_of_day)]
     as_of: Option<Date>,
     /// Servers used at once.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_parser = at_least_one, allow_negative_numbers = true)]
     server_count: Option<usize>,
     /// Connections per server.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_parser = at_least_one, allow_negative_numbers = true)]
     connections_per_server: Option<usize>,
     /// Engine worker threads [default: min(connections, cores)].
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_parser = at_least_one, allow_negative_numbers = true)]
     workers: Option<usize>,
     /// How connections are spread over worker threads [default: shared;
     /// per-worker for the demo].
@@ -75,7 +77,7 @@ pub struct Global {
     #[arg(long, global = true, conflicts_with = "local")]
     f10_url: Option<String>,
     /// Seconds one request may take, queueing and connecting included.
-    #[arg(long, global = true, default_value_t = 8.0, value_parser = parse_seconds)]
+    #[arg(long, global = true, default_value_t = 8.0, value_parser = parse_seconds, allow_negative_numbers = true)]
     timeout: f64,
 }
 
@@ -117,14 +119,14 @@ enum Command {
         /// day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m.
         #[arg(long, default_value = "day", value_parser = parse_period)]
         period: Period,
-        /// How many bars.
-        #[arg(long, default_value_t = 20)]
+        /// How many bars (with --start, below 65536).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=65535), allow_negative_numbers = true)]
         count: u32,
         /// Bars to skip back from the newest.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=65535), allow_negative_numbers = true)]
         start: u32,
         /// Price adjustment by the server: none, qfq (forward) or hfq (backward).
-        // Parsed with --anchor after the command line: a bad pair is the command's error (exit 1).
+        // Checked with --anchor once the command line is read (`check_usage`): a bad pair is bad usage.
         #[arg(long, default_value = "none")]
         adjust: String,
         /// YYYYMMDD or YYYY-MM-DD: anchors qfq (events up to it) or hfq (events from it on).
@@ -151,10 +153,11 @@ enum Command {
     /// The latest trades (ticks), oldest first; a past day's with --date (0x0fc5 / 0x0fb5).
     Trades {
         code: SecurityCode,
-        #[arg(long, default_value_t = 20)]
+        /// Trades per page: at most 1800 (2000 with --date and not --detailed).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=i64::from(HISTORY_TRADES_PER_PAGE_MAX)), allow_negative_numbers = true)]
         count: u16,
         /// Trades to skip back from the newest.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         start: u16,
         /// A past trading day, YYYYMMDD or YYYY-MM-DD.
         #[arg(long)]
@@ -185,15 +188,16 @@ enum Command {
     /// A category's quote list (分类行情, 0x054b), sorted by the server.
     Category {
         /// a_share (沪深A股), sh_a, sz_a, etf, index, chinext, star, bj, sh_main, sz_main, or a number.
+        #[arg(allow_negative_numbers = true)]
         category: QuoteCategory,
         /// code, price, amount, change, or a number.
         #[arg(long, default_value = "code", value_parser = category_sort::parse)]
         sort: u16,
         #[arg(long)]
         ascending: bool,
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         start: u16,
-        #[arg(long, default_value_t = 80)]
+        #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u16).range(1..=i64::from(CATEGORY_ROWS_MAX)), allow_negative_numbers = true)]
         count: u16,
         /// Every row (code order), paged to the end.
         #[arg(long, conflicts_with_all = ["sort", "start", "count", "ascending"])]
@@ -205,6 +209,11 @@ enum Command {
         /// One section by name (公司概况, ...).
         #[arg(long)]
         section: Option<String>,
+        /// Also save each company file the sections come from into this
+        /// directory, under the server's file name (reduced to a plain name
+        /// inside it).
+        #[arg(long, value_parser = directory)]
+        save: Option<std::path::PathBuf>,
     },
     /// The special-security price-limit table (特殊品种涨跌停限制), whole.
     Limits,
@@ -259,28 +268,43 @@ enum Command {
 
 /// A command's failure: one line for stderr.
 #[derive(Debug)]
-pub struct CliError(String, bool);
+pub struct CliError {
+    message: String,
+    timeout: bool,
+    /// Bad usage (exit 2), found before anything was asked of a server.
+    usage: bool,
+}
 
 impl CliError {
     pub fn new(message: impl Into<String>) -> Self {
-        Self(message.into(), false)
+        Self { message: message.into(), timeout: false, usage: false }
+    }
+
+    /// Bad usage the command line's parser could not see (a pair of
+    /// options that do not go together): exit 2, like the parser's own.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self { usage: true, ..Self::new(message) }
     }
 
     fn is_timeout(&self) -> bool {
-        self.1
+        self.timeout
     }
 }
 
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 impl From<tdx_engine::Error> for CliError {
     fn from(e: tdx_engine::Error) -> Self {
         let timeout = matches!(e, tdx_engine::Error::Request(tdx_engine::supervisor::RequestError::TimedOut));
-        Self(e.to_string(), timeout)
+        // A configuration the engine refuses is a bad option: name it as typed.
+        if let tdx_engine::Error::Config(c) = &e {
+            return Self::usage(format!("--{}: {}", c.field.replace('_', "-"), c.reason));
+        }
+        Self { message: e.to_string(), timeout, usage: false }
     }
 }
 
@@ -301,7 +325,26 @@ fn parse_host(s: &str) -> Result<String, String> {
     if endpoint.ip().is_none() {
         return Err(format!("{s:?}: {:?} is not an IP address", endpoint.host));
     }
+    if endpoint.port == 0 {
+        return Err(format!("{s:?}: port 0 is no server's port"));
+    }
     Ok(endpoint.to_string())
+}
+
+/// A directory to write into: any path but an empty one.
+pub fn directory(s: &str) -> Result<std::path::PathBuf, String> {
+    if s.trim().is_empty() {
+        return Err("an empty path names no directory".into());
+    }
+    Ok(std::path::PathBuf::from(s))
+}
+
+/// A count that must be at least one (servers, connections, workers, jobs).
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("{s:?} is not a whole number of at least 1")),
+    }
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
@@ -327,6 +370,11 @@ pub struct Context {
 }
 
 impl Global {
+    /// The embedded exchange's market seed.
+    fn seed(&self) -> u64 {
+        self.seed.unwrap_or(1)
+    }
+
     fn timeout(&self) -> Duration {
         Duration::from_secs_f64(self.timeout)
     }
@@ -365,7 +413,7 @@ impl Global {
             return Ok(None);
         }
         let servers = self.server_count.unwrap_or(2).max(1);
-        local::Exchange::start(servers, self.seed, self.as_of, 1).map(Some)
+        local::Exchange::start(servers, self.seed(), self.as_of, 1).map(Some)
     }
 
     /// Starts the exchange (with `--local`) and the engine.
@@ -400,7 +448,44 @@ fn explain_timeout(ctx: &Context, global: &Global, e: CliError) -> CliError {
     ))
 }
 
+/// Rules between options that the parser cannot state: each broken one is
+/// bad usage, found before any server is asked.
+fn check_usage(cli: &Cli) -> Result<(), CliError> {
+    match &cli.command {
+        Command::Bars { start, count, adjust, anchor, .. } => {
+            if start + count > 65535 {
+                return Err(CliError::usage(format!("--start {start} plus --count {count} must stay below 65536")));
+            }
+            let mode = adjust.parse::<Adjust>().map_err(|e| CliError::usage(format!("--adjust: {e}")))?;
+            mode.anchored(*anchor).map_err(|e| CliError::usage(format!("--anchor: {e}")))?;
+        }
+        Command::Trades { count, date, detailed, .. } => {
+            let most = if date.is_some() && !detailed { HISTORY_TRADES_PER_PAGE_MAX } else { TRADES_PER_PAGE_MAX };
+            if *count > most {
+                let why = if date.is_none() { "today's trades" } else { "--detailed" };
+                return Err(CliError::usage(format!("--count {count}: at most {most} per page for {why}")));
+            }
+        }
+        Command::Demo(_) if !cli.global.hosts.is_empty() => {
+            return Err(CliError::usage("--hosts: the demo runs its own exchange; drop --hosts"));
+        }
+        _ => {}
+    }
+    // `requires` is not enforced on a global option given after a
+    // subcommand's name: the embedded exchange's options need --local
+    // (the demo always runs one).
+    let embedded = cli.global.local || matches!(cli.command, Command::Demo(_));
+    if !embedded && cli.global.seed.is_some() {
+        return Err(CliError::usage("--seed needs --local (the embedded exchange's market)"));
+    }
+    if !embedded && cli.global.as_of.is_some() {
+        return Err(CliError::usage("--as-of needs --local (the embedded exchange's market)"));
+    }
+    Ok(())
+}
+
 async fn run(cli: Cli) -> Result<(), CliError> {
+    check_usage(&cli)?;
     let global = cli.global;
     match cli.command {
         Command::Demo(args) => demo::run(&global, args).await,
@@ -443,7 +528,9 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Category { category, sort, ascending, start, count, all } => {
                     commands::category(&ctx, category, (sort, ascending, start, count), all).await
                 }
-                Command::Company { code, section } => commands::company(&ctx, code, section.as_deref()).await,
+                Command::Company { code, section, save } => {
+                    commands::company(&ctx, code, section.as_deref(), save.as_deref()).await
+                }
                 Command::Limits => commands::limits(&ctx).await,
                 Command::Delisted { code } => commands::delisted(&ctx, code).await,
                 Command::Boards { kind } => commands::boards(&ctx, kind).await,
@@ -491,10 +578,12 @@ fn main() -> ExitCode {
                 .take_while(|l| l.starts_with("  "))
                 .map(str::trim)
                 .collect();
+            // The line quotes what was typed: shown, never obeyed by the terminal.
             if missing.is_empty() {
-                eprintln!("{first} (see --help)");
+                eprintln!("{} (see --help)", output::escape_control(first));
             } else {
-                eprintln!("{} {} (see --help)", first.trim_end_matches(':'), missing.join(" "));
+                let line = format!("{} {}", first.trim_end_matches(':'), missing.join(" "));
+                eprintln!("{} (see --help)", output::escape_control(&line));
             }
             return ExitCode::from(2);
         }
@@ -521,9 +610,14 @@ fn main() -> ExitCode {
     });
     match outcome {
         Some(Ok(())) => ExitCode::SUCCESS,
-        Some(Err(e)) if e.0.is_empty() => ExitCode::SUCCESS,
+        Some(Err(e)) if e.message.is_empty() => ExitCode::SUCCESS,
         Some(Err(e)) => {
-            eprintln!("error: {e}");
+            // Errors can quote a server (its message, a name it sent).
+            if e.usage {
+                eprintln!("error: {} (see --help)", output::escape_control(&e.message));
+                return ExitCode::from(2);
+            }
+            eprintln!("error: {}", output::escape_control(&e.message));
             ExitCode::FAILURE
         }
         None => {

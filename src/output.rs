@@ -1,6 +1,7 @@
 //! Results as rows of typed cells, written as an aligned table, JSON or CSV.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
 
 use clap::ValueEnum;
@@ -153,7 +154,9 @@ impl Table {
     }
 
     fn write_table(&self, out: &mut impl Write, header: bool) -> io::Result<()> {
-        let texts: Vec<Vec<String>> = self.rows.iter().map(|r| r.iter().map(Cell::text).collect()).collect();
+        // Text a server chose is shown, never obeyed by the terminal.
+        let texts: Vec<Vec<String>> =
+            self.rows.iter().map(|r| r.iter().map(|c| escape_control(&c.text()).into_owned()).collect()).collect();
         let widths: Vec<usize> = (0..self.columns.len())
             .map(|i| texts.iter().map(|r| width(&r[i])).chain([self.columns[i].len()]).max().unwrap_or(0))
             .collect();
@@ -200,8 +203,38 @@ fn width(s: &str) -> usize {
     s.chars().map(|c| if (c as u32) >= 0x1100 { 2 } else { 1 }).sum()
 }
 
+/// `s` with every control character (C0, DEL, C1: cursor moves, colours,
+/// titles, bells, carriage returns) and every bidirectional-text control
+/// written as an escape (`\u{1b}`, `\n`, `\r`, `\t`), so text a server
+/// chose is shown on a terminal, never obeyed by it. Everything else,
+/// CJK included, is kept.
+pub fn escape_control(s: &str) -> Cow<'_, str> {
+    let hostile = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !s.chars().any(hostile) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if hostile(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
 fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
+    // RFC 4180: a field with a separator, a quote or a line break is quoted
+    // whole; the bytes inside stay exact.
+    if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_owned()
@@ -236,5 +269,68 @@ mod tests {
         assert_eq!(lines[0], "code      name      price");
         assert_eq!(lines[1], "sz000001  平安银行  10.50");
         assert_eq!(lines[2], "sh600000  a,b");
+    }
+
+    /// A row of text a hostile server could send: an OSC title change with
+    /// a bell, a colour, a cursor move, a carriage return that overwrites
+    /// the line, a C1 CSI, a bidi override and a NUL.
+    fn hostile() -> Table {
+        let mut t = Table::new(&["name", "text"]);
+        t.push(vec!["\u{1b}]0;pwned\u{7}平安\u{1b}[31m".into(), "ok\rEVIL\u{9b}2J\u{202e}cba\u{0}\nnext,\"q\"".into()]);
+        t
+    }
+
+    #[test]
+    fn tables_show_control_characters_as_escapes() {
+        let mut out = Vec::new();
+        hostile().write(Format::Table, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+        assert_eq!(text.lines().count(), 2, "one header line and one row: {text:?}");
+        assert!(text.contains("\\u{1b}]0;pwned\\u{7}平安\\u{1b}[31m"), "{text}");
+        assert!(text.contains("ok\\rEVIL\\u{9b}2J\\u{202e}cba\\u{0}\\nnext"), "{text}");
+        assert_eq!(escape_control("平安银行 sz000001"), "平安银行 sz000001");
+    }
+
+    #[test]
+    fn json_and_csv_keep_hostile_text_exact_and_valid() {
+        let want = &hostile().rows[0];
+        let mut out = Vec::new();
+        hostile().write(Format::Json, &mut out).unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v[0]["name"], want[0].text());
+        assert_eq!(v[0]["text"], want[1].text());
+        let mut out = Vec::new();
+        hostile().write(Format::Csv, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            parse_csv(&text),
+            vec![vec!["name".to_owned(), "text".to_owned()], vec![want[0].text(), want[1].text()]]
+        );
+    }
+
+    /// An RFC 4180 reader: quoted fields may hold separators, quotes
+    /// (doubled) and line breaks.
+    fn parse_csv(text: &str) -> Vec<Vec<String>> {
+        let (mut rows, mut row, mut field) = (Vec::new(), Vec::new(), String::new());
+        let (mut quoted, mut chars) = (false, text.chars().peekable());
+        while let Some(c) = chars.next() {
+            match (quoted, c) {
+                (true, '"') if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    field.push('"');
+                }
+                (true, '"') => quoted = false,
+                (true, c) => field.push(c),
+                (false, '"') => quoted = true,
+                (false, ',') => row.push(std::mem::take(&mut field)),
+                (false, '\n') => {
+                    row.push(std::mem::take(&mut field));
+                    rows.push(std::mem::take(&mut row));
+                }
+                (false, c) => field.push(c),
+            }
+        }
+        rows
     }
 }

@@ -255,7 +255,7 @@ fn bad_input_gives_one_clear_line() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
     let line = fails(&["--hosts", &closed, "--timeout", "0.5", "count"], 1);
     assert!(line.contains("no connection to any server came up"), "{line}");
-    assert!(fails(&["--local", "--server-count", "0", "count"], 1).contains("server_count"));
+    assert!(fails(&["--local", "--server-count", "0", "count"], 2).contains("--server-count"));
 }
 
 /// `tdx xdxr`, `tdx finance` and `tdx bars --adjust` print what `tdx-sim
@@ -308,7 +308,7 @@ fn corporate_data_and_adjusted_bars_match_truth() {
     let qfq = json(&["bars", "sz000001", "--adjust", "qfq", "--count", "4000"]);
     assert_ne!(raw[0]["close"], qfq[0]["close"], "sz000001 has ex-dates: early bars differ");
     assert_eq!(raw[3999]["close"], qfq[3999]["close"], "qfq leaves the last bar raw");
-    let e = fails(&["bars", "sz000001", "--adjust", "xfq", "--local"], 1);
+    let e = fails(&["bars", "sz000001", "--adjust", "xfq", "--local"], 2);
     assert!(e.contains("adjust"), "{e}");
     fails(&["bars", "sz000001", "--adjust", "qfq", "--anchor", "2020-13-01", "--local"], 2);
 }

@@ -22,7 +22,7 @@ pub struct EndpointError {
 pub enum EndpointProblem {
     /// Nothing after the last `:`, or no `:` at all.
     NoPort,
-    /// The port is not a number from 0 to 65535.
+    /// The port is not a number from 1 to 65535.
     BadPort,
     /// Nothing before the `:`.
     NoHost,
@@ -38,7 +38,7 @@ impl fmt::Display for EndpointProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::NoPort => "no port",
-            Self::BadPort => "bad port: not a number from 0 to 65535",
+            Self::BadPort => "bad port: not a number from 1 to 65535",
             Self::NoHost => "no host before the port",
             Self::UnbracketedIpv6 => "an IPv6 address needs brackets, as in [::1]:7709",
             Self::BadBrackets => "brackets must enclose an IPv6 address, as in [::1]:7709",
@@ -59,7 +59,8 @@ impl FromStr for Endpoint {
         if port.is_empty() {
             return Err(bad(EndpointProblem::NoPort));
         }
-        let port: u16 = port.parse().map_err(|_| bad(EndpointProblem::BadPort))?;
+        // Port 0 is no server's: a connect to it fails on every system.
+        let port: u16 = port.parse().ok().filter(|p| *p != 0).ok_or(bad(EndpointProblem::BadPort))?;
         let host = if let Some(inner) = host.strip_prefix('[') {
             let inner = inner.strip_suffix(']').ok_or(bad(EndpointProblem::BadBrackets))?;
             if inner.parse::<std::net::Ipv6Addr>().is_err() {

@@ -28,7 +28,7 @@ use tdx_engine::proto::frame::MAC_HEAD_1_PREFIX;
 use tdx_engine::proto::text::encode_gbk;
 use tdx_engine::proto::wire::put_varint;
 use tdx_engine::proto::{Compression, Market, Price, Reply, Request, RequestDecoder, SecurityCode, TradeDate};
-use tdx_fuzz::{Chunking, FrameCase, Op, ReplyCase, RequestCase, SupervisorCase};
+use tdx_fuzz::{Chunking, Family, FrameCase, Op, ReplyCase, RequestCase, SupervisorCase};
 use vector_request::{hex, request_from_params};
 
 /// Requests from the vectors' parameters, as the vector tests build them.
@@ -80,6 +80,15 @@ impl Corpus {
         let bytes = case.write();
         assert_eq!(ReplyCase::read(&bytes), case);
         self.add("reply_parsers", &bytes);
+        for (family, target) in [
+            (Family::History, "history_parsers"),
+            (Family::Intraday, "intraday_parsers"),
+            (Family::Structure, "structure_parsers"),
+        ] {
+            if family.msg_types().contains(&case.msg_type) {
+                self.add(target, &bytes);
+            }
+        }
     }
 
     fn supervisor(&mut self, case: SupervisorCase) {
@@ -1011,6 +1020,46 @@ fn client_file_seeds(corpus: &mut Corpus) {
     corpus.add("file_readers", &with_pick(6, write_custom_blocks_cfg(&[entry]).expect("a blocknew.cfg")));
 }
 
+/// Server messages: the GBK mismatch text (bare, NUL-padded, cut inside a
+/// character), text with line breaks and escapes, and the vectors' GBK units.
+fn message_seeds(corpus: &mut Corpus, vectors: &Vectors) {
+    for text in ["客户端与行情主站不匹配,不能使用!", "服务器维护中\r\n请稍后再试", "ok\u{1b}[2J", "\t主站\t"]
+    {
+        let mut gbk = Vec::new();
+        encode_gbk(&mut gbk, text, 128, "message").expect("GBK text");
+        gbk.truncate(gbk.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1));
+        corpus.add("server_messages", &gbk);
+        let mut padded = gbk.to_vec();
+        padded.extend([0; 6]);
+        corpus.add("server_messages", &padded);
+        corpus.add("server_messages", &gbk[..gbk.len() - 1]);
+    }
+    for unit in &vectors.units {
+        corpus.add("server_messages", unit);
+    }
+}
+
+/// Manifests as `tdx sync` writes them: empty, one of each entry, and one
+/// from before checksums.
+fn manifest_seeds(corpus: &mut Corpus) {
+    let entry = serde_json::json!({
+        "file": "bars/period=day/market=sz/sz000001.parquet", "rows": 4001,
+        "first": "2011-06-21 15:00", "last": "2026-11-30 15:00", "bytes": 118301,
+    });
+    let mut with_checksum = entry.clone();
+    with_checksum["checksum"] = "9f1c00aa12345678".into();
+    let corporate = serde_json::json!({"sz000001": {"hash": "9f1c", "records": 31, "factor_rows": 14}});
+    let files = serde_json::json!({"factors/market=sz/sz000001.parquet": "0011223344556677"});
+    let manifests = [
+        serde_json::json!({"schema_version": 1, "bars": {}, "corporate": {}}),
+        serde_json::json!({"schema_version": 1, "bars": {"day/sz000001": entry}, "corporate": corporate}),
+        serde_json::json!({"schema_version": 1, "bars": {"day/sz000001": with_checksum}, "corporate": corporate, "files": files}),
+    ];
+    for m in manifests {
+        corpus.add("manifest_reader", &serde_json::to_vec_pretty(&m).expect("JSON"));
+    }
+}
+
 fn main() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let root = std::env::args().nth(1).map_or_else(|| manifest.join("corpus"), PathBuf::from);
@@ -1053,6 +1102,8 @@ fn main() {
     supervisor_seeds(&mut corpus);
     f10_seeds(&mut corpus);
     client_file_seeds(&mut corpus);
+    message_seeds(&mut corpus, &vectors);
+    manifest_seeds(&mut corpus);
 
     for (target, (new, total)) in &corpus.written {
         println!("{target}: {total} seeds ({new} new) in {}", corpus.root.join(target).display());

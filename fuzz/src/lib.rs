@@ -15,6 +15,9 @@
 //! | `values`          | the raw bytes (also read as a board file) |
 //! | `file_readers`    | `pick: u8` (reader and units), then the file's bytes |
 //! | `supervisor`      | `servers: u8, per_server: u8, pending: u8, establish: u8, seed: u64, op..` |
+//! | `history_parsers`, `intraday_parsers`, `structure_parsers` | as `reply_parsers`, `msg_type` mapped into the family ([`Family::msg_type`]) |
+//! | `server_messages` | a reply payload (also read as one frame's worth of bytes) |
+//! | `manifest_reader` | the bytes of a `manifest.json` |
 //!
 //! `prefix` picks a request prefix, 0x0c, 0x1c, 0x01 or 0x02 (taken
 //! modulo 4), so every input names a family. `chunking` is `count: u8,
@@ -409,4 +412,87 @@ impl Op {
             }
         }
     }
+}
+
+/// A family of reply parsers that gets its own fuzz target, so a long
+/// campaign spends its executions there rather than across every command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Past days: minute lines and ticks of a past day, recent minutes,
+    /// delisted bars, the legacy minute line.
+    History,
+    /// Today: minute line, ticks, call auction, minute aux, sparkline, refresh.
+    Intraday,
+    /// Structure and corporate data: categories, company info, limits,
+    /// server files, capital changes, finance.
+    Structure,
+}
+
+impl Family {
+    /// The command codes of the family.
+    pub fn msg_types(self) -> &'static [u16] {
+        use tdx_engine::proto::commands::*;
+        use tdx_engine::proto::Command;
+        match self {
+            Family::History => &[
+                HistoryMinutes::MSG_TYPE,
+                HistoryTrades::MSG_TYPE,
+                DetailedHistoryTrades::MSG_TYPE,
+                RecentMinutes::MSG_TYPE,
+                DelistedBars::MSG_TYPE,
+                LegacyMinutes::MSG_TYPE,
+            ],
+            Family::Intraday => &[
+                Minutes::MSG_TYPE,
+                Trades::MSG_TYPE,
+                Auction::MSG_TYPE,
+                MinuteAux::MSG_TYPE,
+                Sparkline::MSG_TYPE,
+                Refresh::MSG_TYPE,
+            ],
+            Family::Structure => &[
+                CategoryQuotes::MSG_TYPE,
+                CompanyCategory::MSG_TYPE,
+                CompanyContent::MSG_TYPE,
+                SpecialLimits::MSG_TYPE,
+                FileMeta::MSG_TYPE,
+                FileRead::MSG_TYPE,
+                CapitalChanges::MSG_TYPE,
+                FinanceInfo::MSG_TYPE,
+            ],
+        }
+    }
+
+    /// `raw` when it is one of the family's codes, else one of them chosen
+    /// by it: every input exercises the family, and a seed written with a
+    /// real code reads back unchanged.
+    pub fn msg_type(self, raw: u16) -> u16 {
+        let types = self.msg_types();
+        if types.contains(&raw) {
+            raw
+        } else {
+            types[usize::from(raw) % types.len()]
+        }
+    }
+}
+
+/// The reply-parser check every reply target makes: the body must decode
+/// as a request of `msg_type`; a payload that parses and that the server
+/// side can encode again parses back to itself (modulo NaN floats, which
+/// compare unequal).
+pub fn check_reply(msg_type: u16, body: &[u8], payload: &[u8]) {
+    use tdx_engine::proto::Request;
+    let Ok(request) = Request::decode(msg_type, body) else {
+        return;
+    };
+    let Ok(reply) = request.parse_reply(payload) else {
+        return;
+    };
+    let mut encoded = Vec::new();
+    if request.encode_reply(&reply, &mut encoded).is_err() {
+        return;
+    }
+    let again = request.parse_reply(&encoded).expect("a re-encoded reply parses");
+    let has_nan = format!("{reply:?}").contains("NaN");
+    assert!(has_nan || again == reply, "reply changed across encode/parse");
 }

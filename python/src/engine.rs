@@ -128,6 +128,16 @@ fn u16_arg(field: &str, v: i64) -> PyResult<u16> {
     u16::try_from(v).map_err(|_| value_error(field, format!("{v} is outside 0..=65535")))
 }
 
+/// A page size or a count of rows: 1..=65535 (0 asks for nothing).
+fn count_arg(field: &str, v: i64) -> PyResult<u16> {
+    u16::try_from(v).ok().filter(|n| *n >= 1).ok_or_else(|| value_error(field, format!("{v} is outside 1..=65535")))
+}
+
+/// A count of pages: at least 1.
+fn pages_arg(field: &str, v: i64) -> PyResult<usize> {
+    usize::try_from(v).ok().filter(|n| *n >= 1).ok_or_else(|| value_error(field, format!("{v} is not at least 1")))
+}
+
 fn usize_arg(field: &str, v: i64) -> PyResult<usize> {
     usize::try_from(v).map_err(|_| value_error(field, format!("{v} is negative")))
 }
@@ -319,7 +329,7 @@ impl NativeClient {
 
     fn codes(&self, py: Python<'_>, market_: &str, start: i64, limit: i64) -> PyResult<Table> {
         let m = market(market_)?;
-        let page = Page::new(u16_arg("start", start)?, u16_arg("limit", limit)?);
+        let page = Page::new(u16_arg("start", start)?, count_arg("limit", limit)?);
         wait(py, self.client.codes(m, page)).map(|r| convert::securities(&r))
     }
 
@@ -344,7 +354,7 @@ impl NativeClient {
         count: i64,
     ) -> PyResult<Table> {
         let (c, p, a) = (code("code", code_)?, period(period_)?, adjust(adjust_)?);
-        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
         wait(py, self.client.bars(c, p, a, Page::new(s, n))).map(|r| convert::bars(&r))
     }
 
@@ -358,7 +368,7 @@ impl NativeClient {
         max_pages: i64,
     ) -> PyResult<Table> {
         let (c, p, a) = (code("code", code_)?, period(period_)?, adjust(adjust_)?);
-        let pages = usize_arg("max_pages", max_pages)?;
+        let pages = pages_arg("max_pages", max_pages)?;
         wait(py, self.client.all_bars(c, p, a, Some(pages))).map(|r| convert::bars(&r))
     }
 
@@ -379,7 +389,7 @@ impl NativeClient {
 
     fn category_quotes(&self, py: Python<'_>, category: &str, start: i64, count: i64) -> PyResult<Table> {
         let cat = category.parse::<QuoteCategory>().map_err(|e| value_error("category", e))?;
-        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
         wait(py, self.client.category_quotes(cat, Page::new(s, n))).map(|r| convert::snapshots(&r))
     }
 
@@ -417,13 +427,13 @@ impl NativeClient {
 
     fn trades(&self, py: Python<'_>, code_: &str, start: i64, count: i64) -> PyResult<Table> {
         let c = code("code", code_)?;
-        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
         wait(py, self.client.trades(c, Page::new(s, n))).map(|r| convert::ticks(&r))
     }
 
     fn history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32, start: i64, count: i64) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
-        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
         wait(py, self.client.history_trades(c, d, Page::new(s, n))).map(|r| convert::ticks(&r))
     }
 
@@ -449,7 +459,7 @@ impl NativeClient {
         count: i64,
     ) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
-        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
         wait(py, self.client.detailed_history_trades(c, d, Page::new(s, n))).map(|r| convert::ticks(&r))
     }
 
@@ -518,7 +528,7 @@ impl NativeClient {
 
     fn delisted_bars(&self, py: Python<'_>, code_: &str, start: i64, count: i64) -> PyResult<Table> {
         let c = code("code", code_)?;
-        let (s, n) = (u16_arg("start", start)?, u16_arg("count", count)?);
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
         wait(py, self.client.delisted_bars(c, Page::new(s, n))).map(|r| convert::delisted_bars(&r))
     }
 

@@ -61,6 +61,11 @@ pub struct Faults {
     /// A connection that sends more than this many requests within one
     /// second is stalled for [`THROTTLE_STALL`], then closed.
     pub throttle_per_sec: Option<u32>,
+    /// Weave terminal escapes and control characters into every text sent
+    /// (names, board names, company sections and text), name company files
+    /// with a path out of any directory, and, with `mismatch`, send a
+    /// message that carries a carriage return ([`crate::hostile`]).
+    pub hostile_text: bool,
 }
 
 /// What a 2026 server tells a client it no longer serves ("the client does
@@ -96,6 +101,7 @@ impl Faults {
             FaultKind::EmptyData => self.empty_data = true,
             FaultKind::Mismatch => self.mismatch = true,
             FaultKind::Throttle { per_sec } => self.throttle_per_sec = Some(per_sec),
+            FaultKind::HostileText => self.hostile_text = true,
         }
     }
 
@@ -188,6 +194,10 @@ pub enum FaultKind {
         /// Requests a connection may send per second.
         per_sec: u32,
     },
+    /// Terminal escapes and control characters in every text sent, a
+    /// company file name that climbs out of any directory
+    /// ([`crate::hostile`]).
+    HostileText,
 }
 
 impl FromIterator<FaultKind> for Faults {

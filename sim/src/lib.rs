@@ -15,8 +15,12 @@
 //! - [`responder`]: the typed reply to every request;
 //! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
 //! - [`faults`]: live fault injection;
+//! - [`hostile`]: the text a hostile server sends (escapes, control
+//!   characters, a file name out of any directory);
 //! - [`truth`]: what a seed's server holds, as JSON;
 //! - [`simulation`]: seeded turmoil worlds of servers, faults and the engine;
+//! - [`soak`]: the engine for a long while against faulty servers, checked
+//!   against the truth, its memory, descriptors and threads sampled;
 //! - [`testkit`]: the same, for your code: [`testkit::SimExchange`] runs it
 //!   under faults from one seed, [`testkit::LocalExchange`] serves it on
 //!   loopback, [`truth::Truth`] says what the answers are.
@@ -35,6 +39,7 @@ pub mod company;
 pub mod delisted;
 pub mod f10;
 pub mod faults;
+pub mod hostile;
 pub mod limits;
 pub mod mac;
 pub mod market;
@@ -45,6 +50,7 @@ pub mod responder;
 pub mod rng;
 pub mod server;
 pub mod simulation;
+pub mod soak;
 pub mod tdx_files;
 pub mod testkit;
 pub mod truth;

@@ -27,8 +27,9 @@
 //! tdx-sim truth --seed S f10 ENTRY [CODE] [--param NAME=VALUE ...]
 //! tdx-sim serve-f10 --port P --seed S [--as-of YYYYMMDD] [--latency-ms MS] [--error-per-mille N] [--malformed-per-mille N] [--empty]
 //! tdx-sim tdx-dir --out DIR [--seed S] [--as-of YYYYMMDD] [--codes CODE,...]
-//! tdx-sim run --seeds N [--start S]
+//! tdx-sim run --seeds N [--start S] [--shard I/N]
 //! tdx-sim replay --seed X [--trace]
+//! tdx-sim soak [--seconds N] [--callers N] [--rate R] [--seed S] [--servers N]
 //! tdx-sim mutants [--only NAME] [--model-seeds N] [--sim-seeds N]   (built with --features mutants)
 //! ```
 
@@ -93,6 +94,10 @@ enum Command {
         /// First seed.
         #[arg(long, default_value_t = 0)]
         start: u64,
+        /// Run only shard I of N (from 0) of those seeds: a contiguous block,
+        /// so a CI matrix of N jobs splits one range without overlap.
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<Shard>,
     },
     /// Replay one seed of the simulation and print its trace hash.
     Replay {
@@ -101,6 +106,29 @@ enum Command {
         /// Print every trace line.
         #[arg(long)]
         trace: bool,
+    },
+    /// Run the engine against `tdx-sim serve` (a child process) with every
+    /// fault kind on, at a steady rate from many callers: every reply
+    /// checked against the truth, every failure counted by its type, the
+    /// process's memory, descriptors and threads sampled; exits non-zero on
+    /// a wrong reply, an engine bug or a resource past its bound.
+    Soak {
+        /// Seconds measured, after a 5-second warm-up.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Concurrent callers, each waiting for its reply before its next
+        /// call: enough that stalls and timeouts do not pull the rate down.
+        #[arg(long, default_value_t = 64)]
+        callers: usize,
+        /// Requests per second over all callers.
+        #[arg(long, default_value_t = 200)]
+        rate: u32,
+        /// Market seed of the servers and the truth.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Servers (at least 3): the last serves empty data, the one before throttles.
+        #[arg(long, default_value_t = 4)]
+        servers: u16,
     },
     /// Switch each deliberate engine bug on in turn and check that the
     /// Supervisor model or the simulation catches it; exits non-zero if any
@@ -180,6 +208,11 @@ struct Serve {
     /// Answer handshakes with a short payload.
     #[arg(long)]
     fail_handshake: bool,
+    /// Weave terminal escapes and control characters into every text sent
+    /// (security, board and section names, company text), and name company
+    /// files with a path out of any directory.
+    #[arg(long)]
+    hostile_text: bool,
     /// One server's behaviour, INDEX:KIND (repeatable; INDEX from 0): KIND
     /// is `empty-data` (data commands answered with empty bodies),
     /// `mismatch` (handshake answered with the GBK "client does not match"
@@ -267,12 +300,28 @@ fn main() -> ExitCode {
         Command::ServeF10(serve) => run_serve_f10(serve),
         Command::Truth { seed, as_of, query } => run_truth(seed, as_of, query),
         Command::TdxDir { out, seed, as_of, codes } => run_tdx_dir(&out, seed, as_of, codes),
-        Command::Run { seeds, start } => match run_seeds(start, seeds) {
+        Command::Run { seeds, start, shard } => match run_shard(start, seeds, shard) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,
             Err(e) => Err(e),
         },
         Command::Replay { seed, trace } => replay(seed, trace),
+        Command::Soak { seconds, callers, rate, seed, servers } => {
+            let config =
+                tdx_sim::soak::SoakConfig { duration: Duration::from_secs(seconds), callers, rate, seed, servers };
+            match tdx_sim::soak::run(&config) {
+                Ok(report) => {
+                    for line in tdx_sim::soak::describe(&config, &report) {
+                        println!("{line}");
+                    }
+                    if !report.passed() {
+                        return ExitCode::FAILURE;
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        }
         Command::Mutants { only, model_seeds, sim_seeds } => match mutants::run(only, model_seeds, sim_seeds) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,
@@ -286,6 +335,42 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// One of N contiguous blocks of a seed range (`--shard I/N`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shard {
+    index: u64,
+    of: u64,
+}
+
+impl Shard {
+    /// The first seed and the count of this shard's block of `start..start+n`:
+    /// the first `n % of` shards take one seed more.
+    fn block(self, start: u64, n: u64) -> (u64, u64) {
+        let (base, extra) = (n / self.of, n % self.of);
+        let first = start + self.index * base + self.index.min(extra);
+        (first, base + u64::from(self.index < extra))
+    }
+}
+
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    let (index, of) = s.split_once('/').ok_or("expected I/N, for example 0/4")?;
+    let index: u64 = index.trim().parse().map_err(|_| format!("bad shard index {index:?}"))?;
+    let of: u64 = of.trim().parse().map_err(|_| format!("bad shard count {of:?}"))?;
+    if of == 0 || index >= of {
+        return Err(format!("shard {index}/{of}: the index runs from 0 to N-1"));
+    }
+    Ok(Shard { index, of })
+}
+
+/// `tdx-sim run`, whole or one shard; the shard's range is printed first.
+fn run_shard(start: u64, n: u64, shard: Option<Shard>) -> Result<bool, String> {
+    start.checked_add(n).ok_or("--start plus --seeds overflows")?;
+    let Some(shard) = shard else { return run_seeds(start, n) };
+    let (first, count) = shard.block(start, n);
+    println!("shard {}/{}: seeds {first}..{}", shard.index, shard.of, first + count);
+    run_seeds(first, count)
 }
 
 fn run_seeds(start: u64, n: u64) -> Result<bool, String> {
@@ -435,6 +520,7 @@ fn run_serve(serve: Serve) -> Result<(), String> {
         push_flood: serve.push_flood,
         refuse_connections: serve.refuse_connections,
         fail_handshake: serve.fail_handshake,
+        hostile_text: serve.hostile_text,
         ..Faults::default()
     };
     if let Some(bad) = serve.modes.iter().find(|m| m.index >= serve.servers) {
@@ -578,6 +664,16 @@ mod mutants {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_split_a_range_into_contiguous_blocks() {
+        let blocks: Vec<(u64, u64)> = (0..3).map(|i| parse_shard(&format!("{i}/3")).unwrap().block(100, 10)).collect();
+        assert_eq!(blocks, [(100, 4), (104, 3), (107, 3)]);
+        assert_eq!(parse_shard("0/1").unwrap().block(5, 7), (5, 7));
+        assert!(parse_shard("3/3").is_err());
+        assert!(parse_shard("0/0").is_err());
+        assert!(parse_shard("1").is_err());
+    }
 
     #[test]
     fn modes_parse_index_and_kind() {

@@ -260,13 +260,20 @@ impl ReferenceServer {
                         let session = matches!(request, Request::Handshake(_) | Request::LegacySetup(_));
                         let payload = if faults.fail_handshake && matches!(request, Request::Handshake(_)) {
                             vec![0u8; 10]
+                        } else if faults.mismatch && session && faults.hostile_text {
+                            crate::hostile::hostile_mismatch_payload()
                         } else if faults.mismatch && session {
                             mismatch_payload()
                         } else if faults.empty_data && !session && !matches!(request, Request::Heartbeat(_)) {
                             vec![0u8; 2]
                         } else {
                             let mut payload = Vec::new();
-                            request.encode_reply(&respond(&self.data, self.index, &request), &mut payload).map_err(invalid)?;
+                            let reply = if faults.hostile_text {
+                                crate::hostile::respond_hostile(&self.data, self.index, &request)
+                            } else {
+                                respond(&self.data, self.index, &request)
+                            };
+                            request.encode_reply(&reply, &mut payload).map_err(invalid)?;
                             payload
                         };
                         let delay = faults.latency + jitter(&mut rng, faults.jitter);

@@ -143,7 +143,7 @@ impl Truth {
             Query::F10(words) => crate::f10::f10_truth(data, &words).map_err(QueryError)?,
             Query::Sparkline { code } => sparkline(market, code),
             Query::Aux { code, kind } => aux(market, code, kind),
-            Query::Mac(mac) => crate::mac::truth::answer(data, &mac)?,
+            Query::Mac(mac) => crate::mac::truth::answer(data, &mac).map_err(QueryError)?,
         })
     }
 

@@ -358,12 +358,15 @@ fn truth_answers_every_mac_question() {
         symbols: vec![code("sz000001").into()],
     });
     let typed = &table.rows[0];
-    assert_eq!(row["limit_up"].as_f64().unwrap(), price_of_yuan(match typed.value(MacField::LIMIT_UP) {
-        Some(FieldValue::F32(v)) => v,
-        other => panic!("{other:?}"),
-    })
-    .unwrap()
-    .yuan());
+    assert_eq!(
+        row["limit_up"].as_f64().unwrap(),
+        price_of_yuan(match typed.value(MacField::LIMIT_UP) {
+            Some(FieldValue::F32(v)) => v,
+            other => panic!("{other:?}"),
+        })
+        .unwrap()
+        .yuan()
+    );
     assert_eq!(row["main_net_inflow"].as_f64().unwrap(), typed.value(MacField::MAIN_NET_INFLOW).unwrap().as_f64());
     let bars = q(&["mac-bars", "sz000001", "--period", "5m", "--count", "2", "--bar-time", "end"]);
     assert_eq!(bars["bars"].as_array().unwrap().len(), 2);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use serde::{Deserialize, Serialize};
+
 use tdx_engine::f10::{entry_info, F10Query, F10Reply, F10Value};
 use tdx_engine::proto::SecurityCode;
 
@@ -37,16 +37,7 @@ pub fn entries(with: &[String]) -> Vec<&str> {
     with.iter().filter_map(|w| w.strip_prefix("f10:")).collect()
 }
 
-/// One stored F10 answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct F10Stored {
-    /// Relative path.
-    pub file: String,
-    /// FNV-1a of the answer's JSON: a change means rewrite.
-    pub hash: String,
-    pub rows: usize,
-    pub bytes: u64,
-}
+pub use super::manifest::F10Stored;
 
 /// The manifest key and relative path of `entry` for `code`.
 pub fn key(entry: &str, code: SecurityCode) -> String {
@@ -54,7 +45,7 @@ pub fn key(entry: &str, code: SecurityCode) -> String {
 }
 
 pub fn file(entry: &str, code: SecurityCode) -> PathBuf {
-    PathBuf::from(format!("f10/{entry}/market={}/{code}.parquet", code.market().prefix()))
+    PathBuf::from(super::manifest::f10_path(entry, code))
 }
 
 /// FNV-1a of the answer as JSON.

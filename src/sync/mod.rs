@@ -7,7 +7,7 @@
 //! atomically, and records coverage in the manifest afterwards.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,15 +26,17 @@ use store::{Corporate, Coverage, Manifest, Store};
 use update::update;
 
 mod f10;
+mod manifest;
 mod report;
 pub(crate) mod store;
+mod test_hook;
 mod update;
 
 /// `tdx sync` options.
 #[derive(Args, Clone, Debug)]
 pub struct SyncArgs {
     /// The store's directory (created if missing).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::directory)]
     pub out: PathBuf,
     /// Periods to keep: day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m.
     #[arg(long, value_delimiter = ',', default_value = "day", value_parser = crate::parse_period)]
@@ -53,7 +55,7 @@ pub struct SyncArgs {
     #[arg(long)]
     pub since: Option<Date>,
     /// Securities in flight at once [default: the pool's connections].
-    #[arg(long)]
+    #[arg(long, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     pub jobs: Option<usize>,
     /// Print what would be fetched; write nothing.
     #[arg(long)]
@@ -70,59 +72,137 @@ fn view_parser() -> impl TypedValueParser<Value = Adjust> {
     PossibleValuesParser::new(["qfq", "hfq"]).try_map(|view| view.parse::<Adjust>())
 }
 
+/// Why one security's sync stopped.
+enum Failure {
+    /// This security only (the server has no such code, a request failed):
+    /// the run goes on with the others.
+    Security(CliError),
+    /// The store cannot be written or read (a full disk, a read-only
+    /// directory): the run stops.
+    Store(store::StoreError),
+}
+
+impl From<CliError> for Failure {
+    fn from(e: CliError) -> Self {
+        Failure::Security(e)
+    }
+}
+
+impl From<store::StoreError> for Failure {
+    fn from(e: store::StoreError) -> Self {
+        if e.is_fatal() {
+            Failure::Store(e)
+        } else {
+            Failure::Security(CliError::new(e.to_string()))
+        }
+    }
+}
+
+/// A file the store wrote or still holds, with its checksum, for the manifest.
+fn record(ctx: &Job, relative: &Path, sum: String) {
+    let key = relative.to_string_lossy().replace('\\', "/");
+    ctx.written.lock().unwrap_or_else(|e| e.into_inner()).insert(key, sum);
+}
+
+/// True when a derived file is missing, or differs from the checksum the
+/// manifest recorded for it. A file with no record (a manifest rebuilt, or
+/// older than checksums) is trusted and its checksum recorded.
+fn needs_rewrite(ctx: &Job, relative: &Path) -> Result<bool, Failure> {
+    let path = ctx.store.path(relative);
+    let key = relative.to_string_lossy().replace('\\', "/");
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(Failure::Store(store::StoreError::Io { path, source: e })),
+    };
+    let sum = store::checksum(&bytes);
+    match ctx.recorded_files.get(&key) {
+        Some(want) if *want == sum => Ok(false),
+        Some(_) => {
+            warn_untrusted(ctx, &store::StoreError::Checksum { path });
+            Ok(true)
+        }
+        None => {
+            record(ctx, relative, sum);
+            Ok(false)
+        }
+    }
+}
+
+/// One line on stderr for a file the run does not trust and writes again.
+fn warn_untrusted(ctx: &Job, e: &store::StoreError) {
+    ctx.tally.repaired.fetch_add(1, Ordering::Relaxed);
+    eprintln!("warning: {}: downloading it again", crate::output::escape_control(&e.to_string()));
+}
+
+/// Writes one file of the store and records its checksum.
+fn write_file(ctx: &Job, relative: &Path, bytes: &[u8]) -> Result<u64, Failure> {
+    let n = ctx.store.write_atomic(relative, bytes)?;
+    record(ctx, relative, store::checksum(bytes));
+    Ok(n)
+}
+
 /// One security: every period, then its corporate actions.
 async fn sync_security(
     ctx: &Job,
     code: SecurityCode,
     changes: Option<&[CapitalChange]>,
-) -> Result<Vec<(String, Option<Coverage>)>, CliError> {
+) -> Result<Vec<(String, Option<Coverage>)>, Failure> {
     let mut coverage = Vec::new();
     let hash = changes.map(store::changes_hash);
     let factors_changed = hash.as_ref().is_some_and(|h| ctx.known.get(&code.to_string()).is_none_or(|c| c.hash != *h));
     let factors = AdjustmentFactors::new(code, changes.unwrap_or_default(), None, None);
     for &period in &ctx.periods {
-        let old = ctx.store.read_bars(period, code).map_err(|e| CliError::new(e.to_string()))?;
+        let key = Manifest::key(period, code);
+        let (old, old_sum, repaired) = match ctx.store.read_trusted_bars(period, code, ctx.recorded.get(&key)) {
+            Ok((bars, sum)) => (bars, sum, false),
+            Err(e) if e.is_fatal() => return Err(Failure::Store(e)),
+            Err(e) => {
+                // Damaged, foreign or changed since the manifest: the whole
+                // series is downloaded again and the file replaced.
+                warn_untrusted(ctx, &e);
+                (Vec::new(), None, true)
+            }
+        };
         let had = old.len();
         let u = update(&ctx.client, &ctx.tally.requests, code, period, old, ctx.since, ctx.calendar.as_ref()).await?;
         let relative = Store::bars_file(period, code);
-        let key = Manifest::key(period, code);
         let raw_changes = u.new > 0 || u.fixed > 0 || had == 0;
         // Views first: a run killed between them and the raw file fetches
         // the raw update again and rewrites both.
         if !u.bars.is_empty() {
-            write_views(ctx, code, period, &u.bars, &factors, raw_changes || factors_changed)?;
+            write_views(ctx, code, period, &u.bars, &factors, raw_changes || factors_changed || repaired)?;
         }
-        if u.new == 0 && u.fixed == 0 && had > 0 {
+        if let (0, 0, true, Some(sum)) = (u.new, u.fixed, had > 0, old_sum) {
             let bytes = std::fs::metadata(ctx.store.path(&relative)).map(|m| m.len()).unwrap_or(0);
-            coverage.push((key, Some(cover(&relative, &u.bars, bytes))));
+            coverage.push((key, Some(cover(&relative, &u.bars, bytes, sum))));
             ctx.tally.add(period, 0, 0, 0, 0);
             continue;
         }
         if u.bars.is_empty() {
             // Nothing stored and nothing served: not a security the server knows.
-            return Err(CliError::new(format!("the server has no {period} bars for it")));
+            return Err(CliError::new(format!("the server has no {period} bars for it")).into());
         }
         let bytes = store::encode_bars(code, &u.bars).map_err(|e| CliError::new(format!("{code}: {e}")))?;
-        let written = ctx.store.write_atomic(&relative, &bytes).map_err(|e| CliError::new(e.to_string()))?;
+        let written = ctx.store.write_atomic(&relative, &bytes)?;
         ctx.tally.add(period, u.new as u64, u.fixed as u64, 1, written);
-        coverage.push((key, Some(cover(&relative, &u.bars, written))));
+        coverage.push((key, Some(cover(&relative, &u.bars, written, store::checksum(&bytes)))));
     }
     if let (Some(changes), Some(hash)) = (changes, hash) {
-        if factors_changed && !changes.is_empty() {
+        let factors_file = Store::factors_file(code);
+        let rewrite = !changes.is_empty() && (factors_changed || needs_rewrite(ctx, &factors_file)?);
+        if rewrite {
             let bytes = store::encode_factors(&factors).map_err(|e| CliError::new(format!("{code}: {e}")))?;
-            let n =
-                ctx.store.write_atomic(&Store::factors_file(code), &bytes).map_err(|e| CliError::new(e.to_string()))?;
+            let n = write_file(ctx, &factors_file, &bytes)?;
             ctx.tally.factor_files.fetch_add(1, Ordering::Relaxed);
             ctx.tally.bytes.fetch_add(n, Ordering::Relaxed);
-            if ctx.xdxr {
-                let bytes = store::encode_xdxr(code, changes).map_err(|e| CliError::new(format!("{code}: {e}")))?;
-                let n = ctx
-                    .store
-                    .write_atomic(&Store::xdxr_file(code), &bytes)
-                    .map_err(|e| CliError::new(e.to_string()))?;
-                ctx.tally.xdxr_files.fetch_add(1, Ordering::Relaxed);
-                ctx.tally.bytes.fetch_add(n, Ordering::Relaxed);
-            }
+        }
+        let xdxr_file = Store::xdxr_file(code);
+        if ctx.xdxr && !changes.is_empty() && (rewrite || needs_rewrite(ctx, &xdxr_file)?) {
+            let bytes = store::encode_xdxr(code, changes).map_err(|e| CliError::new(format!("{code}: {e}")))?;
+            let n = write_file(ctx, &xdxr_file, &bytes)?;
+            ctx.tally.xdxr_files.fetch_add(1, Ordering::Relaxed);
+            ctx.tally.bytes.fetch_add(n, Ordering::Relaxed);
         }
         let corporate = Corporate { hash, records: changes.len(), factor_rows: factors.rows.len() };
         ctx.corporate.lock().unwrap_or_else(|e| e.into_inner()).insert(code.to_string(), corporate);
@@ -130,19 +210,20 @@ async fn sync_security(
     Ok(coverage)
 }
 
-pub(crate) fn cover(relative: &std::path::Path, bars: &[Bar], bytes: u64) -> Coverage {
+pub(crate) fn cover(relative: &Path, bars: &[Bar], bytes: u64, checksum: String) -> Coverage {
     Coverage {
         file: relative.to_string_lossy().replace('\\', "/"),
         rows: bars.len(),
         first: bars.first().map(|b| store::stamp(b.time)).unwrap_or_default(),
         last: bars.last().map(|b| store::stamp(b.time)).unwrap_or_default(),
         bytes,
+        checksum: Some(checksum),
     }
 }
 
 /// Writes the `--views` files of one security and period from its raw
 /// bars: when `stale` (raw bars or factors changed) or when a view file is
-/// missing (a run killed before it, or `--views` newly asked).
+/// missing or damaged (a run killed before it, or `--views` newly asked).
 fn write_views(
     ctx: &Job,
     code: SecurityCode,
@@ -150,15 +231,15 @@ fn write_views(
     raw: &[Bar],
     factors: &AdjustmentFactors,
     stale: bool,
-) -> Result<(), CliError> {
+) -> Result<(), Failure> {
     for view in &ctx.views {
         let relative = Store::view_file(*view, period, code);
-        if !stale && ctx.store.path(&relative).exists() {
+        if !stale && !needs_rewrite(ctx, &relative)? {
             continue;
         }
         let adjusted = tdx_engine::adjust::adjust_locally(raw, factors, *view);
         let bytes = store::encode_bars(code, &adjusted).map_err(|e| CliError::new(format!("{code}: {e}")))?;
-        let n = ctx.store.write_atomic(&relative, &bytes).map_err(|e| CliError::new(e.to_string()))?;
+        let n = write_file(ctx, &relative, &bytes)?;
         ctx.tally.view_files.fetch_add(1, Ordering::Relaxed);
         ctx.tally.bytes.fetch_add(n, Ordering::Relaxed);
     }
@@ -181,6 +262,12 @@ struct Job {
     /// Corporate actions as the manifest had them when the run started.
     known: BTreeMap<String, Corporate>,
     corporate: Mutex<BTreeMap<String, Corporate>>,
+    /// Bars files as the manifest had them when the run started.
+    recorded: BTreeMap<String, Coverage>,
+    /// Other files' checksums as the manifest had them when the run started.
+    recorded_files: BTreeMap<String, String>,
+    /// Other files written or checked by this run: path -> checksum.
+    written: Mutex<BTreeMap<String, String>>,
 }
 
 /// The securities to keep: `--codes`, or every listed one of `--markets`.
@@ -223,13 +310,24 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
     let started = Instant::now();
     let store = Store::new(&args.out);
     let tally = Arc::new(Tally::default());
-    let manifest = store.read_manifest().map_err(|e| CliError::new(e.to_string()))?;
+    let manifest = match store.read_manifest() {
+        Ok(m) => m,
+        Err(store::StoreError::Manifest { path, source }) if source.is_repairable() => {
+            // The files are the truth and the manifest their summary: a
+            // damaged one is rebuilt, every file re-checked against the server.
+            let line = format!("{}: {source}; rebuilding it from the files", path.display());
+            eprintln!("warning: {}", crate::output::escape_control(&line));
+            Manifest::default()
+        }
+        Err(e) => return Err(CliError::new(crate::output::escape_control(&e.to_string()))),
+    };
     let codes = securities(ctx, &args, &tally).await?;
     if args.dry_run {
         return dry_run(ctx, &args.periods, &manifest, &codes);
     }
-    std::fs::create_dir_all(&args.out).map_err(|e| CliError::new(format!("{}: {e}", args.out.display())))?;
-    store.remove_leftovers().map_err(|e| CliError::new(e.to_string()))?;
+    let escaped = |e: &dyn std::fmt::Display| CliError::new(crate::output::escape_control(&e.to_string()));
+    std::fs::create_dir_all(&args.out).map_err(|e| escaped(&format_args!("{}: {e}", args.out.display())))?;
+    store.remove_leftovers().map_err(|e| escaped(&e))?;
     // Corporate actions of every stock, batched (they decide the factors).
     let stocks: Vec<SecurityCode> = codes.iter().filter(|(_, stock)| *stock).map(|(c, _)| *c).collect();
     let mut changes: BTreeMap<SecurityCode, Vec<CapitalChange>> = BTreeMap::new();
@@ -255,16 +353,28 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         tally: tally.clone(),
         known: manifest.corporate.clone(),
         corporate: Mutex::new(BTreeMap::new()),
+        recorded: manifest.bars.clone(),
+        recorded_files: manifest.files.clone(),
+        written: Mutex::new(BTreeMap::new()),
     });
     let manifest = Arc::new(Mutex::new(Manifest { schema_version: store::SCHEMA_VERSION, ..manifest }));
     let progress = progress_bar(codes.len() as u64, ctx.format)?;
     let queue = Arc::new(Mutex::new(codes.iter().map(|(c, _)| *c).collect::<std::collections::VecDeque<_>>()));
     let changes = Arc::new(changes);
     let failed: Arc<Mutex<Vec<(SecurityCode, String)>>> = Arc::default();
+    // The first store failure: every worker stops at its next security.
+    let stopped: Arc<Mutex<Option<store::StoreError>>> = Arc::default();
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..jobs {
-        let (job, queue, changes, failed, manifest, progress) =
-            (job.clone(), queue.clone(), changes.clone(), failed.clone(), manifest.clone(), progress.clone());
+        let (job, queue, changes, failed, manifest, progress, stopped) = (
+            job.clone(),
+            queue.clone(),
+            changes.clone(),
+            failed.clone(),
+            manifest.clone(),
+            progress.clone(),
+            stopped.clone(),
+        );
         workers.spawn(async move {
             loop {
                 let Some(code) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else { break };
@@ -278,7 +388,14 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
                             };
                         }
                     }
-                    Err(e) => failed.lock().unwrap_or_else(|e| e.into_inner()).push((code, e.to_string())),
+                    Err(Failure::Security(e)) => {
+                        failed.lock().unwrap_or_else(|e| e.into_inner()).push((code, e.to_string()))
+                    }
+                    Err(Failure::Store(e)) => {
+                        queue.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                        stopped.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+                        break;
+                    }
                 }
                 progress.inc(1);
             }
@@ -310,13 +427,26 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
     ticker.abort();
     let _ = ticker.await;
     progress.finish_and_clear();
+    let stopped = stopped.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(e) = stopped {
+        // Record what was finished if the store still takes it (a full disk
+        // may not); the old manifest stays whole either way.
+        let _ = store.write_manifest(&snapshot(&manifest, &job));
+        return Err(CliError::new(format!(
+            "cannot write the store: {}",
+            crate::output::escape_control(&e.to_string())
+        )));
+    }
     if args.with.iter().any(|w| w == "finance") && !stocks.is_empty() {
         tally.requests.fetch_add(stocks.len().div_ceil(tdx_engine::CAPITAL_CHANGES_BATCH) as u64, Ordering::Relaxed);
         let rows = ctx.client.finance(&stocks).await?;
         let bytes = store::encode_finance(&rows).map_err(|e| CliError::new(e.to_string()))?;
-        let n = store
-            .write_atomic(std::path::Path::new("finance/finance.parquet"), &bytes)
-            .map_err(|e| CliError::new(e.to_string()))?;
+        let n = write_file(&job, Path::new("finance/finance.parquet"), &bytes).map_err(|e| match e {
+            Failure::Security(e) => e,
+            Failure::Store(e) => {
+                CliError::new(format!("cannot write the store: {}", crate::output::escape_control(&e.to_string())))
+            }
+        })?;
         tally.bytes.fetch_add(n, Ordering::Relaxed);
     }
     let f10_entries = f10::entries(&args.with);
@@ -327,7 +457,9 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         manifest.lock().unwrap_or_else(|e| e.into_inner()).f10 = stored;
         failed.lock().unwrap_or_else(|e| e.into_inner()).extend(fails);
     }
-    store.write_manifest(&snapshot(&manifest, &job)).map_err(|e| CliError::new(e.to_string()))?;
+    store.write_manifest(&snapshot(&manifest, &job)).map_err(|e| {
+        CliError::new(format!("cannot write the store: {}", crate::output::escape_control(&e.to_string())))
+    })?;
     let failed = std::mem::take(&mut *failed.lock().unwrap_or_else(|e| e.into_inner()));
     summary(ctx, &args.out, &tally, codes.len(), &failed, started.elapsed())?;
     if failed.is_empty() {
@@ -348,6 +480,9 @@ fn snapshot(manifest: &Mutex<Manifest>, job: &Job) -> Manifest {
     let mut m = manifest.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for (code, c) in job.corporate.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         m.corporate.insert(code.clone(), c.clone());
+    }
+    for (path, sum) in job.written.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        m.files.insert(path.clone(), sum.clone());
     }
     m
 }

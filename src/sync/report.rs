@@ -27,6 +27,8 @@ pub struct Tally {
     pub xdxr_files: AtomicU64,
     pub view_files: AtomicU64,
     pub bytes: AtomicU64,
+    /// Stored files not trusted (damaged, or changed since the manifest) and written again.
+    pub repaired: AtomicU64,
 }
 
 impl Tally {
@@ -78,6 +80,7 @@ pub fn summary(
             "factor_files_written": tally.factor_files.load(Ordering::Relaxed),
             "xdxr_files_written": tally.xdxr_files.load(Ordering::Relaxed),
             "view_files_written": tally.view_files.load(Ordering::Relaxed),
+            "files_repaired": tally.repaired.load(Ordering::Relaxed),
             "bytes_written": tally.bytes.load(Ordering::Relaxed),
             "bytes_read": read,
             "retries": retries,

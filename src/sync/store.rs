@@ -5,7 +5,6 @@
 //! fsynced, renamed over the old one and the directory fsynced, so a
 //! reader or a `kill -9` only ever sees a whole old or a whole new file.
 
-use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -21,19 +20,17 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
-use serde::{Deserialize, Serialize};
 use tdx_engine::adjust::AdjustmentFactors;
 use tdx_engine::proto::commands::{Adjust, Bar, Breadth, CapitalChange, Period};
 use tdx_engine::proto::{Date, DateTime, Price, SecurityCode, TimeOfDay};
+
+pub use super::manifest::{checksum, Corporate, Coverage, Imported, Manifest, ManifestError, MANIFEST, SCHEMA_VERSION};
+use super::test_hook::{self, Phase};
 
 /// The exchange's time zone: timestamps are stored as instants in it.
 pub const TIME_ZONE: &str = "Asia/Shanghai";
 /// Asia/Shanghai is UTC+8 all year (no daylight saving since 1991).
 const UTC_OFFSET_SECONDS: i64 = 8 * 3600;
-/// Bumped when a column changes meaning.
-pub const SCHEMA_VERSION: u32 = 1;
-/// The manifest's name in the store's root.
-pub const MANIFEST: &str = "manifest.json";
 
 /// A store failure: which file, and why.
 #[derive(Debug, thiserror::Error)]
@@ -41,23 +38,29 @@ pub enum StoreError {
     /// Reading or writing a file.
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
-    /// A Parquet file we cannot encode or decode.
-    #[error("{path}: {source}")]
-    Parquet { path: PathBuf, source: parquet::errors::ParquetError },
     /// A Parquet file whose columns are not the documented schema.
     #[error("{path}: not a tdx sync file ({why})")]
     Schema { path: PathBuf, why: String },
-    /// A manifest that is not ours.
+    /// A manifest that is not ours, or damaged.
     #[error("{path}: {source}")]
-    Manifest { path: PathBuf, source: serde_json::Error },
+    Manifest { path: PathBuf, source: ManifestError },
+    /// A file whose bytes are not the ones the manifest recorded.
+    #[error("{path}: its bytes are not the ones the manifest recorded (changed or damaged since)")]
+    Checksum { path: PathBuf },
+}
+
+impl StoreError {
+    /// True when the store cannot be written or read at all (a full disk, a
+    /// read-only or unreadable directory): the run stops, as every other
+    /// security would fail the same way. A damaged file is not such a
+    /// failure: it is downloaded again.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self, Self::Io { .. })
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
     move |source| StoreError::Io { path: path.to_owned(), source }
-}
-
-fn pq_err(path: &Path) -> impl FnOnce(parquet::errors::ParquetError) -> StoreError + '_ {
-    move |source| StoreError::Parquet { path: path.to_owned(), source }
 }
 
 /// A store rooted at a directory.
@@ -73,8 +76,7 @@ impl Store {
 
     /// `bars/period=P/market=M/CODE.parquet`, relative to the root.
     pub fn bars_file(period: Period, code: SecurityCode) -> PathBuf {
-        let market = code.market().prefix().to_owned();
-        PathBuf::from(format!("bars/period={period}/market={market}/{code}.parquet"))
+        PathBuf::from(super::manifest::bars_path(period, code))
     }
 
     /// `bars_VIEW/period=P/market=M/CODE.parquet` (VIEW: qfq or hfq), an
@@ -126,26 +128,43 @@ impl Store {
     }
 
     /// Writes `bytes` to `relative` atomically; returns the bytes written.
+    /// On a failure (a full disk, a read-only directory) the temporary
+    /// copy is removed and the old file, if any, is left as it was.
     pub fn write_atomic(&self, relative: &Path, bytes: &[u8]) -> Result<u64, StoreError> {
         let path = self.path(relative);
         let dir = path.parent().unwrap_or(&self.root).to_owned();
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let mut file = File::create(&temp).map_err(io_err(&temp))?;
-        file.write_all(bytes).map_err(io_err(&temp))?;
-        file.sync_all().map_err(io_err(&temp))?;
-        drop(file);
-        fs::rename(&temp, &path).map_err(io_err(&path))?;
+        let phase = if relative == Path::new(MANIFEST) { Phase::Manifest } else { Phase::Write };
+        let written = (|| {
+            let mut file = File::create(&temp)?;
+            let (head, tail) = bytes.split_at(bytes.len() / 2);
+            file.write_all(head)?;
+            test_hook::reached(phase, relative.display());
+            file.write_all(tail)?;
+            file.sync_all()
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&temp);
+            return Err(StoreError::Io { path, source: e });
+        }
+        if let Err(e) = fs::rename(&temp, &path) {
+            let _ = fs::remove_file(&temp);
+            return Err(StoreError::Io { path, source: e });
+        }
         // The rename itself is durable once the directory is.
         File::open(&dir).and_then(|d| d.sync_all()).map_err(io_err(&dir))?;
         Ok(bytes.len() as u64)
     }
 
+    /// The manifest, or an empty one when there is none yet. A damaged
+    /// or foreign one is a [`StoreError::Manifest`]; see
+    /// [`ManifestError::is_repairable`].
     pub fn read_manifest(&self) -> Result<Manifest, StoreError> {
         let path = self.root.join(MANIFEST);
         match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| StoreError::Manifest { path, source }),
+            Ok(bytes) => Manifest::parse(&bytes).map_err(|source| StoreError::Manifest { path, source }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Manifest::default()),
             Err(e) => Err(StoreError::Io { path, source: e }),
         }
@@ -153,27 +172,43 @@ impl Store {
 
     /// Writes the manifest atomically (after the data it describes).
     pub fn write_manifest(&self, manifest: &Manifest) -> Result<(), StoreError> {
-        let path = self.root.join(MANIFEST);
-        let mut bytes = serde_json::to_vec_pretty(manifest).map_err(|source| StoreError::Manifest { path, source })?;
-        bytes.push(b'\n');
-        self.write_atomic(Path::new(MANIFEST), &bytes).map(|_| ())
+        self.write_atomic(Path::new(MANIFEST), &manifest.to_bytes()).map(|_| ())
     }
 
-    /// The stored bars of `code` and `period`, oldest first (empty when none).
+    /// The stored bars of `code` and `period`, oldest first (empty when
+    /// none), without a checksum to hold them to.
     pub fn read_bars(&self, period: Period, code: SecurityCode) -> Result<Vec<Bar>, StoreError> {
+        Ok(self.read_trusted_bars(period, code, None)?.0)
+    }
+
+    /// The stored bars of `code` and `period` and the file's [`checksum`]
+    /// (empty and `None` when there is no file). With `recorded` (the
+    /// manifest's entry), a file whose checksum differs is refused before
+    /// it is decoded: damaged bytes never become rows. A file that does not
+    /// decode, or makes the decoder panic, is a typed error too.
+    pub fn read_trusted_bars(
+        &self,
+        period: Period,
+        code: SecurityCode,
+        recorded: Option<&Coverage>,
+    ) -> Result<(Vec<Bar>, Option<String>), StoreError> {
         let path = self.path(&Self::bars_file(period, code));
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
             Err(e) => return Err(StoreError::Io { path, source: e }),
         };
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file).and_then(|b| b.build()).map_err(pq_err(&path))?;
-        let mut out = Vec::new();
-        for batch in reader {
-            let batch = batch.map_err(|e| StoreError::Schema { path: path.clone(), why: e.to_string() })?;
-            bars_from_batch(&batch, &mut out).map_err(|why| StoreError::Schema { path: path.clone(), why })?;
+        let sum = checksum(&bytes);
+        if recorded.and_then(|c| c.checksum.as_ref()).is_some_and(|want| *want != sum) {
+            return Err(StoreError::Checksum { path });
         }
-        Ok(out)
+        let decoded = std::panic::catch_unwind(move || decode_bars(bytes.into()));
+        let bars = match decoded {
+            Ok(Ok(bars)) => bars,
+            Ok(Err(why)) => return Err(StoreError::Schema { path, why }),
+            Err(_) => return Err(StoreError::Schema { path, why: "the Parquet decoder panicked on it".into() }),
+        };
+        Ok((bars, Some(sum)))
     }
 }
 
@@ -183,18 +218,25 @@ impl Store {
     /// comes back with date 0; the reserved byte is 0 as in every capture.
     pub fn read_xdxr(&self, code: SecurityCode) -> Result<Vec<CapitalChange>, StoreError> {
         let path = self.path(&Self::xdxr_file(code));
-        let file = match File::open(&path) {
-            Ok(f) => f,
+        let bytes = match fs::read(&path) {
+            Ok(b) => bytes::Bytes::from(b),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(StoreError::Io { path, source: e }),
         };
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file).and_then(|b| b.build()).map_err(pq_err(&path))?;
-        let mut out = Vec::new();
-        for batch in reader {
-            let batch = batch.map_err(|e| StoreError::Schema { path: path.clone(), why: e.to_string() })?;
-            xdxr_from_batch(code, &batch, &mut out).map_err(|why| StoreError::Schema { path: path.clone(), why })?;
+        let decode = move || -> Result<Vec<CapitalChange>, String> {
+            let reader =
+                ParquetRecordBatchReaderBuilder::try_new(bytes).and_then(|b| b.build()).map_err(|e| e.to_string())?;
+            let mut out = Vec::new();
+            for batch in reader {
+                xdxr_from_batch(code, &batch.map_err(|e| e.to_string())?, &mut out)?;
+            }
+            Ok(out)
+        };
+        match std::panic::catch_unwind(decode) {
+            Ok(Ok(changes)) => Ok(changes),
+            Ok(Err(why)) => Err(StoreError::Schema { path, why }),
+            Err(_) => Err(StoreError::Schema { path, why: "the Parquet decoder panicked on it".into() }),
         }
-        Ok(out)
     }
 }
 
@@ -220,65 +262,14 @@ fn xdxr_from_batch(code: SecurityCode, batch: &RecordBatch, out: &mut Vec<Capita
     Ok(())
 }
 
-/// What the store holds, per file; rewritten after the data.
-#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// [`SCHEMA_VERSION`] of the files.
-    pub schema_version: u32,
-    /// `PERIOD/CODE` -> coverage of its bars file.
-    pub bars: BTreeMap<String, Coverage>,
-    /// `CODE` -> its corporate actions as last stored.
-    pub corporate: BTreeMap<String, Corporate>,
-    /// `ENTRY/CODE` -> its F10 answer as last stored (`--with f10:ENTRY`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub f10: BTreeMap<String, super::f10::F10Stored>,
-    /// `PERIOD/CODE` -> the TDX client file `tdx import` brought its bars
-    /// from (absent from stores nothing was imported into).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub imported: BTreeMap<String, Imported>,
-}
-
-/// Where `tdx import` found a bars file's history, and what it held.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Imported {
-    /// `tdx-client`: the desktop client's own files.
-    pub source: String,
-    /// The file, as given on the command line joined with its place in the install.
-    pub file: String,
-    /// Bars read from it.
-    pub rows: usize,
-    /// Its first and last bar stamps, `YYYY-MM-DD HH:MM` Asia/Shanghai.
-    pub first: String,
-    pub last: String,
-}
-
-/// One bars file's coverage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Coverage {
-    /// Relative path.
-    pub file: String,
-    pub rows: usize,
-    /// First and last bar stamps, `YYYY-MM-DD HH:MM` Asia/Shanghai.
-    pub first: String,
-    pub last: String,
-    pub bytes: u64,
-}
-
-/// One security's corporate actions as last stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Corporate {
-    /// FNV-1a of its capital-change records: a change means rewrite.
-    pub hash: String,
-    /// Capital-change records.
-    pub records: usize,
-    /// Ex-dates with factors.
-    pub factor_rows: usize,
-}
-
-impl Manifest {
-    pub fn key(period: Period, code: SecurityCode) -> String {
-        format!("{period}/{code}")
+/// Every row of a bars file's bytes.
+fn decode_bars(bytes: bytes::Bytes) -> Result<Vec<Bar>, String> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes).and_then(|b| b.build()).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for batch in reader {
+        bars_from_batch(&batch.map_err(|e| e.to_string())?, &mut out)?;
     }
+    Ok(out)
 }
 
 /// The bar's stamp as `YYYY-MM-DD HH:MM`.
@@ -580,6 +571,58 @@ mod tests {
         assert_eq!(epoch_millis(at(19700101, 8, 0)), 0, "08:00 in Shanghai is the epoch");
         assert_eq!(from_epoch_millis(epoch_millis(bars[1].time)), Some(bars[1].time));
         assert_eq!(store.remove_leftovers().unwrap(), 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Every flipped byte and every cut of a bars file: with the manifest's
+    /// checksum each one is refused before decoding; without it each one
+    /// decodes or is a typed error, never a panic that escapes.
+    #[test]
+    fn damaged_bars_files_are_refused_never_a_panic() {
+        let code: SecurityCode = "sh600000".parse().unwrap();
+        let first = Date::from_yyyymmdd(20260105).unwrap().days_since_epoch();
+        let at = |i: u32| DateTime {
+            date: Date::from_days_since_epoch(first + i64::from(i)).unwrap(),
+            time: TimeOfDay::new(15, 0, 0, 0).unwrap(),
+        };
+        let bars: Vec<Bar> = (0..40)
+            .map(|i| Bar {
+                time: at(i),
+                open: Price(10_000 + i64::from(i)),
+                close: Price(10_010 + i64::from(i)),
+                high: Price(10_100),
+                low: Price(9_900),
+                volume: 1000.0 + i as f32,
+                amount: 1e6,
+                breadth: None,
+            })
+            .collect();
+        let good = encode_bars(code, &bars).unwrap();
+        let dir = std::env::temp_dir().join(format!("tdx-store-damage-{}", std::process::id()));
+        let store = Store::new(&dir);
+        let relative = Store::bars_file(Period::Day, code);
+        let recorded = Coverage {
+            file: relative.display().to_string(),
+            rows: bars.len(),
+            first: String::new(),
+            last: String::new(),
+            bytes: good.len() as u64,
+            checksum: Some(checksum(&good)),
+        };
+        store.write_atomic(&relative, &good).unwrap();
+        assert_eq!(store.read_trusted_bars(Period::Day, code, Some(&recorded)).unwrap().0, bars);
+        let step = (good.len() / 97).max(1);
+        for at in (0..good.len()).step_by(step) {
+            let mut flipped = good.clone();
+            flipped[at] ^= 0x5a;
+            for damaged in [flipped, good[..at].to_vec()] {
+                store.write_atomic(&relative, &damaged).unwrap();
+                let checked = store.read_trusted_bars(Period::Day, code, Some(&recorded));
+                assert!(matches!(checked, Err(StoreError::Checksum { .. })), "byte {at}: {checked:?}");
+                let unchecked = store.read_trusted_bars(Period::Day, code, None);
+                assert!(!matches!(unchecked, Err(StoreError::Io { .. })), "byte {at}: {unchecked:?}");
+            }
+        }
         fs::remove_dir_all(&dir).unwrap();
     }
 }

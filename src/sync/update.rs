@@ -9,6 +9,7 @@ use tdx_engine::proto::limits::BARS_PER_PAGE_MAX;
 use tdx_engine::proto::{Date, SecurityCode};
 use tdx_engine::Client;
 
+use super::test_hook::{self, Phase};
 use crate::CliError;
 
 /// Bars per trading day of the periods that have a fixed number.
@@ -87,6 +88,7 @@ async fn page(
     let Ok(start) = u16::try_from(start) else {
         return Ok(Vec::new());
     };
+    test_hook::reached(Phase::Download, format_args!("{code} {period} from {start}"));
     requests.fetch_add(1, Ordering::Relaxed);
     Ok(client.bars(code, period, Adjust::None, tdx_engine::Page::new(start, count)).await?)
 }

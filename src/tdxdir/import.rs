@@ -150,7 +150,7 @@ pub fn import(args: ImportArgs, format: Format) -> Result<(), CliError> {
             store::encode_bars(source.code, &merged).map_err(|e| CliError::new(format!("{}: {e}", source.code)))?;
         let written = store.write_atomic(&relative, &bytes).map_err(|e| CliError::new(e.to_string()))?;
         let key = Manifest::key(period, source.code);
-        manifest.bars.insert(key.clone(), crate::sync::cover(&relative, &merged, written));
+        manifest.bars.insert(key.clone(), crate::sync::cover(&relative, &merged, written, store::checksum(&bytes)));
         manifest.imported.insert(
             key,
             Imported {

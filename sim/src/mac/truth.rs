@@ -211,7 +211,7 @@ pub fn parse_board_kind(s: &str) -> Result<u16, String> {
     if s == "all" {
         return Ok(mac_board_kind::ALL);
     }
-    s.parse::<BoardKind>().map(mac_kind)
+    s.parse::<BoardKind>().map(mac_kind).map_err(|e| e.to_string())
 }
 
 /// A wire price as JSON: rounded to 0.001 yuan (null when not finite).
@@ -532,8 +532,7 @@ pub fn answer(data: &MarketData, query: &MacQuery) -> Result<Value, String> {
             json!({ "quotes": quote_rows(&table.rows, &fields) })
         }
         MacQuery::MacBars { code: c, period, adjust, start, count, bar_time } => {
-            let period: Period =
-                period.parse().map_err(|e: tdx_engine::proto::commands::ParsePeriodError| e.to_string())?;
+            let period: Period = period.parse().map_err(|e: tdx_engine::proto::ParseNameError| e.to_string())?;
             let request = MacBars::new(
                 code(c)?,
                 period,

@@ -1,0 +1,123 @@
+"""Bad input to every public method, as a table generated from the client
+itself: every public method of every namespace (``client.bars``,
+``client.minutes``, ...), by the names of its parameters. Each bad value
+raises ValueError naming the parameter, and none reaches a server (the
+engine admits no request while they run). A method with a parameter this
+table has no bad values for fails the test until it is given some, so a new
+method is covered when it is added."""
+
+import inspect
+import math
+import time
+
+import pytest
+
+import tdx_engine
+
+# Values each kind of parameter (by name) must refuse.
+BAD = {
+    "code": ["sz00001", "000001", "xx123456", "", "sz0000001", "\x1b[2Jsz000001"],
+    "codes": [["sz000001", "xx"], ["sz000001", 5], [""]],
+    "market": ["xx", "", "s z"],
+    "period": ["fortnight", "", "0"],
+    "adjust": ["sideways", "qfx"],
+    "trading_date": ["2026-02-30", 99999999, "yesterday", 20241341, True],
+    "date": ["2026-02-30", 99999999, "yesterday"],
+    "start_date": ["2026-02-30", 99999999],
+    "anchor_date": ["2026-02-30", 99999999],
+    "start": [-1, 70000, 10**12],
+    "count": [0, -1, 70000, 10**12],
+    "limit": [0, -1, 10**12],
+    "max_pages": [0, -1],
+    "kind": ["nope", ""],
+    "category": ["nope", ""],
+    "timeout": [-1.0, math.nan],
+    "days": [[("xx", 20260102)], [("sz000001", "2026-02-30")]],
+}
+# Parameters whose every value is valid input (a name the server matches, a switch).
+FREE = {"filename", "name", "all_pages"}
+
+
+def good(param: str, past_day: int):
+    """A value each required parameter accepts."""
+    return {
+        "code": "sz000001",
+        "codes": ["sz000001"],
+        "market": "sz",
+        "trading_date": past_day,
+        "days": [("sz000001", past_day)],
+        "filename": "block_zs.dat",
+        "name": "x",
+    }[param]
+
+
+def methods(client):
+    """(namespace, method name, signature) of every public method."""
+    for space, api in sorted(vars(client).items()):
+        if space.startswith("_"):
+            continue
+        for name, fn in inspect.getmembers(api, inspect.ismethod):
+            if not name.startswith("_"):
+                yield space, name, inspect.signature(fn)
+
+
+def cases(client, past_day):
+    out, unknown = [], {}
+    for space, name, sig in methods(client):
+        params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        required = {p.name: good(p.name, past_day) for p in params if p.default is inspect.Parameter.empty}
+        for p in params:
+            if p.name in FREE:
+                continue
+            if p.name not in BAD:
+                unknown.setdefault(p.name, []).append(f"{space}.{name}")
+                continue
+            for value in BAD[p.name]:
+                out.append((f"{space}.{name}", {**required, p.name: value}, p.name))
+    return out, unknown
+
+
+def admitted(client) -> int:
+    time.sleep(0.1)  # the diagnostics snapshot is refreshed every 25 ms
+    return client.diagnostics()["supervisor"]["counters"]["admitted"]
+
+
+def test_every_bad_argument_of_every_method_names_it_and_sends_nothing(client, past_day):
+    table, unknown = cases(client, past_day)
+    assert not unknown, f"parameters with no bad values in this table (add them to BAD): {unknown}"
+    assert len({c[0] for c in table}) >= 20, "every namespace's methods are in the table"
+    before = admitted(client)
+    failures = []
+    for method, kwargs, field in table:
+        space, name = method.split(".")
+        fn = getattr(getattr(client, space), name)
+        try:
+            fn(**kwargs)
+            failures.append(f"{method}({kwargs!r}): no error")
+        except ValueError as e:
+            if field not in str(e):
+                failures.append(f"{method}({kwargs!r}): ValueError without {field!r}: {e}")
+        except Exception as e:  # noqa: BLE001 - any other type is the failure reported
+            failures.append(f"{method}({kwargs!r}): {type(e).__name__} instead of ValueError: {e}")
+    assert not failures, f"{len(failures)} of {len(table)} cases:\n" + "\n".join(failures)
+    assert admitted(client) == before, "a bad argument reached the engine's queue"
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"server_count": 0}, "server_count"),
+    ({"server_count": -1}, "server_count"),
+    ({"connections_per_server": 0}, "connections_per_server"),
+    ({"connections_per_server": 10**12}, "connections_per_server"),
+    ({"timeout": 0}, "timeout"),
+    ({"timeout": math.inf}, "timeout"),
+    ({"hosts": ["300.1.1.1:7709"]}, "hosts"),
+    ({"hosts": ["127.0.0.1:0"]}, "hosts"),
+    ({"hosts": [":7709"]}, "hosts"),
+    ({"hosts": ["127.0.0.1:70000"]}, "hosts"),
+    ({"max_pending_requests": -1}, "max_pending_requests"),
+    ({"push_queue_size": -1}, "push_queue_size"),
+])
+def test_bad_client_options_name_the_field(sim, kwargs, field):
+    kwargs = {"hosts": sim.hosts, **kwargs}
+    with pytest.raises(ValueError, match=field):
+        tdx_engine.Client(**kwargs)
