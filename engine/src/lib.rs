@@ -37,12 +37,13 @@ pub mod rng;
 pub mod runtime;
 pub mod supervisor;
 mod sync;
+pub mod table;
 
 #[cfg(not(loom))]
 pub use client::{
-    BlockingClient, Client, ClientBuilder, CommandInfo, Listed, Page, PageOrder, Paged, Paging, Pinned, PushStream,
-    Pushes, RankingSaveError, BLOCKING_WAKE, CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, COMMANDS, COMPOSITES,
-    HISTORY_TRADES_LANES, PUBLIC_RATE_CAP_PER_SEC,
+    ArgInfo, ArgKind, ArgValue, BlockingClient, Client, ClientBuilder, CommandInfo, Invocation, InvocationError,
+    Listed, Page, PageOrder, Paged, Paging, Pinned, PushStream, Pushes, RankingSaveError, BLOCKING_WAKE,
+    CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, COMMANDS, COMPOSITES, HISTORY_TRADES_LANES, PUBLIC_RATE_CAP_PER_SEC,
 };
 #[cfg(not(loom))]
 pub use endpoint::{EndpointError, EndpointProblem};

@@ -25,6 +25,7 @@
 //! pages, refresh records), else the reply itself; [`Client::call`]
 //! returns the whole reply.
 
+use super::by_name::{self, Arg, ArgInfo, ArgValue, Invocation, InvocationError};
 use super::{BlockingClient, Client, Pinned};
 use crate::adjust::AdjustmentFactors;
 use crate::error::Error;
@@ -32,6 +33,7 @@ use crate::proto::blockfile::{Board, BoardKind};
 use crate::proto::commands::*;
 use crate::proto::limits::{BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX};
 use crate::proto::{Date, Market, SecurityCode, TradeDate};
+use crate::table::Tabular;
 
 /// One page to ask for: `start` rows in (from the newest for series paged
 /// back in time, from the first row otherwise), at most `count` rows. The
@@ -88,14 +90,20 @@ pub struct CommandInfo {
     pub retry_safe: bool,
     /// How it pages; `None` for a one-shot command.
     pub paging: Option<Paging>,
+    /// The typed method's doc comment, one line per line.
+    pub doc: &'static str,
+    /// The typed method's arguments, in order (for calls by name:
+    /// [`Invocation`]).
+    pub args: &'static [ArgInfo],
 }
 
 /// A command of the list: what its typed method returns.
 pub trait Listed: TypedCommand {
     /// Its entry in [`COMMANDS`].
     const INFO: CommandInfo;
-    /// What its typed method returns (the reply, unwrapped).
-    type Output;
+    /// What its typed method returns (the reply, unwrapped); every surface
+    /// that is not Rust presents it as its table.
+    type Output: Tabular;
     /// Unwraps a reply the way every surface does.
     fn output(reply: Self::Reply) -> Self::Output;
 }
@@ -125,6 +133,8 @@ macro_rules! commands {
                     msg_type: <$cmd as Command>::MSG_TYPE,
                     retry_safe: <$cmd as Command>::RETRY_SAFE,
                     paging: commands!(@paging $($order $page_rows)?),
+                    doc: concat!($($doc, "\n",)*),
+                    args: &[$(ArgInfo { name: stringify!($arg), kind: <$ty as Arg>::KIND }),*],
                 };
                 type Output = $out;
                 fn output(reply: Self::Reply) -> $out {
@@ -145,6 +155,24 @@ macro_rules! commands {
 
         /// Every command of the typed surfaces, in the list's order.
         pub const COMMANDS: &[CommandInfo] = &[$(<$cmd as Listed>::INFO),+];
+
+        /// The listed method `method` built from `args`, in its signature's order.
+        pub(super) fn invocation(method: &str, args: &[ArgValue]) -> Result<Invocation, InvocationError> {
+            match method {
+                $(
+                    stringify!($method) => {
+                        let mut values = args.iter();
+                        $(let $arg: $ty = by_name::take(stringify!($method), stringify!($arg), &mut values)?;)*
+                        if values.next().is_some() {
+                            return Err(InvocationError::ExtraArguments { method: stringify!($method), given: args.len() });
+                        }
+                        let command: $cmd = $build;
+                        Ok(commands!(@invocation &<$cmd as Listed>::INFO, command $(, $order)?))
+                    }
+                )+
+                _ => Err(InvocationError::UnknownCommand(method.to_owned())),
+            }
+        }
 
         impl Client {
             $(
@@ -198,6 +226,8 @@ macro_rules! commands {
             pub(crate) const METHODS: &[&str] = &[$(stringify!($method)),+];
         }
     };
+    (@invocation $info:expr, $command:ident) => { Invocation::one_shot($info, $command) };
+    (@invocation $info:expr, $command:ident, $order:ident) => { Invocation::paged($info, $command) };
     (@paging) => { None };
     (@paging $order:ident $rows:expr) => { Some(Paging { order: PageOrder::$order, rows: $rows }) };
     (@rows $reply:ident) => { $reply };

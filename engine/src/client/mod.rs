@@ -40,6 +40,7 @@ use crate::supervisor::{CloseState, Endpoint};
 
 pub mod blocking;
 pub mod builder;
+pub mod by_name;
 pub mod call;
 pub mod commands;
 pub mod composite;
@@ -49,6 +50,7 @@ pub mod push;
 
 pub use blocking::{BlockingClient, BLOCKING_WAKE};
 pub use builder::{ClientBuilder, PUBLIC_RATE_CAP_PER_SEC};
+pub use by_name::{ArgInfo, ArgKind, ArgValue, Invocation, InvocationError};
 pub use commands::{CommandInfo, Listed, Page, PageOrder, Paged, Paging, COMMANDS, COMPOSITES};
 pub use composite::{CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, HISTORY_TRADES_LANES};
 pub use pin::Pinned;
