@@ -8,9 +8,12 @@
 //! bundled list, probed and saved on first use). Exit codes: 0 success,
 //! 1 an error (one line on stderr), 2 bad usage, 130 interrupted (Ctrl+C).
 
+mod calls;
 mod commands;
 mod demo;
+mod gateway;
 mod local;
+mod mcp;
 mod output;
 mod sync;
 
@@ -228,6 +231,11 @@ enum Command {
     /// Download daily bars for every SZ and SH security from an embedded
     /// exchange, check them against its truth, and report.
     Demo(demo::DemoArgs),
+    /// Serve the engine over HTTP and WebSocket: an endpoint per command,
+    /// OpenAPI docs, live quotes, metrics, and a market page at `/`.
+    Gateway(gateway::GatewayArgs),
+    /// Serve the engine's commands as MCP tools over stdio (for AI agents).
+    Mcp(mcp::McpArgs),
 }
 
 /// A command's failure: one line for stderr.
@@ -338,9 +346,17 @@ impl Global {
 
     /// Starts the exchange (with `--local`) and the engine.
     fn connect(&self) -> Result<Context, CliError> {
+        self.connect_with(|b| b)
+    }
+
+    /// [`connect`](Self::connect) with the engine's builder adjusted by `tune`.
+    pub fn connect_with(
+        &self,
+        tune: impl FnOnce(tdx_engine::ClientBuilder) -> tdx_engine::ClientBuilder,
+    ) -> Result<Context, CliError> {
         let exchange = self.local_exchange()?;
         let hosts = exchange.as_ref().map_or_else(|| self.hosts.clone(), |e| e.hosts.clone());
-        let client = self.builder(&hosts).build()?;
+        let client = tune(self.builder(&hosts)).build()?;
         Ok(Context { client, format: Format::resolve(self.output), exchange })
     }
 }
@@ -367,6 +383,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Demo(args) => demo::run(&global, args).await,
         Command::Rank => commands::rank(&global).await,
+        Command::Gateway(args) => gateway::run(&global, args).await,
+        Command::Mcp(args) => mcp::run(&global, args).await,
         command => {
             let ctx = global.connect()?;
             let result = match command {
@@ -408,7 +426,9 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,
                 Command::Diag => commands::diag(&ctx).await,
                 Command::Sync(args) => sync::run(&ctx, args).await,
-                Command::Demo(_) | Command::Rank => unreachable!("handled above"),
+                Command::Demo(_) | Command::Rank | Command::Gateway(_) | Command::Mcp(_) => {
+                    unreachable!("handled above")
+                }
             };
             let result = result.map_err(|e| explain_timeout(&ctx, &global, e));
             ctx.client.close().await;
@@ -451,7 +471,14 @@ fn main() -> ExitCode {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .init();
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    // A server answers many clients at once: its handlers and encoders get
+    // a thread per core; every other command is one caller on one thread.
+    let runtime = if matches!(cli.command, Command::Gateway(_)) {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    };
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start a runtime: {e}");

@@ -194,7 +194,7 @@ fn width(s: &str) -> usize {
     s.chars().map(|c| if (c as u32) >= 0x1100 { 2 } else { 1 }).sum()
 }
 
-fn csv_field(s: &str) -> String {
+pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

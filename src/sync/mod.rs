@@ -25,7 +25,7 @@ use store::{Corporate, Coverage, Manifest, Store};
 use update::update;
 
 mod report;
-mod store;
+pub(crate) mod store;
 mod update;
 
 /// `tdx sync` options.

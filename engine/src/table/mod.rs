@@ -207,6 +207,13 @@ impl Table {
         }
     }
 
+    /// Removes the first `n` rows.
+    pub fn drop_first(&mut self, n: usize) {
+        for c in &mut self.columns {
+            each_values!(&mut c.values, v => drop(v.drain(..n.min(v.len()))));
+        }
+    }
+
     /// Row `i` as a JSON object, columns in order.
     pub fn row_json(&self, i: usize) -> serde_json::Map<String, Value> {
         self.columns.iter().map(|c| (c.name.clone(), c.values.cell(i).to_json())).collect()
@@ -371,6 +378,8 @@ mod tests {
         assert_eq!(t.columns[1].values.cell(0).to_string(), "12.34");
         let other = Table::of(&rows).int("n", |r| r.n).build();
         assert!(t.append(other).is_err(), "columns must match");
+        t.drop_first(1);
+        assert_eq!(t.rows_json()[0], serde_json::json!({"n": 2, "p": -0.005}));
         t.truncate(1);
         assert_eq!(t.rows(), 1);
         let empty = build(&[]);
