@@ -71,6 +71,10 @@ pub struct GatewayArgs {
     /// Requests the engine queues before it answers PoolBusy (503).
     #[arg(long)]
     pub max_pending: Option<usize>,
+    /// Quote pushes the engine buffers for the WebSocket hub (each at most
+    /// 2 KiB on average); the hub reads them at once, so this only covers bursts.
+    #[arg(long, default_value_t = 4096)]
+    pub push_queue: usize,
 }
 
 /// What every handler shares.
@@ -104,8 +108,8 @@ impl GatewayArgs {
         if !(self.client_rate > 0.0 && self.client_rate.is_finite()) || self.client_burst < 1.0 {
             return Err(CliError::new("--client-rate must be above 0 and --client-burst at least 1"));
         }
-        if self.client_concurrency == 0 || self.ws_queue == 0 {
-            return Err(CliError::new("--client-concurrency and --ws-queue must be at least 1"));
+        if self.client_concurrency == 0 || self.ws_queue == 0 || self.push_queue == 0 {
+            return Err(CliError::new("--client-concurrency, --ws-queue and --push-queue must be at least 1"));
         }
         Ok(())
     }
@@ -217,10 +221,13 @@ fn router(app: Arc<App>, cors: Option<&str>) -> Result<Router, CliError> {
 /// Runs the gateway until interrupted.
 pub async fn run(global: &Global, args: GatewayArgs) -> Result<(), CliError> {
     args.check()?;
-    let max_pending = args.max_pending;
-    let ctx = global.connect_with(|b| match max_pending {
-        Some(n) => b.max_pending_requests(n),
-        None => b,
+    let (max_pending, push_frames) = (args.max_pending, args.push_queue);
+    let ctx = global.connect_with(|b| {
+        let b = b.push_queue(push_frames, push_frames * 2048);
+        match max_pending {
+            Some(n) => b.max_pending_requests(n),
+            None => b,
+        }
     })?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -275,6 +282,7 @@ mod tests {
             ws_queue: 8,
             ws_clients: 4,
             max_pending: None,
+            push_queue: 16,
         }
     }
 
