@@ -345,8 +345,10 @@ pub fn parse(info: &'static CommandInfo, given: &[(String, String)], reserved: &
                 let paging = info.paging.ok_or_else(|| bad("start", "this command does not page"))?;
                 let start = integer("start", required("start")?)? as u16;
                 let all: bool = parsed("all", required("all")?)?;
-                let count = text("count")?.map(|t| integer("count", t)).transpose()?;
-                if all && values.iter().any(|(n, _)| *n == "count") {
+                let given_count = values.iter().any(|(n, _)| *n == "count");
+                // Absent, `count` is one page: the typed method's own request.
+                let count = if given_count { text("count")?.map(|t| integer("count", t)).transpose()? } else { None };
+                if all && given_count {
                     return Err(bad("all", "give either all or count"));
                 }
                 let limit = match (all, count) {
@@ -356,7 +358,7 @@ pub fn parse(info: &'static CommandInfo, given: &[(String, String)], reserved: &
                 };
                 let plan = PagePlan { start, limit, rows: paging.rows, order: paging.order };
                 pages = Some(plan);
-                ArgValue::Page(Page::new(start, plan.asked(0)))
+                ArgValue::Page { start, count: plan.asked(0) }
             }
             ArgKind::TradeDate => ArgValue::TradeDate(parsed::<TradeDate>(name, required(name)?)?),
             ArgKind::OptionalTradeDate => {

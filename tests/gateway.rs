@@ -382,6 +382,13 @@ fn formats_and_bad_requests() {
     let r = get(gw.addr, "/api/bars?code=sz000001&count=2&format=parquet", &[("Accept", "text/csv")]);
     assert_eq!(r.header("content-type"), Some("application/vnd.apache.parquet"), "?format= wins");
     assert_eq!(&r.body[..4], b"PAR1");
+    // An empty result is still a whole document, with its columns where the format has them.
+    let r = get(gw.addr, "/api/bars?code=sz000001&start=65000&count=5", &[]);
+    assert_eq!((r.status, r.json()), (200, json!([])));
+    let r = get(gw.addr, "/api/bars?code=sz000001&start=65000&count=5&format=csv", &[]);
+    assert_eq!(r.text(), "time,open,high,low,close,volume,amount,up_count,down_count\n");
+    let r = get(gw.addr, "/api/bars?code=sz000001&start=65000&count=5&format=parquet", &[]);
+    assert_eq!((r.status, &r.body[..4]), (200, &b"PAR1"[..]));
     let r = get(gw.addr, "/api/count?market=sz", &[("Accept", "image/png")]);
     assert_eq!(r.status, 406);
     assert_eq!(r.json()["error"]["kind"], "NotAcceptable");
@@ -415,7 +422,7 @@ fn formats_and_bad_requests() {
     let d = get(gw.addr, "/diagnostics", &[]).json();
     assert!(d["supervisor"]["slots"].as_array().is_some_and(|s| !s.is_empty()));
     let metrics = get(gw.addr, "/metrics", &[]).text();
-    assert!(metrics.contains("tdx_gateway_requests_total{command=\"bars\",status=\"200\"} 2"), "{metrics}");
+    assert!(metrics.contains("tdx_gateway_requests_total{command=\"bars\",status=\"200\"} 5"), "{metrics}");
     assert!(metrics.contains("tdx_gateway_errors_total{command=\"bars\",kind=\"BadParameter\"}"), "{metrics}");
     assert!(metrics.contains("tdx_engine_server_verdict{endpoint="), "{metrics}");
     assert!(metrics.contains("tdx_engine_budget_limit_bytes{budget="), "{metrics}");

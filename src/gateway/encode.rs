@@ -114,7 +114,7 @@ pub trait Encoder: Send {
 /// A new encoder for `format`.
 pub fn encoder(format: Format) -> Box<dyn Encoder> {
     match format {
-        Format::Json => Box::new(JsonRows { rows: 0 }),
+        Format::Json => Box::new(JsonRows { opened: false, rows: 0 }),
         Format::Csv => Box::new(CsvRows { header: false }),
         Format::Arrow => Box::new(ArrowStream { writer: None }),
         Format::Parquet => Box::new(ParquetFile { writer: None }),
@@ -123,14 +123,16 @@ pub fn encoder(format: Format) -> Box<dyn Encoder> {
 
 /// A JSON array of objects, one per row, keys in column order.
 struct JsonRows {
+    opened: bool,
     rows: usize,
 }
 
 impl Encoder for JsonRows {
     fn page(&mut self, table: &Table) -> Result<Bytes, EncodeError> {
         let mut out = Vec::with_capacity(64 + table.rows() * 32 * table.columns.len());
-        if self.rows == 0 {
+        if !self.opened {
             out.push(b'[');
+            self.opened = true;
         }
         for i in 0..table.rows() {
             if self.rows > 0 {
@@ -144,7 +146,11 @@ impl Encoder for JsonRows {
     }
 
     fn finish(self: Box<Self>) -> Result<Bytes, EncodeError> {
-        Ok(Bytes::from_static(if self.rows == 0 { b"[]\n" } else { b"\n]\n" }))
+        Ok(Bytes::from_static(match (self.opened, self.rows) {
+            (false, _) => b"[]\n",
+            (true, 0) => b"]\n",
+            (true, _) => b"\n]\n",
+        }))
     }
 }
 

@@ -25,7 +25,7 @@
 //! pages, refresh records), else the reply itself; [`Client::call`]
 //! returns the whole reply.
 
-use super::by_name::{self, Arg, ArgInfo, ArgValue, Invocation, InvocationError};
+use super::args::{self, Arg, ArgInfo, ArgKind, ArgValue, InvocationError};
 use super::{BlockingClient, Client, Pinned};
 use crate::adjust::AdjustmentFactors;
 use crate::error::Error;
@@ -51,6 +51,16 @@ impl Page {
     /// A page of `count` rows from `start`.
     pub const fn new(start: u16, count: u16) -> Self {
         Self { start, count }
+    }
+}
+
+impl<'a> Arg<'a> for Page {
+    const KIND: ArgKind = ArgKind::Page;
+    fn from_value(value: &'a ArgValue) -> Option<Self> {
+        match *value {
+            ArgValue::Page { start, count } => Some(Page::new(start, count)),
+            _ => None,
+        }
     }
 }
 
@@ -93,7 +103,7 @@ pub struct CommandInfo {
     /// The typed method's doc comment, one line per line.
     pub doc: &'static str,
     /// The typed method's arguments, in order (for calls by name:
-    /// [`Invocation`]).
+    /// [`Invocation`](super::Invocation)).
     pub args: &'static [ArgInfo],
 }
 
@@ -106,6 +116,17 @@ pub trait Listed: TypedCommand {
     type Output: Tabular;
     /// Unwraps a reply the way every surface does.
     fn output(reply: Self::Reply) -> Self::Output;
+}
+
+/// What to do with the listed command a call by name built
+/// ([`with_listed`]): the one place that knows its type.
+pub(crate) trait ListedVisitor {
+    /// What the visit gives.
+    type Out;
+    /// A one-shot command.
+    fn one_shot<C: Listed + Clone + Send + Sync + 'static>(self, info: &'static CommandInfo, command: C) -> Self::Out;
+    /// A paged command.
+    fn paged<C: Paged + Clone + Send + Sync + 'static>(self, info: &'static CommandInfo, command: C) -> Self::Out;
 }
 
 /// A listed command asked for in pages.
@@ -156,18 +177,23 @@ macro_rules! commands {
         /// Every command of the typed surfaces, in the list's order.
         pub const COMMANDS: &[CommandInfo] = &[$(<$cmd as Listed>::INFO),+];
 
-        /// The listed method `method` built from `args`, in its signature's order.
-        pub(super) fn invocation(method: &str, args: &[ArgValue]) -> Result<Invocation, InvocationError> {
+        /// The listed method `method` built from `values`, in its
+        /// signature's order, handed to `visitor`.
+        pub(crate) fn with_listed<V: ListedVisitor>(
+            method: &str,
+            values: &[ArgValue],
+            visitor: V,
+        ) -> Result<V::Out, InvocationError> {
             match method {
                 $(
                     stringify!($method) => {
-                        let mut values = args.iter();
-                        $(let $arg: $ty = by_name::take(stringify!($method), stringify!($arg), &mut values)?;)*
-                        if values.next().is_some() {
-                            return Err(InvocationError::ExtraArguments { method: stringify!($method), given: args.len() });
+                        let mut given = values.iter();
+                        $(let $arg: $ty = args::take(stringify!($method), stringify!($arg), &mut given)?;)*
+                        if given.next().is_some() {
+                            return Err(InvocationError::ExtraArguments { method: stringify!($method), given: values.len() });
                         }
                         let command: $cmd = $build;
-                        Ok(commands!(@invocation &<$cmd as Listed>::INFO, command $(, $order)?))
+                        Ok(commands!(@visit visitor, &<$cmd as Listed>::INFO, command $(, $order)?))
                     }
                 )+
                 _ => Err(InvocationError::UnknownCommand(method.to_owned())),
@@ -226,8 +252,8 @@ macro_rules! commands {
             pub(crate) const METHODS: &[&str] = &[$(stringify!($method)),+];
         }
     };
-    (@invocation $info:expr, $command:ident) => { Invocation::one_shot($info, $command) };
-    (@invocation $info:expr, $command:ident, $order:ident) => { Invocation::paged($info, $command) };
+    (@visit $visitor:ident, $info:expr, $command:ident) => { $visitor.one_shot($info, $command) };
+    (@visit $visitor:ident, $info:expr, $command:ident, $order:ident) => { $visitor.paged($info, $command) };
     (@paging) => { None };
     (@paging $order:ident $rows:expr) => { Some(Paging { order: PageOrder::$order, rows: $rows }) };
     (@rows $reply:ident) => { $reply };
