@@ -412,10 +412,12 @@ pub async fn run(client: &Client, call: Call, out: mpsc::Sender<Table>) -> Resul
     let mut start = u32::from(plan.start);
     let mut got = 0u64;
     let mut sent_any = false;
-    loop {
-        let Ok(start16) = u16::try_from(start) else { break };
+    // The 16-bit `start` running out ends a series, as in `Client::all_pages`.
+    while let Ok(start16) = u16::try_from(start) {
         let asked = plan.asked(got);
-        let page = call.invocation.at_page(Page::new(start16, asked)).unwrap_or_else(|| unreachable!("paged"));
+        let page = call.invocation.at_page(Page::new(start16, asked)).ok_or_else(|| {
+            tdx_engine::Error::Internal(format!("{} has a paging rule but no pages", call.invocation.info().method))
+        })?;
         let mut table = page.call(client).await?;
         let n = table.rows() as u64;
         if n == 0 {

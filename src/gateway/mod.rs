@@ -48,7 +48,7 @@ pub struct GatewayArgs {
     /// TOKEN`, or `access_token=TOKEN` in the query for browsers).
     #[arg(long, env = "TDX_GATEWAY_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Allow browsers on this origin (e.g. https://example.com) to call the
+    /// Allow browsers on this origin (e.g. `https://example.com`) to call the
     /// API; CORS is off without it.
     #[arg(long, value_name = "ORIGIN")]
     pub cors: Option<String>,

@@ -5,7 +5,10 @@
 //! From this list the `commands!` macro writes the async [`Client`]'s,
 //! the [`BlockingClient`]'s and [`Pinned`]'s methods, and [`COMMANDS`], the
 //! list other surfaces (the Python bindings, the CLI) check their coverage
-//! against.
+//! against; each entry of it describes its method's arguments (read off
+//! the signature) and doc, and the macro writes the dispatch that calls a
+//! method by name ([`Invocation`](super::Invocation)), which the gateway
+//! and the MCP server serve every command through.
 //!
 //! Why a macro rather than a trait with generic methods: a generic
 //! `call::<Bars>(..)` already exists on every surface, but users (and the
@@ -16,7 +19,8 @@
 //! signature.
 //!
 //! Adding a command: the codec (`proto::commands`, its `command_set!`
-//! line), one entry here, the sim server and truth. Nothing else in the
+//! line), one entry here, its output's table if its type is new (a
+//! `Tabular` impl, `table/replies.rs`), the sim server and truth. Nothing else in the
 //! Rust surfaces; the Python binding gets its method in the same change
 //! (`tests` below fail until the list covers every codec command).
 //!
