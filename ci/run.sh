@@ -12,8 +12,9 @@
 # target/, pip install ./python, pytest), the mutant check (every
 # deliberate bug caught), loom models of every shared primitive, the
 # interop tests in a network namespace with only loopback up, the
-# examples, and the test kit from a crate outside the workspace
-# (ci/consumer.sh).
+# examples, the test kit from a crate outside the workspace
+# (ci/consumer.sh), and `tdx gateway` / `tdx mcp` against third-party
+# clients and a real browser (tests/gateway/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -179,6 +180,9 @@ bash ci/consumer.sh
 step "python package (pip install ./python; pytest against tdx-sim, loopback-only network namespace)"
 mkdir -p target
 bash python/tests/run.sh 2>&1 | tee target/pytest.log
+
+step "gateway and MCP clients (OpenAPI validated, Arrow and Parquet read by pyarrow, the MCP Python SDK, the page in Debian's chromium; loopback-only network namespace)"
+bash tests/gateway/run.sh
 
 step "tests"
 cargo test --workspace --locked 2>&1 | tee target/test.log

@@ -9,9 +9,12 @@
 //! 1 an error (one line on stderr), 2 bad usage, 130 interrupted (Ctrl+C).
 
 mod calendar;
+mod calls;
 mod commands;
 mod demo;
+mod gateway;
 mod local;
+mod mcp;
 mod output;
 mod save;
 mod sync;
@@ -264,6 +267,11 @@ enum Command {
     /// Write a `tdx sync` store out as the TDX client's own files, whole
     /// files only, appending where the file allows.
     Export(tdxdir::ExportArgs),
+    /// Serve the engine over HTTP and WebSocket: an endpoint per command,
+    /// OpenAPI docs, live quotes, metrics, and a market page at `/`.
+    Gateway(gateway::GatewayArgs),
+    /// Serve the engine's commands as MCP tools over stdio (for AI agents).
+    Mcp(mcp::McpArgs),
 }
 
 /// A command's failure: one line for stderr.
@@ -418,9 +426,17 @@ impl Global {
 
     /// Starts the exchange (with `--local`) and the engine.
     fn connect(&self) -> Result<Context, CliError> {
+        self.connect_with(|b| b)
+    }
+
+    /// [`connect`](Self::connect) with the engine's builder adjusted by `tune`.
+    pub fn connect_with(
+        &self,
+        tune: impl FnOnce(tdx_engine::ClientBuilder) -> tdx_engine::ClientBuilder,
+    ) -> Result<Context, CliError> {
         let exchange = self.local_exchange()?;
         let hosts = exchange.as_ref().map_or_else(|| self.hosts.clone(), |e| e.hosts.clone());
-        let mut builder = self.builder(&hosts);
+        let mut builder = tune(self.builder(&hosts));
         if let Some(e) = &exchange {
             builder = builder.f10_base_url(e.f10_base_url.clone());
         } else if let Some(url) = &self.f10_url {
@@ -495,6 +511,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Import(args) => tdxdir::import(args, Format::resolve(global.output)),
         Command::Export(args) => tdxdir::export(args, Format::resolve(global.output)),
         Command::Calendar { sessions: true, .. } => calendar::sessions_table(Format::resolve(global.output)),
+        Command::Gateway(args) => gateway::run(&global, args).await,
+        Command::Mcp(args) => mcp::run(&global, args).await,
         command => {
             let ctx = global.connect()?;
             let result = match command {
@@ -540,7 +558,12 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Sync(args) => sync::run(&ctx, args).await,
                 Command::F10(args) => commands::f10(&ctx, &args).await,
                 Command::Calendar { from, to, .. } => calendar::calendar(&ctx, from, to).await,
-                Command::Demo(_) | Command::Rank | Command::Import(_) | Command::Export(_) => {
+                Command::Demo(_)
+                | Command::Rank
+                | Command::Import(_)
+                | Command::Export(_)
+                | Command::Gateway(_)
+                | Command::Mcp(_) => {
                     unreachable!("handled above")
                 }
             };
@@ -595,7 +618,14 @@ fn main() -> ExitCode {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .init();
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    // A server answers many clients at once: its handlers and encoders get
+    // a thread per core; every other command is one caller on one thread.
+    let runtime = if matches!(cli.command, Command::Gateway(_)) {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    };
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start a runtime: {e}");

@@ -231,7 +231,7 @@ pub fn escape_control(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn csv_field(s: &str) -> String {
+pub fn csv_field(s: &str) -> String {
     // RFC 4180: a field with a separator, a quote or a line break is quoted
     // whole; the bytes inside stay exact.
     if s.contains([',', '"', '\n', '\r']) {

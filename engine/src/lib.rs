@@ -45,12 +45,14 @@ pub mod rng;
 pub mod runtime;
 pub mod supervisor;
 mod sync;
+pub mod table;
 
 #[cfg(not(loom))]
 pub use client::{
-    BlockingClient, BlockingF10, Client, ClientBuilder, CommandInfo, Listed, Page, PageOrder, Paged, Paging, Pinned,
-    PushStream, Pushes, RankingSaveError, BLOCKING_WAKE, CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, COMMANDS,
-    COMPOSITES, F10, HISTORY_TRADES_LANES, PUBLIC_RATE_CAP_PER_SEC,
+    ArgInfo, ArgKind, ArgValue, BlockingClient, BlockingF10, Client, ClientBuilder, CommandInfo, Invocation,
+    InvocationError, Listed, Page, PageOrder, Paged, Paging, Pinned, PushStream, Pushes, RankingSaveError,
+    BLOCKING_WAKE, CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, COMMANDS, COMPOSITES, F10, HISTORY_TRADES_LANES,
+    PUBLIC_RATE_CAP_PER_SEC,
 };
 #[cfg(not(loom))]
 pub use endpoint::{EndpointError, EndpointProblem};

@@ -296,7 +296,7 @@ pub fn changes_hash(changes: &[CapitalChange]) -> String {
     format!("{h:016x}")
 }
 
-fn epoch_millis(t: DateTime) -> i64 {
+pub(crate) fn epoch_millis(t: DateTime) -> i64 {
     let seconds = t.date.days_since_epoch() * 86_400
         + i64::from(t.time.hour()) * 3600
         + i64::from(t.time.minute()) * 60
@@ -315,11 +315,11 @@ fn from_epoch_millis(ms: i64) -> Option<DateTime> {
     Some(DateTime { date, time })
 }
 
-fn date32(date: Date) -> i32 {
+pub(crate) fn date32(date: Date) -> i32 {
     date.days_since_epoch() as i32
 }
 
-fn timestamp_type() -> DataType {
+pub(crate) fn timestamp_type() -> DataType {
     DataType::Timestamp(TimeUnit::Millisecond, Some(TIME_ZONE.into()))
 }
 

@@ -5,7 +5,10 @@
 //! From this list the `commands!` macro writes the async [`Client`]'s,
 //! the [`BlockingClient`]'s and [`Pinned`]'s methods, and [`COMMANDS`], the
 //! list other surfaces (the Python bindings, the CLI) check their coverage
-//! against.
+//! against; each entry of it describes its method's arguments (read off
+//! the signature) and doc, and the macro writes the dispatch that calls a
+//! method by name ([`Invocation`](super::Invocation)), which the gateway
+//! and the MCP server serve every command through.
 //!
 //! Why a macro rather than a trait with generic methods: a generic
 //! `call::<Bars>(..)` already exists on every surface, but users (and the
@@ -16,7 +19,8 @@
 //! signature.
 //!
 //! Adding a command: the codec (`proto::commands`, its `command_set!`
-//! line), one entry here, the sim server and truth. Nothing else in the
+//! line), one entry here, its output's table if its type is new (a
+//! `Tabular` impl, `table/replies.rs`), the sim server and truth. Nothing else in the
 //! Rust surfaces; the Python binding gets its method in the same change
 //! (`tests` below fail until the list covers every codec command).
 //!
@@ -25,6 +29,7 @@
 //! pages, refresh records), else the reply itself; [`Client::call`]
 //! returns the whole reply.
 
+use super::args::{self, Arg, ArgInfo, ArgKind, ArgValue, InvocationError};
 use super::{BlockingClient, Client, Pinned};
 use crate::adjust::AdjustmentFactors;
 use crate::error::Error;
@@ -36,6 +41,7 @@ use crate::proto::limits::{
     MAC_UNUSUAL_PER_PAGE_MAX, TRADES_PER_PAGE_MAX,
 };
 use crate::proto::{Date, Market, SecurityCode, TradeDate};
+use crate::table::Tabular;
 
 /// One page to ask for: `start` rows in (from the newest for series paged
 /// back in time, from the first row otherwise), at most `count` rows. The
@@ -53,6 +59,16 @@ impl Page {
     /// A page of `count` rows from `start`.
     pub const fn new(start: u16, count: u16) -> Self {
         Self { start, count }
+    }
+}
+
+impl<'a> Arg<'a> for Page {
+    const KIND: ArgKind = ArgKind::Page;
+    fn from_value(value: &'a ArgValue) -> Option<Self> {
+        match *value {
+            ArgValue::Page { start, count } => Some(Page::new(start, count)),
+            _ => None,
+        }
     }
 }
 
@@ -92,16 +108,33 @@ pub struct CommandInfo {
     pub retry_safe: bool,
     /// How it pages; `None` for a one-shot command.
     pub paging: Option<Paging>,
+    /// The typed method's doc comment, one line per line.
+    pub doc: &'static str,
+    /// The typed method's arguments, in order (for calls by name:
+    /// [`Invocation`](super::Invocation)).
+    pub args: &'static [ArgInfo],
 }
 
 /// A command of the list: what its typed method returns.
 pub trait Listed: TypedCommand {
     /// Its entry in [`COMMANDS`].
     const INFO: CommandInfo;
-    /// What its typed method returns (the reply, unwrapped).
-    type Output;
+    /// What its typed method returns (the reply, unwrapped); every surface
+    /// that is not Rust presents it as its table.
+    type Output: Tabular;
     /// Unwraps a reply the way every surface does.
     fn output(reply: Self::Reply) -> Self::Output;
+}
+
+/// What to do with the listed command a call by name built
+/// ([`with_listed`]): the one place that knows its type.
+pub(crate) trait ListedVisitor {
+    /// What the visit gives.
+    type Out;
+    /// A one-shot command.
+    fn one_shot<C: Listed + Clone + Send + Sync + 'static>(self, info: &'static CommandInfo, command: C) -> Self::Out;
+    /// A paged command.
+    fn paged<C: Paged + Clone + Send + Sync + 'static>(self, info: &'static CommandInfo, command: C) -> Self::Out;
 }
 
 /// A listed command asked for in pages.
@@ -129,6 +162,8 @@ macro_rules! commands {
                     msg_type: <$cmd as Command>::MSG_TYPE,
                     retry_safe: <$cmd as Command>::RETRY_SAFE,
                     paging: commands!(@paging $($order $page_rows)?),
+                    doc: concat!($($doc, "\n",)*),
+                    args: &[$(ArgInfo { name: stringify!($arg), kind: <$ty as Arg>::KIND }),*],
                 };
                 type Output = $out;
                 fn output(reply: Self::Reply) -> $out {
@@ -149,6 +184,29 @@ macro_rules! commands {
 
         /// Every command of the typed surfaces, in the list's order.
         pub const COMMANDS: &[CommandInfo] = &[$(<$cmd as Listed>::INFO),+];
+
+        /// The listed method `method` built from `values`, in its
+        /// signature's order, handed to `visitor`.
+        pub(crate) fn with_listed<V: ListedVisitor>(
+            method: &str,
+            values: &[ArgValue],
+            visitor: V,
+        ) -> Result<V::Out, InvocationError> {
+            match method {
+                $(
+                    stringify!($method) => {
+                        let mut given = values.iter();
+                        $(let $arg: $ty = args::take(stringify!($method), stringify!($arg), &mut given)?;)*
+                        if given.next().is_some() {
+                            return Err(InvocationError::ExtraArguments { method: stringify!($method), given: values.len() });
+                        }
+                        let command: $cmd = $build;
+                        Ok(commands!(@visit visitor, &<$cmd as Listed>::INFO, command $(, $order)?))
+                    }
+                )+
+                _ => Err(InvocationError::UnknownCommand(method.to_owned())),
+            }
+        }
 
         impl Client {
             $(
@@ -202,6 +260,8 @@ macro_rules! commands {
             pub(crate) const METHODS: &[&str] = &[$(stringify!($method)),+];
         }
     };
+    (@visit $visitor:ident, $info:expr, $command:ident) => { $visitor.one_shot($info, $command) };
+    (@visit $visitor:ident, $info:expr, $command:ident, $order:ident) => { $visitor.paged($info, $command) };
     (@paging) => { None };
     (@paging $order:ident $rows:expr) => { Some(Paging { order: PageOrder::$order, rows: $rows }) };
     (@rows $reply:ident) => { $reply };

@@ -4,6 +4,9 @@
 //! - [`call`]: one request's admission, cancel-on-drop and reply (`call`, `call_raw`).
 //! - [`commands`]: **the one list of commands**; the async [`Client`], the
 //!   [`BlockingClient`] and [`Pinned`] get their typed methods from it.
+//! - [`args`] and [`by_name`]: the list's methods described (each argument's
+//!   name and kind) and called by name, their outputs as tables (for the
+//!   surfaces that take requests as data: the gateway, the MCP server).
 //! - [`composite`]: calls made of several requests (every page, batches,
 //!   files, boards), written once for the async client.
 //! - [`calendar`]: the trading calendar from the server's index bars, kept
@@ -40,8 +43,10 @@ use crate::runtime::connector::TcpConnector;
 use crate::runtime::{Engine, EngineDiagnostics, Threads};
 use crate::supervisor::{CloseState, Endpoint};
 
+pub mod args;
 pub mod blocking;
 pub mod builder;
+pub mod by_name;
 pub mod calendar;
 pub mod call;
 pub mod commands;
@@ -51,8 +56,10 @@ pub mod pin;
 pub mod pools;
 pub mod push;
 
+pub use args::{ArgInfo, ArgKind, ArgValue, InvocationError};
 pub use blocking::{BlockingClient, BLOCKING_WAKE};
 pub use builder::{ClientBuilder, PUBLIC_RATE_CAP_PER_SEC};
+pub use by_name::Invocation;
 pub use calendar::CalendarRefresh;
 pub use commands::{CommandInfo, Listed, Page, PageOrder, Paged, Paging, COMMANDS, COMPOSITES};
 pub use composite::{CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, HISTORY_TRADES_LANES};

@@ -341,6 +341,49 @@ impl FieldBitmap {
     }
 }
 
+/// `all` (every named field), or field names and `bit_N`s, comma-separated.
+impl std::str::FromStr for FieldBitmap {
+    type Err = crate::proto::ParseNameError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || {
+            crate::proto::ParseNameError::new(
+                "MAC field list",
+                s,
+                "all, or field names (limit_up, close, ...) and bit_N, comma-separated",
+            )
+        };
+        if s.trim() == "all" {
+            return Ok(Self::all_named());
+        }
+        let mut map = Self::default();
+        for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let field = match name.strip_prefix("bit_") {
+                Some(bit) => bit.parse::<u8>().ok().filter(|b| *b < FIELD_BITS).map(MacField),
+                None => MacField::from_name(name),
+            };
+            map.insert(field.ok_or_else(bad)?);
+        }
+        if map == Self::default() {
+            return Err(bad());
+        }
+        Ok(map)
+    }
+}
+
+/// The set fields' names, comma-separated (what [`FromStr`](std::str::FromStr) reads).
+impl fmt::Display for FieldBitmap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, field) in self.slots().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{field}")?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,6 +399,17 @@ mod tests {
         assert_eq!(MacField::from_name("limit_up"), Some(MacField::LIMIT_UP));
         assert_eq!(MacField::LIMIT_UP.info().unwrap().unit, FieldUnit::Yuan);
         assert_eq!(MacField(0x4c).to_string(), "bit_76");
+    }
+
+    #[test]
+    fn field_lists_read_back_from_their_text() {
+        let map: FieldBitmap = "close, limit_up,bit_76".parse().unwrap();
+        assert!(map.contains(MacField::LIMIT_UP) && map.contains(MacField(76)) && map.slot_count() == 3);
+        assert_eq!(map.to_string().parse::<FieldBitmap>().unwrap(), map);
+        assert_eq!("all".parse::<FieldBitmap>().unwrap(), FieldBitmap::all_named());
+        for bad in ["", "no_such_field", "bit_200", ","] {
+            assert!(bad.parse::<FieldBitmap>().is_err(), "{bad:?}");
+        }
     }
 
     #[test]
