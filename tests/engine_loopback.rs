@@ -1304,3 +1304,52 @@ async fn board_files_download_byte_identical() {
     assert_eq!(style, published.of(BoardKind::Style));
     client.close().await;
 }
+
+/// Why: MAC requests (prefix 0x1c, replies with msg_id 0) and money flow
+/// (0x0ffc, a routed msg_id) go to pools of their own, started on first
+/// use, and come back byte-exact; the main pool never carries them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mac_and_money_flow_requests_use_their_own_pools_byte_exact() {
+    use tdx_engine::proto::mac::*;
+    use tdx_engine::Pool;
+    let s = servers(2, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(2).connections_per_server(2).build().unwrap();
+    all_ready(&client).await;
+    assert_eq!(client.started_pools(), vec![Pool::Main]);
+    let sz = code("sz000001");
+    let mac: Vec<Request> = vec![
+        MacServerInfo::default().into(),
+        MacQuotes { fields: FieldBitmap::of([MacField::CLOSE, MacField::LIMIT_UP]), symbols: vec![sz.into()] }.into(),
+        MacBars::new(sz, Period::Day, 0, 100, Adjust::Forward).into(),
+        MacMinutes { symbol: sz.into(), date: None }.into(),
+        MacTicks { symbol: sz.into(), date: None, start: 0, count: 100 }.into(),
+        MacStockBoards { symbol: sz.into() }.into(),
+        MacCapitalFlow { symbol: sz.into() }.into(),
+        MacUnusual::new(0, 0, 100).into(),
+    ];
+    let flow: Request = MoneyFlow { code: sz }.into();
+    let main_before = client.diagnostics().supervisor.counters.replies;
+    let calls = (0..3).flat_map(|_| mac.iter().cloned().chain([flow.clone()])).map(|r| {
+        let client = client.clone();
+        async move { (r.clone(), client.call_raw(r).await) }
+    });
+    for (request, reply) in join_all(calls).await {
+        let reply = reply.unwrap_or_else(|e| panic!("{}: {e}", request.name()));
+        assert_eq!(reply, respond(&s.data, 0, &request), "{}", request.name());
+    }
+    assert_eq!(client.started_pools(), vec![Pool::Main, Pool::Mac, Pool::MoneyFlow]);
+    // Diagnostics are published as they change: wait for the last counts.
+    let replies = |pool| client.pool_diagnostics(pool).unwrap().supervisor.counters.replies;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while (replies(Pool::Mac), replies(Pool::MoneyFlow)) != (3 * mac.len() as u64, 3) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "replies: mac {}, money flow {}",
+            replies(Pool::Mac),
+            replies(Pool::MoneyFlow)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(client.diagnostics().supervisor.counters.replies, main_before, "the main pool carried none");
+    assert_eq!(client.close().await, CloseState::Closed);
+}

@@ -50,7 +50,7 @@ pub mod table;
 #[cfg(not(loom))]
 pub use client::{
     ArgInfo, ArgKind, ArgValue, BlockingClient, BlockingF10, Client, ClientBuilder, CommandInfo, Invocation,
-    InvocationError, Listed, Page, PageOrder, Paged, Paging, Pinned, PushStream, Pushes, RankingSaveError,
+    InvocationError, Listed, Page, PageOrder, Paged, Paging, Pinned, Pool, PushStream, Pushes, RankingSaveError,
     BLOCKING_WAKE, CAPITAL_CHANGES_BATCH, CATEGORY_PAGE_ROWS, COMMANDS, COMPOSITES, F10, HISTORY_TRADES_LANES,
     PUBLIC_RATE_CAP_PER_SEC,
 };

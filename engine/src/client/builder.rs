@@ -93,7 +93,9 @@ impl Default for ClientBuilder {
 
 impl ClientBuilder {
     /// Explicit servers, `IP:PORT`, best first: used in this order, not
-    /// probed, and the bundled list is not looked at.
+    /// probed, and the bundled list is not looked at. Pools given no
+    /// servers of their own ([`pool_hosts`](Self::pool_hosts),
+    /// [`pool_candidates`](Self::pool_candidates)) use these too.
     pub fn hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
         self.main.hosts = hosts.into_iter().map(Into::into).collect();
         self
@@ -372,8 +374,13 @@ impl ClientBuilder {
         settings: &PoolSettings,
         store: Option<&RankingStore>,
     ) -> Result<(Vec<Endpoint>, StartProbe), ConfigError> {
-        if !settings.hosts.is_empty() {
-            let hosts = settings.hosts.iter().map(|h| parse_host(h, "hosts")).collect::<Result<Vec<_>, _>>()?;
+        // A pool with no servers of its own uses the main pool's explicit
+        // hosts: a client told where to connect never reaches a bundled
+        // public list it was not asked for.
+        let inherited = pool != Pool::Main && settings.candidates.is_none() && settings.hosts.is_empty();
+        let hosts = if inherited { &self.main.hosts } else { &settings.hosts };
+        if !hosts.is_empty() {
+            let hosts = hosts.iter().map(|h| parse_host(h, "hosts")).collect::<Result<Vec<_>, _>>()?;
             return Ok((hosts, StartProbe::Off));
         }
         let candidates = match &settings.candidates {

@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::error::Error;
 use crate::proto::commands::{Handshake, LegacySetup};
-use crate::proto::Request;
+use crate::proto::{Family, Request};
 use crate::runtime::connector::Connector;
 use crate::runtime::{start_engine, Engine, EngineConfig, Threads};
 use crate::supervisor::{ConfigError, Endpoint, RequestError, SupervisorConfig};
@@ -41,9 +41,11 @@ impl Pool {
 
     /// The pool a request goes to.
     pub fn of(request: &Request) -> Pool {
-        // Until the MAC and money-flow commands land, every command is 7709's.
-        let _ = request;
-        Pool::Main
+        match request {
+            Request::MoneyFlow(_) => Pool::MoneyFlow,
+            r if r.family() == Family::Mac => Pool::Mac,
+            _ => Pool::Main,
+        }
     }
 
     /// The public servers bundled for this pool.

@@ -280,7 +280,8 @@ impl Session {
         let mut answers = None;
         let body = match &self.awaiting {
             Some((sent, request))
-                if frame.header.msg_id == sent.msg_id && frame.header.msg_type == request.msg_type() =>
+                if frame.header.msg_id == request.wire_msg_id(sent.msg_id)
+                    && frame.header.msg_type == request.msg_type() =>
             {
                 let parsed = request.parse_reply(&frame.payload);
                 answers = Some(sent.msg_id);
@@ -408,7 +409,7 @@ impl Conn {
     /// encoded when there is one, else encoded here.
     async fn write_request(&mut self, msg_id: u32, request: &Request, frame: Option<Vec<u8>>) -> io::Result<()> {
         if let Some(mut frame) = frame {
-            crate::proto::frame::set_request_msg_id(&mut frame, msg_id);
+            crate::proto::frame::set_request_msg_id(&mut frame, request.wire_msg_id(msg_id));
             return self.stream.write_all(&frame).await;
         }
         self.wire.clear();
@@ -516,7 +517,7 @@ impl Conn {
     async fn setup_reply(&mut self, msg_id: u32, request: &Request) -> Result<bytes::Bytes, SlotError> {
         loop {
             while let Some(frame) = self.decoder.next_frame().map_err(|e| SlotError::Handshake(e.to_string()))? {
-                if frame.header.msg_id == msg_id && frame.header.msg_type == request.msg_type() {
+                if frame.header.msg_id == request.wire_msg_id(msg_id) && frame.header.msg_type == request.msg_type() {
                     return Ok(frame.payload);
                 }
             }

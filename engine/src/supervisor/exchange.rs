@@ -17,7 +17,12 @@ impl Supervisor {
         let msg_id = self.take_msg_id();
         let s = &mut self.slots[slot.index()];
         assert!(matches!(s.state, SlotState::Ready), "one exchange per socket: slot {} is {}", slot.0, s.state.name());
-        s.state = SlotState::Busy(Exchange { owner, msg_id, msg_type: request.msg_type() });
+        s.state = SlotState::Busy(Exchange {
+            owner,
+            msg_id,
+            reply_id: request.wire_msg_id(msg_id),
+            msg_type: request.msg_type(),
+        });
         let generation = s.generation;
         let id = match owner {
             Owner::Request(id) => Some(id),
@@ -57,7 +62,7 @@ impl Supervisor {
             _ => None,
         };
         if let Some((ex, sent_at)) = written {
-            let id_matches = ex.msg_id == header.msg_id || mutant(Mutant::StaleFrameAccepted);
+            let id_matches = ex.reply_id == header.msg_id || mutant(Mutant::StaleFrameAccepted);
             if id_matches && ex.msg_type == header.msg_type {
                 return self.reply(slot, ex, sent_at, body);
             }

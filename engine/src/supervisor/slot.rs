@@ -22,6 +22,9 @@ pub(crate) enum Owner {
 pub(crate) struct Exchange {
     pub(crate) owner: Owner,
     pub(crate) msg_id: u32,
+    /// The msg_id its reply carries: `msg_id` on 7709, 0 on MAC (the codec
+    /// says, by [`Request::wire_msg_id`](crate::proto::Request::wire_msg_id)).
+    pub(crate) reply_id: u32,
     pub(crate) msg_type: u16,
 }
 
