@@ -964,6 +964,8 @@ fn f10_seeds(corpus: &mut Corpus) {
     for seed in seeds {
         corpus.add("f10_reply", seed.as_bytes());
     }
+}
+
 /// The TDX client's own files, one of each kind, written by the engine's
 /// writers, behind the `file_readers` target's pick byte.
 fn client_file_seeds(corpus: &mut Corpus) {
