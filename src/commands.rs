@@ -604,7 +604,7 @@ pub async fn diag(ctx: &Context) -> Result<(), CliError> {
 #[derive(clap::Args, Clone, Debug)]
 pub struct F10Args {
     /// The entry: finance_report, company_profile, announcements, ... (see --list).
-    #[arg(required_unless_present = "list")]
+    #[arg(required_unless_present = "list", value_parser = parse_entry)]
     pub entry: Option<String>,
     /// The security, for the entries that take one.
     pub code: Option<SecurityCode>,
@@ -616,9 +616,18 @@ pub struct F10Args {
     pub list: bool,
 }
 
+fn parse_entry(s: &str) -> Result<String, String> {
+    match tdx_engine::f10::entry_info(s) {
+        Some(_) => Ok(s.to_owned()),
+        None => Err(format!("unknown F10 entry {s:?} (`tdx f10 --list` shows them)")),
+    }
+}
+
 fn parse_param(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
-    Ok((k.trim().to_owned(), v.to_owned()))
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+        _ => Err(format!("{s:?}: expected NAME=VALUE")),
+    }
 }
 
 impl F10Args {

@@ -77,7 +77,7 @@ pub struct Global {
     #[arg(long, global = true, value_enum)]
     flavor: Option<Flavor>,
     /// The F10 gateway's URL, http(s)://HOST:PORT/TQLEX [default: TDX's, on port 7615].
-    #[arg(long, global = true, conflicts_with = "local")]
+    #[arg(long, global = true, conflicts_with = "local", value_parser = parse_f10_url)]
     f10_url: Option<String>,
     /// Seconds one request may take, queueing and connecting included.
     #[arg(long, global = true, default_value_t = 8.0, value_parser = parse_seconds, allow_negative_numbers = true)]
@@ -445,6 +445,10 @@ impl Global {
         let client = builder.build()?;
         Ok(Context { client, format: Format::resolve(self.output), exchange })
     }
+}
+
+fn parse_f10_url(s: &str) -> Result<String, String> {
+    tdx_engine::f10::check_base_url(s).map(|()| s.to_owned())
 }
 
 /// A timeout with no connection up is an unreachable server: say so.

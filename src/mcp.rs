@@ -29,10 +29,10 @@ use crate::{CliError, Global};
 #[derive(Args, Debug, Clone)]
 pub struct McpArgs {
     /// Most rows one tool result carries; longer results are cut, with a note.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     pub max_rows: usize,
     /// Most bytes of JSON one tool result carries; larger results are cut, with a note.
-    #[arg(long, default_value_t = 256 * 1024)]
+    #[arg(long, default_value_t = 256 * 1024, value_parser = at_least_1024, allow_negative_numbers = true)]
     pub max_bytes: usize,
 }
 
@@ -214,11 +214,16 @@ impl ServerHandler for Server {
     }
 }
 
+/// A result bound in bytes: room for at least the note that says it was cut.
+fn at_least_1024(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1024 => Ok(n),
+        _ => Err(format!("{s:?} is not a whole number of at least 1024")),
+    }
+}
+
 /// Serves MCP on stdin and stdout until the client closes them.
 pub async fn run(global: &Global, args: McpArgs) -> Result<(), CliError> {
-    if args.max_rows == 0 || args.max_bytes < 1024 {
-        return Err(CliError::new("--max-rows must be at least 1 and --max-bytes at least 1024"));
-    }
     let ctx = global.connect()?;
     let server = Server {
         client: ctx.client.clone(),

@@ -25,7 +25,9 @@ fn bad_values(value_name: &str) -> Option<Vec<&'static str>> {
         "CODE" | "CODES" => vec!["xx123", "sz00001", "sz0000001", "", "sz00000a", "\u{1b}[2Jsz000001"],
         "MARKET" | "MARKETS" => vec!["hk", "", "s z"],
         "PERIOD" | "PERIODS" => vec!["7m", "", "0", "daily"],
-        "DATE" | "SINCE" | "ANCHOR" | "AS_OF" => vec!["2026-02-30", "99999999", "2026", "tomorrow", ""],
+        "DATE" | "SINCE" | "ANCHOR" | "AS_OF" | "FROM" | "TO" => {
+            vec!["2026-02-30", "99999999", "2026", "tomorrow", ""]
+        }
         "COUNT"
         | "LIMIT"
         | "JOBS"
@@ -33,8 +35,17 @@ fn bad_values(value_name: &str) -> Option<Vec<&'static str>> {
         | "CONCURRENCY"
         | "SERVER_COUNT"
         | "CONNECTIONS_PER_SERVER"
-        | "WORKERS" => counts.to_vec(),
-        "START" | "SEED" => counts[1..].to_vec(),
+        | "WORKERS"
+        | "CLIENT_CONCURRENCY"
+        | "MAX_ROWS"
+        | "MAX_BYTES"
+        | "PUSH_QUEUE"
+        | "WS_CLIENTS"
+        | "WS_QUEUE" => counts.to_vec(),
+        // Zero is a start, a seed, and a queue that holds nothing.
+        "START" | "SEED" | "MAX_PENDING" => counts[1..].to_vec(),
+        // Rates and bursts are real numbers: any finite one above zero is a rate.
+        "CLIENT_RATE" | "CLIENT_BURST" => vec!["0", "-1", "nan", "inf", "x", ""],
         "HOSTS" => vec!["300.1.1.1:7709", "host:0", ":7709", "127.0.0.1:0", "127.0.0.1:70000", "127.0.0.1", ""],
         "TIMEOUT" => vec!["0", "-1", "nan", "inf", "99999", "x"],
         "OUTPUT" => vec!["xml", ""],
@@ -45,13 +56,17 @@ fn bad_values(value_name: &str) -> Option<Vec<&'static str>> {
         "ADJUST" => vec!["qfx", ""],
         "VIEWS" => vec!["xfq"],
         "WITH" => vec!["bonds"],
-        "OUT" | "DIR" | "SAVE" => vec![""],
+        "OUT" | "DIR" | "SAVE" | "STORE" | "TDX_DIR" => vec![""],
+        "LISTEN" => vec!["300.1.1.1:8000", "localhost", ":8000", ""],
+        "F10_URL" => vec!["ftp://127.0.0.1/TQLEX", "not a url", ""],
+        "ENTRY" => vec!["no_such_entry"],
+        "PARAMS" => vec!["noequals", "=x"],
         _ => return None,
     })
 }
 
 /// Arguments whose every value is valid (free text a server matches).
-const FREE_TEXT: &[&str] = &["SECTION", "NAME"];
+const FREE_TEXT: &[&str] = &["SECTION", "NAME", "TOKEN", "ORIGIN"];
 
 /// A value each kind of required argument accepts.
 fn good_value(value_name: &str, scratch: &str) -> String {
@@ -60,7 +75,8 @@ fn good_value(value_name: &str, scratch: &str) -> String {
         "MARKET" => "sz".into(),
         "CATEGORY" => "etf".into(),
         "NAME" => "银行".into(),
-        "OUT" | "DIR" | "SAVE" => scratch.into(),
+        "ENTRY" => "company_profile".into(),
+        "OUT" | "DIR" | "SAVE" | "STORE" => scratch.into(),
         other => panic!("no good value for required <{other}>: add one here"),
     }
 }
@@ -174,7 +190,25 @@ struct Case {
 
 /// Runs a case: exit 2, one line naming the argument, no panic.
 fn check(case: &Case, data_dir: &std::path::Path) -> Result<(), String> {
-    let out = tdx().args(&case.args).env("TDX_ENGINE_DATA_DIR", data_dir).output().unwrap();
+    let mut child = tdx()
+        .args(&case.args)
+        .env("TDX_ENGINE_DATA_DIR", data_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A command that accepted its bad value runs on (a server waits for
+    // clients): generous, so only such a command ever reaches it.
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(30) {
+            child.kill().ok();
+            child.wait().ok();
+            return Err(format!("tdx {:?}: still running after 30 s: the value was accepted", case.args));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     let problem = if out.status.code() != Some(2) {
@@ -195,7 +229,8 @@ fn check(case: &Case, data_dir: &std::path::Path) -> Result<(), String> {
 
 /// The names a line may use for `arg`: its flag, or its value name as clap shows it.
 fn names(arg: &Arg) -> Vec<String> {
-    let mut names = vec![format!("<{}>", arg.value)];
+    // clap shows an optional positional as `[CODE]`.
+    let mut names = vec![format!("<{}>", arg.value), format!("[{}]", arg.value)];
     if !arg.flag.is_empty() {
         names.push(arg.flag.clone());
     }
@@ -248,7 +283,14 @@ fn every_bad_argument_of_every_command_exits_2_naming_it_without_a_connection() 
                     continue;
                 }
                 if arg.flag.is_empty() {
-                    line.insert(1, value.to_owned());
+                    // After good values for the positionals before it (f10 ENTRY CODE).
+                    let before: Vec<String> = args
+                        .iter()
+                        .take_while(|a| !(a.flag.is_empty() && a.value == arg.value))
+                        .filter(|a| a.flag.is_empty() && !a.required)
+                        .map(|a| good_value(&a.value, &scratch_str))
+                        .collect();
+                    line.splice(1..1, before.into_iter().chain([value.to_owned()]));
                 } else {
                     line.push(format!("{}={value}", arg.flag));
                     if !value.is_empty() && !value.starts_with('-') {

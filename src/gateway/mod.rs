@@ -32,7 +32,7 @@ use axum::Router;
 use clap::Args;
 use tdx_engine::{Client, CloseState, COMMANDS};
 
-use crate::{CliError, Global};
+use crate::{at_least_one, CliError, Global};
 use errors::{json_body, ApiError};
 use guard::{ClientLimits, Clients};
 use metrics::Metrics;
@@ -53,28 +53,45 @@ pub struct GatewayArgs {
     #[arg(long, value_name = "ORIGIN")]
     pub cors: Option<String>,
     /// Requests one client (IP address) may have in progress at once.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = at_least_one, allow_negative_numbers = true)]
     pub client_concurrency: usize,
     /// Requests a second one client may send, sustained.
-    #[arg(long, default_value_t = 50.0)]
+    #[arg(long, default_value_t = 50.0, value_parser = positive_rate, allow_negative_numbers = true)]
     pub client_rate: f64,
     /// Requests one client may send at once above its rate.
-    #[arg(long, default_value_t = 100.0)]
+    #[arg(long, default_value_t = 100.0, value_parser = burst, allow_negative_numbers = true)]
     pub client_burst: f64,
     /// Quote messages queued per WebSocket client; a slower client loses
     /// the oldest and is told how many.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 512, value_parser = at_least_one, allow_negative_numbers = true)]
     pub ws_queue: usize,
     /// WebSocket clients served at once.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = at_least_one, allow_negative_numbers = true)]
     pub ws_clients: usize,
-    /// Requests the engine queues before it answers PoolBusy (503).
-    #[arg(long)]
+    /// Requests the engine queues before it answers PoolBusy (503); 0
+    /// answers PoolBusy as soon as every connection is busy.
+    #[arg(long, allow_negative_numbers = true)]
     pub max_pending: Option<usize>,
     /// Quote pushes the engine buffers for the WebSocket hub (each at most
     /// 2 KiB on average); the hub reads them at once, so this only covers bursts.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 4096, value_parser = at_least_one, allow_negative_numbers = true)]
     pub push_queue: usize,
+}
+
+/// A sustained rate: a finite number above zero.
+fn positive_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() => Ok(x),
+        _ => Err(format!("{s:?} is not a number above 0")),
+    }
+}
+
+/// A burst: a finite number of at least one request.
+fn burst(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x >= 1.0 && x.is_finite() => Ok(x),
+        _ => Err(format!("{s:?} is not a number of at least 1")),
+    }
 }
 
 /// What every handler shares.
@@ -104,12 +121,6 @@ impl GatewayArgs {
         }
         if self.token.as_deref() == Some("") {
             return Err(CliError::new("--token is empty"));
-        }
-        if !(self.client_rate > 0.0 && self.client_rate.is_finite()) || self.client_burst < 1.0 {
-            return Err(CliError::new("--client-rate must be above 0 and --client-burst at least 1"));
-        }
-        if self.client_concurrency == 0 || self.ws_queue == 0 || self.push_queue == 0 {
-            return Err(CliError::new("--client-concurrency, --ws-queue and --push-queue must be at least 1"));
         }
         Ok(())
     }

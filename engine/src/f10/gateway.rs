@@ -67,6 +67,12 @@ fn parse_base(field: &'static str, url: &str) -> Result<Url, ConfigError> {
     Ok(parsed)
 }
 
+/// Checks a gateway base URL as the builder will (an http(s) URL with a
+/// host), so a command line can refuse it while parsing its arguments.
+pub fn check_base_url(url: &str) -> Result<(), String> {
+    parse_base("f10_base_url", url).map(drop).map_err(|e| e.reason)
+}
+
 /// `host:port` of a URL, its scheme's port when it names none.
 fn authority(url: &Url) -> String {
     let host = url.host_str().unwrap_or_default();

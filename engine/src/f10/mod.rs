@@ -38,8 +38,8 @@ pub use entries::{entry_info, EntryInfo, F10Query, Gateway, ParamInfo, WireReque
 pub use error::F10Error;
 #[cfg(not(loom))]
 pub use gateway::{
-    F10Settings, DEFAULT_F10_BASE_URL, DEFAULT_F10_LADDER_BASE_URL, F10_MAX_IN_FLIGHT, F10_RATE_CAP_PER_SEC,
-    F10_REPLY_BYTES_MAX,
+    check_base_url, F10Settings, DEFAULT_F10_BASE_URL, DEFAULT_F10_LADDER_BASE_URL, F10_MAX_IN_FLIGHT,
+    F10_RATE_CAP_PER_SEC, F10_REPLY_BYTES_MAX,
 };
 pub use params::*;
 pub use reply::{parse_reply, F10Reply, F10Table, F10Value};
