@@ -4,7 +4,7 @@
 //! their text), names its company files with a path that climbs out of any
 //! directory, and turns clients away with a message that carries a
 //! carriage return. The data is otherwise the market's, so a client's
-//! numbers still match [`respond`](crate::responder::respond).
+//! numbers still match [`respond`].
 
 use std::sync::{Arc, Mutex, OnceLock};
 

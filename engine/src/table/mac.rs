@@ -20,7 +20,7 @@ fn yuan(x: f32) -> Option<Price> {
 }
 
 /// One row per day of every block: the day's amount, its sixteen buckets
-/// and the nets derived from them (docs/PROTOCOL.md, Money flow).
+/// and the nets derived from them (docs/PROTOCOL.md, Money flow (0x0ffc)).
 impl Rows for MoneyFlowBlock {
     fn table(blocks: &[Self]) -> Table {
         let days: Vec<(&MoneyFlowBlock, &MoneyFlowDay)> =
