@@ -638,7 +638,7 @@ impl NativeClient {
         wait(py, self.client.mac_quotes(&cs, f)).map(|r| convert::tabular(&r))
     }
 
-    #[pyo3(signature = (board, sort, ascending, fields_, start, count))]
+    /// `page` is (start, count).
     fn mac_board_members(
         &self,
         py: Python<'_>,
@@ -646,9 +646,9 @@ impl NativeClient {
         sort: &str,
         ascending: bool,
         fields_: &str,
-        start: i64,
-        count: i64,
+        page: (i64, i64),
     ) -> PyResult<Table> {
+        let (start, count) = page;
         let (b, f) = (mac_board(board)?, fields(fields_)?.truncated(128));
         let sort = mac_sort::parse(sort.trim()).map_err(|e| value_error("sort", e))?;
         let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);

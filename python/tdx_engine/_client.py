@@ -547,7 +547,7 @@ class MacApi(_Namespace):
         speed, main_net, or a number) (0x122C)."""
         if not isinstance(ascending, bool):
             raise ValueError(f"ascending: expected True or False, got {ascending!r}")
-        return self._n.mac_board_members(board, sort, ascending, _fields(fields), start, count)
+        return self._n.mac_board_members(board, sort, ascending, _fields(fields), (start, count))
 
     def snapshot(self, code: str) -> Table:
         """One security's snapshot (0x122A)."""
