@@ -289,12 +289,18 @@ fn request(rng: &mut Rng, plan: &Plan, market: &Market) -> (Request, &'static st
 /// capital flow, unusual moves, the calendar) or a money-flow one, which
 /// differs per caller and op.
 fn mac_request(rng: &mut Rng, market: &Market) -> (Request, &'static str) {
+    let kind = rng.below(8);
+    mac_request_of(kind, rng, market)
+}
+
+/// A MAC or money-flow request of kind `kind` (0..8, as [`mac_request`] draws).
+fn mac_request_of(kind: u64, rng: &mut Rng, market: &Market) -> (Request, &'static str) {
     let exchange = [Exchange::Sz, Exchange::Sh][rng.below(2) as usize];
     let listings = market.listings(exchange);
     let code = listings[rng.below(listings.len() as u64) as usize].code;
     let dates = market.history_dates();
     let date = (rng.below(2) == 0).then(|| TradeDate::new(dates[rng.below(dates.len() as u64) as usize]));
-    match rng.below(8) {
+    match kind {
         0 => (MacServerInfo::default().into(), "mac calendar"),
         1 => {
             let fields = [MacField::CLOSE, MacField::LIMIT_UP, MacField::MAIN_NET_INFLOW, MacField::VOLUME];
@@ -616,19 +622,26 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
                 Err(_) => shared.at(format_args!("{tag} {kind} cancelled")),
             }
         } else {
-            // MAC or money flow, through its own pool; a quarter abandoned
-            // after a while (their late replies carry msg_id 0 on MAC).
-            let (request, kind) = mac_request(&mut rng, market);
-            let what = format!("{tag} {kind}");
-            if rng.below(4) == 0 {
-                let patience = Duration::from_millis(rng.below(plan.timeout.as_millis() as u64));
-                match tokio::time::timeout(patience, client.call_raw(request.clone())).await {
-                    Ok(result) => settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout),
-                    Err(_) => shared.at(format_args!("{what} cancelled")),
+            // MAC or money flow, through its own pool: a run of up to three
+            // requests of one kind, one after another (as a caller pages), so
+            // a connection freed by one is soon reused for the same kind; a
+            // quarter abandoned after a while (MAC replies carry msg_id 0:
+            // a late one could answer the next request of its kind).
+            let kind = rng.below(8);
+            for _ in 0..1 + rng.below(3) {
+                let (request, name) = mac_request_of(kind, &mut rng, market);
+                let what = format!("{tag} {name}");
+                let started = tokio::time::Instant::now();
+                if rng.below(4) == 0 {
+                    let patience = Duration::from_millis(rng.below(plan.timeout.as_millis() as u64));
+                    match tokio::time::timeout(patience, client.call_raw(request.clone())).await {
+                        Ok(result) => settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout),
+                        Err(_) => shared.at(format_args!("{what} cancelled")),
+                    }
+                } else {
+                    let result = client.call_raw(request.clone()).await;
+                    settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout);
                 }
-            } else {
-                let result = client.call_raw(request.clone()).await;
-                settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout);
             }
         }
         if rng.below(3) == 0 {
