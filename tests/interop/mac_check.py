@@ -59,7 +59,7 @@ class Truth:
 
 CODE, MARKET = "000001", 0
 SYMBOL = "sz000001"
-# Field bits and the names `tdx-sim truth` prints them by (docs/PROTOCOL.md, MAC fields).
+# Field bits and the names `tdx-sim truth` prints them by (docs/PROTOCOL.md, 0x122B quotes by field bitmap).
 BITS = {0x00: "pre_close", 0x01: "open", 0x02: "high", 0x03: "low", 0x04: "close", 0x05: "volume",
         0x07: "amount", 0x20: "limit_up", 0x21: "limit_down", 0x38: "main_net_inflow"}
 
