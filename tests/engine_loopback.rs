@@ -1386,7 +1386,11 @@ async fn mac_and_money_flow_pools_pass_over_a_server_without_data() {
     }
     for pool in [Pool::Mac, Pool::MoneyFlow] {
         let d = client.pool_diagnostics(pool).unwrap();
-        assert!(d.supervisor.counters.data_rejections >= 1, "{pool}: the empty server was judged: {:?}", d.supervisor.counters);
+        assert!(
+            d.supervisor.counters.data_rejections >= 1,
+            "{pool}: the empty server was judged: {:?}",
+            d.supervisor.counters
+        );
     }
     assert_eq!(client.close().await, CloseState::Closed);
 }
