@@ -14,6 +14,7 @@ mod commands;
 mod demo;
 mod gateway;
 mod local;
+mod mac;
 mod mcp;
 mod output;
 mod save;
@@ -267,6 +268,26 @@ enum Command {
     /// Write a `tdx sync` store out as the TDX client's own files, whole
     /// files only, appending where the file allows.
     Export(tdxdir::ExportArgs),
+    /// TDX's MAC channel: bitmap quotes, server-adjusted bars from seconds
+    /// to years, boards and rankings, ticks, minute lines (its own pool).
+    #[command(subcommand)]
+    Mac(mac::MacCommand),
+    /// A security's daily money flow (0x0ffc): five days, newest first, by
+    /// order size (from the money-flow servers).
+    Flow {
+        #[arg(required = true)]
+        codes: Vec<SecurityCode>,
+    },
+    /// A market's unusual moves (异动, MAC 0x1237), every one from --start.
+    Unusual {
+        market: Market,
+        /// Moves to skip from the first.
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        start: u16,
+        /// At most this many (default: all).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..), allow_negative_numbers = true)]
+        count: Option<u16>,
+    },
     /// Serve the engine over HTTP and WebSocket: an endpoint per command,
     /// OpenAPI docs, live quotes, metrics, and a market page at `/`.
     Gateway(gateway::GatewayArgs),
@@ -562,6 +583,9 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Sync(args) => sync::run(&ctx, args).await,
                 Command::F10(args) => commands::f10(&ctx, &args).await,
                 Command::Calendar { from, to, .. } => calendar::calendar(&ctx, from, to).await,
+                Command::Mac(command) => mac::run(&ctx, command).await,
+                Command::Flow { codes } => mac::flow(&ctx, &codes).await,
+                Command::Unusual { market, start, count } => mac::unusual(&ctx, market, start, count).await,
                 Command::Demo(_)
                 | Command::Rank
                 | Command::Import(_)

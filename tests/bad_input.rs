@@ -61,6 +61,11 @@ fn bad_values(value_name: &str) -> Option<Vec<&'static str>> {
         "F10_URL" => vec!["ftp://127.0.0.1/TQLEX", "not a url", ""],
         "ENTRY" => vec!["no_such_entry"],
         "PARAMS" => vec!["noequals", "=x"],
+        "FIELDS" => vec!["zz", "", "bit_999", "close,zz"],
+        "MAC_PERIOD" => vec!["0s", "", "daily", "7x", "0m"],
+        "BAR_TIME" => vec!["middle", ""],
+        "BOARD" => vec!["zz", "", "sh88x"],
+        "DAYS" => vec!["0", "6", "-1", "x"],
         _ => return None,
     })
 }
@@ -76,6 +81,7 @@ fn good_value(value_name: &str, scratch: &str) -> String {
         "CATEGORY" => "etf".into(),
         "NAME" => "银行".into(),
         "ENTRY" => "company_profile".into(),
+        "BOARD" => "881001".into(),
         "OUT" | "DIR" | "SAVE" | "STORE" => scratch.into(),
         other => panic!("no good value for required <{other}>: add one here"),
     }
@@ -100,7 +106,7 @@ fn tdx() -> Command {
 fn help(command: Option<&str>) -> String {
     let mut cmd = tdx();
     if let Some(c) = command {
-        cmd.arg(c);
+        cmd.args(c.split_whitespace());
     }
     let out = cmd.arg("-h").output().unwrap();
     assert!(out.status.success());
@@ -112,15 +118,30 @@ fn section<'a>(help: &'a str, title: &str) -> Vec<&'a str> {
     help.lines().skip_while(|l| *l != title).skip(1).take_while(|l| !l.trim().is_empty()).collect()
 }
 
-/// Every subcommand but `help`.
-fn commands() -> Vec<String> {
-    let top = help(None);
-    section(&top, "Commands:")
+/// The subcommands (but `help`) of `command`, or of `tdx` itself.
+fn subcommands(command: Option<&str>) -> Vec<String> {
+    let text = help(command);
+    section(&text, "Commands:")
         .iter()
         .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|c| *c != "help")
-        .map(str::to_owned)
+        .map(|c| command.map_or_else(|| c.to_owned(), |parent| format!("{parent} {c}")))
+        .collect()
+}
+
+/// Every command but `help`, a group's (`tdx mac`) as `mac quote`, ...
+fn commands() -> Vec<String> {
+    subcommands(None)
+        .into_iter()
+        .flat_map(|c| {
+            let nested = subcommands(Some(&c));
+            if nested.is_empty() {
+                vec![c]
+            } else {
+                nested
+            }
+        })
         .collect()
 }
 
@@ -251,7 +272,7 @@ fn every_bad_argument_of_every_command_exits_2_naming_it_without_a_connection() 
         // The command with its required arguments, against the sentinel
         // (the demo runs its own exchange and refuses --hosts).
         let base = |skip: Option<&Arg>| -> Vec<String> {
-            let mut line = vec![command.clone()];
+            let mut line: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
             for a in args.iter().filter(|a| a.required) {
                 if skip.is_some_and(|s| s.flag == a.flag && s.value == a.value) {
                     continue;
@@ -283,14 +304,16 @@ fn every_bad_argument_of_every_command_exits_2_naming_it_without_a_connection() 
                     continue;
                 }
                 if arg.flag.is_empty() {
-                    // After good values for the positionals before it (f10 ENTRY CODE).
+                    // After the command's words and good values for the
+                    // positionals before it (f10 ENTRY CODE).
                     let before: Vec<String> = args
                         .iter()
                         .take_while(|a| !(a.flag.is_empty() && a.value == arg.value))
                         .filter(|a| a.flag.is_empty() && !a.required)
                         .map(|a| good_value(&a.value, &scratch_str))
                         .collect();
-                    line.splice(1..1, before.into_iter().chain([value.to_owned()]));
+                    let at = command.split_whitespace().count();
+                    line.splice(at..at, before.into_iter().chain([value.to_owned()]));
                 } else {
                     line.push(format!("{}={value}", arg.flag));
                     if !value.is_empty() && !value.starts_with('-') {

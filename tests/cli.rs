@@ -466,3 +466,93 @@ fn delisted_bars_match_truth() {
     assert_eq!(json(&["delisted", &code]), Value::Array(want));
     fails(&["delisted", "sz000001", "--local"], 1);
 }
+
+/// Why: `tdx mac quote`, `tdx mac bars`, `tdx flow` and the other MAC
+/// commands reach the MAC and money-flow pools of the embedded exchange
+/// and print what `tdx-sim truth --seed 1` prints for the same question
+/// (the rows inside its answer), field by field.
+#[test]
+fn mac_and_money_flow_match_truth() {
+    let truth = tdx_sim::truth::Truth::new(1);
+    let ask = |words: &[&str]| -> Value {
+        let v = truth.query(words.iter().copied()).unwrap_or_else(|e| panic!("truth {words:?}: {e}"));
+        serde_json::from_str(&v.to_string()).unwrap()
+    };
+    let fields = "limit_up,limit_down,main_net_inflow,close,pre_close,volume";
+    let v = json(&["mac", "quote", "sz000001", "sh600000", "--fields", fields]);
+    let want = ask(&["mac-quote", "sz000001", "sh600000", "--fields", fields]);
+    assert_eq!(v.as_array().unwrap().len(), 2);
+    assert!(v[0]["limit_up"].as_f64().unwrap() > v[0]["limit_down"].as_f64().unwrap(), "{v}");
+    assert_eq!(v, want["quotes"]);
+    // Without --fields: the default fields, as truth's default.
+    assert_eq!(json(&["mac", "quote", "sz000001"]), ask(&["mac-quote", "sz000001"])["quotes"]);
+
+    for (period, adjust) in [("day", "qfq"), ("5m", "none"), ("15s", "none"), ("year", "hfq"), ("3d", "qfq")] {
+        let v = json(&["mac", "bars", "sz000001", "--period", period, "--adjust", adjust, "--count", "50"]);
+        let want = ask(&["mac-bars", "sz000001", "--period", period, "--adjust", adjust, "--count", "50"]);
+        assert!(!v.as_array().unwrap().is_empty(), "{period} {adjust}");
+        assert_eq!(v, want["bars"], "{period} {adjust}");
+    }
+    // Two pages of 700 joined, with an offset from the newest.
+    let v = json(&["mac", "bars", "sz000001", "--period", "1m", "--count", "900", "--start", "3"]);
+    let older = ask(&["mac-bars", "sz000001", "--period", "1m", "--count", "200", "--start", "703"]);
+    let newer = ask(&["mac-bars", "sz000001", "--period", "1m", "--count", "700", "--start", "3"]);
+    let mut both = older["bars"].as_array().unwrap().clone();
+    both.extend(newer["bars"].as_array().unwrap().iter().cloned());
+    assert_eq!(v, Value::from(both));
+
+    let v = json(&["flow", "sz000001"]);
+    let want = ask(&["flow", "sz000001"]);
+    let days = want["blocks"][0]["days"].as_array().unwrap();
+    assert_eq!(v.as_array().unwrap().len(), days.len());
+    assert!(!days.is_empty());
+    for (ours, day) in v.as_array().unwrap().iter().zip(days) {
+        let mut ours = ours.clone();
+        assert_eq!(ours.as_object_mut().unwrap().shift_remove("code"), Some(Value::from("sz000001")));
+        assert_eq!(&ours, day);
+    }
+
+    let v = json(&["mac", "ticks", "sz000001", "--count", "30", "--start", "5"]);
+    assert_eq!(v, ask(&["mac-ticks", "sz000001", "--count", "30", "--start", "5"])["ticks"]);
+    let v = json(&["mac", "minutes", "sz000001"]);
+    assert_eq!(v, ask(&["mac-minutes", "sz000001"])["points"]);
+    let v = json(&["mac", "minutes", "sz000001", "--days", "3"]);
+    let want = ask(&["mac-minutes", "sz000001", "--days", "3"]);
+    let rows: Vec<Value> = want["days"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| {
+            d["points"].as_array().unwrap().iter().map(|p| {
+                let mut p = p.clone();
+                p.as_object_mut().unwrap().shift_insert(0, "date".into(), d["date"].clone());
+                p
+            })
+        })
+        .collect();
+    assert!(rows.len() > 240);
+    assert_eq!(v, Value::from(rows));
+    let v = json(&["mac", "boards", "--kind", "industry"]);
+    assert_eq!(v, ask(&["mac-boards", "--kind", "industry"])["boards"]);
+    let v = json(&["mac", "board-members", "sh_a", "--sort", "amount", "--fields", "close,amount"]);
+    assert!(v.as_array().unwrap().len() > 80, "more than one page");
+    assert_eq!(v, ask(&["mac-board", "sh_a", "--sort", "amount", "--fields", "close,amount"])["rows"]);
+    let v = json(&["mac", "stock-boards", "sz000001"]);
+    assert_eq!(v, ask(&["mac-stock-boards", "sz000001"])["boards"]);
+    let v = json(&["mac", "capital-flow", "sz000001"]);
+    assert_eq!(v[0], ask(&["capital-flow", "sz000001"])["flow"]);
+    let v = json(&["mac", "snapshot", "sz000001"]);
+    assert_eq!(v[0], ask(&["mac-snapshot", "sz000001"]));
+    let v = json(&["unusual", "sz"]);
+    let want = ask(&["unusual", "sz"]);
+    assert_eq!(v.as_array().unwrap().len() as u64, want["total"].as_u64().unwrap());
+    assert_eq!(v, want["moves"]);
+    let v = json(&["unusual", "sh", "--start", "2", "--count", "5"]);
+    assert_eq!(v, ask(&["unusual", "sh", "--start", "2", "--count", "5"])["moves"]);
+
+    // A table flattens nested values into `parent.child` columns.
+    let out = run(&["mac", "boards", "--kind", "concept", "--local", "-o", "csv"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().next().unwrap().starts_with("board.code,board.name,"), "{text}");
+}

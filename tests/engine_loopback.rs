@@ -1353,3 +1353,44 @@ async fn mac_and_money_flow_requests_use_their_own_pools_byte_exact() {
     assert_eq!(client.diagnostics().supervisor.counters.replies, main_before, "the main pool carried none");
     assert_eq!(client.close().await, CloseState::Closed);
 }
+
+/// Why: the MAC and money-flow pools judge a new server by their own
+/// family's data (a MAC calendar naming today, sz000001's money flow), as
+/// the main pool does by its count and bar: a server that serves nothing
+/// is passed over for the next one, and every call is answered with data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mac_and_money_flow_pools_pass_over_a_server_without_data() {
+    use tdx_engine::proto::mac::*;
+    use tdx_engine::Pool;
+    let s = servers(2, |i| Faults { empty_data: i == 0, ..Faults::default() });
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(1)
+        .pool_servers(Pool::Mac, 1, 2)
+        .pool_servers(Pool::MoneyFlow, 1, 2)
+        .build()
+        .unwrap();
+    let sz = code("sz000001");
+    let calls: Vec<Request> = vec![
+        MacServerInfo::default().into(),
+        MacQuotes { fields: FieldBitmap::of([MacField::CLOSE, MacField::LIMIT_UP]), symbols: vec![sz.into()] }.into(),
+        MacBars::new(sz, Period::Day, 0, 10, Adjust::None).into(),
+        MoneyFlow { code: sz }.into(),
+    ];
+    for _ in 0..3 {
+        for request in &calls {
+            let reply = client.call_raw(request.clone()).await.unwrap_or_else(|e| panic!("{}: {e}", request.name()));
+            assert_eq!(reply, respond(&s.data, 0, request), "{}: an answer with data", request.name());
+        }
+    }
+    for pool in [Pool::Mac, Pool::MoneyFlow] {
+        let d = client.pool_diagnostics(pool).unwrap();
+        assert!(
+            d.supervisor.counters.data_rejections >= 1,
+            "{pool}: the empty server was judged: {:?}",
+            d.supervisor.counters
+        );
+    }
+    assert_eq!(client.close().await, CloseState::Closed);
+}

@@ -48,11 +48,18 @@ pub enum Mutant {
     /// A caller's thread that borrowed a connection keeps it when done
     /// instead of giving it back to its slot task.
     ThreadLoanNotGivenBack,
+    /// A MAC request that timed out leaves its connection in use instead of
+    /// retiring it: its late reply (msg_id 0, like every MAC reply) answers
+    /// the next MAC request on that connection.
+    MacTimeoutKeepsConnection,
+    /// A MAC reply is matched by the engine's msg_id instead of the one its
+    /// codec says the reply carries (0): no MAC reply is ever taken.
+    MacReplyMatchedByEngineId,
 }
 
 impl Mutant {
     /// Every mutant, in declaration order.
-    pub const ALL: [Mutant; 13] = [
+    pub const ALL: [Mutant; 15] = [
         Mutant::CancelReleasesSlot,
         Mutant::GenerationCheckSkipped,
         Mutant::ReplyCompletedTwice,
@@ -66,6 +73,8 @@ impl Mutant {
         Mutant::AdmissionPastCapacity,
         Mutant::BorrowerFailureUnreported,
         Mutant::ThreadLoanNotGivenBack,
+        Mutant::MacTimeoutKeepsConnection,
+        Mutant::MacReplyMatchedByEngineId,
     ];
 
     /// Its name on the command line (snake case).
@@ -84,6 +93,8 @@ impl Mutant {
             Mutant::AdmissionPastCapacity => "admission_past_capacity",
             Mutant::BorrowerFailureUnreported => "borrower_failure_unreported",
             Mutant::ThreadLoanNotGivenBack => "thread_loan_not_given_back",
+            Mutant::MacTimeoutKeepsConnection => "mac_timeout_keeps_connection",
+            Mutant::MacReplyMatchedByEngineId => "mac_reply_matched_by_engine_id",
         }
     }
 

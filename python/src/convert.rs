@@ -286,3 +286,34 @@ pub fn f10_table(t: &tdx_engine::f10::F10Table) -> Table {
     }
     b.build()
 }
+
+/// A listed command's output through the engine's own table
+/// (`tdx_engine::table`, the columns the gateway serves): prices as a
+/// float column and a `_decimal` one, like every other table here; bytes as
+/// lowercase hex.
+pub fn tabular<T: tdx_engine::table::Tabular>(out: &T) -> Table {
+    use tdx_engine::table::Values;
+    let table = out.table();
+    let mut b = Builder::new();
+    for column in &table.columns {
+        let name = column.name.as_str();
+        b = match &column.values {
+            Values::Int(v) => b.col(name, Col::Int(v.clone())),
+            Values::Float(v) => b.col(name, Col::Float(v.clone())),
+            Values::Text(v) => b.col(name, Col::Text(v.clone())),
+            Values::Price(v) => b
+                .col(name, Col::Float(v.iter().map(|p| p.map(|p| p.yuan())).collect()))
+                .col(format!("{name}_decimal"), Col::Decimal(v.iter().map(|p| p.map(|p| p.milli())).collect())),
+            Values::Date(v) => b.date(name, v.iter().copied()),
+            Values::DateTime(v) => b.optional_datetime(name, v.iter().copied()),
+            Values::Time(v) => b.time(name, v.iter().copied()),
+            Values::Bytes(v) => b.col(
+                name,
+                Col::Text(
+                    v.iter().map(|x| x.as_ref().map(|x| x.iter().map(|b| format!("{b:02x}")).collect())).collect(),
+                ),
+            ),
+        };
+    }
+    b.build()
+}

@@ -20,7 +20,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use tdx_engine::proto::blockfile::BoardKind;
-use tdx_engine::proto::commands::{Adjust, AuxKind, LegacySecurityList, Period, QuoteCategory};
+use tdx_engine::proto::commands::{
+    mac_board_id, mac_board_kind, mac_category, mac_sort, Adjust, AuxKind, FieldBitmap, LegacySecurityList, Period,
+    QuoteCategory, SortOrder,
+};
 use tdx_engine::proto::{Date, Market, SecurityCode, TradeDate};
 use tdx_engine::runtime::PushFrame;
 use tdx_engine::supervisor::RequestError;
@@ -156,6 +159,56 @@ fn adjust(s: Option<&str>) -> PyResult<Adjust> {
 
 fn aux_kind(s: &str) -> PyResult<AuxKind> {
     s.trim().parse::<AuxKind>().map_err(|e| value_error("kind", e))
+}
+
+fn u32_arg(field: &str, v: i64) -> PyResult<u32> {
+    u32::try_from(v).map_err(|_| value_error(field, format!("{v} is outside 0..=4294967295")))
+}
+
+fn optional_trade_date(field: &str, yyyymmdd: Option<u32>) -> PyResult<Option<TradeDate>> {
+    yyyymmdd.map(|d| trade_date(field, d)).transpose()
+}
+
+/// Field names or `bit_N`, comma-separated, or `all` (FieldBitmap's parser).
+fn fields(s: &str) -> PyResult<FieldBitmap> {
+    s.parse::<FieldBitmap>().map_err(|e| value_error("fields", e))
+}
+
+/// A board's code (`881001`, `sh881001`), or a category: `a_share`,
+/// `sh_a`, `sz_a`, `star`, `bj`, `chinext`, as a 0x122C id.
+fn mac_board(s: &str) -> PyResult<u32> {
+    let s = s.trim().to_ascii_lowercase();
+    Ok(match s.as_str() {
+        "a_share" => mac_category::A_SHARES,
+        "sh_a" => mac_category::SH_A,
+        "sz_a" => mac_category::SZ_A,
+        "star" => mac_category::STAR,
+        "bj" => mac_category::BJ_A,
+        "chinext" => mac_category::CHINEXT,
+        other => mac_board_id(other.trim_start_matches("sh"))
+            .ok_or_else(|| value_error("board", format!("{other:?} is no board code or category")))?,
+    })
+}
+
+/// `industry`, `concept`, `style`, `index` (the exchange's \"other\"
+/// boards) or `all`, as a 0x1231 kind.
+fn mac_kind(s: &str) -> PyResult<u16> {
+    Ok(match s.trim().to_ascii_lowercase().as_str() {
+        "industry" => mac_board_kind::INDUSTRY,
+        "concept" => mac_board_kind::CONCEPT,
+        "style" => mac_board_kind::STYLE,
+        "index" => mac_board_kind::OTHER,
+        "all" => mac_board_kind::ALL,
+        other => return Err(value_error("kind", format!("{other:?}: use industry, concept, style, index or all"))),
+    })
+}
+
+/// MAC adjusts on the server: none, qfq or hfq only.
+fn mac_adjust(s: Option<&str>) -> PyResult<Adjust> {
+    match adjust(s)? {
+        a @ (Adjust::None | Adjust::Forward | Adjust::Backward) => Ok(a),
+        other => Err(value_error("adjust", format!("{other:?}: MAC servers adjust by none, qfq or hfq only"))),
+    }
 }
 
 fn seconds(field: &str, v: f64) -> PyResult<Duration> {
@@ -566,6 +619,160 @@ impl NativeClient {
         d.set_item("kind_raw", board.kind_raw)?;
         d.set_item("codes", board.codes)?;
         Ok(Some(d))
+    }
+
+    fn money_flow(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        wait(py, self.client.money_flow(c)).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_server_info(&self, py: Python<'_>) -> PyResult<Table> {
+        wait(py, self.client.mac_server_info()).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_quotes(&self, py: Python<'_>, codes_: Vec<String>, fields_: &str) -> PyResult<Table> {
+        let (cs, f) = (codes("codes", &codes_)?, fields(fields_)?);
+        if cs.len() > tdx_engine::proto::limits::MAC_QUOTE_CODES_MAX {
+            return Err(value_error("codes", format!("{} codes: at most 80 per call", cs.len())));
+        }
+        wait(py, self.client.mac_quotes(&cs, f)).map(|r| convert::tabular(&r))
+    }
+
+    /// `page` is (start, count).
+    fn mac_board_members(
+        &self,
+        py: Python<'_>,
+        board: &str,
+        sort: &str,
+        ascending: bool,
+        fields_: &str,
+        page: (i64, i64),
+    ) -> PyResult<Table> {
+        let (start, count) = page;
+        let (b, f) = (mac_board(board)?, fields(fields_)?.truncated(128));
+        let sort = mac_sort::parse(sort.trim()).map_err(|e| value_error("sort", e))?;
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        if ascending {
+            // The listed method sorts descending; the order is the request's.
+            let mut request = tdx_engine::proto::commands::MacBoardMembers::new(b, sort, s.into(), n, f);
+            request.order = SortOrder::Ascending;
+            return wait(py, self.client.call(request)).map(|r| convert::tabular(&r.rows));
+        }
+        wait(py, self.client.mac_board_members(b, sort, f, Page::new(s, n))).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_snapshot(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        wait(py, self.client.mac_snapshot(c)).map(|r| convert::tabular(&r))
+    }
+
+    #[pyo3(signature = (code_, period_, adjust_, start, count))]
+    fn mac_bars(
+        &self,
+        py: Python<'_>,
+        code_: &str,
+        period_: &str,
+        adjust_: Option<&str>,
+        start: i64,
+        count: i64,
+    ) -> PyResult<Table> {
+        let (c, p, a) = (code("code", code_)?, period(period_)?, mac_adjust(adjust_)?);
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        wait(py, self.client.mac_bars(c, p, a, Page::new(s, n))).map(|r| convert::tabular(&r))
+    }
+
+    #[pyo3(signature = (code_, yyyymmdd=None))]
+    fn mac_minutes(&self, py: Python<'_>, code_: &str, yyyymmdd: Option<u32>) -> PyResult<Table> {
+        let (c, d) = (code("code", code_)?, optional_trade_date("date", yyyymmdd)?);
+        wait(py, self.client.mac_minutes(c, d)).map(|r| convert::tabular(&r))
+    }
+
+    #[pyo3(signature = (code_, yyyymmdd, days))]
+    fn mac_multi_day_minutes(&self, py: Python<'_>, code_: &str, yyyymmdd: Option<u32>, days: i64) -> PyResult<Table> {
+        let (c, d) = (code("code", code_)?, optional_trade_date("date", yyyymmdd)?);
+        let most = tdx_engine::proto::limits::MAC_MINUTE_DAYS_MAX;
+        let n = u16::try_from(days)
+            .ok()
+            .filter(|n| (1..=most).contains(n))
+            .ok_or_else(|| value_error("days", format!("{days} is outside 1..={most}")))?;
+        wait(py, self.client.mac_multi_day_minutes(c, d, n)).map(|r| convert::tabular(&r))
+    }
+
+    #[pyo3(signature = (code_, yyyymmdd, start, count))]
+    fn mac_ticks(&self, py: Python<'_>, code_: &str, yyyymmdd: Option<u32>, start: i64, count: i64) -> PyResult<Table> {
+        let (c, d) = (code("code", code_)?, optional_trade_date("date", yyyymmdd)?);
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        wait(py, self.client.mac_ticks(c, d, Page::new(s, n))).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_board_list(&self, py: Python<'_>, kind: &str, start: i64, count: i64) -> PyResult<Table> {
+        let k = mac_kind(kind)?;
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        wait(py, self.client.mac_board_list(k, Page::new(s, n))).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_stock_boards(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        wait(py, self.client.mac_stock_boards(c)).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_capital_flow(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        wait(py, self.client.mac_capital_flow(c)).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_auction(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        wait(py, self.client.mac_auction(c)).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_unusual(&self, py: Python<'_>, market_: &str, start: i64, count: i64) -> PyResult<Table> {
+        let m = market(market_)?;
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        wait(py, self.client.mac_unusual(m, Page::new(s, n))).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_bar_offset(&self, py: Python<'_>, offset: i64, count: i64) -> PyResult<Table> {
+        let (o, n) = (u32_arg("offset", offset)?, u32::from(count_arg("count", count)?));
+        wait(py, self.client.mac_bar_offset(o, n)).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_sparkline(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = code("code", code_)?;
+        wait(py, self.client.mac_sparkline(c)).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_goods(&self, py: Python<'_>, market_: i64, start: i64, count: i64) -> PyResult<Table> {
+        let m = u16_arg("market", market_)?;
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        wait(py, self.client.mac_goods(m, Page::new(s, n))).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_file_meta(&self, py: Python<'_>, name: &str) -> PyResult<Table> {
+        wait(py, self.client.mac_file_meta(name)).map(|r| convert::tabular(&r))
+    }
+
+    fn mac_file_chunk<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        index: i64,
+        offset: i64,
+        size: i64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let i = u32_arg("index", index).and_then(|i| {
+            if i == 0 {
+                Err(value_error("index", "chunks count from 1"))
+            } else {
+                Ok(i)
+            }
+        })?;
+        let (o, n) = (u32_arg("offset", offset)?, u32_arg("size", size)?);
+        if n == 0 || n > tdx_engine::proto::limits::MAC_FILE_CHUNK_BYTES_MAX {
+            return Err(value_error("size", format!("{n} is outside 1..=30000")));
+        }
+        let bytes = wait(py, self.client.mac_file_chunk(name, i, o, n))?;
+        Ok(PyBytes::new(py, &bytes))
     }
 
     /// One push frame, waiting up to `timeout` seconds (`None`: until one

@@ -207,6 +207,14 @@ impl Builder {
         )
     }
 
+    /// Date-times with nulls.
+    pub fn optional_datetime(self, name: &str, values: impl IntoIterator<Item = Option<DateTime>>) -> Self {
+        let millis = |t: DateTime| {
+            i64::from(date_days(t.date)) * 86_400_000 + i64::from(time_secs(t.time)) * 1000 + i64::from(t.time.millis())
+        };
+        self.col(name, Col::Timestamp(values.into_iter().map(|t| t.map(millis)).collect()))
+    }
+
     pub fn time(self, name: &str, values: impl IntoIterator<Item = Option<TimeOfDay>>) -> Self {
         self.col(name, Col::Time(values.into_iter().map(|t| t.map(time_secs)).collect()))
     }

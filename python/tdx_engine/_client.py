@@ -53,6 +53,25 @@ COMMANDS: Dict[str, Optional[str]] = {
     "company_content": "company_info.get",
     "special_limits": "limits.special",
     "delisted_bars": "delisted_bars.get",
+    "money_flow": "money_flow.daily",
+    "mac_server_info": "mac.server_info",
+    "mac_quotes": "mac.quotes",
+    "mac_board_members": "mac.board_members",
+    "mac_snapshot": "mac.snapshot",
+    "mac_bars": "mac.bars",
+    "mac_minutes": "mac.minutes",
+    "mac_multi_day_minutes": "mac.multi_day_minutes",
+    "mac_ticks": "mac.ticks",
+    "mac_board_list": "mac.board_list",
+    "mac_stock_boards": "mac.stock_boards",
+    "mac_capital_flow": "mac.capital_flow",
+    "mac_auction": "mac.auction",
+    "mac_unusual": "mac.unusual",
+    "mac_bar_offset": "mac.bar_offset",
+    "mac_sparkline": "mac.sparkline",
+    "mac_goods": "mac.goods",
+    "mac_file_meta": "mac.file_meta",
+    "mac_file_chunk": "mac.file_chunk",
 }
 
 
@@ -477,6 +496,140 @@ class F10Api(_Namespace):
         return self.tables("limit_up_down_list", None, **params)
 
 
+def _optional_day(value: Optional[DateLike], field: str) -> Optional[int]:
+    return None if value is None else _yyyymmdd(value, field)
+
+
+def _int(value: Any, field: str) -> int:
+    """An integer argument; anything else (a bool, a list) is a ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{field}: expected an integer, got {value!r}")
+    return value
+
+
+def _fields(fields: Union[str, Sequence[str]]) -> str:
+    """Field names as the engine reads them: ``"close,limit_up"`` or a list."""
+    if isinstance(fields, str):
+        return fields
+    names = list(fields)
+    if not names or not all(isinstance(f, str) for f in names):
+        raise ValueError(f"fields: expected field names, got {fields!r}")
+    return ",".join(names)
+
+
+# The fields asked for when a quote call names none (tdx-sim truth's default).
+MAC_DEFAULT_FIELDS = ("pre_close", "open", "high", "low", "close", "volume", "amount",
+                      "limit_up", "limit_down", "main_net_inflow")
+
+
+class MacApi(_Namespace):
+    """TDX's MAC channel (0x1c requests on 7709 hosts), a pool of its own:
+    bitmap quotes, server-adjusted bars from seconds to years, boards and
+    their rankings, ticks with trade counts, minute lines, capital flow,
+    unusual moves, the server's calendar, goods and files. Shaped like
+    eltdx 3.3's ``eltdx.mac.MacClient``."""
+
+    def server_info(self) -> Table:
+        """The server's day, its last trading day and session times (0x120F)."""
+        return self._n.mac_server_info()
+
+    def quotes(self, codes: Codes, *, fields: Union[str, Sequence[str]] = MAC_DEFAULT_FIELDS) -> Table:
+        """Quotes of up to 80 codes with the fields named (0x122B): any of the
+        ~126 names (``limit_up``, ``main_net_inflow``, ...), ``bit_N``, or ``"all"``."""
+        return self._n.mac_quotes(_code_list(codes), _fields(fields))
+
+    def board_members(self, board: str, *, sort: str = "change", ascending: bool = False,
+                      fields: Union[str, Sequence[str]] = MAC_DEFAULT_FIELDS, start: int = 0,
+                      count: int = 80) -> Table:
+        """One page of a board's (``"881001"``) or category's (``"sh_a"``,
+        ``"sz_a"``, ``"a_share"``, ``"star"``, ``"bj"``, ``"chinext"``) member
+        quotes, ranked by ``sort`` (code, price, volume, amount, change,
+        speed, main_net, or a number) (0x122C)."""
+        if not isinstance(ascending, bool):
+            raise ValueError(f"ascending: expected True or False, got {ascending!r}")
+        return self._n.mac_board_members(board, sort, ascending, _fields(fields), (start, count))
+
+    def snapshot(self, code: str) -> Table:
+        """One security's snapshot (0x122A)."""
+        return self._n.mac_snapshot(code)
+
+    def bars(self, code: str, *, period: str = "day", adjust: Optional[str] = None, start: int = 0,
+             count: int = 700) -> Table:
+        """One page of bars (0x122E), ``start`` back from the newest, oldest
+        first, stamped with each bar's start. ``period``: ``Ns`` seconds to
+        ``year``; ``adjust``: ``None``, ``"qfq"`` or ``"hfq"`` (by the server)."""
+        return self._n.mac_bars(code, period, adjust, start, count)
+
+    def minutes(self, code: str, date: Optional[DateLike] = None) -> Table:
+        """One day's minute line (0x122D), today's without ``date``."""
+        return self._n.mac_minutes(code, _optional_day(date, "date"))
+
+    def multi_day_minutes(self, code: str, *, days: int = 5, date: Optional[DateLike] = None) -> Table:
+        """Up to five days' minute lines ending at ``date`` (0x123E), one row per minute."""
+        return self._n.mac_multi_day_minutes(code, _optional_day(date, "date"), _int(days, "days"))
+
+    def ticks(self, code: str, date: Optional[DateLike] = None, *, start: int = 0, count: int = 1000) -> Table:
+        """One page of a day's ticks with trade counts (0x122F), from the first."""
+        return self._n.mac_ticks(code, _optional_day(date, "date"), start, count)
+
+    def board_list(self, kind: str = "all", *, start: int = 0, count: int = 150) -> Table:
+        """One page of the board list (0x1231), ``kind`` industry, concept,
+        style, index or all, each board with its leading stock."""
+        return self._n.mac_board_list(kind, start, count)
+
+    def stock_boards(self, code: str) -> Table:
+        """The boards a stock belongs to (0x1218, head flag 1)."""
+        return self._n.mac_stock_boards(code)
+
+    def capital_flow(self, code: str) -> Table:
+        """A stock's capital flow, today's and five days' (0x1218, head flag 2);
+        no rows for a code without one."""
+        return self._n.mac_capital_flow(code)
+
+    def auction(self, code: str) -> Table:
+        """Today's call-auction series (0x123D)."""
+        return self._n.mac_auction(code)
+
+    def unusual(self, market: str, *, start: int = 0, count: int = 600) -> Table:
+        """One page of a market's unusual moves (0x1237), from the first."""
+        return self._n.mac_unusual(market, start, count)
+
+    def bar_offset(self, offset: int = 0, count: int = 1) -> Table:
+        """The bar-offset query (0x124A; eltdx's liveness probe)."""
+        return self._n.mac_bar_offset(_int(offset, "offset"), _int(count, "count"))
+
+    def sparkline(self, code: str) -> Table:
+        """Today's 240-point sparkline (0x254D), prices in yuan."""
+        return self._n.mac_sparkline(code)
+
+    def goods(self, market: Union[str, int], *, start: int = 0, count: int = 1000) -> Table:
+        """One page of a MAC market's goods list (0x2562): ``"sz"``, ``"sh"``,
+        ``"bj"`` (MAC markets 0, 1, 2) or any MAC market id."""
+        if isinstance(market, str):
+            ids = {"sz": 0, "sh": 1, "bj": 2}
+            if market.strip().lower() not in ids:
+                raise ValueError(f"market: expected sz, sh, bj or a MAC market id, got {market!r}")
+            market = ids[market.strip().lower()]
+        return self._n.mac_goods(_int(market, "market"), start, count)
+
+    def file_meta(self, filename: str) -> Table:
+        """A server file's size and MD5 over MAC (0x1215)."""
+        return self._n.mac_file_meta(filename)
+
+    def file_chunk(self, filename: str, index: int, *, offset: int = 0, size: int = 30000) -> bytes:
+        """Chunk ``index`` (from 1) of a server file: up to ``size`` bytes from ``offset`` (0x1217)."""
+        return self._n.mac_file_chunk(filename, _int(index, "index"), _int(offset, "offset"), _int(size, "size"))
+
+
+class MoneyFlowApi(_Namespace):
+    """Daily money flow (0x0ffc) from the money-flow servers, a pool of its own."""
+
+    def daily(self, code: str) -> Table:
+        """Five days, newest first: each day's amount, its sixteen order-size
+        buckets and the nets derived from them."""
+        return self._n.money_flow(code)
+
+
 def _f10_text(value: Any) -> str:
     """A parameter value as the gateway's text (booleans as true/false)."""
     if isinstance(value, bool):
@@ -568,6 +721,8 @@ class Client:
         self.resources = ResourceApi(self._n)
         self.boards = BoardApi(self._n)
         self.f10 = F10Api(self._n)
+        self.mac = MacApi(self._n)
+        self.money_flow = MoneyFlowApi(self._n)
 
     def diagnostics(self) -> Dict[str, Any]:
         """The engine's diagnostics: slots, queues, budgets, workers, counters."""

@@ -33,6 +33,13 @@ BAD = {
     "category": ["nope", ""],
     "timeout": [-1.0, math.nan],
     "days": [[("xx", 20260102)], [("sz000001", "2026-02-30")]],
+    "fields": ["nope", "", "bit_999", ["close", 5]],
+    "board": ["nope", "", "88x001"],
+    "sort": ["nope", "-1"],
+    "ascending": ["yes", 1],
+    "offset": [-1, 2**32, True],
+    "index": [0, -1, 2**32],
+    "size": [0, -1, 40000],
 }
 # Parameters whose every value is valid input (a name the server matches, a switch).
 FREE = {"filename", "name", "all_pages"}
@@ -48,6 +55,8 @@ def good(param: str, past_day: int):
         "days": [("sz000001", past_day)],
         "filename": "block_zs.dat",
         "name": "x",
+        "board": "881001",
+        "index": 1,
     }[param]
 
 

@@ -47,3 +47,7 @@ TDX_ENGINE_LOOPBACK_ONLY=1 "$VENV/bin/python" tests/interop/f10_check.py \
 # `tdx-sim tdx-dir` write, `tdx import` of what eltdx writes.
 HOME="$scratch/home" TDX_ENGINE_LOOPBACK_ONLY=1 "$VENV/bin/python" tests/interop/files_check.py \
     --sim "$SIM" --tdx "$(pwd)/target/debug/tdx" --seed "$SEED" --hosts "$hosts"
+# eltdx's MAC client (every method) and its money flow against the same
+# servers and truth.
+HOME="$scratch/home" XDG_DATA_HOME="$scratch/home" ELTDX_DATA_DIR="$scratch/eltdx" \
+    "$VENV/bin/python" tests/interop/mac_check.py --sim "$SIM" --seed "$SEED" --ports "$ports"

@@ -64,7 +64,11 @@ impl Default for ClientBuilder {
         let sup = SupervisorConfig::default();
         Self {
             main: PoolSettings { canary_probe: Some(crate::supervisor::default_probe()), ..PoolSettings::default() },
-            others: Default::default(),
+            // Each pool judges its servers by its own family's data.
+            others: [
+                PoolSettings { canary_probe: Some(crate::supervisor::mac_probe()), ..PoolSettings::default() },
+                PoolSettings { canary_probe: Some(crate::supervisor::money_flow_probe()), ..PoolSettings::default() },
+            ],
             canary: sup.canary,
             second_opinion: true,
             connect_concurrency: sup.connect_concurrency,
@@ -195,7 +199,11 @@ impl ClientBuilder {
         settings.connections_per_server = Some(connections_per_server);
         self
     }
-    /// The data canary's queries for `pool` (see [`canary_probe`](Self::canary_probe)).
+    /// The data canary's queries for `pool` (see [`canary_probe`](Self::canary_probe));
+    /// default the MAC calendar for the MAC pool
+    /// ([`mac_probe`](crate::supervisor::mac_probe)) and sz000001's money
+    /// flow for the money-flow pool
+    /// ([`money_flow_probe`](crate::supervisor::money_flow_probe)).
     pub fn pool_canary_probe(mut self, pool: Pool, queries: Vec<Request>) -> Self {
         self.settings(pool).canary_probe = Some(queries);
         self

@@ -238,6 +238,11 @@ impl Supervisor {
         };
         self.finish(id, Err(RequestError::TimedOut));
         if let Place::OnSlot(slot) = place {
+            // MAC replies carry msg_id 0 (money flow's a routed one).
+            let mac = matches!(self.slots[slot.index()].state, SlotState::Busy(ex) if ex.reply_id == 0);
+            if mac && mutant(Mutant::MacTimeoutKeepsConnection) {
+                return self.release(slot);
+            }
             self.retire(slot, None);
         }
     }

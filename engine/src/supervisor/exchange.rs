@@ -62,7 +62,9 @@ impl Supervisor {
             _ => None,
         };
         if let Some((ex, sent_at)) = written {
-            let id_matches = ex.reply_id == header.msg_id || mutant(Mutant::StaleFrameAccepted);
+            let mac = ex.reply_id == 0;
+            let reply_id = if mac && mutant(Mutant::MacReplyMatchedByEngineId) { ex.msg_id } else { ex.reply_id };
+            let id_matches = reply_id == header.msg_id || mutant(Mutant::StaleFrameAccepted);
             if id_matches && ex.msg_type == header.msg_type {
                 return self.reply(slot, ex, sent_at, body);
             }

@@ -108,7 +108,7 @@ pub use diagnostics::{Counters, Diagnostics, SlotDiagnostics};
 pub use ids::{Epoch, Generation, PinId, RequestId, SlotId, SlotRef};
 pub use io::{Action, CloseState, FrameBody, Input, RequestError, Sent, SlotError};
 pub use push::{PushBatch, PushFrame};
-pub use verdict::{default_probe, judge, RejectReason, Verdict};
+pub use verdict::{default_probe, judge, mac_probe, money_flow_probe, RejectReason, Verdict};
 
 use establish::Establishment;
 use push::PushBuffer;

@@ -14,7 +14,10 @@
 //! - a category list, limit table or delisted security's bars with no
 //!   rows (paged like the others; every empty 0x0452 page, whose page size
 //!   is the server's own), a company directory or section, or a file
-//!   chunk, with nothing in it.
+//!   chunk, with nothing in it;
+//! - on the MAC and money-flow pools: a quote list shorter than the codes
+//!   asked, and any other reply with nothing in it (a calendar without
+//!   today, a flow without days, a page, a board list, unusual moves).
 //!
 //! The known end of a series is learned from replies: a non-empty page
 //! shorter than a full page ends its series at `start + records`, and a
@@ -119,6 +122,24 @@ fn records(reply: &Reply) -> Option<usize> {
         Reply::SpecialLimits(v) => v.len(),
         Reply::DelistedBars(v) => v.len(),
         Reply::FileRead(v) => v.len(),
+        Reply::MoneyFlow(v) => v.iter().map(|b| b.days.len()).sum(),
+        Reply::MacServerInfo(r) => usize::from(r.today.is_some()),
+        Reply::MacQuotes(t) | Reply::MacBoardMembers(t) => t.rows.len(),
+        Reply::MacSnapshot(r) => usize::from(r.date.is_some() || !r.name.is_empty()),
+        Reply::MacBars(p) => p.bars.len(),
+        Reply::MacMinutes(m) => m.points.len(),
+        Reply::MacMultiDayMinutes(m) => m.points.len(),
+        Reply::MacTicks(p) => p.ticks.len(),
+        Reply::MacBoardList(r) => r.boards.len(),
+        Reply::MacStockBoards(r) => r.boards.len(),
+        Reply::MacCapitalFlow(r) => usize::from(r.flow.is_some()),
+        Reply::MacAuction(r) => r.points.len(),
+        Reply::MacUnusual(v) => v.len(),
+        Reply::MacBarOffset(r) => r.total as usize,
+        Reply::MacSparkline(r) => r.prices.len(),
+        Reply::MacGoods(v) => v.len(),
+        Reply::MacFileMeta(r) => r.size as usize,
+        Reply::MacFileChunk(r) => r.data.len(),
         _ => return None,
     })
 }
@@ -156,6 +177,7 @@ impl KnownEnds {
         match request {
             Request::Quotes(q) => n < q.targets.len(),
             Request::Snapshots(s) => n < s.targets.len(),
+            Request::MacQuotes(q) => n < q.symbols.len(),
             Request::CapitalChanges(c) => n == 0 && !c.codes.is_empty(),
             Request::FinanceInfo(f) => n == 0 && !f.codes.is_empty(),
             _ => match page(request) {
@@ -281,6 +303,26 @@ mod tests {
             .into(),
             SpecialLimits::new(0).into(),
             DelistedBars { code: sz, start: 0, count: 800 }.into(),
+            MoneyFlow { code: sz }.into(),
+            MacServerInfo::default().into(),
+            MacQuotes { fields: FieldBitmap::of([MacField::CLOSE]), symbols: vec![sz.into()] }.into(),
+            MacBoardMembers::new(mac_category::SH_A, mac_sort::AMOUNT, 0, 80, FieldBitmap::of([MacField::CLOSE]))
+                .into(),
+            MacSnapshot { symbol: sz.into() }.into(),
+            MacBars::new(sz, Period::Day, 0, 700, Adjust::None).into(),
+            MacMinutes { symbol: sz.into(), date: None }.into(),
+            MacMultiDayMinutes { symbol: sz.into(), date: None, days: 5 }.into(),
+            MacTicks { symbol: sz.into(), date: None, start: 0, count: 1000 }.into(),
+            MacBoardList::new(mac_board_kind::ALL, 0, 150).into(),
+            MacStockBoards { symbol: sz.into() }.into(),
+            MacCapitalFlow { symbol: sz.into() }.into(),
+            MacAuction { symbol: sz.into(), start: 0, count: 500 }.into(),
+            MacUnusual::new(0, 0, 600).into(),
+            MacBarOffset { offset: 0, count: 1 }.into(),
+            MacSparkline { symbol: sz.into() }.into(),
+            MacGoods { market: 0, start: 0, count: 1000 }.into(),
+            MacFileMeta { name: "block_gn.dat".into(), offset: 0 }.into(),
+            MacFileChunk { name: "block_gn.dat".into(), index: 1, offset: 0, size: 30_000 }.into(),
         ];
         for request in &all {
             match request {
@@ -312,10 +354,8 @@ mod tests {
                 | Request::CompanyCategory(_)
                 | Request::CompanyContent(_)
                 | Request::SpecialLimits(_)
-                | Request::DelistedBars(_) => {}
-                // Served by their own pools (MAC, money flow): what an empty
-                // reply of theirs means is not settled here.
-                Request::MoneyFlow(_)
+                | Request::DelistedBars(_)
+                | Request::MoneyFlow(_)
                 | Request::MacServerInfo(_)
                 | Request::MacQuotes(_)
                 | Request::MacBoardMembers(_)

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::proto::commands::{Bars, Period, SecurityCount};
+use crate::proto::commands::{Bars, MacServerInfo, MoneyFlow, Period, SecurityCount};
 use crate::proto::{Market, Reply, Request, SecurityCode};
 
 /// Why a server was rejected.
@@ -72,10 +72,27 @@ pub fn default_probe() -> Vec<Request> {
     ]
 }
 
+/// The MAC pool's probe: the server's calendar (0x120F), which every MAC
+/// server answers first (eltdx's `ping_all` asks it too) and which names
+/// today's date on a server that has a market.
+pub fn mac_probe() -> Vec<Request> {
+    vec![MacServerInfo::default().into()]
+}
+
+/// The money-flow pool's probe: `sz000001`'s daily money flow (0x0ffc),
+/// which the servers without money flow answer with no days.
+pub fn money_flow_probe() -> Vec<Request> {
+    let code = SecurityCode::new(Market::Sz, *b"000001").expect("sz000001 is a valid code");
+    vec![MoneyFlow { code }.into()]
+}
+
 /// Whether a probe reply carries data: a count above zero, at least one
-/// record in a list. Replies of other commands are taken as they are.
+/// record in a list, a MAC calendar with today's date, a money flow with
+/// days. Replies of other commands are taken as they are.
 pub fn judge(reply: &Reply) -> Result<(), RejectReason> {
     let has_data = match reply {
+        Reply::MacServerInfo(info) => info.today.is_some(),
+        Reply::MoneyFlow(blocks) => blocks.iter().any(|b| !b.days.is_empty()),
         Reply::SecurityCount(n) => *n > 0,
         Reply::Bars(bars) => !bars.is_empty(),
         Reply::SecurityList(list) => !list.is_empty(),
@@ -103,5 +120,35 @@ mod tests {
         assert_eq!(probe.len(), 2);
         assert_eq!(probe[0].msg_type(), 0x044e);
         assert_eq!(probe[1].msg_type(), 0x052d);
+    }
+
+    #[test]
+    fn a_mac_calendar_without_today_and_a_flow_without_days_are_empty_data() {
+        use crate::proto::commands::{MacServerInfoReply, MoneyFlowBlock};
+        let mut info = MacServerInfoReply {
+            count: 1,
+            flags: [0; 8],
+            tag: [0; 3],
+            reserved: [0; 9],
+            today: None,
+            time_1: 0,
+            sessions_1: [0; 8],
+            sessions_2: [0; 8],
+            flag: 0,
+            last_trading_day: None,
+            time_2: 0,
+            market_param_1: 0,
+            market_param_2: 0,
+            tail_raw: Vec::new(),
+        };
+        assert_eq!(judge(&Reply::MacServerInfo(info.clone())), Err(RejectReason::EmptyData));
+        info.today = crate::proto::Date::from_yyyymmdd(20261203);
+        assert_eq!(judge(&Reply::MacServerInfo(info)), Ok(()));
+        let code = SecurityCode::new(Market::Sz, *b"000001").unwrap();
+        let block = MoneyFlowBlock { code, reserved_a: 0, reserved_b: [0; 30], days: Vec::new() };
+        assert_eq!(judge(&Reply::MoneyFlow(vec![block])), Err(RejectReason::EmptyData));
+        assert_eq!(judge(&Reply::MoneyFlow(Vec::new())), Err(RejectReason::EmptyData));
+        assert_eq!(mac_probe()[0].msg_type(), 0x120f);
+        assert_eq!(money_flow_probe()[0].msg_type(), 0x0ffc);
     }
 }

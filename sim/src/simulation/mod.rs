@@ -38,8 +38,9 @@ pub use plan::{Fault, FaultEvent, Mix, Plan, Scheduled, Window, THROTTLE_SLACK};
 pub(crate) use world::{endpoints, Shape, World, CLIENT_HOST};
 
 use tdx_engine::proto::commands::{
-    Adjust, AuxKind, Bars, CapitalChanges, DetailedHistoryTrades, FinanceInfo, HistoryMinutes, HistoryTrades,
-    MinuteAux, Period, Quotes, SecurityCount, SecurityList, Sparkline,
+    Adjust, AuxKind, Bars, CapitalChanges, DetailedHistoryTrades, FieldBitmap, FinanceInfo, HistoryMinutes,
+    HistoryTrades, MacBars, MacCapitalFlow, MacField, MacMinutes, MacQuotes, MacServerInfo, MacTicks, MacUnusual,
+    MinuteAux, MoneyFlow, Period, Quotes, SecurityCount, SecurityList, Sparkline,
 };
 use tdx_engine::proto::{Market as Exchange, Request, SecurityCode, TradeDate};
 use tdx_engine::runtime::connector::TurmoilConnector;
@@ -141,6 +142,9 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
         plan.cpus,
         plan.rate_cap
     ));
+    if plan.mix.mac > 0 {
+        shared.trace(format!("plan mac={}", plan.mix.mac));
+    }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| simulate(&plan, &shared)));
     let trace = std::mem::take(&mut *shared.trace.lock().unwrap_or_else(|e| e.into_inner()));
     let problems = std::mem::take(&mut *shared.problems.lock().unwrap_or_else(|e| e.into_inner()));
@@ -281,6 +285,52 @@ fn request(rng: &mut Rng, plan: &Plan, market: &Market) -> (Request, &'static st
     (Bars { adjust, ..bars }.into(), "bars")
 }
 
+/// A MAC request (quotes, bars from seconds to weeks, ticks, a minute line,
+/// capital flow, unusual moves, the calendar) or a money-flow one, which
+/// differs per caller and op.
+fn mac_request(rng: &mut Rng, market: &Market) -> (Request, &'static str) {
+    let kind = rng.below(8);
+    mac_request_of(kind, rng, market)
+}
+
+/// A MAC or money-flow request of kind `kind` (0..8, as [`mac_request`] draws).
+fn mac_request_of(kind: u64, rng: &mut Rng, market: &Market) -> (Request, &'static str) {
+    let exchange = [Exchange::Sz, Exchange::Sh][rng.below(2) as usize];
+    let listings = market.listings(exchange);
+    let code = listings[rng.below(listings.len() as u64) as usize].code;
+    let dates = market.history_dates();
+    let date = (rng.below(2) == 0).then(|| TradeDate::new(dates[rng.below(dates.len() as u64) as usize]));
+    match kind {
+        0 => (MacServerInfo::default().into(), "mac calendar"),
+        1 => {
+            let fields = [MacField::CLOSE, MacField::LIMIT_UP, MacField::MAIN_NET_INFLOW, MacField::VOLUME];
+            let picked: Vec<MacField> =
+                fields.into_iter().filter(|_| rng.below(2) == 0).chain([MacField::PRE_CLOSE]).collect();
+            let symbols = (0..1 + rng.below(20))
+                .map(|_| listings[rng.below(listings.len() as u64) as usize].code.into())
+                .collect();
+            (MacQuotes { fields: FieldBitmap::of(picked), symbols }.into(), "mac quotes")
+        }
+        2 => {
+            let period = [Period::Day, Period::Min5, Period::Seconds(15), Period::Week][rng.below(4) as usize];
+            let adjust = [Adjust::None, Adjust::Forward, Adjust::Backward][rng.below(3) as usize];
+            let (start, count) = (rng.below(3) as u32 * 700, 1 + rng.below(700) as u16);
+            (MacBars::new(code, period, start, count, adjust).into(), "mac bars")
+        }
+        3 => {
+            let (start, count) = (rng.below(3000) as u32, 1 + rng.below(1000) as u16);
+            (MacTicks { symbol: code.into(), date, start, count }.into(), "mac ticks")
+        }
+        4 => (MacMinutes { symbol: code.into(), date }.into(), "mac minutes"),
+        5 => (MacCapitalFlow { symbol: code.into() }.into(), "mac capital flow"),
+        6 => (
+            MacUnusual::new(exchange.id().into(), rng.below(200) as u16, 1 + rng.below(600) as u16).into(),
+            "mac unusual",
+        ),
+        _ => (MoneyFlow { code }.into(), "money flow"),
+    }
+}
+
 /// What one call ended with, for the trace.
 fn describe(result: &Result<tdx_engine::proto::Reply, Error>) -> String {
     match result {
@@ -387,7 +437,13 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, data: &Arc<MarketData>)
         if healed_at.elapsed() > HEAL_WITHIN {
             return Err(format!("not serving {HEAL_WITHIN:?} after the heal ({streak} successes in a row)"));
         }
-        let (request, kind) = request(&mut rng, plan, data.market());
+        // MAC seeds: every other request goes to the MAC or money-flow pool,
+        // which must serve again too.
+        let (request, kind) = if plan.mix.mac > 0 && streak % 2 == 1 {
+            mac_request(&mut rng, data.market())
+        } else {
+            request(&mut rng, plan, data.market())
+        };
         let result = client.call_raw(request.clone()).await;
         shared.at(format_args!("healed {kind} {}", describe(&result)));
         match &result {
@@ -455,6 +511,24 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, data: &Arc<MarketData>)
         counters.demotions,
         d.lent_exchanges
     ));
+    for pool in [tdx_engine::Pool::Mac, tdx_engine::Pool::MoneyFlow] {
+        if let Some(d) = client.pool_diagnostics(pool) {
+            let c = &d.supervisor.counters;
+            shared.trace(format!(
+                "{pool} counters admitted={} replies={} errors={} retries={} timeouts={} connects={} stale={} late={} bad_replies={} data_rejections={}",
+                c.admitted, c.replies, c.errors, c.retries, c.timeouts, c.connects, c.stale_frames, c.late_frames,
+                c.bad_replies, c.data_rejections
+            ));
+            for b in &d.budgets {
+                if b.used != 0 {
+                    return Err(format!(
+                        "{} bytes of the {pool} pool's {} budget still reserved after close",
+                        b.used, b.name
+                    ));
+                }
+            }
+        }
+    }
     drop(client);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let sockets = sockets.load(Ordering::SeqCst);
@@ -495,7 +569,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
     let mix = plan.mix;
     for op in 0..plan.ops_per_caller {
         let tag = format!("caller {caller} op {op}");
-        let roll = rng.below((mix.light + mix.heavy + mix.paging + mix.pins + mix.cancels).max(1));
+        let roll = rng.below((mix.light + mix.heavy + mix.paging + mix.pins + mix.cancels + mix.mac).max(1));
         let started = tokio::time::Instant::now();
         if roll < mix.light + mix.heavy {
             let (request, kind) = request(&mut rng, plan, market);
@@ -536,7 +610,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
                 }
                 Err(e) => shared.at(format_args!("{tag} pin {e}")),
             }
-        } else {
+        } else if roll < mix.light + mix.heavy + mix.paging + mix.pins + mix.cancels {
             // Cancel: give up after a short while by dropping the call.
             let (request, kind) = request(&mut rng, plan, market);
             let patience = Duration::from_millis(rng.below(plan.timeout.as_millis() as u64));
@@ -546,6 +620,28 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
                     settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout);
                 }
                 Err(_) => shared.at(format_args!("{tag} {kind} cancelled")),
+            }
+        } else {
+            // MAC or money flow, through its own pool: a run of up to three
+            // requests of one kind, one after another (as a caller pages), so
+            // a connection freed by one is soon reused for the same kind; a
+            // quarter abandoned after a while (MAC replies carry msg_id 0:
+            // a late one could answer the next request of its kind).
+            let kind = rng.below(8);
+            for _ in 0..1 + rng.below(3) {
+                let (request, name) = mac_request_of(kind, &mut rng, market);
+                let what = format!("{tag} {name}");
+                let started = tokio::time::Instant::now();
+                if rng.below(4) == 0 {
+                    let patience = Duration::from_millis(rng.below(plan.timeout.as_millis() as u64));
+                    match tokio::time::timeout(patience, client.call_raw(request.clone())).await {
+                        Ok(result) => settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout),
+                        Err(_) => shared.at(format_args!("{what} cancelled")),
+                    }
+                } else {
+                    let result = client.call_raw(request.clone()).await;
+                    settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout);
+                }
             }
         }
         if rng.below(3) == 0 {

@@ -53,6 +53,9 @@ pub struct Mix {
     pub pins: u64,
     /// A request abandoned after a short while (cancel).
     pub cancels: u64,
+    /// A MAC request or a money-flow one, through their own pools
+    /// (sometimes abandoned too); zero on most seeds.
+    pub mac: u64,
 }
 
 /// Everything about one world.
@@ -114,7 +117,7 @@ impl Plan {
         let pool = server_count * connections_per_server;
         let mut weight = |max: u64| if rng.below(4) == 0 { 0 } else { 1 + rng.below(max) };
         let mut mix =
-            Mix { light: weight(10), heavy: weight(6), paging: weight(3), pins: weight(2), cancels: weight(3) };
+            Mix { light: weight(10), heavy: weight(6), paging: weight(3), pins: weight(2), cancels: weight(3), mac: 0 };
         if mix.light + mix.heavy + mix.paging == 0 {
             mix.light = 1;
         }
@@ -169,6 +172,11 @@ impl Plan {
             plan.push_queue.1 = PUSH_QUEUE_BYTES_MIN + rng.below(16 * 1024) as usize;
         } else {
             plan.push_queue.1 = plan.push_queue.1.max(PUSH_QUEUE_BYTES_MIN);
+        }
+        // MAC and money-flow traffic on a third of the seeds (drawn last: the
+        // other seeds keep their worlds and traces).
+        if rng.below(3) == 0 {
+            plan.mix.mac = 1 + rng.below(4);
         }
         plan
     }
