@@ -48,11 +48,31 @@ pub enum Mutant {
     /// A caller's thread that borrowed a connection keeps it when done
     /// instead of giving it back to its slot task.
     ThreadLoanNotGivenBack,
+    /// The data canary accepts a server whose probe query answered with no data.
+    DataCanaryAcceptsEmpty,
+    /// A second opinion that found data returns the first server's empty
+    /// answer to the caller instead.
+    SecondOpinionReturnsFirst,
+    /// A server contradicted by a second opinion is not demoted.
+    ContradictedNotDemoted,
+    /// The rate cap is one token for the whole pool instead of one per server.
+    RateCapPoolWide,
+    /// A move retires its busy mover at once and forgets the request in flight.
+    MoveDropsRequest,
+    /// A move retires its busy mover at once: the request in flight is sent again.
+    MoveResendsRequest,
+    /// Capital changes (0x000f) stop at the prefix of codes a server
+    /// answered instead of asking again for the rest.
+    CapitalChangesPrefixLost,
+    /// `tdx sync` writes its manifest before the files it lists.
+    SyncManifestBeforeFiles,
+    /// The store writes a file in place instead of to a temporary then renamed.
+    StoreRenameSkipped,
 }
 
 impl Mutant {
     /// Every mutant, in declaration order.
-    pub const ALL: [Mutant; 13] = [
+    pub const ALL: [Mutant; 22] = [
         Mutant::CancelReleasesSlot,
         Mutant::GenerationCheckSkipped,
         Mutant::ReplyCompletedTwice,
@@ -66,6 +86,15 @@ impl Mutant {
         Mutant::AdmissionPastCapacity,
         Mutant::BorrowerFailureUnreported,
         Mutant::ThreadLoanNotGivenBack,
+        Mutant::DataCanaryAcceptsEmpty,
+        Mutant::SecondOpinionReturnsFirst,
+        Mutant::ContradictedNotDemoted,
+        Mutant::RateCapPoolWide,
+        Mutant::MoveDropsRequest,
+        Mutant::MoveResendsRequest,
+        Mutant::CapitalChangesPrefixLost,
+        Mutant::SyncManifestBeforeFiles,
+        Mutant::StoreRenameSkipped,
     ];
 
     /// Its name on the command line (snake case).
@@ -84,6 +113,15 @@ impl Mutant {
             Mutant::AdmissionPastCapacity => "admission_past_capacity",
             Mutant::BorrowerFailureUnreported => "borrower_failure_unreported",
             Mutant::ThreadLoanNotGivenBack => "thread_loan_not_given_back",
+            Mutant::DataCanaryAcceptsEmpty => "data_canary_accepts_empty",
+            Mutant::SecondOpinionReturnsFirst => "second_opinion_returns_first",
+            Mutant::ContradictedNotDemoted => "contradicted_not_demoted",
+            Mutant::RateCapPoolWide => "rate_cap_pool_wide",
+            Mutant::MoveDropsRequest => "move_drops_request",
+            Mutant::MoveResendsRequest => "move_resends_request",
+            Mutant::CapitalChangesPrefixLost => "capital_changes_prefix_lost",
+            Mutant::SyncManifestBeforeFiles => "sync_manifest_before_files",
+            Mutant::StoreRenameSkipped => "store_rename_skipped",
         }
     }
 

@@ -166,6 +166,26 @@ impl KnownEnds {
     }
 }
 
+/// `reply` with its records taken out: the empty answer a server of 2026
+/// gives (the [`Mutant::SecondOpinionReturnsFirst`](crate::mutants::Mutant)
+/// bug hands it to the caller).
+pub(crate) fn emptied(mut reply: Box<Reply>) -> Box<Reply> {
+    match &mut *reply {
+        Reply::SecurityCount(n) => *n = 0,
+        Reply::SecurityList(v) => v.clear(),
+        Reply::Bars(v) => v.clear(),
+        Reply::Trades(v) => v.clear(),
+        Reply::FinanceInfo(v) => v.clear(),
+        Reply::CapitalChanges(v) => v.iter_mut().for_each(|b| b.records.clear()),
+        Reply::HistoryTrades(p) => p.trades.clear(),
+        Reply::DetailedHistoryTrades(p) => p.trades.clear(),
+        Reply::Quotes(q) => q.quotes.clear(),
+        Reply::HistoryMinutes(m) => m.points.clear(),
+        _ => {}
+    }
+    reply
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
