@@ -466,3 +466,17 @@ fn delisted_bars_match_truth() {
     assert_eq!(json(&["delisted", &code]), Value::Array(want));
     fails(&["delisted", "sz000001", "--local"], 1);
 }
+
+/// Why: the deliberate bugs exist only in a build that asks for them. An
+/// ordinary `tdx` refuses a mutant by name (exit 2, one line) rather than
+/// run without it, so no check can pass against a bug that is not there;
+/// without the variable it runs as usual. (Fails if a default build ever
+/// carries the `mutants` feature.)
+#[test]
+fn an_ordinary_build_carries_no_mutant() {
+    let out = tdx(&["--version"]).env("TDX_MUTANT", "cancel_releases_slot").output().expect("tdx runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim(), "error: TDX_MUTANT is set, but this tdx was built without `--features mutants`");
+    assert!(run(&["--version"]).status.success());
+}
