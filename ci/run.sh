@@ -159,8 +159,10 @@ step "soak (30 s: the engine against tdx-sim serve with every fault kind on; ci/
 bash ci/soak.sh 30
 
 step "mutants (every deliberate bug must be caught)"
-# Each mutant against the Supervisor model's seeds, then simulation seeds;
-# one line per mutant; fails if any survives.
+# Each mutant against the Supervisor model's seeds, then simulation seeds,
+# the client tier and the store's tier (which runs the `tdx` built beside
+# it with the mutants); one line per mutant; fails if any survives.
+cargo build --release --locked --features mutants --bin tdx
 cargo run --release --locked -p tdx-sim --features mutants -- mutants
 
 step "interop (pytdx 1.72, eltdx 3.3.0, tdxrs 0.6.7 against tdx-sim; tdx sync read by pyarrow 26.0.1; loopback-only network namespace)"

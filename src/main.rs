@@ -603,6 +603,10 @@ async fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 fn main() -> ExitCode {
+    if let Err(e) = select_mutant() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     // Input the command line's grammar cannot check (an F10 entry's
     // parameters) is bad usage all the same.
     let cli = match Cli::try_parse().and_then(|cli| match &cli.command {
@@ -684,5 +688,28 @@ fn main() -> ExitCode {
             eprintln!("interrupted");
             ExitCode::from(130)
         }
+    }
+}
+
+/// The variable `tdx-sim mutants` names a deliberate bug in, for the runs
+/// of `tdx` it starts.
+const MUTANT_ENV: &str = "TDX_MUTANT";
+
+/// Switches on the mutant `TDX_MUTANT` names (a build with `--features mutants`).
+#[cfg(feature = "mutants")]
+fn select_mutant() -> Result<(), String> {
+    use tdx_engine::mutants::{select, Mutant};
+    let Ok(name) = std::env::var(MUTANT_ENV) else { return Ok(()) };
+    select(Some(Mutant::from_name(&name).ok_or_else(|| format!("{MUTANT_ENV}: no mutant {name:?}"))?));
+    Ok(())
+}
+
+/// A build without the mutants refuses to run one (a check that needs the
+/// bug must not pass because the bug is missing).
+#[cfg(not(feature = "mutants"))]
+fn select_mutant() -> Result<(), String> {
+    match std::env::var_os(MUTANT_ENV) {
+        Some(_) => Err(format!("{MUTANT_ENV} is set, but this tdx was built without `--features mutants`")),
+        None => Ok(()),
     }
 }

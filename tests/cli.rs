@@ -209,20 +209,34 @@ fn rank_probes_judges_by_data_and_saves_reasons() {
 
 #[test]
 fn watch_prints_pushes_until_interrupted() {
-    let child = tdx(&["watch", "sz000001", "--local", "-o", "json"])
+    use std::io::{BufRead, BufReader};
+    let mut child = tdx(&["watch", "sz000001", "--local", "-o", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The first record, then at least one push (one every 500 ms).
-    std::thread::sleep(Duration::from_millis(1800));
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // The first record, then a push (one every 500 ms): wait for both, however long they take.
+    let mut printed = Vec::new();
+    while printed.len() < 2 {
+        printed.push(rx.recv_timeout(Duration::from_secs(60)).expect("watch prints the record, then a push"));
+    }
     let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
+    reader.join().unwrap();
+    printed.extend(rx.try_iter());
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), "interrupted");
-    let lines: Vec<Value> =
-        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = printed.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(lines.len() >= 2, "refresh plus pushes: {lines:?}");
     assert!(lines.iter().all(|l| l["code"] == "sz000001"));
 }
@@ -555,4 +569,18 @@ fn mac_and_money_flow_match_truth() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.lines().next().unwrap().starts_with("board.code,board.name,"), "{text}");
+}
+
+/// Why: the deliberate bugs exist only in a build that asks for them. An
+/// ordinary `tdx` refuses a mutant by name (exit 2, one line) rather than
+/// run without it, so no check can pass against a bug that is not there;
+/// without the variable it runs as usual. (Fails if a default build ever
+/// carries the `mutants` feature.)
+#[test]
+fn an_ordinary_build_carries_no_mutant() {
+    let out = tdx(&["--version"]).env("TDX_MUTANT", "cancel_releases_slot").output().expect("tdx runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim(), "error: TDX_MUTANT is set, but this tdx was built without `--features mutants`");
+    assert!(run(&["--version"]).status.success());
 }

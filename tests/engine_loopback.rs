@@ -480,17 +480,22 @@ async fn close_while_busy_ends_every_call_on(flavor: RuntimeFlavor) {
             tokio::spawn(async move { client.count(Exchange::Sz).await })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Close once all 100 are admitted: 8 connections at 50 ms a reply need
+    // over 600 ms for them, so close finds most of them waiting.
+    diagnostics_when(&client, Duration::from_secs(30), |d| d.supervisor.counters.admitted >= 100).await;
     let state = client.close().await;
     assert_eq!(state, CloseState::Closed);
     // 100 calls fit the admission capacity (pool + 256 pending): none is
     // refused as busy; each one is answered or ends `Closed`.
+    let mut closed = 0;
     for call in calls {
         match call.await.unwrap() {
-            Ok(_) | Err(Error::Request(RequestError::Closed)) => {}
+            Ok(_) => {}
+            Err(Error::Request(RequestError::Closed)) => closed += 1,
             Err(e) => panic!("{e}"),
         }
     }
+    assert!(closed > 0, "close came while calls waited: some end Closed");
     assert!(matches!(client.count(Exchange::Sz).await, Err(Error::Request(RequestError::Closed))));
 }
 
@@ -758,9 +763,18 @@ fn dropping_the_client_closes_cleanly() {
     let s = servers(1, |_| Faults::default());
     let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(2).build().unwrap();
     assert!(client.blocking().count(Exchange::Sh).is_ok());
-    let started = std::time::Instant::now();
-    drop(client);
-    assert!(started.elapsed() < Duration::from_secs(2), "drop took {:?}", started.elapsed());
+    drop_within_a_generous_bound(client);
+}
+
+/// Drops `client` on a thread: it must return (a generous bound against a
+/// hang, not a timing).
+fn drop_within_a_generous_bound(client: Client) {
+    let (done, dropped) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(client);
+        let _ = done.send(());
+    });
+    dropped.recv_timeout(Duration::from_secs(60)).expect("dropping the client returns");
 }
 
 mod thread_loans {
@@ -955,12 +969,13 @@ async fn per_worker_migrates_a_hot_slot_and_keeps_serving() {
     let request: Request = SecurityCount { market: Exchange::Sh, client_date: 0 }.into();
     let want = respond(&s.data, 0, &request);
     let pins = Arc::new(pins);
+    // Hammer the two hot pins until a slot migrates (waited for, not timed).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let hammer = |p: usize| {
-        let (pins, request, want) = (pins.clone(), request.clone(), want.clone());
+        let (pins, request, want, stop) = (pins.clone(), request.clone(), want.clone(), stop.clone());
         tokio::spawn(async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_millis(800);
             let mut calls = 0;
-            while tokio::time::Instant::now() < deadline {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 assert_eq!(pins[p].call_raw(request.clone()).await.unwrap(), want);
                 calls += 1;
             }
@@ -968,9 +983,10 @@ async fn per_worker_migrates_a_hot_slot_and_keeps_serving() {
         })
     };
     let (a, b) = (hammer(hot[0]), hammer(hot[1]));
+    let migrated = |d: &tdx_engine::EngineDiagnostics| d.workers.iter().map(|w| w.migrations_out).sum::<u64>() >= 1;
+    let d = diagnostics_when(&client, Duration::from_secs(60), migrated).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let calls = a.await.unwrap() + b.await.unwrap();
-    tokio::time::sleep(Duration::from_millis(60)).await;
-    let d = client.diagnostics();
     let moved: u64 = d.workers.iter().map(|w| w.migrations_out).sum();
     assert!(moved >= 1, "a hot slot moved off worker {hot_worker} ({calls} calls): {:?}", d.workers);
     let now_on: Vec<_> = hot.iter().map(|&p| d.slot_workers[pins[p].slot().0 as usize]).collect();
@@ -1059,9 +1075,7 @@ fn one_worker_engine_drops_cleanly() {
     for _ in 0..10 {
         assert!(client.blocking().count(Exchange::Bj).is_ok());
     }
-    let started = std::time::Instant::now();
-    drop(client);
-    assert!(started.elapsed() < Duration::from_secs(2), "drop took {:?}", started.elapsed());
+    drop_within_a_generous_bound(client);
 }
 
 /// Why: a stalling server delays only the requests it holds; the deadline
@@ -1193,14 +1207,24 @@ async fn past_ticks_for_100_codes_page_to_the_end() {
     let took = started.elapsed();
     let mut pages = 0;
     let mut ticks = 0;
+    // A day that ends on a full page (or has no ticks) leaves its empty
+    // last page doubtful: one second opinion each.
+    let mut full_last_pages = 0;
     for ((code, date), got) in days.iter().zip(&got) {
         let want = s.market().history_trades(s.market().listing(*code).unwrap(), date.date()).unwrap();
         assert_eq!(*got, want, "{code} {date}");
         pages += want.len().div_ceil(2000) + 1;
         ticks += want.len();
+        full_last_pages += usize::from(want.len() % 2000 == 0);
     }
     let replies =
-        diagnostics_when(&client, Duration::from_secs(2), |d| d.supervisor.counters.replies as usize >= pages).await;
+        diagnostics_when(&client, Duration::from_secs(30), |d| d.supervisor.counters.replies as usize >= pages).await;
+    let c = &replies.supervisor.counters;
+    assert_eq!(
+        (c.replies as usize, c.second_opinions as usize, c.retries),
+        (pages, full_last_pages, 0),
+        "one request per page and one empty page per day, each sent once"
+    );
     println!(
         "100 codes, {date}: {ticks} ticks in {pages} requests, {:.3} s on loopback ({} replies counted)",
         took.as_secs_f64(),

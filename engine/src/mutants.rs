@@ -55,11 +55,31 @@ pub enum Mutant {
     /// A MAC reply is matched by the engine's msg_id instead of the one its
     /// codec says the reply carries (0): no MAC reply is ever taken.
     MacReplyMatchedByEngineId,
+    /// The data canary accepts a server whose probe query answered with no data.
+    DataCanaryAcceptsEmpty,
+    /// A second opinion that found data returns the first server's empty
+    /// answer to the caller instead.
+    SecondOpinionReturnsFirst,
+    /// A server contradicted by a second opinion is not demoted.
+    ContradictedNotDemoted,
+    /// The rate cap is one token for the whole pool instead of one per server.
+    RateCapPoolWide,
+    /// A move retires its busy mover at once and forgets the request in flight.
+    MoveDropsRequest,
+    /// A move retires its busy mover at once: the request in flight is sent again.
+    MoveResendsRequest,
+    /// Capital changes (0x000f) stop at the prefix of codes a server
+    /// answered instead of asking again for the rest.
+    CapitalChangesPrefixLost,
+    /// `tdx sync` writes its manifest before the files it lists.
+    SyncManifestBeforeFiles,
+    /// The store writes a file in place instead of to a temporary then renamed.
+    StoreRenameSkipped,
 }
 
 impl Mutant {
     /// Every mutant, in declaration order.
-    pub const ALL: [Mutant; 15] = [
+    pub const ALL: [Mutant; 24] = [
         Mutant::CancelReleasesSlot,
         Mutant::GenerationCheckSkipped,
         Mutant::ReplyCompletedTwice,
@@ -75,6 +95,15 @@ impl Mutant {
         Mutant::ThreadLoanNotGivenBack,
         Mutant::MacTimeoutKeepsConnection,
         Mutant::MacReplyMatchedByEngineId,
+        Mutant::DataCanaryAcceptsEmpty,
+        Mutant::SecondOpinionReturnsFirst,
+        Mutant::ContradictedNotDemoted,
+        Mutant::RateCapPoolWide,
+        Mutant::MoveDropsRequest,
+        Mutant::MoveResendsRequest,
+        Mutant::CapitalChangesPrefixLost,
+        Mutant::SyncManifestBeforeFiles,
+        Mutant::StoreRenameSkipped,
     ];
 
     /// Its name on the command line (snake case).
@@ -95,6 +124,15 @@ impl Mutant {
             Mutant::ThreadLoanNotGivenBack => "thread_loan_not_given_back",
             Mutant::MacTimeoutKeepsConnection => "mac_timeout_keeps_connection",
             Mutant::MacReplyMatchedByEngineId => "mac_reply_matched_by_engine_id",
+            Mutant::DataCanaryAcceptsEmpty => "data_canary_accepts_empty",
+            Mutant::SecondOpinionReturnsFirst => "second_opinion_returns_first",
+            Mutant::ContradictedNotDemoted => "contradicted_not_demoted",
+            Mutant::RateCapPoolWide => "rate_cap_pool_wide",
+            Mutant::MoveDropsRequest => "move_drops_request",
+            Mutant::MoveResendsRequest => "move_resends_request",
+            Mutant::CapitalChangesPrefixLost => "capital_changes_prefix_lost",
+            Mutant::SyncManifestBeforeFiles => "sync_manifest_before_files",
+            Mutant::StoreRenameSkipped => "store_rename_skipped",
         }
     }
 
@@ -141,9 +179,7 @@ mod tests {
         assert_eq!(Mutant::from_name("no_such_bug"), None);
     }
 
-    #[cfg(not(feature = "mutants"))]
-    #[test]
-    fn default_builds_carry_no_mutant() {
-        assert!(Mutant::ALL.iter().all(|m| !on(*m)));
-    }
+    // That a default build carries none is shown by the binary, not by
+    // `on` (a constant `false` there): `tests/cli.rs`,
+    // `an_ordinary_build_carries_no_mutant`.
 }

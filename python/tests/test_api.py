@@ -54,7 +54,8 @@ def test_context_manager_closes(sim):
         assert isinstance(e, tdx_engine.TdxError)
     else:
         raise AssertionError("a call after close must raise Closed")
-    assert c.close() in ("Closed", "")
+    # Closing again reports the state close ended in; "" only comes from a deadline, and there is none.
+    assert c.close() == "Closed"
 
 
 def test_stubs_match_the_extension():

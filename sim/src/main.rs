@@ -574,9 +574,29 @@ fn run_serve(serve: Serve) -> Result<(), String> {
 mod mutants {
     //! The mutant runner: every deliberate bug must be caught.
 
+    use std::fs;
+    use std::io::{BufRead, BufReader};
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+
     use tdx_engine::mutants::{select, Mutant};
+    use tdx_engine::proto::commands::CapitalChangeBlock;
+    use tdx_engine::proto::{Market as Exchange, SecurityCode};
     use tdx_engine::supervisor::testing::run_seed;
-    use tdx_sim::simulation;
+    use tdx_engine::CAPITAL_CHANGES_BATCH;
+    use tdx_sim::testkit::SimExchange;
+    use tdx_sim::truth::Truth;
+    use tdx_sim::{responder, simulation};
+
+    /// The store's tier: two syncs by the `tdx` binary beside this one
+    /// (built with `--features mutants`), the second killed halfway
+    /// through its first data file.
+    const SYNC_CODES: &str = "sz000001,sh600000,sh510300";
+    const SYNC_DAYS: [&str; 2] = ["20261126", "20261127"];
+
+    /// Seeds of the client tier (composite commands against the embedded
+    /// exchange in turmoil) per mutant, after the model and the simulation.
+    const CLIENT_SEEDS: u64 = 4;
 
     /// What caught a mutant, and after how many seeds.
     enum Verdict {
@@ -595,6 +615,9 @@ mod mutants {
             })?],
             None => Mutant::ALL.to_vec(),
         };
+        // The store's tier runs `tdx`: one that cannot take a mutant would
+        // pass every check the bug should fail.
+        let tdx = tdx_binary()?;
         // Failures are the point here: keep the panic hook's noise out.
         std::panic::set_hook(Box::new(|_| {}));
         let mut survived = 0;
@@ -602,13 +625,15 @@ mod mutants {
         let (mut model_used, mut sim_used) = (0, 0);
         for mutant in chosen {
             select(Some(mutant));
-            let verdict = hunt(model_seeds, sim_seeds);
+            let verdict = hunt(model_seeds, sim_seeds, &tdx, Some(mutant));
             select(None);
             match verdict {
                 Verdict::Caught { by, seed, seeds, why } => {
                     match by {
                         "model" => model_used = model_used.max(seeds),
-                        _ => sim_used = sim_used.max(seeds),
+                        "simulation" => sim_used = sim_used.max(seeds),
+                        // The client and store tiers run whole in every control.
+                        _ => {}
                     }
                     let why: String = why.chars().take(140).collect();
                     println!("{} caught by {by} seed {seed} after {seeds} seeds: {why}", mutant.name());
@@ -625,16 +650,17 @@ mod mutants {
         );
         // A catch means something only if the same seeds pass without the
         // bug: otherwise a broken build would "catch" every mutant.
-        if let Verdict::Caught { by, seed, why, .. } = hunt(model_used, sim_used) {
+        if let Verdict::Caught { by, seed, why, .. } = hunt(model_used, sim_used, &tdx, None) {
             println!("control: the build without mutants fails {by} seed {seed}: {why}");
             return Ok(false);
         }
-        println!("control: no mutant, {model_used} model and {sim_used} simulation seeds pass");
+        println!("control: no mutant, {model_used} model, {sim_used} simulation and {CLIENT_SEEDS} client seeds pass");
         Ok(survived == 0)
     }
 
-    /// The model's seeded worlds first (fast), then the simulation.
-    fn hunt(model_seeds: u64, sim_seeds: u64) -> Verdict {
+    /// The model's seeded worlds first (fast), then the simulation, then
+    /// the client tier (every time: it is a handful of seeds).
+    fn hunt(model_seeds: u64, sim_seeds: u64, tdx: &Path, mutant: Option<Mutant>) -> Verdict {
         for seed in 0..model_seeds {
             if let Err(panic) = std::panic::catch_unwind(|| run_seed(seed)) {
                 let why = panic
@@ -650,7 +676,149 @@ mod mutants {
                 return Verdict::Caught { by: "simulation", seed, seeds: seed + 1, why: failure.message };
             }
         }
+        for seed in 0..CLIENT_SEEDS {
+            if let Err(why) = client_check(seed) {
+                return Verdict::Caught { by: "client", seed, seeds: seed + 1, why };
+            }
+        }
+        if let Err(why) = sync_check(tdx, mutant) {
+            return Verdict::Caught { by: "sync", seed: 0, seeds: 1, why };
+        }
         Verdict::Survived
+    }
+
+    /// `tdx` beside this binary, checked to take a mutant.
+    fn tdx_binary() -> Result<PathBuf, String> {
+        let tdx = std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("tdx");
+        let takes = Command::new(&tdx)
+            .arg("--version")
+            .env("TDX_MUTANT", Mutant::ALL[0].name())
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !takes {
+            return Err(format!(
+                "{} is missing or was built without the mutants: `cargo build --release --features mutants --bin tdx`",
+                tdx.display()
+            ));
+        }
+        Ok(tdx)
+    }
+
+    /// The store at a kill: a sync of one day, then one of the next day
+    /// killed halfway through its first data file. The manifest on disk
+    /// must still describe the files on disk, checksum for checksum.
+    fn sync_check(tdx: &Path, mutant: Option<Mutant>) -> Result<(), String> {
+        let dir = std::env::temp_dir().join(format!("tdx-sim-mutants-sync-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let result = sync_then_kill(tdx, mutant, &dir);
+        let _ = fs::remove_dir_all(&dir);
+        result
+    }
+
+    fn sync_then_kill(tdx: &Path, mutant: Option<Mutant>, dir: &Path) -> Result<(), String> {
+        let sync = |day: &str| {
+            let mut cmd = Command::new(tdx);
+            cmd.args(["--local", "--as-of", day, "-o", "json", "sync", "--out"])
+                .arg(dir)
+                .args(["--codes", SYNC_CODES, "--periods", "day", "--views", "qfq", "--with", "xdxr"])
+                .env("TDX_ENGINE_LOOPBACK_ONLY", "1")
+                .env_remove("RUST_LOG")
+                .env_remove("TDX_SYNC_STOP_AT")
+                .env_remove("TDX_MUTANT")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            if let Some(m) = mutant {
+                cmd.env("TDX_MUTANT", m.name());
+            }
+            cmd
+        };
+        let first = sync(SYNC_DAYS[0]).output().map_err(|e| format!("{}: {e}", tdx.display()))?;
+        if !first.status.success() {
+            return Err(format!("the first sync failed: {}", String::from_utf8_lossy(&first.stderr).trim()));
+        }
+        let mut child = sync(SYNC_DAYS[1])
+            .env("TDX_SYNC_STOP_AT", "write:1")
+            .spawn()
+            .map_err(|e| format!("{}: {e}", tdx.display()))?;
+        // The hook says where it stopped, then blocks the run for good.
+        let mut stopped = None;
+        for line in BufReader::new(child.stderr.take().expect("piped")).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.strip_prefix("sync test hook: stopped in write #1 (") {
+                stopped = Some(rest.trim_end_matches(')').to_owned());
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let Some(file) = stopped else { return Err("the second sync ended before its first data file".into()) };
+        let text = fs::read(dir.join("manifest.json")).map_err(|e| format!("no manifest after the kill: {e}"))?;
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|e| format!("the manifest after the kill does not parse: {e}"))?;
+        let mut listed: Vec<(String, String)> = Vec::new();
+        for c in manifest["bars"].as_object().into_iter().flat_map(|m| m.values()) {
+            if let (Some(f), Some(sum)) = (c["file"].as_str(), c["checksum"].as_str()) {
+                listed.push((f.to_owned(), sum.to_owned()));
+            }
+        }
+        for (f, sum) in manifest["files"].as_object().into_iter().flatten() {
+            listed.push((f.clone(), sum.as_str().unwrap_or_default().to_owned()));
+        }
+        // The premise: the file cut short is one the manifest describes.
+        if !listed.iter().any(|(f, _)| *f == file) {
+            return Err(format!("premise: the run stopped in {file}, which the manifest does not list"));
+        }
+        for (f, sum) in &listed {
+            let got = fs::read(dir.join(f)).map(|b| fnv_hex(&b));
+            if got.as_deref().ok() != Some(sum.as_str()) {
+                let got = got.unwrap_or_else(|e| format!("unreadable ({e})"));
+                return Err(format!("killed while writing {file}: the manifest lists {f} as {sum}, the file is {got}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The manifest's checksum (FNV-1a, 16 hex digits), computed here apart from the store's.
+    fn fnv_hex(bytes: &[u8]) -> String {
+        let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        format!("{h:016x}")
+    }
+
+    /// What one request cannot show, through the client's composite
+    /// commands against two reference servers in turmoil: capital changes
+    /// of codes whose 0x000f replies stop at a prefix of the batch must
+    /// still come back whole, equal to the exchange's records code by code.
+    fn client_check(seed: u64) -> Result<(), String> {
+        let truth = Truth::new(1);
+        let market = truth.market();
+        let records =
+            |code: SecurityCode| market.listing(code).map(|l| market.capital_changes(l).to_vec()).unwrap_or_default();
+        // The codes with the most corporate actions, so one reply cannot hold a batch.
+        let mut codes: Vec<SecurityCode> =
+            [Exchange::Sz, Exchange::Sh].iter().flat_map(|&e| market.listings(e)).map(|l| l.code).collect();
+        codes.sort_by_key(|&c| (std::cmp::Reverse(records(c).len()), c.to_string()));
+        codes.truncate(2 * CAPITAL_CHANGES_BATCH);
+        let answered = responder::capital_changes(market, &codes[..CAPITAL_CHANGES_BATCH]).len();
+        if answered >= CAPITAL_CHANGES_BATCH {
+            return Err(format!(
+                "premise: a 0x000f reply answers all {answered} codes of a batch, no prefix to complete"
+            ));
+        }
+        let want: Vec<CapitalChangeBlock> =
+            codes.iter().map(|&code| CapitalChangeBlock { code, records: records(code) }).collect();
+        let run = SimExchange::builder()
+            .seed(seed)
+            .market_seed(1)
+            .try_run(move |client| async move { client.capital_changes(&codes).await })
+            .map_err(|f| f.message)?;
+        if run.value != want {
+            let got: usize = run.value.len();
+            return Err(format!(
+                "capital changes of {} codes came back as {got} blocks, not the exchange's",
+                want.len()
+            ));
+        }
+        Ok(())
     }
 }
 

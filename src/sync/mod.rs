@@ -137,6 +137,12 @@ fn warn_untrusted(ctx: &Job, e: &store::StoreError) {
 
 /// Writes one file of the store and records its checksum.
 fn write_file(ctx: &Job, relative: &Path, bytes: &[u8]) -> Result<u64, Failure> {
+    if tdx_engine::mutants::on(tdx_engine::mutants::Mutant::SyncManifestBeforeFiles) {
+        record(ctx, relative, store::checksum(bytes));
+        let mut manifest = ctx.store.read_manifest().unwrap_or_default();
+        manifest.files.extend(ctx.written.lock().unwrap_or_else(|e| e.into_inner()).clone());
+        let _ = ctx.store.write_manifest(&manifest);
+    }
     let n = ctx.store.write_atomic(relative, bytes)?;
     record(ctx, relative, store::checksum(bytes));
     Ok(n)

@@ -135,7 +135,11 @@ impl Store {
         let dir = path.parent().unwrap_or(&self.root).to_owned();
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let temp = if tdx_engine::mutants::on(tdx_engine::mutants::Mutant::StoreRenameSkipped) {
+            path.clone()
+        } else {
+            dir.join(format!(".{name}.tmp-{}", std::process::id()))
+        };
         let phase = if relative == Path::new(MANIFEST) { Phase::Manifest } else { Phase::Write };
         let written = (|| {
             let mut file = File::create(&temp)?;

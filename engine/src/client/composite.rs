@@ -9,6 +9,7 @@ use super::commands::{Page, PageOrder, Paged};
 use super::Client;
 use crate::adjust::AdjustmentFactors;
 use crate::error::Error;
+use crate::mutants::{on as mutant, Mutant};
 use crate::proto::blockfile::{parse_block_file, Board, BoardKind};
 use crate::proto::commands::*;
 use crate::proto::{Date, Market, SecurityCode, TradeDate};
@@ -156,6 +157,9 @@ impl Client {
         while !rest.is_empty() {
             let blocks = self.capital_changes_batch(rest).await?;
             rest = next_capital_changes(rest, &blocks)?;
+            if mutant(Mutant::CapitalChangesPrefixLost) {
+                rest = &[];
+            }
             out.extend(blocks);
         }
         Ok(out)

@@ -14,6 +14,7 @@ use super::{
     judge, Action, Epoch, FrameBody, RejectReason, RequestError, SlotError, SlotId, SlotRef, Supervisor, Verdict,
     MOVE_GAIN_PERCENT,
 };
+use crate::mutants::{on as mutant, Mutant};
 
 impl Supervisor {
     /// Every disconnected slot asks for a connection.
@@ -220,6 +221,13 @@ impl Supervisor {
         *moving = Some(Move { to: endpoint, mover: slot });
         match self.slots[i].state {
             SlotState::Ready => self.retire(slot, None),
+            SlotState::Busy(ex) if mutant(Mutant::MoveDropsRequest) => {
+                if let Owner::Request(id) = ex.owner {
+                    self.requests.finish(id);
+                }
+                self.retire(slot, None)
+            }
+            SlotState::Busy(_) if mutant(Mutant::MoveResendsRequest) => self.retire(slot, None),
             _ => self.slots[i].retire_when_idle = true,
         }
     }
@@ -329,7 +337,13 @@ impl Supervisor {
     /// after the last, or rejection.
     pub(super) fn canary_reply(&mut self, slot: SlotId, step: u8, body: FrameBody) {
         let verdict = match body {
-            FrameBody::Reply(reply) => judge(&reply),
+            FrameBody::Reply(reply) => judge(&reply).or_else(|r| {
+                if r == RejectReason::EmptyData && mutant(Mutant::DataCanaryAcceptsEmpty) {
+                    Ok(())
+                } else {
+                    Err(r)
+                }
+            }),
             FrameBody::Invalid(e) => Err(RejectReason::BadData(e.to_string())),
             FrameBody::ServerMessage(text) => Err(RejectReason::Mismatch(text)),
             FrameBody::Unparsed(_) => Err(RejectReason::BadData("reply was not parsed".into())),
@@ -360,9 +374,13 @@ impl Supervisor {
     /// retires as a failure, so a group canary moves to its next candidate
     /// and a fallback slot to another server.
     pub(super) fn reject_server(&mut self, slot: SlotId, reason: RejectReason) {
-        self.counters.data_rejections += 1;
         let error = RequestError::ConnectionLost(SlotError::Protocol(format!("server rejected: {reason}")));
-        self.record_rejection(slot, reason);
+        // Another connection's probe passed meanwhile: a server found good
+        // stays good through one failed connection (as in `rejection_on_failure`).
+        if self.establish.verdicts[self.slots[slot.index()].endpoint] != Some(Verdict::Good) {
+            self.counters.data_rejections += 1;
+            self.record_rejection(slot, reason);
+        }
         self.retire(slot, Some(error));
     }
 

@@ -76,14 +76,15 @@ impl Supervisor {
 
     /// The server of `slot` may take a request now (rate cap).
     pub(super) fn has_token(&self, slot: SlotId) -> bool {
-        self.config.rate_cap_per_sec.is_none() || self.next_token[self.slots[slot.index()].endpoint] <= self.now
+        self.config.rate_cap_per_sec.is_none()
+            || self.next_token[token_of(self.slots[slot.index()].endpoint)] <= self.now
     }
 
     /// Takes the server's token for a request starting on `slot`: the
     /// next one is due one interval after this one.
     pub(super) fn take_token(&mut self, slot: SlotId) {
         let Some(rate) = self.config.rate_cap_per_sec else { return };
-        let e = self.slots[slot.index()].endpoint;
+        let e = token_of(self.slots[slot.index()].endpoint);
         debug_assert!(self.next_token[e] <= self.now, "a request started on endpoint {e} before its token");
         self.next_token[e] = self.next_token[e].max(self.now) + Duration::from_secs(1) / rate;
     }
@@ -94,7 +95,7 @@ impl Supervisor {
     pub(super) fn await_token(&mut self) {
         let now = self.now;
         let due = (0..self.idle.len())
-            .map(|k| self.next_token[self.slots[self.idle.get(k).index()].endpoint])
+            .map(|k| self.next_token[token_of(self.slots[self.idle.get(k).index()].endpoint)])
             .filter(|&due| due > now)
             .min();
         if let Some(due) = due {
@@ -287,7 +288,7 @@ impl Supervisor {
             return;
         }
         if !pin.queue.is_empty() && !self.has_token(slot) {
-            let due = self.next_token[self.slots[slot.index()].endpoint];
+            let due = self.next_token[token_of(self.slots[slot.index()].endpoint)];
             return self.timers.set(due, Timer::RateToken);
         }
         if let Some(request) = self.requests.pin_next(id) {
@@ -315,5 +316,15 @@ impl Supervisor {
             self.finish(request, Err(RequestError::PinLost));
         }
         self.actions.push_back(Action::PinEnded { id, reason });
+    }
+}
+
+/// The rate-cap token an endpoint's requests take: its own (the
+/// [`Mutant::RateCapPoolWide`] bug shares the first one).
+fn token_of(endpoint: usize) -> usize {
+    if mutant(Mutant::RateCapPoolWide) {
+        0
+    } else {
+        endpoint
     }
 }

@@ -131,6 +131,11 @@ impl Supervisor {
                 }
                 self.known_ends.learn(&req.request, &reply);
             }
+            let reply = if contradicted.is_some() && mutant(Mutant::SecondOpinionReturnsFirst) {
+                super::second_opinion::emptied(reply)
+            } else {
+                reply
+            };
             if mutant(Mutant::ReplyCompletedTwice) {
                 self.actions.push_back(Action::Complete { id, outcome: Ok(reply.clone()) });
             }
@@ -139,7 +144,9 @@ impl Supervisor {
         self.release(slot);
         if let Some(first) = contradicted {
             self.counters.contradictions += 1;
-            self.demote(first);
+            if !mutant(Mutant::ContradictedNotDemoted) {
+                self.demote(first);
+            }
         }
     }
 

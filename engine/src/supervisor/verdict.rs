@@ -151,4 +151,42 @@ mod tests {
         assert_eq!(mac_probe()[0].msg_type(), 0x120f);
         assert_eq!(money_flow_probe()[0].msg_type(), 0x0ffc);
     }
+
+    /// Why: every arm of `judge` decides: each list kind is empty data when
+    /// empty and good with one record; any other reply is taken as it is.
+    #[test]
+    fn every_list_kind_is_judged_by_its_records() {
+        use crate::proto::commands::{LegacySecurity, Security, Trade};
+        use crate::proto::Price;
+        let code: SecurityCode = "sz000001".parse().unwrap();
+        let security = Security {
+            code,
+            multiple: 100,
+            name: "A".into(),
+            volume_ratio_base: 1.0,
+            decimal: 2,
+            previous_close: 1.0,
+            unknown_3_raw: [0; 4],
+        };
+        let legacy = LegacySecurity {
+            code,
+            volunit: 100,
+            name: "A".into(),
+            unknown_1_raw: [0; 4],
+            decimal: 2,
+            previous_close: 1.0,
+            unknown_2_raw: [0; 4],
+        };
+        let trade = Trade { minutes: 570, price: Price(1000), volume: 1, order_count: 1, status_raw: 0, tail_raw: 0 };
+        let cases = [
+            (Reply::SecurityList(Vec::new()), Reply::SecurityList(vec![security])),
+            (Reply::LegacySecurityList(Vec::new()), Reply::LegacySecurityList(vec![legacy])),
+            (Reply::Trades(Vec::new()), Reply::Trades(vec![trade])),
+        ];
+        for (empty, full) in cases {
+            assert_eq!(judge(&empty), Err(RejectReason::EmptyData), "{empty:?}");
+            assert_eq!(judge(&full), Ok(()), "{full:?}");
+        }
+        assert_eq!(judge(&Reply::Heartbeat(Default::default())), Ok(()), "other replies pass as they are");
+    }
 }

@@ -47,6 +47,12 @@ pub(crate) struct Faults {
     /// Endpoints (by index, bit per endpoint) whose handshake always fails
     /// while faults are on: an open port with a dead protocol.
     pub(crate) dead_endpoints: u64,
+    /// Endpoints (bit per endpoint) that answer every query with no data
+    /// while faults are on: the servers of 2026.
+    pub(crate) empty_endpoints: u64,
+    /// An endpoint that serves data, then none from this time on (a
+    /// server in use turning empty mid-run).
+    pub(crate) turns_empty: Option<(usize, Instant)>,
 }
 
 impl Faults {
@@ -70,7 +76,44 @@ impl Faults {
             push: odds(300),
             zero_msg_id: odds(10),
             dead_endpoints: if rng.below(2) == 0 { 0 } else { rng.next_u64() & rng.next_u64() },
+            empty_endpoints: 0,
+            turns_empty: None,
         }
+    }
+}
+
+/// The model's data probe: a count whose `client_date` no request uses.
+const PROBE_ID: u32 = u32::MAX;
+
+/// What a world turns on besides the fault odds (second opinions, a rate
+/// cap, a data probe, servers with no data), drawn from its own generator
+/// so the older draws of every seed stay as they were.
+struct Mechanisms {
+    second_opinion: bool,
+    rate_cap_per_sec: Option<u32>,
+    data_probe: bool,
+    empty_endpoints: u64,
+    turns_empty: Option<(usize, Duration)>,
+}
+
+impl Mechanisms {
+    fn draw(seed: u64, endpoints: usize, server_count: usize) -> Self {
+        let mut rng = Rng::new(seed ^ 0x6d65_6368_616e_6973);
+        let second_opinion = rng.below(3) != 0;
+        let rate_cap_per_sec = (rng.below(3) == 0).then(|| 5 + rng.below(60) as u32);
+        let data_probe = rng.below(3) != 0;
+        // At most the spare candidates serve nothing from the start, so
+        // every group can find a server with data.
+        let mut empty_endpoints = 0u64;
+        if rng.below(2) == 0 {
+            for _ in 0..1 + rng.below((endpoints - server_count) as u64) {
+                empty_endpoints |= 1 << rng.below(endpoints as u64);
+            }
+        }
+        let turns_empty = (rng.below(2) == 0)
+            .then(|| (rng.below(endpoints as u64) as usize, Duration::from_millis(rng.below(3000))))
+            .filter(|(e, _)| empty_endpoints & (1 << e) == 0);
+        Self { second_opinion, rate_cap_per_sec, data_probe, empty_endpoints, turns_empty }
     }
 }
 
@@ -101,6 +144,20 @@ struct Record {
     deadline: Option<Instant>,
     /// The connections (slot, generation) it was sent on.
     sent_on: Vec<(u32, u64)>,
+    /// A server with data answered it (a reply the Supervisor took).
+    data_seen: bool,
+    /// Servers (endpoint indexes) whose empty answer the Supervisor took.
+    empty_from: Vec<usize>,
+}
+
+/// What the input being handled may explain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// A frame on this connection (a bad reply retires it).
+    Frame((u32, u64)),
+    /// A new epoch or close retires every connection.
+    All,
+    Other,
 }
 
 pub(crate) struct World {
@@ -120,6 +177,21 @@ pub(crate) struct World {
     closing: BTreeSet<(u32, u64)>,
     /// Each connection's request written and not yet answered, as its slot task sees it.
     written: BTreeMap<(u32, u64), Sent>,
+    /// Each connection's server (endpoint index).
+    endpoint_of: BTreeMap<(u32, u64), usize>,
+    /// Each connection's request sent and not yet answered (reply frame not delivered).
+    in_flight: BTreeMap<(u32, u64), u64>,
+    /// The input being handled: a retirement under a request in flight
+    /// needs a cause in it.
+    cause: Cause,
+    /// Per endpoint, when its next rate-cap token is due (the harness's own count).
+    token_due: Vec<Instant>,
+    /// Servers a second opinion contradicted in this epoch: demoted, they
+    /// must carry no more requests (with the data probe on, a server with
+    /// no data never passes again).
+    contradicted: BTreeSet<usize>,
+    /// Contradictions seen during the input being handled (they count once it is done).
+    contradicted_now: Vec<usize>,
     /// The last dropped-push total a push read reported.
     overflow_reported: u64,
     records: BTreeMap<u64, Record>,
@@ -139,6 +211,7 @@ impl World {
         let mut rng = Rng::new(seed);
         let servers = 1 + rng.below(4) as usize;
         let per_server = 1 + rng.below(4) as usize;
+        let mechanisms = Mechanisms::draw(seed, servers + 2, servers);
         let config = SupervisorConfig {
             endpoints: (0..servers + 2).map(|i| Endpoint::new("sim", 7709 + i as u16)).collect(),
             server_count: servers,
@@ -161,9 +234,13 @@ impl World {
             close_gate: Duration::from_secs(5),
             rng_seed: rng.next_u64(),
             canary: rng.below(4) != 0,
-            canary_probe: Vec::new(),
-            second_opinion: false,
-            rate_cap_per_sec: None,
+            canary_probe: if mechanisms.data_probe {
+                vec![Arc::new(Request::from(SecurityCount { market: Market::Sh, client_date: PROBE_ID }))]
+            } else {
+                Vec::new()
+            },
+            second_opinion: mechanisms.second_opinion,
+            rate_cap_per_sec: mechanisms.rate_cap_per_sec,
             connect_concurrency: if rng.below(2) == 0 { None } else { Some(1 + rng.below(6) as usize) },
             connects_per_host: 1 + rng.below(3) as usize,
             max_connections_per_host: None,
@@ -176,8 +253,12 @@ impl World {
             probe_timeout: Duration::from_millis(50 + rng.below(500)),
             probe_concurrency: 1 + rng.below(4) as usize,
         };
-        let faults = Faults::swarm(&mut rng);
         let t0 = crate::test_support::time_origin();
+        let faults = Faults {
+            empty_endpoints: mechanisms.empty_endpoints,
+            turns_empty: mechanisms.turns_empty.map(|(e, after)| (e, t0 + after)),
+            ..Faults::swarm(&mut rng)
+        };
         let drive = Drive::new(Supervisor::new(config, t0).expect("valid config"));
         let mut world = Self {
             seed,
@@ -193,6 +274,12 @@ impl World {
             conns: BTreeSet::new(),
             closing: BTreeSet::new(),
             written: BTreeMap::new(),
+            endpoint_of: BTreeMap::new(),
+            in_flight: BTreeMap::new(),
+            cause: Cause::Other,
+            token_due: vec![t0; servers + 2],
+            contradicted: BTreeSet::new(),
+            contradicted_now: Vec::new(),
             overflow_reported: 0,
             records: BTreeMap::new(),
             pins: BTreeMap::new(),
@@ -208,6 +295,23 @@ impl World {
 
     fn dead(&self, endpoint: usize) -> bool {
         endpoint < 64 && self.faults.dead_endpoints & (1 << endpoint) != 0
+    }
+
+    /// The server at `endpoint` serves no data from the start.
+    fn empty_from_start(&self, endpoint: usize) -> bool {
+        endpoint < 64 && self.faults.empty_endpoints & (1 << endpoint) != 0
+    }
+
+    /// The server at `endpoint` answers with no data now.
+    fn empty_now(&self, endpoint: usize) -> bool {
+        self.empty_from_start(endpoint)
+            || self.faults.turns_empty.is_some_and(|(e, from)| e == endpoint && self.now >= from)
+    }
+
+    /// The data probe keeps servers with no data out of use.
+    fn data_canary(&self) -> bool {
+        let config = self.drive.sup.config();
+        config.canary && !config.canary_probe.is_empty()
     }
 
     fn chance(&mut self, per_mille: u64) -> bool {
@@ -259,12 +363,50 @@ impl World {
         let before = (self.drive.sup.counters().pushes, self.drive.sup.counters().replies);
         let line = format!("{:?} {}", self.now - self.t0, describe_input(&input, self.t0));
         self.trace(&line);
+        self.cause = match &input {
+            Input::Frame { at: SlotRef { slot, generation, .. }, .. } => Cause::Frame((slot.0, generation.0)),
+            Input::NewEpoch { .. } | Input::Close => Cause::All,
+            _ => Cause::Other,
+        };
+        if matches!(input, Input::NewEpoch { .. }) {
+            let endpoints = match &input {
+                Input::NewEpoch { endpoints } => endpoints.len(),
+                _ => unreachable!("matched above"),
+            };
+            self.token_due = vec![self.now; endpoints];
+            self.contradicted.clear();
+        }
         let actions = self.drive.handle(self.now, input);
         if stale_frame {
             let after = (self.drive.sup.counters().pushes, self.drive.sup.counters().replies);
             assert_eq!(before, after, "seed {}: a frame from a retired generation was delivered", self.seed);
         }
         self.act_all(actions);
+        self.after_input();
+    }
+
+    /// Checks that need the whole of an input's actions.
+    fn after_input(&mut self) {
+        self.cause = Cause::Other;
+        for e in std::mem::take(&mut self.contradicted_now) {
+            if self.data_canary() {
+                self.contradicted.insert(e);
+            }
+        }
+        // The rate cap is per server: nobody waits at the FIFO's head while
+        // an idle connection's server has a token by the harness's count.
+        let sup = &self.drive.sup;
+        if sup.config().rate_cap_per_sec.is_some() && sup.requests.front().is_some() {
+            for k in 0..sup.idle.len() {
+                let e = sup.slots[sup.idle.get(k).index()].endpoint;
+                assert!(
+                    self.token_due[e] > self.now,
+                    "seed {}: a request waits while idle slot {} on endpoint {e} has a token",
+                    self.seed,
+                    sup.idle.get(k).0
+                );
+            }
+        }
     }
 
     /// A push reader takes up to `max` pushes: every push dropped so far
@@ -318,6 +460,7 @@ impl World {
             }
             Action::OpenSlot { at: SlotRef { slot, epoch, generation }, endpoint, .. } => {
                 self.conns.insert((slot.0, generation.0));
+                self.endpoint_of.insert((slot.0, generation.0), endpoint);
                 if self.chance(self.faults.connect_hang) {
                     return; // the Supervisor's connect deadline must notice
                 }
@@ -342,11 +485,32 @@ impl World {
                     slot.0,
                     generation.0
                 );
+                let endpoint = self.endpoint_of.get(&key).copied().expect("sent on an opened connection");
+                let empty = self.empty_now(endpoint);
                 let id = match &*request {
-                    Request::SecurityCount(c) => Some(u64::from(c.client_date)),
+                    Request::SecurityCount(c) if c.client_date != PROBE_ID => Some(u64::from(c.client_date)),
                     _ => None,
                 };
                 if let Some(id) = id {
+                    assert!(
+                        !(self.data_canary() && self.empty_from_start(endpoint)),
+                        "seed {}: request {id} sent to endpoint {endpoint}, which has no data, past the data canary",
+                        self.seed
+                    );
+                    assert!(
+                        !self.contradicted.contains(&endpoint),
+                        "seed {}: request {id} sent to endpoint {endpoint}, contradicted by a second opinion",
+                        self.seed
+                    );
+                    if let Some(rate) = self.drive.sup.config().rate_cap_per_sec {
+                        assert!(
+                            self.token_due[endpoint] <= self.now,
+                            "seed {}: request {id} sent to endpoint {endpoint} before its rate-cap token",
+                            self.seed
+                        );
+                        self.token_due[endpoint] = self.now + Duration::from_secs(1) / rate;
+                    }
+                    self.in_flight.insert(key, id);
                     let record = self.records.get_mut(&id).expect("sent requests were submitted");
                     assert!(
                         !record.sent_on.contains(&key),
@@ -373,7 +537,11 @@ impl World {
                 let after = write + self.latency();
                 let msg_type = request.msg_type();
                 let body = match (&*request, id) {
+                    (_, Some(_)) if empty => FrameBody::Reply(Box::new(Reply::SecurityCount(0))),
                     (_, Some(id)) => FrameBody::Reply(Box::new(Reply::SecurityCount(id as u16))),
+                    (Request::SecurityCount(_), None) => {
+                        FrameBody::Reply(Box::new(Reply::SecurityCount(u16::from(!empty))))
+                    }
                     _ => FrameBody::Reply(Box::new(Reply::Heartbeat(Default::default()))),
                 };
                 if self.chance(self.faults.peer_close) {
@@ -408,6 +576,17 @@ impl World {
                 self.schedule(after, Event::Frame { at: SlotRef { slot, epoch, generation }, header, body });
             }
             Action::Retire { at: SlotRef { slot, epoch, generation } } => {
+                let key = (slot.0, generation.0);
+                if let Some(id) = self.in_flight.remove(&key) {
+                    let open = self.records.get(&id).is_some_and(|r| r.completed.is_none());
+                    assert!(
+                        !open || self.cause == Cause::Frame(key) || self.cause == Cause::All,
+                        "seed {}: slot {} generation {} retired under request {id} with nothing to cause it",
+                        self.seed,
+                        slot.0,
+                        generation.0
+                    );
+                }
                 assert!(
                     self.conns.remove(&(slot.0, generation.0)),
                     "seed {}: retire of slot {} generation {} that has no connection",
@@ -426,8 +605,17 @@ impl World {
                     Reply::SecurityCount(n) => n,
                     other => panic!("seed {}: request {} got a foreign reply {other:?}", self.seed, id.0),
                 });
-                if let Ok(n) = outcome {
-                    assert_eq!(n, id.0 as u16, "seed {}: request {} got another caller's reply", self.seed, id.0);
+                match outcome {
+                    Ok(0) => assert!(
+                        !record.data_seen,
+                        "seed {}: request {} got an empty answer though a server with data answered it",
+                        self.seed, id.0
+                    ),
+                    Ok(n) => {
+                        assert_eq!(n, id.0 as u16, "seed {}: request {} got another caller's reply", self.seed, id.0);
+                        self.contradicted_now.extend(record.empty_from.iter().copied());
+                    }
+                    Err(_) => {}
                 }
                 if let Some(deadline) = record.deadline {
                     match &outcome {
@@ -496,6 +684,21 @@ impl World {
                     if sent.is_some_and(|s| s.msg_id == header.msg_id) {
                         self.written.remove(&conn);
                     }
+                    // The reply to the request in flight on a live connection: what it says counts.
+                    let reply = sent.is_some_and(|s| s.msg_id == header.msg_id) && self.conns.contains(&conn);
+                    if reply {
+                        if let Some(id) = self.in_flight.remove(&conn) {
+                            let endpoint = self.endpoint_of.get(&conn).copied();
+                            let record = self.records.get_mut(&id).expect("sent requests were submitted");
+                            match &body {
+                                FrameBody::Reply(r) if **r == Reply::SecurityCount(0) => {
+                                    record.empty_from.extend(endpoint)
+                                }
+                                FrameBody::Reply(_) => record.data_seen = true,
+                                _ => {}
+                            }
+                        }
+                    }
                     self.handle(Input::Frame { at, header, body, sent });
                 }
             }
@@ -551,6 +754,8 @@ impl World {
     /// deadline, new requests must succeed, and close must finish.
     pub(crate) fn heal_and_check_liveness(&mut self) {
         self.faults = Faults::default();
+        // Healed servers have data again: one demoted may pass its probe now.
+        self.contradicted.clear();
         let pins: Vec<u64> = self.pins.keys().copied().collect();
         for pin in pins {
             self.handle(Input::Release { id: PinId(pin) });

@@ -27,7 +27,7 @@ type SwarmPath = (&'static str, fn(&Counters) -> u64);
 #[test]
 fn seeded_worlds_keep_every_invariant() {
     // The paths the swarm claims to reach, each with the counter that shows it.
-    let paths: [SwarmPath; 13] = [
+    let paths: [SwarmPath; 18] = [
         ("retries", |c| c.retries),
         ("stale_frames", |c| c.stale_frames),
         ("late_frames", |c| c.late_frames),
@@ -41,9 +41,14 @@ fn seeded_worlds_keep_every_invariant() {
         ("servers_rejected", |c| c.servers_rejected),
         ("connects_deferred", |c| c.connects_deferred),
         ("fallbacks", |c| c.fallbacks),
+        ("data_rejections", |c| c.data_rejections),
+        ("second_opinions", |c| c.second_opinions),
+        ("contradictions", |c| c.contradictions),
+        ("demotions", |c| c.demotions),
+        ("moves", |c| c.moves),
     ];
     let seeds = seeds();
-    let mut reached = [0u64; 13];
+    let mut reached = [0u64; 18];
     for &seed in &seeds {
         match std::panic::catch_unwind(|| run_seed(seed)) {
             Ok((_, c)) => {

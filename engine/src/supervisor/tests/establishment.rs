@@ -459,3 +459,64 @@ fn the_rate_cap_spaces_requests_per_server_within_their_deadlines() {
     // Capacity 3 slots + 4 pending, two requests in flight: five more fit.
     assert_eq!(refused, 10 - 5, "capacity is unchanged by the cap");
 }
+
+/// Why: a move costs a reconnection, so only a clear gain pays for it
+/// (`MOVE_GAIN_PERCENT`): a free server 10% faster than the group's leaves
+/// the group where it is; one 30% faster moves it.
+#[test]
+fn a_group_moves_only_to_a_server_faster_by_more_than_the_move_gain() {
+    assert!((11..30).contains(&MOVE_GAIN_PERCENT), "the two cases straddle the rule");
+    for (faster_by, moves) in [(10u64, false), (30, true)] {
+        let (mut hand, _) = Hand::new(SupervisorConfig { start_probe: StartProbe::Background, ..config(2, 1) });
+        hand.ready_all();
+        assert_eq!(hand.sup.diagnostics().servers, vec![Some(0), Some(1)]);
+        let ms = |n| Some(Duration::from_millis(n));
+        // Group 0 on endpoint 0 (100 ms); group 1 on endpoint 1 (the fastest); endpoint 2 free.
+        let latencies = vec![ms(100), ms(10), ms(100 - faster_by)];
+        let out = hand.input(Input::ProbeDone { epoch: Epoch(0), latencies });
+        let retired: Vec<u32> = out
+            .iter()
+            .filter_map(|a| match a {
+                Action::Retire { at: SlotRef { slot, .. } } => Some(slot.0),
+                _ => None,
+            })
+            .collect();
+        if !moves {
+            assert_eq!(retired, Vec::<u32>::new(), "{faster_by}% faster: no move");
+            continue;
+        }
+        assert_eq!(retired, vec![0], "{faster_by}% faster: group 0's connection leaves");
+        let out = retire_and_close(&mut hand, &out);
+        assert_eq!(connects(&out, hand.t0).iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(), vec![(0, 2)]);
+        hand.ready(0);
+        let d = hand.sup.diagnostics();
+        assert_eq!((d.servers.clone(), d.counters.moves), (vec![Some(2), Some(1)], 1));
+    }
+}
+
+/// Why: the cap is per server, not for the pool: with two servers capped
+/// at 10 per second, two requests start at once, one on each server, and
+/// only the third waits its 100 ms.
+#[test]
+fn the_rate_cap_is_per_server_not_for_the_pool() {
+    let (mut hand, _) = Hand::new(SupervisorConfig { rate_cap_per_sec: Some(10), ..config(2, 2) });
+    hand.ready_all();
+    let endpoints = |hand: &Hand, out: &[Action]| -> Vec<usize> {
+        let slots = hand.sup.diagnostics().slots;
+        out.iter()
+            .filter_map(|a| match a {
+                Action::Send { at: SlotRef { slot, .. }, .. } => Some(slots[slot.index()].endpoint),
+                _ => None,
+            })
+            .collect()
+    };
+    let out = hand.submit(1, 60_000);
+    let first = endpoints(&hand, &out);
+    let out = hand.submit(2, 60_000);
+    let second = endpoints(&hand, &out);
+    assert_eq!((first.len(), second.len()), (1, 1), "two servers, two tokens: both start now");
+    assert_ne!(first, second, "one on each server");
+    let out = hand.submit(3, 60_000);
+    assert_eq!(endpoints(&hand, &out), Vec::<usize>::new(), "both tokens taken: the third waits");
+    assert_eq!(hand.sup.poll_timeout(), Some(hand.t0 + Duration::from_millis(100)));
+}
