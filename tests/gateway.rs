@@ -367,6 +367,102 @@ fn every_command_equals_truth() {
     rows_match("delisted_bars", array(&v), array(&truth::delisted_bars(m, Some(code(&first)))["bars"]), &fields);
     checked.push("delisted_bars");
 
+    // Money flow and the MAC commands: their own pools on the same exchange.
+    let whole = |name: &str, path: &str, want: Vec<Value>| {
+        let v = json(path);
+        assert!(!want.is_empty(), "{name}: truth has rows");
+        assert_eq!(array(&v), want.as_slice(), "{name}");
+    };
+    whole("money_flow", "/api/money_flow?code=sz000001", typed(&t, MoneyFlow { code: sz1 }));
+    checked.push("money_flow");
+    whole("mac_server_info", "/api/mac_server_info", typed(&t, MacServerInfo::default()));
+    checked.push("mac_server_info");
+    let fields: FieldBitmap = "close,pre_close,limit_up,limit_down,main_net_inflow,volume".parse().unwrap();
+    whole(
+        "mac_quotes",
+        &format!("/api/mac_quotes?codes=sz000001,sh600000&fields={fields}"),
+        typed(&t, MacQuotes { fields, symbols: vec![sz1.into(), sh6.into()] }),
+    );
+    checked.push("mac_quotes");
+    let board = mac_board_id("881001").expect("a board id");
+    whole(
+        "mac_board_members",
+        &format!("/api/mac_board_members?board={board}&sort=0&fields={fields}&start=0&count=20"),
+        typed(&t, MacBoardMembers::new(board, 0, 0, 20, fields)),
+    );
+    checked.push("mac_board_members");
+    whole("mac_snapshot", "/api/mac_snapshot?code=sz000001", typed(&t, MacSnapshot { symbol: sz1.into() }));
+    checked.push("mac_snapshot");
+    whole(
+        "mac_bars",
+        "/api/mac_bars?code=sz000001&period=day&adjust=qfq&start=2&count=60",
+        typed(&t, MacBars::new(sz1, Period::Day, 2, 60, Adjust::Forward)),
+    );
+    checked.push("mac_bars");
+    let date = Some(trade_date);
+    whole(
+        "mac_minutes",
+        &format!("/api/mac_minutes?code=sz000001&date={day}"),
+        typed(&t, MacMinutes { symbol: sz1.into(), date }),
+    );
+    checked.push("mac_minutes");
+    whole(
+        "mac_multi_day_minutes",
+        &format!("/api/mac_multi_day_minutes?code=sz000001&date={day}&days=3"),
+        typed(&t, MacMultiDayMinutes { symbol: sz1.into(), date, days: 3 }),
+    );
+    checked.push("mac_multi_day_minutes");
+    whole(
+        "mac_ticks",
+        &format!("/api/mac_ticks?code=sz000001&date={day}&start=5&count=40"),
+        typed(&t, MacTicks { symbol: sz1.into(), date, start: 5, count: 40 }),
+    );
+    checked.push("mac_ticks");
+    whole("mac_board_list", "/api/mac_board_list?kind=0&start=0&count=30", typed(&t, MacBoardList::new(0, 0, 30)));
+    checked.push("mac_board_list");
+    whole("mac_stock_boards", "/api/mac_stock_boards?code=sz000001", typed(&t, MacStockBoards { symbol: sz1.into() }));
+    checked.push("mac_stock_boards");
+    whole("mac_capital_flow", "/api/mac_capital_flow?code=sz000001", typed(&t, MacCapitalFlow { symbol: sz1.into() }));
+    checked.push("mac_capital_flow");
+    whole(
+        "mac_auction",
+        "/api/mac_auction?code=sz000001",
+        typed(
+            &t,
+            MacAuction { symbol: sz1.into(), start: 0, count: tdx_engine::proto::limits::MAC_AUCTION_POINTS_MAX },
+        ),
+    );
+    checked.push("mac_auction");
+    whole(
+        "mac_unusual",
+        "/api/mac_unusual?market=sz&start=0&count=20",
+        typed(&t, MacUnusual::new(Exchange::Sz.id().into(), 0, 20)),
+    );
+    checked.push("mac_unusual");
+    whole("mac_bar_offset", "/api/mac_bar_offset?offset=0&count=10", typed(&t, MacBarOffset { offset: 0, count: 10 }));
+    checked.push("mac_bar_offset");
+    whole("mac_sparkline", "/api/mac_sparkline?code=sz000001", typed(&t, MacSparkline { symbol: sz1.into() }));
+    checked.push("mac_sparkline");
+    whole(
+        "mac_goods",
+        "/api/mac_goods?market=0&start=0&count=20",
+        typed(&t, MacGoods { market: 0, start: 0, count: 20 }),
+    );
+    checked.push("mac_goods");
+    let name = "block_zs.dat";
+    whole(
+        "mac_file_meta",
+        &format!("/api/mac_file_meta?name={name}"),
+        typed(&t, MacFileMeta { name: name.into(), offset: 0 }),
+    );
+    checked.push("mac_file_meta");
+    whole(
+        "mac_file_chunk",
+        &format!("/api/mac_file_chunk?name={name}&index=1&offset=0&size=4000"),
+        typed(&t, MacFileChunk { name: name.into(), index: 1, offset: 0, size: 4000 }),
+    );
+    checked.push("mac_file_chunk");
+
     let unchecked: Vec<&str> = COMMANDS.iter().map(|c| c.method).filter(|c| !checked.contains(c)).collect();
     assert!(unchecked.is_empty(), "commands the gateway serves with no check against truth: {unchecked:?}");
 }

@@ -32,6 +32,9 @@ pub enum EndpointProblem {
     BadBrackets,
     /// The host contains whitespace.
     Whitespace,
+    /// Digits and dots that are no IPv4 address (`300.1.1.1`); no host
+    /// name's last label is all digits.
+    BadIpv4,
 }
 
 impl fmt::Display for EndpointProblem {
@@ -43,6 +46,7 @@ impl fmt::Display for EndpointProblem {
             Self::UnbracketedIpv6 => "an IPv6 address needs brackets, as in [::1]:7709",
             Self::BadBrackets => "brackets must enclose an IPv6 address, as in [::1]:7709",
             Self::Whitespace => "the host contains whitespace",
+            Self::BadIpv4 => "not an IPv4 address (each of four numbers from 0 to 255)",
         })
     }
 }
@@ -79,6 +83,14 @@ impl FromStr for Endpoint {
         }
         if host.chars().any(char::is_whitespace) {
             return Err(bad(EndpointProblem::Whitespace));
+        }
+        let last_label = host.trim_end_matches('.').rsplit('.').next().unwrap_or_default();
+        if !last_label.is_empty()
+            && last_label.bytes().all(|b| b.is_ascii_digit())
+            && host.parse::<std::net::Ipv4Addr>().is_err()
+            && host.parse::<std::net::Ipv6Addr>().is_err()
+        {
+            return Err(bad(EndpointProblem::BadIpv4));
         }
         Ok(Endpoint::new(host, port))
     }
@@ -121,6 +133,10 @@ mod tests {
         assert_eq!(problem("nohost"), EndpointProblem::NoPort);
         assert_eq!(problem("host:"), EndpointProblem::NoPort);
         assert_eq!(problem(":7709"), EndpointProblem::NoHost);
+        assert_eq!(problem("300.1.1.1:7709"), EndpointProblem::BadIpv4);
+        assert_eq!(problem("1.2.3:7709"), EndpointProblem::BadIpv4);
+        assert!("tdx1.example.com:7709".parse::<Endpoint>().is_ok());
+        assert!("[::ffff:1.2.3.4]:7709".parse::<Endpoint>().is_ok());
         assert_eq!(problem("h:port"), EndpointProblem::BadPort);
         assert_eq!(problem("h:70000"), EndpointProblem::BadPort);
         assert_eq!(problem("::1:7709"), EndpointProblem::UnbracketedIpv6);

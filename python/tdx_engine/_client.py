@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _native
@@ -92,13 +93,21 @@ def _yyyymmdd(value: DateLike, field: str) -> int:
         return value.year * 10000 + value.month * 100 + value.day
     if isinstance(value, bool):
         raise ValueError(f"{field}: expected a date, got {value!r}")
+    number = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, str):
+        number = value
+    elif isinstance(value, str):
         digits = value.strip().replace("-", "")
         if len(digits) == 8 and digits.isdigit():
-            return int(digits)
-    raise ValueError(f"{field}: expected YYYYMMDD, YYYY-MM-DD or a datetime.date, got {value!r}")
+            number = int(digits)
+    if number is None:
+        raise ValueError(f"{field}: expected YYYYMMDD, YYYY-MM-DD or a datetime.date, got {value!r}")
+    # Checked here so the error names this parameter, not the engine's.
+    try:
+        _dt.date(number // 10000, number // 100 % 100, number % 100)
+    except ValueError:
+        raise ValueError(f"{field}: {value!r} is not a date") from None
+    return number
 
 
 def _iso(yyyymmdd: int) -> str:
@@ -153,6 +162,8 @@ class BarApi(_Namespace):
         ``5m``, ``15m``, ``30m``, ``60m``, ``Nm``, ``Nd``, ``Ns``. ``adjust``:
         ``None``, ``"qfq"``, ``"hfq"``, ``"fixed_qfq"``, ``"fixed_hfq"``.
         """
+        if isinstance(max_pages, bool) or not isinstance(max_pages, int) or max_pages < 1:
+            raise ValueError(f"max_pages: {max_pages!r} is not a whole number of at least 1")
         if all_pages:
             return self._n.all_bars(code, period, adjust, max_pages)
         return self._n.bars(code, period, adjust, start, count)
@@ -216,6 +227,11 @@ class QuoteApi(_Namespace):
     def push_iter(self, *, timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
         """Push frames as they arrive; ends when the client closes or no push
         came within ``timeout`` seconds."""
+        if timeout is not None and not (timeout >= 0 and math.isfinite(timeout)):
+            raise ValueError(f"timeout: {timeout!r} is not a number of seconds (0 or more)")
+        return self._pushes(timeout)
+
+    def _pushes(self, timeout: Optional[float]) -> Iterator[Dict[str, Any]]:
         while True:
             frame = self._n.poll_push(timeout)
             if frame is None:
@@ -276,7 +292,13 @@ class TradeApi(_Namespace):
 
     def all_history_many(self, days: Iterable[Tuple[str, DateLike]]) -> List[Table]:
         """Every tick of many (code, day) pairs, fetched concurrently; one table per pair, in order."""
-        return self._n.history_trades_many([(c, _yyyymmdd(d, "trading_date")) for c, d in days])
+        pairs = [(c, _yyyymmdd(d, "days")) for c, d in days]
+        try:
+            return self._n.history_trades_many(pairs)
+        except ValueError as e:
+            if str(e).startswith("code:"):  # a bad code, named by the parameter it came in
+                raise ValueError(f"days: {e}") from None
+            raise
 
     def detailed_history(self, code: str, trading_date: DateLike, *, start: int = 0, count: int = 2000) -> Table:
         """One page of a past day's ticks with order counts (0x0fc6)."""

@@ -25,6 +25,8 @@ BAD = {
     "date": ["2026-02-30", 99999999, "yesterday"],
     "start_date": ["2026-02-30", 99999999],
     "anchor_date": ["2026-02-30", 99999999],
+    "end_date": ["2026-02-30", 99999999],
+    "entry": ["", "no_such_entry"],
     "start": [-1, 70000, 10**12],
     "count": [0, -1, 70000, 10**12],
     "limit": [0, -1, 10**12],
@@ -42,7 +44,7 @@ BAD = {
     "size": [0, -1, 40000],
 }
 # Parameters whose every value is valid input (a name the server matches, a switch).
-FREE = {"filename", "name", "all_pages"}
+FREE = {"filename", "name", "all_pages", "include_summary", "detail_type", "record_id"}
 
 
 def good(param: str, past_day: int):
@@ -57,6 +59,10 @@ def good(param: str, past_day: int):
         "name": "x",
         "board": "881001",
         "index": 1,
+        "entry": "company_profile",
+        "detail_type": "sjqd",
+        "start_date": past_day,
+        "record_id": "20011",
     }[param]
 
 
