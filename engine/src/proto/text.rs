@@ -35,6 +35,10 @@ pub fn server_message(payload: &[u8]) -> Option<String> {
     let end = payload.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
     let text = GBK.decode_without_bom_handling_and_without_replacement(&payload[..end])?;
     let printable = text.chars().all(|c| !c.is_control() || c == '\n' || c == '\r' || c == '\t');
+    // The decoder is GB18030's: its four-byte forms are no GBK text.
+    if GBK.encode(&text).2 {
+        return None;
+    }
     let text = text.trim();
     (printable && text.chars().count() >= 2).then(|| text.to_owned())
 }
@@ -50,6 +54,8 @@ mod tests {
         assert_eq!(super::server_message(&[0; 10]), None, "zeros are no message");
         assert_eq!(super::server_message(&[0x0c, 0x01, 0x00, 0xff]), None, "binary is no message");
         assert_eq!(super::server_message(&[0x81]), None, "a cut GBK pair is no message");
+        let four = [0xb5, 0xb5, 0xb5, 0x36, 0xb5, 0x31];
+        assert_eq!(super::server_message(&four), None, "GB18030's four-byte forms are no GBK");
     }
 
     use super::*;
