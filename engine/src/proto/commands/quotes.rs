@@ -147,8 +147,9 @@ pub struct Snapshot {
 }
 
 const SNAPSHOT_TAIL_BYTES: usize = 56;
-/// Smallest quote head: 7-byte marker, u16, 14 one-byte varints, f32.
-const HEAD_BYTES_MIN: usize = 7 + 2 + 14 + 4;
+/// Smallest quote head: 7-byte marker, u16, 13 one-byte varints (the
+/// price, four deltas, eight counts), f32.
+const HEAD_BYTES_MIN: usize = 7 + 2 + 13 + 4;
 
 /// A record's scale and absolute wire price, which every other price in
 /// the record is a delta from.
