@@ -179,7 +179,7 @@ mod tests {
         let savers: Vec<_> = (0..4u16)
             .map(|t| {
                 let store = store.clone();
-                std::thread::spawn(move || (0..50).try_for_each(|_| store.save(&ranking(&[t, t + 10]))))
+                std::thread::spawn(move || (0..50).try_for_each(|_| store.save(&ranking(&[t + 1, t + 11]))))
             })
             .collect();
         for saver in savers {

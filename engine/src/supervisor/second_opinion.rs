@@ -417,6 +417,9 @@ mod tests {
         "company_category",
         "special_limits",
         "delisted_bars",
+        // MAC pages whose count word comes first: zero rows.
+        "mac_unusual",
+        "mac_goods",
     ];
 
     /// What a server of 2026 sends for every data command (a 2-byte empty
