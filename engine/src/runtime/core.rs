@@ -517,7 +517,7 @@ impl Core {
     fn snapshot(&self, state: &State) -> EngineDiagnostics {
         EngineDiagnostics {
             supervisor: state.sup.diagnostics(),
-            budgets: vec![(&*self.budgets.raw).into(), (&*self.budgets.decoded).into()],
+            budgets: self.budgets.diagnostics(),
             workers: state.workers.diagnostics(),
             slot_workers: state.workers.slot_workers(),
             slot_panics: self.budgets.slot_panics.load(std::sync::atomic::Ordering::Relaxed),

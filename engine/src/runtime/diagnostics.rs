@@ -74,11 +74,12 @@ pub struct EngineDiagnostics {
 
 impl EngineDiagnostics {
     /// The snapshot before the engine's first refresh: the Supervisor's
-    /// initial view, every count zero.
-    pub(crate) fn starting(supervisor: Diagnostics, runtime_workers: usize) -> Self {
+    /// initial view, the budgets' limits, every count zero (a scrape in
+    /// the first 25 ms still names every budget).
+    pub(crate) fn starting(supervisor: Diagnostics, budgets: Vec<BudgetDiagnostics>, runtime_workers: usize) -> Self {
         Self {
             supervisor,
-            budgets: Vec::new(),
+            budgets,
             workers: Vec::new(),
             slot_workers: Vec::new(),
             slot_panics: 0,

@@ -99,6 +99,11 @@ impl EngineShared {
             bytes_read: Arc::default(),
         }
     }
+
+    /// The raw and decoded budgets as diagnostics show them.
+    pub(crate) fn diagnostics(&self) -> Vec<super::diagnostics::BudgetDiagnostics> {
+        vec![(&*self.raw).into(), (&*self.decoded).into()]
+    }
 }
 
 /// Who is serving a connection right now, for its inputs to the core.
