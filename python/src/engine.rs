@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::{
-    mac_board_id, mac_board_kind, mac_category, mac_sort, Adjust, AuxKind, FieldBitmap, LegacySecurityList, Period,
+    mac_board_named, mac_kind_named, mac_sort, Adjust, AuxKind, FieldBitmap, LegacySecurityList, Period,
     QuoteCategory, SortOrder,
 };
 use tdx_engine::proto::{Date, Market, SecurityCode, TradeDate};
@@ -174,33 +174,14 @@ fn fields(s: &str) -> PyResult<FieldBitmap> {
     s.parse::<FieldBitmap>().map_err(|e| value_error("fields", e))
 }
 
-/// A board's code (`881001`, `sh881001`), or a category: `a_share`,
-/// `sh_a`, `sz_a`, `star`, `bj`, `chinext`, as a 0x122C id.
+/// A board code or category name as a 0x122C id.
 fn mac_board(s: &str) -> PyResult<u32> {
-    let s = s.trim().to_ascii_lowercase();
-    Ok(match s.as_str() {
-        "a_share" => mac_category::A_SHARES,
-        "sh_a" => mac_category::SH_A,
-        "sz_a" => mac_category::SZ_A,
-        "star" => mac_category::STAR,
-        "bj" => mac_category::BJ_A,
-        "chinext" => mac_category::CHINEXT,
-        other => mac_board_id(other.trim_start_matches("sh"))
-            .ok_or_else(|| value_error("board", format!("{other:?} is no board code or category")))?,
-    })
+    mac_board_named(s).map_err(|e| value_error("board", e))
 }
 
-/// `industry`, `concept`, `style`, `index` (the exchange's \"other\"
-/// boards) or `all`, as a 0x1231 kind.
+/// A board kind name as a 0x1231 kind.
 fn mac_kind(s: &str) -> PyResult<u16> {
-    Ok(match s.trim().to_ascii_lowercase().as_str() {
-        "industry" => mac_board_kind::INDUSTRY,
-        "concept" => mac_board_kind::CONCEPT,
-        "style" => mac_board_kind::STYLE,
-        "index" => mac_board_kind::OTHER,
-        "all" => mac_board_kind::ALL,
-        other => return Err(value_error("kind", format!("{other:?}: use industry, concept, style, index or all"))),
-    })
+    mac_kind_named(s).map_err(|e| value_error("kind", e))
 }
 
 /// MAC adjusts on the server: none, qfq or hfq only.

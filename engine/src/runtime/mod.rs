@@ -327,7 +327,8 @@ pub(crate) fn start_engine<C: Connector>(
     let budgets = EngineShared::new(raw, decoded);
     let (close_tx, close_rx) = watch::channel(CloseState::Running);
     let runtime_workers = threads.runtime_workers;
-    let diagnostics = DiagnosticsCell::new(EngineDiagnostics::starting(sup.diagnostics(), budgets.diagnostics(), runtime_workers));
+    let diagnostics =
+        DiagnosticsCell::new(EngineDiagnostics::starting(sup.diagnostics(), budgets.diagnostics(), runtime_workers));
     // Each pool weighs its own slots over the shared workers.
     let workers = Workers::new(threads.handles.clone(), threads.placement, pool_size, threads.seed);
     let launch = Launcher {

@@ -60,7 +60,8 @@ fn first_code(kind: BoardKind) -> u32 {
     }
 }
 
-/// The 0x1231 kind of a board kind (index boards are "other").
+/// The 0x1231 kind of a board kind (index boards are "other"): the
+/// exchange's own table, kept apart from the engine's `mac_kind_of`.
 pub fn mac_kind(kind: BoardKind) -> u16 {
     match kind {
         BoardKind::Industry => mac_board_kind::INDUSTRY,

@@ -8,13 +8,12 @@
 //! the binary32 or integer they are.
 
 use serde_json::{json, Map, Value};
-use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::{
-    mac_board_id, mac_board_kind, mac_category, mac_sort, Adjust, BarTime, BoardEntry, BoardQuote, CapitalFlow,
-    FieldBitmap, FieldKind, FlowView, MacAuctionReply, MacBar, MacBarPage, MacBars, MacBoardList, MacBoardMembers,
-    MacField, MacMinuteLine, MacMinutes, MacMultiDayLine, MacMultiDayMinutes, MacQuoteRow, MacQuotes,
-    MacServerInfoReply, MacSnapshotReply, MacStockBoards, MacSymbol, MacTickPage, MacTicks, MacUnusualMove,
-    MoneyFlowBlock, Period, SizeClass, SortOrder, StockBoard,
+    mac_board_named, mac_kind_named, mac_sort, Adjust, BarTime, BoardEntry, BoardQuote, CapitalFlow, FieldBitmap,
+    FieldKind, FlowView, MacAuctionReply, MacBar, MacBarPage, MacBars, MacBoardList, MacBoardMembers, MacField,
+    MacMinuteLine, MacMinutes, MacMultiDayLine, MacMultiDayMinutes, MacQuoteRow, MacQuotes, MacServerInfoReply,
+    MacSnapshotReply, MacStockBoards, MacSymbol, MacTickPage, MacTicks, MacUnusualMove, MoneyFlowBlock, Period,
+    SizeClass, SortOrder, StockBoard,
 };
 use tdx_engine::proto::commands::{price_of_yuan, FieldUnit, FieldValue, TradeSide};
 use tdx_engine::proto::commands::{MacAuction, MacSnapshot, MacSparkline};
@@ -22,7 +21,7 @@ use tdx_engine::proto::limits::{MAC_BARS_PER_PAGE_MAX, MAC_BOARDS_PER_PAGE_MAX, 
 use tdx_engine::proto::{Market as Exchange, SecurityCode, TimeOfDay, TradeDate};
 
 use super::unusual::LIMIT_EVENT;
-use super::{boards::mac_kind, catalog, fields, rankings, series};
+use super::{catalog, fields, rankings, series};
 use crate::market_data::MarketData;
 use crate::money_flow::{capital_flow, money_flow_block};
 
@@ -193,25 +192,14 @@ pub fn parse_bar_time(name: &str) -> Result<BarTime, String> {
     }
 }
 
-/// A board code, a 0x122C id or a category name, as a 0x122C board id.
+/// A board argument as the engine reads it ([`mac_board_named`]).
 pub fn parse_board(s: &str) -> Result<u32, String> {
-    Ok(match s {
-        "a_share" => mac_category::A_SHARES,
-        "sh_a" => mac_category::SH_A,
-        "sz_a" => mac_category::SZ_A,
-        "star" => mac_category::STAR,
-        "bj" => mac_category::BJ_A,
-        "chinext" => mac_category::CHINEXT,
-        other => mac_board_id(other.trim_start_matches("sh")).ok_or_else(|| format!("unknown board {other:?}"))?,
-    })
+    mac_board_named(s)
 }
 
-/// `industry`, `concept`, `style`, `index` or `all`, as a 0x1231 kind.
+/// A board-kind argument as the engine reads it ([`mac_kind_named`]).
 pub fn parse_board_kind(s: &str) -> Result<u16, String> {
-    if s == "all" {
-        return Ok(mac_board_kind::ALL);
-    }
-    s.parse::<BoardKind>().map(mac_kind).map_err(|e| e.to_string())
+    mac_kind_named(s)
 }
 
 /// A wire price as JSON: rounded to 0.001 yuan (null when not finite).

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::json::{self, JsonHead};
 use super::symbol::{put_name, put_symbol, read_name, read_symbol, MacSymbol, MAC_NAME_BYTES};
 use super::units::{check_count, check_fits, check_over_request, expect_len};
+use crate::proto::blockfile::BoardKind;
 use crate::proto::command::Command;
 use crate::proto::frame::{MAC_HEAD_1_PREFIX, MAC_REQUEST_PREFIX};
 use crate::proto::limits::MAC_BOARDS_PER_PAGE_MAX;
@@ -30,6 +31,29 @@ pub mod mac_board_kind {
     pub const OTHER: u16 = 6;
     /// Every kind.
     pub const ALL: u16 = 255;
+}
+
+/// The 0x1231 kind that lists one block-file kind's boards (the
+/// exchange's index boards are among its "other" boards).
+pub fn mac_kind_of(kind: BoardKind) -> u16 {
+    match kind {
+        BoardKind::Industry => mac_board_kind::INDUSTRY,
+        BoardKind::Concept => mac_board_kind::CONCEPT,
+        BoardKind::Style => mac_board_kind::STYLE,
+        BoardKind::Index => mac_board_kind::OTHER,
+    }
+}
+
+/// A 0x1231 kind by name: `industry`, `concept`, `style`, `index` or
+/// `all` (any case).
+pub fn mac_kind_named(name: &str) -> Result<u16, String> {
+    let name = name.trim().to_ascii_lowercase();
+    if name == "all" {
+        return Ok(mac_board_kind::ALL);
+    }
+    name.parse::<BoardKind>()
+        .map(mac_kind_of)
+        .map_err(|_| format!("{name:?} is no board kind: use industry, concept, style, index or all"))
 }
 
 const LIST_BODY_BYTES: usize = 18;

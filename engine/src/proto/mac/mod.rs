@@ -38,8 +38,8 @@ mod unusual;
 pub use auction::{MacAuction, MacAuctionPoint, MacAuctionReply};
 pub use bars::{intraday_seconds, BarTime, MacBar, MacBarPage, MacBars, BAR_FLAGS};
 pub use boards::{
-    mac_board_kind, BoardEntry, BoardQuote, MacBoardList, MacBoardListReply, MacStockBoards, MacStockBoardsReply,
-    StockBoard, STOCK_BOARDS_TAG,
+    mac_board_kind, mac_kind_named, mac_kind_of, BoardEntry, BoardQuote, MacBoardList, MacBoardListReply,
+    MacStockBoards, MacStockBoardsReply, StockBoard, STOCK_BOARDS_TAG,
 };
 pub use calendar::{MacServerInfo, MacServerInfoReply, SERVER_INFO_BODY_BYTES, SERVER_INFO_BYTES};
 pub use fields::{
@@ -54,8 +54,8 @@ pub use minutes::{
 };
 pub use offset::{MacBarOffset, MacBarOffsetReply};
 pub use quotes::{
-    mac_board_id, mac_category, mac_filter, mac_sort, MacBoardMembers, MacQuoteRow, MacQuoteTable, MacQuotes,
-    SortOrder, BOARD_MEMBER_FIELD_BITS,
+    mac_board_id, mac_board_named, mac_category, mac_filter, mac_sort, MacBoardMembers, MacQuoteRow, MacQuoteTable,
+    MacQuotes, SortOrder, BOARD_MEMBER_FIELD_BITS,
 };
 pub use session::{mac_setup, MAC_SETUP_MSG_IDS};
 pub use snapshot::{MacSnapshot, MacSnapshotReply, SNAPSHOT_BYTES};

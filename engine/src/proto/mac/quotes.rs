@@ -251,6 +251,25 @@ pub fn mac_board_id(code: &str) -> Option<u32> {
     })
 }
 
+/// A 0x122C board by the name a user types: a category (`a_share`,
+/// `sh_a`, `sz_a`, `star`, `bj`, `chinext`; any case) or a board's code,
+/// `sh`-prefixed or not (`880686`, `sh880686`). The one spelling the CLI,
+/// the Python package and the reference exchange's truth all accept.
+pub fn mac_board_named(name: &str) -> Result<u32, String> {
+    let name = name.trim().to_ascii_lowercase();
+    Ok(match name.as_str() {
+        "a_share" => mac_category::A_SHARES,
+        "sh_a" => mac_category::SH_A,
+        "sz_a" => mac_category::SZ_A,
+        "star" => mac_category::STAR,
+        "bj" => mac_category::BJ_A,
+        "chinext" => mac_category::CHINEXT,
+        other => mac_board_id(other.trim_start_matches("sh")).ok_or_else(|| {
+            format!("{other:?} is no board: use a board code (880686) or a_share, sh_a, sz_a, star, bj or chinext")
+        })?,
+    })
+}
+
 /// 0x122C filter bits (eltdx 3.3.0 `FilterType`), leaving out what they name.
 pub mod mac_filter {
     /// Recent listings.
@@ -389,6 +408,9 @@ mod tests {
     #[test]
     fn board_ids_follow_the_documented_rules() {
         assert_eq!(mac_board_id("880686"), Some(20_686));
+        assert_eq!(mac_board_named("SH880686"), Ok(20_686));
+        assert_eq!(mac_board_named(" chinext "), Ok(mac_category::CHINEXT));
+        assert!(mac_board_named("nope").is_err());
         assert_eq!(mac_board_id("881001"), Some(21_001));
         assert_eq!(mac_board_id("399372"), Some(30_372));
         assert_eq!(mac_board_id("899050"), Some(32_050));
