@@ -12,7 +12,6 @@ import datetime as dt
 import io
 import json
 import os
-import subprocess
 import sys
 import urllib.request
 
@@ -24,19 +23,8 @@ from openapi_spec_validator import validate
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-CHECKS = {"passed": 0, "failed": 0}
-
-
-def check(name, ok, detail=""):
-    if ok:
-        CHECKS["passed"] += 1
-    else:
-        CHECKS["failed"] += 1
-        print(f"FAIL {name}: {detail}", flush=True)
-
-
-def eq(name, got, want):
-    check(name, got == want, f"got {str(got)[:400]}, want {str(want)[:400]}")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
+from tally import CHECKS, Truth, check, eq  # noqa: E402
 
 
 def fetch(url, accept=None):
@@ -46,8 +34,7 @@ def fetch(url, accept=None):
 
 
 def truth(sim, *query):
-    out = subprocess.run([sim, "truth", "--seed", "1", *map(str, query)], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
+    return Truth(sim, 1)(*query)
 
 
 def arrow_value(v):

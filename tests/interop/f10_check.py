@@ -15,15 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from eltdx import F10Client
 
-CHECKS = {"passed": 0, "failed": 0}
-
-
-def check(name, ok, detail=""):
-    if ok:
-        CHECKS["passed"] += 1
-    else:
-        CHECKS["failed"] += 1
-        print(f"FAIL {name}: {detail}", flush=True)
+from tally import CHECKS, check
 
 
 def run_json(args):

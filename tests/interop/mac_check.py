@@ -13,9 +13,7 @@ Usage: mac_check.py --sim PATH_TO_TDX_SIM --seed S --ports P1,P2,...
 import argparse
 import datetime as dt
 import hashlib
-import json
 import math
-import subprocess
 import sys
 
 from eltdx import TdxClient
@@ -24,37 +22,13 @@ from eltdx.mac import MacClient
 from eltdx.mac.bitmap import FieldBit, FieldSelection
 from eltdx.mac.enums import Adjust, BoardType, Category, Period, SortOrder, SortType
 
-CHECKS = {"passed": 0, "failed": 0}
-METHODS = set()
-
-
-def check(name, ok, detail=""):
-    METHODS.add(name.split(" ")[0])
-    if ok:
-        CHECKS["passed"] += 1
-    else:
-        CHECKS["failed"] += 1
-        print(f"FAIL {name}: {detail}", flush=True)
-
-
-def eq(name, got, want):
-    check(name, got == want, f"got {got!r}, want {want!r}")
+from tally import CHECKS, METHODS, Truth, check, eq
 
 
 def near(name, got, want):
     """Equal to binary32's precision (the wire's floats; truth rounds prices to 0.001)."""
     ok = got is not None and want is not None and math.isclose(float(got), float(want), rel_tol=2e-6, abs_tol=6e-4)
     check(name, ok, f"got {got!r}, want {want!r}")
-
-
-class Truth:
-    def __init__(self, sim, seed):
-        self.sim, self.seed = sim, seed
-
-    def __call__(self, *query):
-        out = subprocess.run([self.sim, "truth", "--seed", str(self.seed), *map(str, query)],
-                             check=True, capture_output=True, text=True).stdout
-        return json.loads(out)
 
 
 CODE, MARKET = "000001", 0
