@@ -507,6 +507,9 @@ fn check_usage(cli: &Cli) -> Result<(), CliError> {
                 return Err(CliError::usage(format!("--count {count}: at most {most} per page for {why}")));
             }
         }
+        Command::Sync(args) if args.shard.is_some() && args.with.iter().any(|w| w == "finance") => {
+            return Err(CliError::usage("--with finance is one file of every stock: sync it without --shard"));
+        }
         Command::Demo(_) if !cli.global.hosts.is_empty() => {
             return Err(CliError::usage("--hosts: the demo runs its own exchange; drop --hosts"));
         }
@@ -536,6 +539,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Import(args) => tdxdir::import(args, Format::resolve(global.output)),
         Command::Export(args) => tdxdir::export(args, Format::resolve(global.output)),
         Command::Calendar { sessions: true, .. } => calendar::sessions_table(Format::resolve(global.output)),
+        Command::Sync(args) if args.merge_manifests => sync::merge(&args, Format::resolve(global.output)),
         Command::Gateway(args) => gateway::run(&global, args).await,
         Command::Mcp(args) => mcp::run(&global, args).await,
         command => {

@@ -103,7 +103,14 @@ impl Store {
     /// Removes temporary files a killed run left behind (they never
     /// match `*.parquet`, so readers ignore them anyway).
     pub fn remove_leftovers(&self) -> Result<usize, StoreError> {
-        fn walk(dir: &Path, removed: &mut usize) -> Result<(), StoreError> {
+        self.remove_leftovers_of(&|_| true)
+    }
+
+    /// [`remove_leftovers`](Self::remove_leftovers) of the files whose name
+    /// `mine` accepts (a temporary copy's original name, `sz000001.parquet`):
+    /// a shard leaves the copies other shards are writing right now alone.
+    pub fn remove_leftovers_of(&self, mine: &dyn Fn(&str) -> bool) -> Result<usize, StoreError> {
+        fn walk(dir: &Path, mine: &dyn Fn(&str) -> bool, removed: &mut usize) -> Result<(), StoreError> {
             let entries = match fs::read_dir(dir) {
                 Ok(e) => e,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -113,17 +120,20 @@ impl Store {
                 let entry = entry.map_err(io_err(dir))?;
                 let path = entry.path();
                 let kind = entry.file_type().map_err(io_err(&path))?;
+                let name = entry.file_name().to_string_lossy().into_owned();
                 if kind.is_dir() {
-                    walk(&path, removed)?;
-                } else if entry.file_name().to_string_lossy().contains(".tmp-") {
-                    fs::remove_file(&path).map_err(io_err(&path))?;
-                    *removed += 1;
+                    walk(&path, mine, removed)?;
+                } else if let Some((original, _)) = name.split_once(".tmp-") {
+                    if mine(original.strip_prefix('.').unwrap_or(original)) {
+                        fs::remove_file(&path).map_err(io_err(&path))?;
+                        *removed += 1;
+                    }
                 }
             }
             Ok(())
         }
         let mut removed = 0;
-        walk(&self.root, &mut removed)?;
+        walk(&self.root, mine, &mut removed)?;
         Ok(removed)
     }
 
