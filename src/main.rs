@@ -243,6 +243,9 @@ enum Command {
     /// Keep a local Parquet store of bars, factors and corporate actions
     /// up to date: the first run downloads, later runs fetch only what is new.
     Sync(sync::SyncArgs),
+    /// Past days' ticks (with order counts) or minute lines into a `tdx sync` store:
+    /// `ticks/date=D/market=M/CODE.parquet`, incremental, kill-safe, shardable.
+    Backfill(sync::backfill::BackfillArgs),
     /// Download daily bars for every SZ and SH security from an embedded
     /// exchange, check them against its truth, and report.
     Demo(demo::DemoArgs),
@@ -585,6 +588,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,
                 Command::Diag => commands::diag(&ctx).await,
                 Command::Sync(args) => sync::run(&ctx, args).await,
+                Command::Backfill(args) => sync::backfill::run(&ctx, args).await,
                 Command::F10(args) => commands::f10(&ctx, &args).await,
                 Command::Calendar { from, to, .. } => calendar::calendar(&ctx, from, to).await,
                 Command::Mac(command) => mac::run(&ctx, command).await,

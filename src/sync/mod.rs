@@ -26,6 +26,7 @@ use shard::Shard;
 use store::{Corporate, Coverage, Manifest, Store};
 use update::update;
 
+pub(crate) mod backfill;
 mod f10;
 mod manifest;
 mod report;

@@ -379,7 +379,8 @@ fn props() -> WriterProperties {
     b.build()
 }
 
-fn encode(batch: &RecordBatch) -> Result<Vec<u8>, parquet::errors::ParquetError> {
+/// The Parquet bytes of one batch, with the store's writer settings.
+pub(crate) fn encode_batch(batch: &RecordBatch) -> Result<Vec<u8>, parquet::errors::ParquetError> {
     let mut bytes = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut bytes, batch.schema(), Some(props()))?;
     writer.write(batch)?;
@@ -416,7 +417,7 @@ pub fn encode_bars(code: SecurityCode, bars: &[Bar]) -> Result<Vec<u8>, parquet:
         Arc::new(UInt16Array::from(bars.iter().map(|b| b.breadth.map(|x| x.down)).collect::<Vec<_>>())),
     ];
     let batch = RecordBatch::try_new(Arc::new(bars_schema()), columns)?;
-    encode(&batch)
+    encode_batch(&batch)
 }
 
 fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, String> {
@@ -478,7 +479,7 @@ pub fn encode_factors(factors: &AdjustmentFactors) -> Result<Vec<u8>, parquet::e
         f(|r| r.hfq.scale),
         f(|r| r.hfq.offset),
     ];
-    encode(&RecordBatch::try_new(Arc::new(schema), columns)?)
+    encode_batch(&RecordBatch::try_new(Arc::new(schema), columns)?)
 }
 
 /// The Parquet bytes of `code`'s capital-change records (0x000f).
@@ -512,7 +513,7 @@ pub fn encode_xdxr(code: SecurityCode, changes: &[CapitalChange]) -> Result<Vec<
         raw(2),
         raw(3),
     ];
-    encode(&RecordBatch::try_new(Arc::new(schema), columns)?)
+    encode_batch(&RecordBatch::try_new(Arc::new(schema), columns)?)
 }
 
 /// The Parquet bytes of the finance table: one row per security.
@@ -541,7 +542,7 @@ pub fn encode_finance(rows: &[tdx_engine::proto::commands::Finance]) -> Result<V
         fields.push(Field::new(format!("field_{k:02}"), DataType::Float64, false));
         columns.push(Arc::new(Float64Array::from_iter_values(rows.iter().map(|f| f64::from(f.fields[k])))));
     }
-    encode(&RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+    encode_batch(&RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
 }
 
 #[cfg(test)]
