@@ -2,7 +2,8 @@
 //! against the embedded exchange: the store equals one unsharded sync's,
 //! file by file and manifest entry by manifest entry, on a first download
 //! and on the next day's update; each shard holds exactly the securities
-//! the documented hash gives it; a merge with a shard missing writes nothing.
+//! the documented hash gives it; a shard run again resumes from its own
+//! fragment; a merge with a shard missing writes nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -165,7 +166,15 @@ fn three_shards_and_a_merge_equal_one_unsharded_sync() {
 #[test]
 fn a_merge_with_a_shard_missing_writes_nothing() {
     let dir = scratch("missing");
-    must(&[], tdx(&sync_args(&dir, "20261127", &["--shard", "1/3"])).output().unwrap());
+    let args = sync_args(&dir, "20261127", &["--shard", "1/3"]);
+    let first = must(&args, tdx(&args).output().unwrap());
+    assert!(first["factor_files_written"].as_u64() > Some(0), "{first}");
+    // Run again before any merge: the shard resumes from its own fragment
+    // (checksums and corporate actions), so nothing is written again.
+    let again = must(&args, tdx(&args).output().unwrap());
+    assert_eq!(again["factor_files_written"], 0, "{again}");
+    assert_eq!(again["view_files_written"], 0, "{again}");
+    assert_eq!(again["periods"]["day"]["files_written"], 0, "{again}");
     let out = merge(&dir);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
