@@ -123,6 +123,8 @@ async fn store_demo(
         jobs: None,
         dry_run: false,
         views: Vec::new(),
+        shard: None,
+        merge_manifests: false,
     };
     crate::sync::run(&ctx, args).await?;
     let d = dir.display();

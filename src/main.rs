@@ -243,6 +243,9 @@ enum Command {
     /// Keep a local Parquet store of bars, factors and corporate actions
     /// up to date: the first run downloads, later runs fetch only what is new.
     Sync(sync::SyncArgs),
+    /// Past days' ticks (with order counts) or minute lines into a `tdx sync` store:
+    /// `ticks/date=D/market=M/CODE.parquet`, incremental, kill-safe, shardable.
+    Backfill(sync::backfill::BackfillArgs),
     /// Download daily bars for every SZ and SH security from an embedded
     /// exchange, check them against its truth, and report.
     Demo(demo::DemoArgs),
@@ -507,6 +510,9 @@ fn check_usage(cli: &Cli) -> Result<(), CliError> {
                 return Err(CliError::usage(format!("--count {count}: at most {most} per page for {why}")));
             }
         }
+        Command::Sync(args) if args.shard.is_some() && args.with.iter().any(|w| w == "finance") => {
+            return Err(CliError::usage("--with finance is one file of every stock: sync it without --shard"));
+        }
         Command::Demo(_) if !cli.global.hosts.is_empty() => {
             return Err(CliError::usage("--hosts: the demo runs its own exchange; drop --hosts"));
         }
@@ -536,6 +542,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Import(args) => tdxdir::import(args, Format::resolve(global.output)),
         Command::Export(args) => tdxdir::export(args, Format::resolve(global.output)),
         Command::Calendar { sessions: true, .. } => calendar::sessions_table(Format::resolve(global.output)),
+        Command::Sync(args) if args.merge_manifests => sync::merge(&args, Format::resolve(global.output)),
         Command::Gateway(args) => gateway::run(&global, args).await,
         Command::Mcp(args) => mcp::run(&global, args).await,
         command => {
@@ -581,6 +588,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::Watch { codes } => commands::watch(&ctx, &codes).await,
                 Command::Diag => commands::diag(&ctx).await,
                 Command::Sync(args) => sync::run(&ctx, args).await,
+                Command::Backfill(args) => sync::backfill::run(&ctx, args).await,
                 Command::F10(args) => commands::f10(&ctx, &args).await,
                 Command::Calendar { from, to, .. } => calendar::calendar(&ctx, from, to).await,
                 Command::Mac(command) => mac::run(&ctx, command).await,

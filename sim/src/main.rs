@@ -347,20 +347,15 @@ struct Shard {
 impl Shard {
     /// The first seed and the count of this shard's block of `start..start+n`:
     /// the first `n % of` shards take one seed more.
+    /// The same split as the test kit's `TDX_SIM_SHARD`.
     fn block(self, start: u64, n: u64) -> (u64, u64) {
-        let (base, extra) = (n / self.of, n % self.of);
-        let first = start + self.index * base + self.index.min(extra);
-        (first, base + u64::from(self.index < extra))
+        let block = tdx_sim::testkit::shard_block(start..start + n, self.index, self.of);
+        (block.start, block.end - block.start)
     }
 }
 
 fn parse_shard(s: &str) -> Result<Shard, String> {
-    let (index, of) = s.split_once('/').ok_or("expected I/N, for example 0/4")?;
-    let index: u64 = index.trim().parse().map_err(|_| format!("bad shard index {index:?}"))?;
-    let of: u64 = of.trim().parse().map_err(|_| format!("bad shard count {of:?}"))?;
-    if of == 0 || index >= of {
-        return Err(format!("shard {index}/{of}: the index runs from 0 to N-1"));
-    }
+    let (index, of) = tdx_sim::testkit::parse_shard(s)?;
     Ok(Shard { index, of })
 }
 

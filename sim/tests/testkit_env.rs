@@ -1,7 +1,7 @@
 //! The kit's environment: `TDX_SIM_SEED` replays one seed, `TDX_SIM_START`
-//! and `TDX_SIM_SEEDS` shard a sweep, and a failing sweep writes its seed
-//! to the regressions file. One test in its own binary: the environment
-//! is the process's.
+//! and `TDX_SIM_SEEDS` move a sweep, `TDX_SIM_SHARD` splits it, and a
+//! failing sweep writes its seed to the regressions file. One test in its
+//! own binary: the environment is the process's.
 
 use std::time::Duration;
 
@@ -30,6 +30,23 @@ fn the_environment_picks_the_seeds_and_failures_are_kept() {
     std::env::set_var("TDX_SIM_SEEDS", "3");
     let seeds: Vec<u64> = exchange.sweep(0..100, count).iter().map(|r| r.seed).collect();
     assert_eq!(seeds, vec![20, 21, 22], "a shard of the sweep");
+    // Three matrix jobs split the moved range into contiguous blocks that
+    // cover it once; only shard 0 runs the regressions file's seeds.
+    let dir = std::env::temp_dir().join(format!("tdx-sim-testkit-shard-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let file = dir.join("sim-regressions.txt");
+    std::fs::write(&file, "7\n").expect("a regressions file");
+    let kept = exchange.clone().regressions(&file);
+    let mut all = Vec::new();
+    for (i, want) in [vec![7, 20], vec![21], vec![22]].into_iter().enumerate() {
+        std::env::set_var("TDX_SIM_SHARD", format!("{i}/3"));
+        let seeds: Vec<u64> = kept.sweep(0..100, count).iter().map(|r| r.seed).collect();
+        assert_eq!(seeds, want, "shard {i}/3");
+        all.extend(seeds);
+    }
+    assert_eq!(all, vec![7, 20, 21, 22], "the shards together run every seed once");
+    std::env::remove_var("TDX_SIM_SHARD");
+    std::fs::remove_dir_all(dir).expect("cleanup");
     std::env::remove_var("TDX_SIM_START");
     std::env::remove_var("TDX_SIM_SEEDS");
 

@@ -31,8 +31,8 @@ pub struct Manifest {
     /// `CODE` -> its corporate actions as last stored.
     pub corporate: BTreeMap<String, Corporate>,
     /// Relative path -> [`checksum`] of every other file a run wrote
-    /// (factors, xdxr, views, finance): a file that no longer matches is
-    /// written again.
+    /// (factors, xdxr, views, finance, `tdx backfill`'s ticks and minutes):
+    /// a file that no longer matches is written again.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
     /// `ENTRY/CODE` -> its F10 answer as last stored (`--with f10:ENTRY`).
@@ -199,7 +199,7 @@ fn is_plain_name(name: &str) -> bool {
 /// derived files, with plain components (no `..`, no root, no
 /// backslash), ending in `.parquet`.
 pub fn is_derived_path(path: &str) -> bool {
-    const DIRS: [&str; 5] = ["factors/", "xdxr/", "bars_qfq/", "bars_hfq/", "finance/"];
+    const DIRS: [&str; 7] = ["factors/", "xdxr/", "bars_qfq/", "bars_hfq/", "finance/", "ticks/", "minutes/"];
     DIRS.iter().any(|d| path.starts_with(d))
         && path.ends_with(".parquet")
         && !path.contains('\\')

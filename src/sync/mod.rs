@@ -22,12 +22,15 @@ use tdx_engine::Client;
 
 use crate::{CliError, Context};
 use report::{dry_run, progress_bar, summary, Tally};
+use shard::Shard;
 use store::{Corporate, Coverage, Manifest, Store};
 use update::update;
 
+pub(crate) mod backfill;
 mod f10;
 mod manifest;
 mod report;
+pub(crate) mod shard;
 pub(crate) mod store;
 mod test_hook;
 mod update;
@@ -65,6 +68,15 @@ pub struct SyncArgs {
     /// backward) into `bars_hfq/`, same schema and layout as `bars/`.
     #[arg(long, value_delimiter = ',', value_parser = view_parser())]
     pub views: Vec<Adjust>,
+    /// Keep only shard I of N (I from 0) of the securities, split by a hash
+    /// of the code, and write the manifest fragment `shards/I-of-N.json`
+    /// instead of `manifest.json`; `--merge-manifests` joins the fragments.
+    #[arg(long, value_parser = shard::parse_shard)]
+    pub shard: Option<Shard>,
+    /// Make `manifest.json` from the fragments of every shard of a sharded
+    /// sync (after all N finished), then remove them. Connects to no server.
+    #[arg(long, conflicts_with_all = ["shard", "dry_run"])]
+    pub merge_manifests: bool,
 }
 
 /// `--views`: the two adjustments a view can hold, by name.
@@ -316,6 +328,7 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
     let started = Instant::now();
     let store = Store::new(&args.out);
     let tally = Arc::new(Tally::default());
+    let escaped = |e: &dyn std::fmt::Display| CliError::new(crate::output::escape_control(&e.to_string()));
     let manifest = match store.read_manifest() {
         Ok(m) => m,
         Err(store::StoreError::Manifest { path, source }) if source.is_repairable() => {
@@ -327,13 +340,26 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         }
         Err(e) => return Err(CliError::new(crate::output::escape_control(&e.to_string()))),
     };
-    let codes = securities(ctx, &args, &tally).await?;
+    // A shard resumes from the store's manifest and its own fragment, if
+    // an earlier run of it was killed before the merge.
+    let manifest = match args.shard {
+        Some(shard) => with_fragment(manifest, shard::read_fragment(&store, shard).map_err(|e| escaped(&e))?),
+        None => manifest,
+    };
+    let mut codes = securities(ctx, &args, &tally).await?;
+    if let Some(shard) = args.shard {
+        codes.retain(|(code, _)| shard.owns(*code));
+    }
     if args.dry_run {
         return dry_run(ctx, &args.periods, &manifest, &codes);
     }
-    let escaped = |e: &dyn std::fmt::Display| CliError::new(crate::output::escape_control(&e.to_string()));
     std::fs::create_dir_all(&args.out).map_err(|e| escaped(&format_args!("{}: {e}", args.out.display())))?;
-    store.remove_leftovers().map_err(|e| escaped(&e))?;
+    match args.shard {
+        // Other shards may be writing into the same directories right now.
+        Some(shard) => store.remove_leftovers_of(&|name| shard.writes(name)),
+        None => store.remove_leftovers(),
+    }
+    .map_err(|e| escaped(&e))?;
     // Corporate actions of every stock, batched (they decide the factors).
     let stocks: Vec<SecurityCode> = codes.iter().filter(|(_, stock)| *stock).map(|(c, _)| *c).collect();
     let mut changes: BTreeMap<SecurityCode, Vec<CapitalChange>> = BTreeMap::new();
@@ -409,14 +435,14 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
     }
     // The manifest follows the data: rewritten every second while files land.
     let ticker = {
-        let (manifest, job, store, progress, tally) =
-            (manifest.clone(), job.clone(), store.clone(), progress.clone(), tally.clone());
+        let (manifest, job, store, progress, tally, shard) =
+            (manifest.clone(), job.clone(), store.clone(), progress.clone(), tally.clone(), args.shard);
         let client = ctx.client.clone();
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 let snapshot = snapshot(&manifest, &job);
-                let _ = store.write_manifest(&snapshot);
+                let _ = commit(&store, shard, &snapshot);
                 let secs = started.elapsed().as_secs_f64().max(1e-3);
                 let mb = client.diagnostics().bytes_read as f64 / 1e6;
                 progress.set_message(format!(
@@ -437,7 +463,7 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
     if let Some(e) = stopped {
         // Record what was finished if the store still takes it (a full disk
         // may not); the old manifest stays whole either way.
-        let _ = store.write_manifest(&snapshot(&manifest, &job));
+        let _ = commit(&store, args.shard, &snapshot(&manifest, &job));
         return Err(CliError::new(format!(
             "cannot write the store: {}",
             crate::output::escape_control(&e.to_string())
@@ -463,7 +489,7 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         manifest.lock().unwrap_or_else(|e| e.into_inner()).f10 = stored;
         failed.lock().unwrap_or_else(|e| e.into_inner()).extend(fails);
     }
-    store.write_manifest(&snapshot(&manifest, &job)).map_err(|e| {
+    commit(&store, args.shard, &snapshot(&manifest, &job)).map_err(|e| {
         CliError::new(format!("cannot write the store: {}", crate::output::escape_control(&e.to_string())))
     })?;
     let failed = std::mem::take(&mut *failed.lock().unwrap_or_else(|e| e.into_inner()));
@@ -480,6 +506,48 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         names.join(", "),
         failed[0].1
     )))
+}
+
+/// Writes what a run holds: the manifest, or a shard's fragment of it.
+fn commit(store: &Store, shard: Option<Shard>, manifest: &Manifest) -> Result<(), store::StoreError> {
+    match shard {
+        Some(shard) => shard::write_fragment(store, shard, manifest),
+        None => store.write_manifest(manifest),
+    }
+}
+
+/// The store's manifest with a shard's own fragment laid over it.
+fn with_fragment(mut manifest: Manifest, fragment: Option<Manifest>) -> Manifest {
+    if let Some(f) = fragment {
+        manifest.bars.extend(f.bars);
+        manifest.corporate.extend(f.corporate);
+        manifest.files.extend(f.files);
+        manifest.f10.extend(f.f10);
+        manifest.imported.extend(f.imported);
+    }
+    manifest
+}
+
+/// Runs `tdx sync --merge-manifests` (no server needed).
+pub fn merge(args: &SyncArgs, format: crate::output::Format) -> Result<(), CliError> {
+    let store = Store::new(&args.out);
+    let merged = shard::merge(&store).map_err(|e| CliError::new(crate::output::escape_control(&e.to_string())))?;
+    let out = args.out.display().to_string();
+    if format == crate::output::Format::Json {
+        let value = serde_json::json!({
+            "out": out, "merged_shards": merged.shards, "bars_files": merged.bars_files, "other_files": merged.other_files,
+        });
+        println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+    } else {
+        println!(
+            "merged {} shard fragments into {}: {} bars files, {} other files",
+            merged.shards,
+            crate::output::escape_control(&format!("{out}/manifest.json")),
+            merged.bars_files,
+            merged.other_files
+        );
+    }
+    Ok(())
 }
 
 fn snapshot(manifest: &Mutex<Manifest>, job: &Job) -> Manifest {

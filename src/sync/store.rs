@@ -103,7 +103,14 @@ impl Store {
     /// Removes temporary files a killed run left behind (they never
     /// match `*.parquet`, so readers ignore them anyway).
     pub fn remove_leftovers(&self) -> Result<usize, StoreError> {
-        fn walk(dir: &Path, removed: &mut usize) -> Result<(), StoreError> {
+        self.remove_leftovers_of(&|_| true)
+    }
+
+    /// [`remove_leftovers`](Self::remove_leftovers) of the files whose name
+    /// `mine` accepts (a temporary copy's original name, `sz000001.parquet`):
+    /// a shard leaves the copies other shards are writing right now alone.
+    pub fn remove_leftovers_of(&self, mine: &dyn Fn(&str) -> bool) -> Result<usize, StoreError> {
+        fn walk(dir: &Path, mine: &dyn Fn(&str) -> bool, removed: &mut usize) -> Result<(), StoreError> {
             let entries = match fs::read_dir(dir) {
                 Ok(e) => e,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -113,17 +120,20 @@ impl Store {
                 let entry = entry.map_err(io_err(dir))?;
                 let path = entry.path();
                 let kind = entry.file_type().map_err(io_err(&path))?;
+                let name = entry.file_name().to_string_lossy().into_owned();
                 if kind.is_dir() {
-                    walk(&path, removed)?;
-                } else if entry.file_name().to_string_lossy().contains(".tmp-") {
-                    fs::remove_file(&path).map_err(io_err(&path))?;
-                    *removed += 1;
+                    walk(&path, mine, removed)?;
+                } else if let Some((original, _)) = name.split_once(".tmp-") {
+                    if mine(original.strip_prefix('.').unwrap_or(original)) {
+                        fs::remove_file(&path).map_err(io_err(&path))?;
+                        *removed += 1;
+                    }
                 }
             }
             Ok(())
         }
         let mut removed = 0;
-        walk(&self.root, &mut removed)?;
+        walk(&self.root, mine, &mut removed)?;
         Ok(removed)
     }
 
@@ -369,7 +379,8 @@ fn props() -> WriterProperties {
     b.build()
 }
 
-fn encode(batch: &RecordBatch) -> Result<Vec<u8>, parquet::errors::ParquetError> {
+/// The Parquet bytes of one batch, with the store's writer settings.
+pub(crate) fn encode_batch(batch: &RecordBatch) -> Result<Vec<u8>, parquet::errors::ParquetError> {
     let mut bytes = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut bytes, batch.schema(), Some(props()))?;
     writer.write(batch)?;
@@ -406,7 +417,7 @@ pub fn encode_bars(code: SecurityCode, bars: &[Bar]) -> Result<Vec<u8>, parquet:
         Arc::new(UInt16Array::from(bars.iter().map(|b| b.breadth.map(|x| x.down)).collect::<Vec<_>>())),
     ];
     let batch = RecordBatch::try_new(Arc::new(bars_schema()), columns)?;
-    encode(&batch)
+    encode_batch(&batch)
 }
 
 fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, String> {
@@ -468,7 +479,7 @@ pub fn encode_factors(factors: &AdjustmentFactors) -> Result<Vec<u8>, parquet::e
         f(|r| r.hfq.scale),
         f(|r| r.hfq.offset),
     ];
-    encode(&RecordBatch::try_new(Arc::new(schema), columns)?)
+    encode_batch(&RecordBatch::try_new(Arc::new(schema), columns)?)
 }
 
 /// The Parquet bytes of `code`'s capital-change records (0x000f).
@@ -502,7 +513,7 @@ pub fn encode_xdxr(code: SecurityCode, changes: &[CapitalChange]) -> Result<Vec<
         raw(2),
         raw(3),
     ];
-    encode(&RecordBatch::try_new(Arc::new(schema), columns)?)
+    encode_batch(&RecordBatch::try_new(Arc::new(schema), columns)?)
 }
 
 /// The Parquet bytes of the finance table: one row per security.
@@ -531,7 +542,7 @@ pub fn encode_finance(rows: &[tdx_engine::proto::commands::Finance]) -> Result<V
         fields.push(Field::new(format!("field_{k:02}"), DataType::Float64, false));
         columns.push(Arc::new(Float64Array::from_iter_values(rows.iter().map(|f| f64::from(f.fields[k])))));
     }
-    encode(&RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+    encode_batch(&RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@
 //!   `tdx-sim truth`).
 //! - Failures print the seed and a one-line replay command;
 //!   `TDX_SIM_SEED=N` replays one seed, `TDX_SIM_START`/`TDX_SIM_SEEDS`
-//!   shard a sweep, and a [`Regressions`] file keeps every seed that ever
-//!   failed.
+//!   move a sweep, `TDX_SIM_SHARD=I/N` runs one of N blocks of it, and a
+//!   [`Regressions`] file keeps every seed that ever failed.
 //!
 //! How to set it up in your crate, a fault test, a sharded seed sweep in
 //! CI and replaying a failure: [`guide`] (`sim/TESTKIT.md` in the
@@ -52,7 +52,7 @@ mod replay;
 mod sim;
 
 pub use local::{LocalExchange, LocalExchangeBuilder};
-pub use replay::{replay_command, Regressions, SEEDS_ENV, SEED_ENV, START_ENV};
+pub use replay::{parse_shard, replay_command, shard_block, Regressions, SEEDS_ENV, SEED_ENV, SHARD_ENV, START_ENV};
 pub use sim::{current_seed, note, Report, SimExchange, SimExchangeBuilder, SimFailure, SimRun, Verdict};
 
 pub use crate::faults::{FaultKind, Faults, PushFlood};

@@ -11,6 +11,9 @@ pub const SEED_ENV: &str = "TDX_SIM_SEED";
 pub const START_ENV: &str = "TDX_SIM_START";
 /// Seeds in a sweep (a CI shard's length).
 pub const SEEDS_ENV: &str = "TDX_SIM_SEEDS";
+/// `I/N`: a sweep runs only the I-th (from 0) of N contiguous blocks of its
+/// seeds, and shard 0 alone the regressions file's (a CI matrix job's share).
+pub const SHARD_ENV: &str = "TDX_SIM_SHARD";
 
 fn env_u64(name: &str) -> Option<u64> {
     let value = std::env::var(name).ok()?;
@@ -26,11 +29,50 @@ pub(crate) fn seed_override() -> Option<u64> {
 }
 
 /// The seeds a sweep over `default` runs: `TDX_SIM_START` and
-/// `TDX_SIM_SEEDS` move and resize it.
+/// `TDX_SIM_SEEDS` move and resize it, then `TDX_SIM_SHARD` takes its block.
 pub(crate) fn sweep_range(default: Range<u64>) -> Range<u64> {
     let start = env_u64(START_ENV).unwrap_or(default.start);
     let seeds = env_u64(SEEDS_ENV).unwrap_or(default.end.saturating_sub(default.start));
-    start..start.saturating_add(seeds)
+    let range = start..start.saturating_add(seeds);
+    match shard_override() {
+        Some((index, count)) => shard_block(range, index, count),
+        None => range,
+    }
+}
+
+/// True unless `TDX_SIM_SHARD` names a shard other than 0: the regressions
+/// file's seeds run once per campaign, not once per shard.
+pub(crate) fn runs_regressions() -> bool {
+    shard_override().is_none_or(|(index, _)| index == 0)
+}
+
+fn shard_override() -> Option<(u64, u64)> {
+    let value = std::env::var(SHARD_ENV).ok()?;
+    Some(parse_shard(&value).unwrap_or_else(|e| panic!("{SHARD_ENV}: {e}")))
+}
+
+/// `I/N` with `0 <= I < N`: a shard of a seed range.
+pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let (index, count) = s.split_once('/').ok_or_else(|| format!("{s:?} is not I/N, for example 0/4"))?;
+    let index: u64 = index.trim().parse().map_err(|_| format!("bad shard index {index:?}"))?;
+    let count: u64 = count.trim().parse().map_err(|_| format!("bad shard count {count:?}"))?;
+    if count == 0 || index >= count {
+        return Err(format!("shard {index}/{count}: the index runs from 0 to N-1"));
+    }
+    Ok((index, count))
+}
+
+/// The `index`-th of `count` contiguous blocks of `range`; the first
+/// `len % count` blocks take one seed more, so the blocks cover the
+/// range once, in order.
+pub fn shard_block(range: Range<u64>, index: u64, count: u64) -> Range<u64> {
+    assert!(index < count, "shard {index} of {count}: the index runs from 0 to N-1");
+    let n = range.end.saturating_sub(range.start);
+    let (base, extra) = (n / count, n % count);
+    let first = range.start + index * base + index.min(extra);
+    let len = base + u64::from(index < extra);
+    debug_assert!(first + len <= range.end);
+    first..first + len
 }
 
 /// The command that runs the failing code again with `seed`: inside a

@@ -22,7 +22,7 @@ use crate::market_data::MarketData;
 use crate::rng::Rng;
 use crate::simulation::{endpoints, fnv, swarm, Fault, FaultEvent, Scheduled, Shape, Window, World, CLIENT_HOST};
 
-use super::replay::{replay_command, seed_override, sweep_range, Regressions};
+use super::replay::{replay_command, runs_regressions, seed_override, sweep_range, Regressions};
 
 /// Simulated time per step.
 const TICK: Duration = Duration::from_millis(1);
@@ -222,8 +222,9 @@ impl SimExchangeBuilder {
     }
 
     /// Runs `code` for every seed of the regressions file, then every seed
-    /// of `seeds` (`TDX_SIM_START` and `TDX_SIM_SEEDS` move and resize it,
-    /// for CI shards; `TDX_SIM_SEED` runs that seed alone). Stops at the
+    /// of `seeds` (`TDX_SIM_START` and `TDX_SIM_SEEDS` move and resize it;
+    /// `TDX_SIM_SHARD=I/N` runs its I-th of N contiguous blocks, and the
+    /// regressions in shard 0 only; `TDX_SIM_SEED` runs that seed alone). Stops at the
     /// first failure as [`run`](Self::run) does; returns the reports.
     pub fn sweep<F, Fut>(&self, seeds: Range<u64>, code: F) -> Vec<Report>
     where
@@ -235,8 +236,10 @@ impl SimExchangeBuilder {
             Some(seed) => vec![seed],
             None => {
                 let old = match &self.regressions {
-                    Some(r) => r.seeds().unwrap_or_else(|e| panic!("{}: {e}", r.path().display())),
-                    None => Vec::new(),
+                    Some(r) if runs_regressions() => {
+                        r.seeds().unwrap_or_else(|e| panic!("{}: {e}", r.path().display()))
+                    }
+                    _ => Vec::new(),
                 };
                 old.into_iter().chain(sweep_range(seeds)).collect()
             }
