@@ -223,8 +223,8 @@ fn dry_run_writes_nothing_and_failures_name_the_security() {
 /// for the first time) is written even when nothing else changed.
 #[test]
 fn adjusted_views_equal_the_raw_bars_adjusted_by_the_factors() {
-    use tdx_engine::adjust::{adjust_locally, AdjustmentFactors};
     use tdx_engine::proto::commands::Adjust;
+    use tdx_sim::exact_adjust::{adjust_bars, ExactFactors};
     let dir = scratch("views");
     let codes = "sz000001,sh600000,sz399001";
     sync(&dir, "20261127", &["--codes", codes, "--periods", "day"]);
@@ -234,9 +234,11 @@ fn adjusted_views_equal_the_raw_bars_adjusted_by_the_factors() {
     for code in codes.split(',') {
         let l = market.listing(code.parse().unwrap()).unwrap();
         let raw = market.bars(l, Period::Day);
-        let factors = AdjustmentFactors::new(l.code, &market.capital_changes(l), None, None);
+        // The exchange's exact adjustment, not the engine's own.
+        let factors = ExactFactors::new(&market.capital_changes(l), None, None);
         for (view, mode) in [("qfq", Adjust::Forward), ("hfq", Adjust::Backward)] {
-            let want: Vec<i64> = adjust_locally(&raw, &factors, mode).iter().map(|b| b.close.milli()).collect();
+            let want: Vec<i64> = adjust_bars(&raw, &factors, mode, l.tick).iter().map(|b| b.close.milli()).collect();
+            assert_eq!(want.len(), raw.len(), "{code} {view}");
             let path = dir.join(format!("bars_{view}/period=day/market={}/{code}.parquet", &code[..2]));
             let got: Vec<i64> = closes(&path).iter().map(|r| r.1).collect();
             assert_eq!(got, want, "{code} {view}");
