@@ -123,6 +123,13 @@ def check_pytdx_finance(name, got, w, scaled):
     k = (lambda key: 1 if key in keep else 10000) if scaled else (lambda key: 1)
     want = {"liutongguben": w["float_shares"] * k("liutongguben"), "province": w["province"],
             "industry": w["industry"], "updated_date": w["updated_date"], "ipo_date": w["ipo_date"]}
+    # pytdx names all 30 fields; a field missing there is a failure, not a skip.
+    # tdxrs (unscaled) is checked on the fields it returns, which must be some.
+    missing = [theirs for _, theirs in FINANCE_NAMES if theirs not in got]
+    if scaled:
+        eq(f"{name} fields present", missing, [])
+    else:
+        check(f"{name} fields present", len(missing) < len(FINANCE_NAMES), f"none of {len(FINANCE_NAMES)} returned")
     want.update({theirs: w[ours] * k(theirs) for ours, theirs in FINANCE_NAMES if theirs in got})
     eq(f"{name} code", got["code"], w["code"][2:])
     eq(name, {key: got[key] for key in want}, want)
