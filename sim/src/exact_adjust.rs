@@ -63,12 +63,11 @@ impl Fraction {
             e => (fraction | 1 << 23, i32::try_from(e).ok()? - 150),
         };
         let significand = if negative { -significand } else { significand };
-        let value = if power >= 0 {
+        if power >= 0 {
             Fraction::new(BigInt::from(significand) << power.unsigned_abs(), 1)
         } else {
             Fraction::new(significand, BigInt::from(1) << power.unsigned_abs())
-        };
-        value
+        }
     }
 
     /// A price of `milli` thousandths of a yuan, in yuan.
@@ -173,7 +172,7 @@ impl ExEvent {
             return None;
         }
         let date = Date::from_yyyymmdd(change.date_raw)?;
-        let [d, p, s, r] = [0, 1, 2, 3].map(|i| Fraction::from_f32_bits(change.words[i]));
+        let [d, p, s, r] = change.words.map(Fraction::from_f32_bits);
         let (d, p, s, r) = (d?, p?, s?, r?);
         let ten = Fraction::integer(10);
         let m = (&(&ten + &s) + &r).checked_div(&ten)?;
