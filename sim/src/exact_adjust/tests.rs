@@ -84,7 +84,7 @@ fn several_events_on_one_date_compose_in_the_servers_order() {
     let bars = [bar(20200609, 10_210), bar(20200610, 5_000)];
     assert_eq!(closes(&adjust_bars(&bars, &f, Adjust::Forward, 10)), [5_060, 5_000]);
     assert_eq!(closes(&adjust_bars(&bars, &f, Adjust::Backward, 10)), [10_210, 10_100]);
-    let swapped = ExactFactors::new(&[changes[1].clone(), changes[0].clone()], None, None);
+    let swapped = ExactFactors::new(&[changes[1], changes[0]], None, None);
     assert_eq!(closes(&adjust_bars(&bars, &swapped, Adjust::Forward, 10)), [5_010, 5_000], "5.005 rounds to 5.01");
 }
 
