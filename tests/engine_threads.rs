@@ -10,7 +10,6 @@
 //! test runs beside this one, so thread counts are exact.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tdx_engine::proto::Market as Exchange;
 use tdx_engine::Client;
@@ -49,6 +48,8 @@ fn main() {
         .server_count(20)
         .connections_per_server(8)
         .runtime_workers(WORKERS)
+        // 160 in flight and 240 waiting: every call of a round is admitted.
+        .max_pending_requests(512)
         .build()
         .unwrap();
     let main_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -59,15 +60,21 @@ fn main() {
             let mut calls = tokio::task::JoinSet::new();
             for _ in 0..400 {
                 let client = client.clone();
-                calls.spawn(async move { client.count(Exchange::Sz).await.is_ok() });
+                calls.spawn(async move { client.count(Exchange::Sz).await.map(|_| ()) });
             }
-            let mut ok = 0;
+            // Sampled while calls are still in flight, not after the load.
+            let mut sampled_busy = 0;
             while let Some(done) = calls.join_next().await {
-                ok += usize::from(done.unwrap());
+                if let Err(e) = done.unwrap() {
+                    panic!("every call is admitted and answered: {e}");
+                }
+                if calls.len() >= 160 {
+                    peak = peak.max(threads());
+                    sampled_busy += 1;
+                }
             }
-            assert!(ok > 0);
-            peak = peak.max(threads());
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(sampled_busy > 0, "no sample taken while every slot was busy");
+            tokio::task::yield_now().await;
         }
         peak
     });

@@ -60,6 +60,12 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
+/// Files under `dir` (0 when it does not exist yet), temporaries included.
+fn file_count(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries.flatten().map(|e| if e.path().is_dir() { file_count(&e.path()) } else { 1 }).sum()
+}
+
 fn manifest(dir: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
 }
@@ -153,15 +159,25 @@ fn killed_syncs_resume_to_the_clean_store() {
     let (a, b) = (scratch("killed"), scratch("killed-clean"));
     let out = a.to_str().unwrap().to_owned();
     let args = ["--local", "-o", "json", "sync", "--out", &out, "--markets", "bj", "--periods", "day,5m"];
+    // Each run is killed as soon as it has written a file more than the
+    // store held when it began (no wall-clock delay), so the kill lands mid-run.
     let mut kills = 0;
-    for delay_ms in [150u64, 250, 350, 450, 550, 650, 800, 1000] {
+    let mut stores_after_kills = Vec::new();
+    for _ in 0..8 {
+        let before = file_count(&a);
         let mut child = tdx(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap(); // SIGKILL
-            kills += 1;
+        let waited = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if file_count(&a) > before {
+                child.kill().unwrap(); // SIGKILL
+                kills += 1;
+                break;
+            }
+            assert!(waited.elapsed() < Duration::from_secs(300), "a sync run neither wrote nor ended");
+            std::thread::sleep(Duration::from_millis(2));
         }
         child.wait().unwrap();
+        stores_after_kills.push(file_count(&a));
     }
     assert!(kills > 0, "no run was killed");
     let last = tdx(&args).output().unwrap();
@@ -171,6 +187,12 @@ fn killed_syncs_resume_to_the_clean_store() {
     assert!(tdx(&clean).output().unwrap().status.success());
     let (fa, fb) = (files(&a), files(&b));
     assert!(fa.keys().all(|k| !k.contains(".tmp-")), "temporaries left");
+    // The premise: some kill left a store short of the whole one.
+    assert!(
+        stores_after_kills.iter().any(|&n| n > 0 && n < fb.len()),
+        "no kill left a partial store: {stores_after_kills:?} files, {} when whole",
+        fb.len()
+    );
     assert_eq!(fa.len(), fb.len());
     for (name, bytes) in &fb {
         assert!(fa.get(name) == Some(bytes), "{name} differs after {kills} kills");
@@ -218,25 +240,33 @@ fn dry_run_writes_nothing_and_failures_name_the_security() {
 }
 
 /// `--views qfq,hfq` writes the adjusted views beside the raw bars: each
-/// equals the raw bars adjusted by the stock's factors, and a later run
-/// with new corporate actions or bars rewrites them; a missing view (asked
-/// for the first time) is written even when nothing else changed.
+/// equals the raw bars adjusted by the exchange's exact factors, a missing
+/// view (asked for the first time) is written even when nothing else
+/// changed, and a later run with new bars rewrites them. (A new corporate
+/// action is not exercised: the as-of days reachable here hold no ex-date.)
 #[test]
 fn adjusted_views_equal_the_raw_bars_adjusted_by_the_factors() {
-    use tdx_engine::adjust::{adjust_locally, AdjustmentFactors};
     use tdx_engine::proto::commands::Adjust;
+    use tdx_sim::exact_adjust::{adjust_bars, ExactFactors};
     let dir = scratch("views");
     let codes = "sz000001,sh600000,sz399001";
     sync(&dir, "20261127", &["--codes", codes, "--periods", "day"]);
+    // Views only: the same day again, nothing new, the views asked for the first time.
+    let views_only = sync(&dir, "20261127", &["--codes", codes, "--periods", "day", "--views", "qfq,hfq"]);
+    assert_eq!(views_only["view_files_written"], 6, "{views_only}");
+    assert!(dir.join("bars_qfq/period=day/market=sz/sz000001.parquet").exists());
+    // New bars: every view is rewritten.
     let later = sync(&dir, "20261130", &["--codes", codes, "--periods", "day", "--views", "qfq,hfq"]);
     assert_eq!(later["view_files_written"], 6, "{later}");
     let market = Market::as_of(1, day(20261130)).unwrap();
     for code in codes.split(',') {
         let l = market.listing(code.parse().unwrap()).unwrap();
         let raw = market.bars(l, Period::Day);
-        let factors = AdjustmentFactors::new(l.code, &market.capital_changes(l), None, None);
+        // The exchange's exact adjustment, not the engine's own.
+        let factors = ExactFactors::new(&market.capital_changes(l), None, None);
         for (view, mode) in [("qfq", Adjust::Forward), ("hfq", Adjust::Backward)] {
-            let want: Vec<i64> = adjust_locally(&raw, &factors, mode).iter().map(|b| b.close.milli()).collect();
+            let want: Vec<i64> = adjust_bars(&raw, &factors, mode, l.tick).iter().map(|b| b.close.milli()).collect();
+            assert_eq!(want.len(), raw.len(), "{code} {view}");
             let path = dir.join(format!("bars_{view}/period=day/market={}/{code}.parquet", &code[..2]));
             let got: Vec<i64> = closes(&path).iter().map(|r| r.1).collect();
             assert_eq!(got, want, "{code} {view}");

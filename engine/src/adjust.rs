@@ -160,12 +160,36 @@ impl AdjustmentFactors {
     }
 }
 
+/// How far (relative to the price in units, at least 1) a composed `f64`
+/// may land from an exact half and still be that half: the maps' rounding
+/// error is about 1e-16 relative per operation, while the f32 words put
+/// values that are no tie about 1e-12 relative off one in the worst case
+/// seen (a whole synthetic market against exact fractions: `tdx-sim`'s
+/// `the_engines_adjustment_equals_the_exact_one`).
+const TIE_TOLERANCE_RELATIVE: f64 = 1e-13;
+
 /// `yuan` rounded half away from zero to the unit of `scale`, as a price.
+///
+/// A value within [`TIE_TOLERANCE_RELATIVE`] of a half counts as the half:
+/// 4.225 (an exact tie of the formula) computes as 4.2249999999999996 and
+/// would otherwise round down.
 pub fn round_to_unit(yuan: f64, scale: PriceScale) -> Price {
     let units = 10f64.powi(i32::from(scale.decimals()));
     let milli_per_unit = 1000 / 10i64.pow(u32::from(scale.decimals()));
+    let x = yuan * units;
+    let floor = x.floor();
+    let tolerance = x.abs().max(1.0) * TIE_TOLERANCE_RELATIVE;
+    let rounded = if (x - floor - 0.5).abs() <= tolerance {
+        if x >= 0.0 {
+            floor + 1.0
+        } else {
+            floor
+        }
+    } else {
+        x.round()
+    };
     // `as` saturates (NaN becomes 0): hostile factors cannot overflow.
-    Price(((yuan * units).round() as i64).saturating_mul(milli_per_unit))
+    Price((rounded as i64).saturating_mul(milli_per_unit))
 }
 
 /// `bars` adjusted by `factors`: each bar by its date's map, open, high,
@@ -250,6 +274,10 @@ mod tests {
         assert!((rows[0].hfq.scale - 1.2).abs() < 1e-12 && (rows[0].hfq.offset + 5.0).abs() < 1e-12);
         assert_eq!(round_to_unit(10.005, PriceScale::HUNDREDTHS), Price(10_010));
         assert_eq!(round_to_unit(-0.015, PriceScale::HUNDREDTHS), Price(-20));
+        // 4.225 (169/40, an exact tie of the formula) is 4.2249999999999996 in f64.
+        assert_eq!(round_to_unit(4.225, PriceScale::HUNDREDTHS), Price(4_230));
+        assert_eq!(round_to_unit(-4.225, PriceScale::HUNDREDTHS), Price(-4_230));
+        assert_eq!(round_to_unit(4.224_999_9, PriceScale::HUNDREDTHS), Price(4_220), "no tie: rounds down");
         assert_eq!(round_to_unit(f64::INFINITY, PriceScale::HUNDREDTHS), Price(i64::MAX));
         assert_eq!(round_to_unit(f64::NAN, PriceScale::THOUSANDTHS), Price(0));
     }

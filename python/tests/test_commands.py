@@ -304,7 +304,10 @@ def test_rank(sim, tmp_path):
 
     with tdx_engine.Client(candidates=sim.hosts, ranking_file=str(tmp_path / "ranking.json"), timeout=10) as c:
         ranking = c.rank()
-    assert ranking["servers"], ranking
+    # Every candidate is up on loopback: each is ranked once, with a latency.
+    assert sorted(s["host"] for s in ranking["servers"]) == sorted(sim.hosts), ranking
+    assert all(s.get("last_latency_us") is not None and s.get("consecutive_failures", 0) == 0
+               for s in ranking["servers"]), ranking
     assert (tmp_path / "ranking.json").exists()
 
 
@@ -316,11 +319,19 @@ def test_pushes(make_sim):
         assert c.quotes.poll_push(timeout=0.0) is None
         c.quotes.refresh([CODE])
         first = c.quotes.poll_push(timeout=10.0)
-        assert first is not None and isinstance(first["payload"], bytes)
-        frames = []
+        assert first is not None
+        frames = [first]
         for frame in c.quotes.push_iter(timeout=10.0):
             frames.append(frame)
-            if len(frames) == 3:
+            if len(frames) == 4:
                 break
-        assert len(frames) == 3
-        assert isinstance(c.quotes.drain_pushes(), list)
+        assert len(frames) == 4
+        frames += c.quotes.drain_pushes()
+        # The flood's frames as the server writes them (sim/src/server.rs):
+        # 64 payload bytes, the refresh type, ids counting up from 0x5000_0000.
+        for f in frames:
+            assert len(f["payload"]) == 64, f
+            assert f["msg_type"] == 0x0547, f
+            assert f["msg_id"] > 0x5000_0000, f
+        ids = [f["msg_id"] for f in frames]
+        assert len(set(ids)) == len(ids), "each push delivered once"

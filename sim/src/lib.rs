@@ -8,6 +8,7 @@
 //! - [`company`]: its company-info (F10) files;
 //! - [`limits`]: its special-security price-limit table;
 //! - [`delisted`]: its delisted securities' daily bars;
+//! - [`exact_adjust`]: adjustment in exact rationals, apart from the engine's;
 //! - [`f10`]: the reference F10 gateway (HTTP, port 7615's entries);
 //! - [`quote`]: today's quote of a listing, for 7709 and MAC alike;
 //! - [`money_flow`]: money flow derived from the ticks (0x0ffc);
@@ -37,6 +38,7 @@
 pub mod boards;
 pub mod company;
 pub mod delisted;
+pub mod exact_adjust;
 pub mod f10;
 pub mod faults;
 pub mod hostile;

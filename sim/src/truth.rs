@@ -21,7 +21,6 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tdx_engine::adjust::{AdjustmentFactors, FactorRow};
 use tdx_engine::proto::blockfile::{Board, BoardKind};
 use tdx_engine::proto::commands::{category_sort, Bars, QuoteCategory, TypedCommand};
 use tdx_engine::proto::commands::{
@@ -30,6 +29,7 @@ use tdx_engine::proto::commands::{
 };
 use tdx_engine::proto::{Date, DateTime, Market as Exchange, Reply, Request, SecurityCode, TradeDate};
 
+use crate::exact_adjust::{ExactFactors, ExactRow};
 use crate::market::Market;
 use crate::market_data::MarketData;
 use crate::responder::{detailed_history_trade_page, history_trade_page, quote, respond, sparkline as sparkline_reply};
@@ -498,14 +498,16 @@ pub fn finance(market: &Market, codes: &[SecurityCode]) -> Value {
     json!({ "records": records })
 }
 
-/// One factor row as `truth factors` prints it.
-pub fn factor_row(r: &FactorRow) -> Value {
+/// One factor row as `truth factors` prints it: the exact maps to the
+/// nearest `f64` (within about an ulp), which an engine's composed `f64`s
+/// match to about 1e-12 relative, not bit for bit.
+pub fn factor_row(r: &ExactRow) -> Value {
     json!({
         "date": r.date.to_string(),
-        "qfq_scale": r.qfq.scale,
-        "qfq_offset": r.qfq.offset,
-        "hfq_scale": r.hfq.scale,
-        "hfq_offset": r.hfq.offset,
+        "qfq_scale": r.qfq.scale.to_f64(),
+        "qfq_offset": r.qfq.offset.to_f64(),
+        "hfq_scale": r.hfq.scale.to_f64(),
+        "hfq_offset": r.hfq.offset.to_f64(),
     })
 }
 
@@ -513,7 +515,7 @@ pub fn factor_row(r: &FactorRow) -> Value {
 pub fn factors(market: &Market, code: SecurityCode, start: Option<Date>, anchor: Option<Date>) -> Value {
     let rows: Vec<Value> = market
         .listing(code)
-        .map(|l| AdjustmentFactors::new(code, &market.capital_changes(l), start, anchor).rows)
+        .map(|l| ExactFactors::new(&market.capital_changes(l), start, anchor).rows)
         .unwrap_or_default()
         .iter()
         .map(factor_row)

@@ -123,6 +123,13 @@ def check_pytdx_finance(name, got, w, scaled):
     k = (lambda key: 1 if key in keep else 10000) if scaled else (lambda key: 1)
     want = {"liutongguben": w["float_shares"] * k("liutongguben"), "province": w["province"],
             "industry": w["industry"], "updated_date": w["updated_date"], "ipo_date": w["ipo_date"]}
+    # pytdx names all 30 fields; a field missing there is a failure, not a skip.
+    # tdxrs (unscaled) is checked on the fields it returns, which must be some.
+    missing = [theirs for _, theirs in FINANCE_NAMES if theirs not in got]
+    if scaled:
+        eq(f"{name} fields present", missing, [])
+    else:
+        check(f"{name} fields present", len(missing) < len(FINANCE_NAMES), f"none of {len(FINANCE_NAMES)} returned")
     want.update({theirs: w[ours] * k(theirs) for ours, theirs in FINANCE_NAMES if theirs in got})
     eq(f"{name} code", got["code"], w["code"][2:])
     eq(name, {key: got[key] for key in want}, want)
@@ -498,9 +505,11 @@ def check_eltdx_corporate(client, truth):
             eq(f"eltdx bars {code} {adjust}",
                [(b.time.strftime("%Y-%m-%d %H:%M"), b.open_price_milli, b.close_price_milli, b.high_price_milli,
                  b.low_price_milli) for b in series.bars], want)
-        # Local factors: unrounded f64 compositions whose operation order
-        # differs from ours, so compared to 1e-12 relative (docs/PROTOCOL.md,
-        # Adjustment factors).
+    # Local factors of every stock with events, against truth's exact
+    # fractions: eltdx's unrounded f64 compositions run in another order,
+    # so compared to 1e-12 relative (docs/PROTOCOL.md, Adjustment factors).
+    compared = 0
+    for code in CORPORATE_CODES:
         for start, anchor in [(None, None), ("2015-01-05", "2024-12-31")]:
             factors = client.corporate.adjustment_factors(code, anchor_date=anchor, start_date=start)
             args = (["--start", start.replace("-", "")] if start else []) + (["--anchor", anchor.replace("-", "")] if anchor else [])
@@ -511,6 +520,8 @@ def check_eltdx_corporate(client, truth):
                 g[0] == e[0] and all(abs(a - b) <= 1e-12 * max(1.0, abs(b)) for a, b in zip(g[1:], e[1:]))
                 for g, e in zip(got, exp))
             check(f"eltdx adjustment_factors {code} {start} {anchor}", close, f"got {got[:2]}, want {exp[:2]}")
+            compared += len(exp)
+    check("eltdx adjustment_factors compared rows", compared > 0, "no stock had an ex-date: nothing was compared")
 
 
 BOARD_FILES = ["block.dat", "block_gn.dat", "block_fg.dat", "block_zs.dat"]

@@ -1,15 +1,15 @@
 //! Corporate actions: the seeded dividends, bonus shares, rights issues
 //! and share-capital changes that shape a stock's daily walk (its 0x000f
-//! records), the finance record (0x0010) that follows from them, and the
-//! adjustment factors they imply.
+//! records) and the finance record (0x0010) that follows from them; the
+//! factors they imply are [`crate::exact_adjust`]'s.
 
 use std::collections::HashMap;
 
-use tdx_engine::adjust::{self, AdjustmentFactors, Event};
-use tdx_engine::proto::commands::{Adjust, CapitalChange, Finance};
+use tdx_engine::proto::commands::{CapitalChange, Finance};
 use tdx_engine::proto::{Category, Date, SecurityCode};
 
 use super::universe::{round_tick, Listing};
+use crate::exact_adjust::{ExEvent, Fraction};
 use crate::rng::Rng;
 
 /// Corporate actions of one listing while its daily walk runs.
@@ -118,9 +118,9 @@ impl CorporateActions {
                 (0.0, 0.0)
             };
             self.record(l, date, 1, [cents_per_10, price, bonus, rights]);
-            let event = self.records.last().and_then(Event::from_change).expect("a category-1 record");
-            let yuan = event.forward().apply(close as f64 / 1000.0);
-            reference = Some(round_tick(((yuan * 1000.0).round() as i64).max(l.tick), l.tick));
+            let event = self.records.last().and_then(ExEvent::of).expect("a category-1 record");
+            let milli = event.reference(&Fraction::from_milli(close)).round_to_milli(1);
+            reference = Some(round_tick(milli.max(l.tick), l.tick));
             if bonus + rights > 0.0 {
                 let k = (10.0 + bonus + rights) / 10.0;
                 self.shares(l, date, 2, self.float * k, self.total * k);
@@ -219,16 +219,4 @@ pub(super) fn stock_finance(l: &Listing, changes: &[CapitalChange], today_close:
     ];
     f.fields = v;
     f
-}
-
-/// Forward/backward factors from capital `changes` for a server-side `mode` (see
-/// [`adjust::server_window`]).
-pub(super) fn factors(
-    code: SecurityCode,
-    changes: &[CapitalChange],
-    mode: Adjust,
-    anchor_date: u32,
-) -> AdjustmentFactors {
-    let (start, anchor) = adjust::server_window(mode, anchor_date);
-    AdjustmentFactors::new(code, changes, start, anchor)
 }

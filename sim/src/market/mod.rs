@@ -30,7 +30,8 @@ mod tests;
 
 use std::sync::Arc;
 
-use tdx_engine::adjust::{self, AdjustmentFactors};
+use crate::exact_adjust::{self, ExactFactors};
+
 use tdx_engine::proto::commands::{
     Adjust, AuctionPoint, AuxKind, Bar, CapitalChange, Finance, HistoryMinuteLine, HistoryTrade, Level,
     MinuteAuxSeries, MinuteLine, Period, RecentMinuteLine, Security, Trade,
@@ -133,10 +134,11 @@ impl Market {
         corporate::stock_finance(l, &self.capital_changes(l), today.close, self.daily_dates()[0])
     }
 
-    /// Forward/backward factors of `l` for a server-side `mode` (see
-    /// [`adjust::server_window`]).
-    pub fn factors(&self, l: &Listing, mode: Adjust, anchor_date: u32) -> AdjustmentFactors {
-        corporate::factors(l.code, &self.capital_changes(l), mode, anchor_date)
+    /// Exact forward/backward factors of `l` for a server-side `mode` (see
+    /// [`exact_adjust::window`]).
+    pub fn factors(&self, l: &Listing, mode: Adjust, anchor_date: u32) -> ExactFactors {
+        let (start, anchor) = exact_adjust::window(mode, anchor_date);
+        ExactFactors::new(&self.capital_changes(l), start, anchor)
     }
 
     /// One-minute bars of the last [`MINUTE_HISTORY_DAYS`] days, oldest first.
@@ -185,7 +187,7 @@ impl Market {
             return self.bars_page(l, period, start, count);
         }
         let raw = page_from_newest(self.bars(l, period), usize::from(start), usize::from(count));
-        adjust::adjust_locally(&raw, &self.factors(l, mode, anchor_date), mode)
+        exact_adjust::adjust_bars(&raw, &self.factors(l, mode, anchor_date), mode, l.tick)
     }
 
     /// The order book around `price`: bids at and below, asks above.

@@ -1,7 +1,9 @@
 //! The market's own checks: determinism, consistency between series,
 //! corporate actions against adjusted bars, and as-of days.
 
-use tdx_engine::adjust::Event;
+use tdx_engine::adjust::{self, AdjustmentFactors};
+
+use crate::exact_adjust::{self as exact, ExEvent, Fraction};
 
 use super::universe::{round_tick, ALWAYS};
 use super::*;
@@ -56,17 +58,17 @@ fn ex_date_gaps_disappear_in_adjusted_bars() {
     for l in m.listings(Exchange::Sz).iter().filter(|l| l.category == Category::AShare).take(40) {
         let changes = m.capital_changes(l);
         let bars = m.bars(l, Period::Day);
-        let factors = AdjustmentFactors::new(l.code, &changes, None, None);
-        let qfq = adjust::adjust_locally(&bars, &factors, Adjust::Forward);
-        let hfq = adjust::adjust_locally(&bars, &factors, Adjust::Backward);
+        let factors = m.factors(l, Adjust::Forward, 0);
+        let qfq = exact::adjust_bars(&bars, &factors, Adjust::Forward, l.tick);
+        let hfq = exact::adjust_bars(&bars, &factors, Adjust::Backward, l.tick);
         assert_eq!(m.adjusted_bars_page(l, Period::Day, 0, 800, Adjust::Forward, 0), qfq[qfq.len() - 800..]);
         for row in &factors.rows {
             let i = bars.iter().position(|b| b.time.date == row.date).expect("ex-dates are trading days");
             let day_events: Vec<_> =
-                changes.iter().filter(|c| c.date() == Some(row.date)).filter_map(Event::from_change).collect();
-            let forward = day_events.iter().fold(adjust::Affine::IDENTITY, |q, e| e.forward().after(q));
+                changes.iter().filter(|c| c.date() == Some(row.date)).filter_map(ExEvent::of).collect();
             let previous = bars[i - 1].close.milli();
-            let reference = round_tick((forward.apply(previous as f64 / 1000.0) * 1000.0).round() as i64, l.tick);
+            let reference = day_events.iter().fold(Fraction::from_milli(previous), |p, e| e.reference(&p));
+            let reference = round_tick(reference.round_to_milli(1), l.tick);
             assert_eq!(m.daily(l)[i].previous_close, reference, "the ex-date's previous close is the reference");
             let own_move = bars[i].open.milli() - reference;
             assert!(reference < previous, "{} {}: dividends and bonuses lower the reference", l.code, row.date);
@@ -77,7 +79,7 @@ fn ex_date_gaps_disappear_in_adjusted_bars() {
                 discriminating += 1;
             }
             for (adjusted, backward) in [(&qfq, false), (&hfq, true)] {
-                let scale = factors.map_for(row.date, backward).scale;
+                let scale = factors.row_map(row.date, backward).map_or(1.0, |m| m.scale.to_f64());
                 let gap = adjusted[i].open.milli() - adjusted[i - 1].close.milli();
                 // Two prices rounded to 0.01 (5 milli each) and the
                 // reference rounded to the tick, scaled by the map.
@@ -95,6 +97,53 @@ fn ex_date_gaps_disappear_in_adjusted_bars() {
     assert!(checked > 100, "only {checked} ex-dates");
     println!("{checked} ex-dates, {discriminating} where raw bars fail the adjusted check");
     assert!(discriminating * 10 >= checked * 9, "only {discriminating} of {checked} ex-dates tell raw from adjusted");
+}
+
+/// The engine's `f64` adjustment (`tdx_engine::adjust`) against the exact
+/// one the exchange serves, over every stock with events in one market: the
+/// factors to 1e-12 relative (the engine's maps are composed `f64`s), and
+/// the adjusted prices exactly, in every mode and window.
+#[test]
+fn the_engines_adjustment_equals_the_exact_one() {
+    let m = Market::new(1);
+    let (mut rows, mut prices) = (0usize, 0usize);
+    let close = |a: f64, b: &Fraction| (a - b.to_f64()).abs() <= 1e-12 * b.to_f64().abs().max(1.0);
+    for l in Exchange::ALL.iter().flat_map(|x| m.listings(*x)).filter(|l| l.category == Category::AShare).step_by(7) {
+        let changes = m.capital_changes(l);
+        let bars = m.bars(l, Period::Day);
+        for (mode, anchor) in [
+            (Adjust::Forward, 0),
+            (Adjust::Backward, 0),
+            (Adjust::FixedForward, 20_200_630),
+            (Adjust::FixedBackward, 20_180_102),
+        ] {
+            let (start, end) = adjust::server_window(mode, anchor);
+            let engine = AdjustmentFactors::new(l.code, &changes, start, end);
+            let truth = m.factors(l, mode, anchor);
+            assert_eq!(engine.rows.len(), truth.rows.len(), "{} {mode:?}", l.code);
+            for (e, t) in engine.rows.iter().zip(&truth.rows) {
+                assert_eq!(e.date, t.date);
+                for (a, b) in [
+                    (e.qfq.scale, &t.qfq.scale),
+                    (e.qfq.offset, &t.qfq.offset),
+                    (e.hfq.scale, &t.hfq.scale),
+                    (e.hfq.offset, &t.hfq.offset),
+                ] {
+                    assert!(close(a, b), "{} {mode:?} {}: {a} vs {}", l.code, e.date, b.to_f64());
+                }
+                rows += 1;
+            }
+            let want = exact::adjust_bars(&bars, &truth, mode, l.tick);
+            let got = adjust::adjust_locally(&bars, &engine, mode);
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g, w, "{} {mode:?} {}", l.code, w.time.date);
+            }
+            prices += got.iter().zip(&bars).filter(|(g, b)| g != b).count();
+        }
+    }
+    println!("{rows} factor rows, {prices} adjusted bars");
+    assert!(rows > 1000, "only {rows} factor rows");
+    assert!(prices > 100_000, "only {prices} bars moved by an adjustment");
 }
 
 /// A later as-of day extends every series without changing a past
