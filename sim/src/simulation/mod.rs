@@ -25,6 +25,7 @@
 //! runs (and machines, for one build).
 
 mod counting;
+pub mod migration;
 mod plan;
 mod world;
 
