@@ -170,7 +170,7 @@ impl<C: Connector> SlotTask<C> {
                 Detach::Moved(socket) => Carried::Socket(socket),
                 // A stream tied to no reactor of its own (simulated) moves
                 // with its task only to this same runtime (a simulation's workers).
-                Detach::Kept(stream) if same_runtime(&to) => Carried::Stream(stream),
+                Detach::Kept(stream) if same_runtime(to) => Carried::Stream(stream),
                 Detach::Kept(stream) => {
                     session = Box::new(Session::from_parts(Box::new(stream), parts));
                     continue;
