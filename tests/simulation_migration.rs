@@ -13,8 +13,8 @@ fn env_u64(name: &str) -> Option<u64> {
 }
 
 /// Why: every moved slot must keep its requests, its push order and its
-/// one connection; a sweep that never moved a slot would prove nothing
-/// (each world fails its premise then).
+/// one connection; a sweep that seldom moved a slot would prove little
+/// (it fails then).
 #[test]
 fn migrated_slots_lose_nothing() {
     if let Some(seed) = env_u64("TDX_SIM_SEED") {
@@ -31,13 +31,17 @@ fn migrated_slots_lose_nothing() {
         return;
     }
     let seeds = env_u64("TDX_SIM_SEEDS").unwrap_or(8);
+    let mut moved = 0;
     for seed in 0..seeds {
         let outcome = migration::run(seed, false).unwrap_or_else(|f| {
             panic!("{f}\nreplay: tdx-sim migration --start {seed} --trace   (or TDX_SIM_SEED={seed} cargo test --test simulation_migration)")
         });
         assert!(outcome.replies > 0 && outcome.replies == outcome.calls, "seed {seed}: {outcome:?}");
         assert!(outcome.lent_exchanges > 0, "seed {seed}: callers borrowed nothing");
+        moved += u64::from(outcome.migrations > 0);
     }
+    // The premise: most worlds moved slots (one may have placed its hot slots apart).
+    assert!(moved * 4 >= seeds * 3, "only {moved} of {seeds} seeds moved a slot");
 }
 
 /// Why: a failing migration seed is only useful if it replays exactly.
