@@ -99,6 +99,19 @@ enum Command {
         #[arg(long, value_parser = parse_shard)]
         shard: Option<Shard>,
     },
+    /// Run the migration world (slots moved between workers under skew)
+    /// for seeds S..S+N, printing each trace hash; exits non-zero if any fails.
+    Migration {
+        /// How many seeds.
+        #[arg(long, default_value_t = 1)]
+        seeds: u64,
+        /// First seed.
+        #[arg(long, default_value_t = 0)]
+        start: u64,
+        /// Print every trace line.
+        #[arg(long)]
+        trace: bool,
+    },
     /// Replay one seed of the simulation and print its trace hash.
     Replay {
         #[arg(long)]
@@ -306,6 +319,11 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Replay { seed, trace } => replay(seed, trace),
+        Command::Migration { seeds, start, trace } => match run_migration(start, seeds, trace) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::FAILURE,
+            Err(e) => Err(e),
+        },
         Command::Soak { seconds, callers, rate, seed, servers } => {
             let config =
                 tdx_sim::soak::SoakConfig { duration: Duration::from_secs(seconds), callers, rate, seed, servers };
@@ -360,6 +378,27 @@ fn parse_shard(s: &str) -> Result<Shard, String> {
 }
 
 /// `tdx-sim run`, whole or one shard; the shard's range is printed first.
+/// The migration world's seeds one after another: a hash per seed, or the failure.
+fn run_migration(start: u64, n: u64, trace: bool) -> Result<bool, String> {
+    let end = start.checked_add(n).ok_or("--start plus --seeds overflows")?;
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut passed = true;
+    for seed in start..end {
+        let (lines, verdict) = match simulation::migration::run(seed, trace) {
+            Ok(o) => (o.trace, format!("seed {seed}: ok, trace hash {:016x}, {} calls", o.trace_hash, o.calls)),
+            Err(f) => {
+                passed = false;
+                (f.trace.clone(), format!("FAIL migration {f} (trace hash {:016x})", f.trace_hash))
+            }
+        };
+        for line in lines {
+            println!("{line}");
+        }
+        println!("{verdict}");
+    }
+    Ok(passed)
+}
+
 fn run_shard(start: u64, n: u64, shard: Option<Shard>) -> Result<bool, String> {
     start.checked_add(n).ok_or("--start plus --seeds overflows")?;
     let Some(shard) = shard else { return run_seeds(start, n) };
@@ -592,6 +631,9 @@ mod mutants {
     /// Seeds of the client tier (composite commands against the embedded
     /// exchange in turmoil) per mutant, after the model and the simulation.
     const CLIENT_SEEDS: u64 = 4;
+    /// Seeds of the migration tier (slots moved between workers under
+    /// skew, [`simulation::migration`]), after the client tier.
+    const MIGRATION_SEEDS: u64 = 4;
 
     /// What caught a mutant, and after how many seeds.
     enum Verdict {
@@ -627,7 +669,7 @@ mod mutants {
                     match by {
                         "model" => model_used = model_used.max(seeds),
                         "simulation" => sim_used = sim_used.max(seeds),
-                        // The client and store tiers run whole in every control.
+                        // The client, migration and store tiers run whole in every control.
                         _ => {}
                     }
                     let why: String = why.chars().take(140).collect();
@@ -649,7 +691,9 @@ mod mutants {
             println!("control: the build without mutants fails {by} seed {seed}: {why}");
             return Ok(false);
         }
-        println!("control: no mutant, {model_used} model, {sim_used} simulation and {CLIENT_SEEDS} client seeds pass");
+        println!(
+            "control: no mutant, {model_used} model, {sim_used} simulation, {CLIENT_SEEDS} client and {MIGRATION_SEEDS} migration seeds pass"
+        );
         Ok(survived == 0)
     }
 
@@ -674,6 +718,11 @@ mod mutants {
         for seed in 0..CLIENT_SEEDS {
             if let Err(why) = client_check(seed) {
                 return Verdict::Caught { by: "client", seed, seeds: seed + 1, why };
+            }
+        }
+        for seed in 0..MIGRATION_SEEDS {
+            if let Err(failure) = simulation::migration::run(seed, false) {
+                return Verdict::Caught { by: "migration", seed, seeds: seed + 1, why: failure.message };
             }
         }
         if let Err(why) = sync_check(tdx, mutant) {

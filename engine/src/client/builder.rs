@@ -15,7 +15,7 @@ use crate::f10::gateway::{F10Settings, Transport};
 use crate::proto::Request;
 use crate::ranking::{Ranking, RankingStore};
 use crate::runtime::connector::{Connector, TcpConnector};
-use crate::runtime::{start_engine, start_threads, EngineConfig, RuntimeFlavor};
+use crate::runtime::{start_engine, start_threads, EngineConfig, PlacementKnobs, RuntimeFlavor};
 use crate::supervisor::{ConfigError, Endpoint, StartProbe, SupervisorConfig};
 
 /// The default request-rate cap per server for the bundled public list:
@@ -41,6 +41,7 @@ pub struct ClientBuilder {
     max_connections_per_host: Option<usize>,
     runtime_workers: Option<usize>,
     runtime_flavor: RuntimeFlavor,
+    knobs: PlacementKnobs,
     timeout: Duration,
     connect_timeout: Duration,
     heartbeat_timeout: Duration,
@@ -76,6 +77,7 @@ impl Default for ClientBuilder {
             max_connections_per_host: sup.max_connections_per_host,
             runtime_workers: None,
             runtime_flavor: RuntimeFlavor::Shared,
+            knobs: PlacementKnobs::default(),
             timeout: Duration::from_secs(8),
             connect_timeout: sup.connect_timeout,
             heartbeat_timeout: sup.heartbeat_timeout,
@@ -221,6 +223,23 @@ impl ClientBuilder {
     /// Where slot tasks run.
     pub fn runtime_flavor(mut self, flavor: RuntimeFlavor) -> Self {
         self.runtime_flavor = flavor;
+        self
+    }
+    /// `External` only: place slots on `n` workers that are all the
+    /// caller's runtime, by power-of-two-choices, and migrate hot ones
+    /// between them (a simulation covers `PerWorker`'s placement and
+    /// migration this way). Default 1.
+    #[doc(hidden)]
+    pub fn external_workers(mut self, n: usize) -> Self {
+        self.knobs.external_workers = n;
+        self
+    }
+    /// Whether power-of-two-choices placement also migrates hot slots
+    /// (default true); off, slots stay where they were placed. For the skew
+    /// benchmark, which measures what migration adds.
+    #[doc(hidden)]
+    pub fn migration(mut self, on: bool) -> Self {
+        self.knobs.migration = on;
         self
     }
     /// Deadline of every call, from admission to its reply: queueing,
@@ -523,6 +542,7 @@ impl ClientBuilder {
             .collect::<Result<Vec<_>, ConfigError>>()?;
         let threads = start_threads(
             &self.runtime_flavor,
+            self.knobs,
             self.runtime_workers,
             config.pool_size(),
             config.available_cpus,

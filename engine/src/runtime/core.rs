@@ -524,6 +524,7 @@ impl Core {
             lent_panics: self.budgets.lent_panics.load(std::sync::atomic::Ordering::Relaxed),
             slot_command_overflows: state.slot_command_overflows,
             bytes_read: self.budgets.bytes_read.load(std::sync::atomic::Ordering::Relaxed),
+            migrations: self.budgets.migrations.load(std::sync::atomic::Ordering::Relaxed),
             lent_exchanges: state.lent_exchanges,
             core_locks: state.locks,
             core_lock_waits: state.lock_waits,

@@ -74,6 +74,21 @@ pub enum RuntimeFlavor {
     External(tokio::runtime::Handle),
 }
 
+/// Placement settings the builder keeps hidden (simulation and benchmarks).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PlacementKnobs {
+    /// `External`: this many workers, all the caller's runtime (at least 1).
+    pub(crate) external_workers: usize,
+    /// Power-of-two-choices placement also migrates hot slots.
+    pub(crate) migration: bool,
+}
+
+impl Default for PlacementKnobs {
+    fn default() -> Self {
+        Self { external_workers: 1, migration: true }
+    }
+}
+
 /// Largest raw budget: 256 MiB.
 pub const RAW_BUDGET_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// Largest decoded budget: 2 GiB.
@@ -119,6 +134,8 @@ impl Drop for Engine {
 pub(crate) struct Threads {
     handles: Vec<tokio::runtime::Handle>,
     placement: Placement,
+    /// Hot slots migrate (power-of-two-choices placement only).
+    migration: bool,
     /// The runtime whose (possibly simulated) clock rules; `None`: the real clock.
     time_source: Option<tokio::runtime::Handle>,
     /// The one runtime every connection runs on (`Shared`, `External`).
@@ -230,6 +247,7 @@ fn check_budget(
 /// (default `min(pool_size, cpus)`, the main pool's size).
 pub(crate) fn start_threads(
     flavor: &RuntimeFlavor,
+    knobs: PlacementKnobs,
     runtime_workers: Option<usize>,
     pool_size: usize,
     cpus: usize,
@@ -238,7 +256,14 @@ pub(crate) fn start_threads(
     let runtime_workers = check_workers(runtime_workers, pool_size, cpus)?;
     let mut owned = Owned { workers: None, worker_threads: Vec::new() };
     let (handles, placement) = match flavor {
-        RuntimeFlavor::External(handle) => (vec![handle.clone()], Placement::default()),
+        RuntimeFlavor::External(handle) => {
+            let n = knobs.external_workers;
+            if n == 0 || n > pool_size {
+                let reason = format!("{n} is outside 1..={pool_size} (one worker per slot at most)");
+                return Err(ConfigError { field: "external_workers", reason });
+            }
+            (vec![handle.clone(); n], Placement::default())
+        }
         RuntimeFlavor::Shared if runtime_workers == 1 => {
             let (handle, thread) = current_thread_worker("tdx-worker-0".into())?;
             owned.worker_threads.push(thread);
@@ -275,7 +300,8 @@ pub(crate) fn start_threads(
         RuntimeFlavor::PerWorker(_) => None,
         RuntimeFlavor::Shared | RuntimeFlavor::External(_) => Some(handles[0].clone()),
     };
-    Ok(Threads { handles, placement, time_source, callers_runtime, runtime_workers, seed, _owned: owned })
+    let migration = knobs.migration;
+    Ok(Threads { handles, placement, migration, time_source, callers_runtime, runtime_workers, seed, _owned: owned })
 }
 
 impl Threads {
@@ -330,7 +356,8 @@ pub(crate) fn start_engine<C: Connector>(
     let diagnostics =
         DiagnosticsCell::new(EngineDiagnostics::starting(sup.diagnostics(), budgets.diagnostics(), runtime_workers));
     // Each pool weighs its own slots over the shared workers.
-    let workers = Workers::new(threads.handles.clone(), threads.placement, pool_size, threads.seed);
+    let workers = Workers::new(threads.handles.clone(), threads.placement, pool_size, threads.seed)
+        .with_migration(threads.migration);
     let launch = Launcher {
         connector,
         endpoints: Arc::new(sup.config().endpoints.clone()),

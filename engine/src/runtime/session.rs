@@ -87,6 +87,8 @@ pub(crate) struct EngineShared {
     pub(crate) lent_panics: Arc<AtomicUsize>,
     /// Bytes read from every socket since start.
     pub(crate) bytes_read: Arc<AtomicU64>,
+    /// Connections moved to another worker (counted when done).
+    pub(crate) migrations: Arc<AtomicU64>,
 }
 
 impl EngineShared {
@@ -97,6 +99,7 @@ impl EngineShared {
             slot_panics: Arc::default(),
             lent_panics: Arc::default(),
             bytes_read: Arc::default(),
+            migrations: Arc::default(),
         }
     }
 
@@ -329,6 +332,12 @@ impl Session {
             self.wire_this_round = 0;
         }
         full
+    }
+
+    /// Forgets the request in flight (only the mutant
+    /// `MigrationForgetsRequest` does: a moved session must keep it).
+    pub(crate) fn forget_request(&mut self) {
+        self.awaiting = None;
     }
 
     /// Splits off the stream, for moving it to another runtime.

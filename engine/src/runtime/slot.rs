@@ -70,7 +70,7 @@ impl<C: Connector> SlotTask<C> {
     /// `Send` future: migration makes the task's future recursive.)
     fn resume(
         self,
-        socket: std::net::TcpStream,
+        carried: Carried<C::Stream>,
         parts: Detached,
         commands: mpsc::Receiver<SlotCommand>,
     ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
@@ -79,14 +79,21 @@ impl<C: Connector> SlotTask<C> {
             let (at, core, budgets) = (self.at, self.core.clone(), self.budgets.clone());
             let outcome = CatchPanic(Box::pin(
                 async move {
-                    match self.connector.attach(socket) {
-                        Ok(stream) => {
-                            debug!("connection migrated to this worker");
-                            let session = Session::from_parts(Box::new(stream), parts);
-                            self.exchange_phase(Box::new(session), commands, None).await
-                        }
-                        Err(e) => End::Failed(SlotError::Io(format!("cannot attach a migrated connection: {e}"))),
+                    let stream = match carried {
+                        Carried::Socket(socket) => match self.connector.attach(socket) {
+                            Ok(stream) => stream,
+                            Err(e) => {
+                                return End::Failed(SlotError::Io(format!("cannot attach a migrated connection: {e}")))
+                            }
+                        },
+                        Carried::Stream(stream) => stream,
+                    };
+                    debug!("connection migrated to this worker");
+                    let mut session = Session::from_parts(Box::new(stream), parts);
+                    if crate::mutants::on(crate::mutants::Mutant::MigrationForgetsRequest) {
+                        session.forget_request();
                     }
+                    self.exchange_phase(Box::new(session), commands, None).await
                 }
                 .instrument(span),
             ))
@@ -159,18 +166,24 @@ impl<C: Connector> SlotTask<C> {
             let Ok(stream) = stream.into_any().downcast::<C::Stream>() else {
                 unreachable!("a slot task's stream is its connector's")
             };
-            match self.connector.detach(*stream) {
-                Detach::Moved(socket) => {
-                    // Nothing to report for this runtime: the moved task reports its end.
-                    let _ = lender.cell.close();
-                    to.spawn(self.resume(socket, parts, commands));
-                    return End::Migrated;
+            let carried = match self.connector.detach(*stream) {
+                Detach::Moved(socket) => Carried::Socket(socket),
+                // A stream tied to no reactor of its own (simulated) moves
+                // with its task only to this same runtime (a simulation's workers).
+                Detach::Kept(stream) if same_runtime(to) => Carried::Stream(stream),
+                Detach::Kept(stream) => {
+                    session = Box::new(Session::from_parts(Box::new(stream), parts));
+                    continue;
                 }
-                Detach::Kept(stream) => session = Box::new(Session::from_parts(Box::new(stream), parts)),
                 Detach::Failed(e) => {
                     return self.end(&lender, End::Failed(SlotError::Io(format!("cannot move the connection: {e}"))))
                 }
-            }
+            };
+            // Nothing to report for this runtime: the moved task reports its end.
+            let _ = lender.cell.close();
+            self.budgets.migrations.fetch_add(1, Ordering::Relaxed);
+            to.spawn(self.resume(carried, parts, commands));
+            return End::Migrated;
         }
     }
 
@@ -248,6 +261,19 @@ impl<C: Connector> SlotTask<C> {
             }
         }
     }
+}
+
+/// A connection on its way to another worker.
+enum Carried<S> {
+    /// A socket off its old reactor, to attach to the new one.
+    Socket(std::net::TcpStream),
+    /// A stream that needs no re-registering (the same runtime).
+    Stream(S),
+}
+
+/// Whether `to` is the runtime this task runs on.
+fn same_runtime(to: &tokio::runtime::Handle) -> bool {
+    tokio::runtime::Handle::try_current().is_ok_and(|here| here.id() == to.id())
 }
 
 /// Closes a loan cell when dropped (the normal ends close it first, to

@@ -79,6 +79,8 @@ pub(crate) struct Workers {
     slot_events: Vec<u64>,
     slot_rate: Vec<f64>,
     cooldown: u32,
+    /// Power-of-two-choices placement also migrates (off: placement only).
+    migration: bool,
     rng: Rng,
 }
 
@@ -94,8 +96,15 @@ impl Workers {
             slot_events: vec![0; slots],
             slot_rate: vec![0.0; slots],
             cooldown: 0,
+            migration: true,
             rng: Rng::new(seed),
         }
+    }
+
+    /// Turns migration on or off (on by default).
+    pub(crate) fn with_migration(mut self, on: bool) -> Self {
+        self.migration = on;
+        self
     }
 
     fn random(&mut self, n: usize) -> usize {
@@ -164,7 +173,7 @@ impl Workers {
     /// the caller tells the slot to go.
     pub(crate) fn plan_migration(&mut self) -> Option<(SlotId, Handle)> {
         let n = self.handles.len();
-        if n < 2 || self.placement != Placement::PowerOfTwoChoices || self.cooldown > 0 {
+        if n < 2 || self.placement != Placement::PowerOfTwoChoices || !self.migration || self.cooldown > 0 {
             return None;
         }
         let scores: Vec<f64> = self.load.iter().map(Load::score).collect();
@@ -281,6 +290,26 @@ mod tests {
         }
         workers.tick(1.0);
         assert!(workers.plan_migration().is_none());
+    }
+
+    /// Why: the skew benchmark compares placement with and without
+    /// migration; off, a worker far over its high-water mark keeps its slots.
+    #[test]
+    fn migration_off_places_but_never_moves() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let handles = vec![rt.handle().clone(); 2];
+        let mut workers = Workers::new(handles, Placement::PowerOfTwoChoices, 4, 5).with_migration(false);
+        for s in 0..4 {
+            workers.place(SlotId(s));
+        }
+        let hot = workers.slot_worker[0].unwrap();
+        for _ in 0..10_000 {
+            workers.event(SlotId(0));
+        }
+        workers.tick(1.0);
+        assert!(workers.plan_migration().is_none());
+        assert_eq!(workers.slot_worker[0], Some(hot));
+        assert_eq!(workers.diagnostics().iter().map(|d| d.migrations_out).sum::<u64>(), 0);
     }
 
     #[test]
