@@ -316,9 +316,10 @@ pub struct Bar {
 }
 
 impl Bar {
-    /// The bar's stamp as `which` end of its interval: intraday bars come
-    /// stamped with their start, so `BarTime::End` is a `period` later
-    /// (eltdx's `bar_time="end"`, Tushare's stamps); day and longer bars keep theirs.
+    /// The bar's stamp as `which` end of its interval, reading intraday
+    /// stamps as starts (eltdx 3.3.0; open for real servers, docs/PROTOCOL.md):
+    /// `BarTime::End` is a `period` later, as eltdx's `bar_time="end"`; day
+    /// and longer bars keep theirs.
     pub fn stamp(&self, period: Period, which: super::BarTime) -> DateTime {
         super::stamp_as(self.time, period, which)
     }
