@@ -40,6 +40,21 @@ pub enum Col {
 }
 
 impl Col {
+    /// `other`'s values after this column's; `false` (and nothing moved)
+    /// when the two hold different types.
+    fn append(&mut self, other: &Col) -> bool {
+        match (self, other) {
+            (Col::Int(a), Col::Int(b))
+            | (Col::Decimal(a), Col::Decimal(b))
+            | (Col::Timestamp(a), Col::Timestamp(b)) => a.extend_from_slice(b),
+            (Col::Float(a), Col::Float(b)) => a.extend_from_slice(b),
+            (Col::Text(a), Col::Text(b)) => a.extend_from_slice(b),
+            (Col::Date(a), Col::Date(b)) | (Col::Time(a), Col::Time(b)) => a.extend_from_slice(b),
+            _ => return false,
+        }
+        true
+    }
+
     fn len(&self) -> usize {
         match self {
             Col::Int(v) | Col::Decimal(v) | Col::Timestamp(v) => v.len(),
@@ -234,6 +249,33 @@ pub struct Table {
     cols: Arc<Vec<(String, Col)>>,
     rows: usize,
     batch: OnceLock<RecordBatch>,
+}
+
+impl Table {
+    /// The rows of every part, in order, under a first column `code`
+    /// naming each row's part. Every part comes from the same converter,
+    /// so they share their columns; a part that does not is left out of
+    /// the columns it lacks (a bug, caught by the debug assertion).
+    pub fn with_codes(parts: Vec<(String, Table)>) -> Table {
+        let rows: usize = parts.iter().map(|(_, t)| t.rows).sum();
+        let mut codes = Vec::with_capacity(rows);
+        let mut cols: Vec<(String, Col)> = Vec::new();
+        for (i, (code, table)) in parts.iter().enumerate() {
+            codes.extend(std::iter::repeat_n(Some(code.clone()), table.rows));
+            if i == 0 {
+                cols = table.cols.as_ref().clone();
+                continue;
+            }
+            for ((name, col), (other_name, other)) in cols.iter_mut().zip(table.cols.iter()) {
+                let same = name == other_name && col.append(other);
+                debug_assert!(same, "parts of one code list share their columns");
+            }
+        }
+        let mut out = vec![("code".to_owned(), Col::Text(codes))];
+        out.extend(cols);
+        debug_assert!(out.iter().all(|(_, c)| c.len() == rows), "ragged table");
+        Table { cols: Arc::new(out), rows, batch: OnceLock::new() }
+    }
 }
 
 fn arrow_err(e: arrow_schema::ArrowError) -> PyErr {
