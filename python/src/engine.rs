@@ -78,7 +78,27 @@ fn wait_until<T: Send, F: Future<Output = T> + Send>(
     future: F,
     until: Option<Instant>,
 ) -> PyResult<Option<T>> {
-    wait_as(py, Caller::Thread, future, until)
+    wait_as(py, Caller::Thread, future, until, None)
+}
+
+/// Tells a Python callable (a progress bar's `update`) how many more of a
+/// code list's codes are done, each time the wait takes the GIL.
+struct Progress<'py> {
+    done: Arc<AtomicUsize>,
+    reported: usize,
+    update: Bound<'py, PyAny>,
+}
+
+impl Progress<'_> {
+    fn report(&mut self) -> PyResult<()> {
+        let done = self.done.load(Ordering::Relaxed);
+        debug_assert!(done >= self.reported, "progress only grows");
+        if done > self.reported {
+            self.update.call1((done - self.reported,))?;
+            self.reported = done;
+        }
+        Ok(())
+    }
 }
 
 fn wait_as<T: Send, F: Future<Output = T> + Send>(
@@ -86,6 +106,7 @@ fn wait_as<T: Send, F: Future<Output = T> + Send>(
     caller: Caller,
     future: F,
     until: Option<Instant>,
+    mut progress: Option<&mut Progress<'_>>,
 ) -> PyResult<Option<T>> {
     let mut future = Box::pin(future);
     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
@@ -114,6 +135,9 @@ fn wait_as<T: Send, F: Future<Output = T> + Send>(
                 std::thread::park_timeout(end - now);
             }
         });
+        if let Some(p) = progress.as_deref_mut() {
+            p.report()?;
+        }
         match step {
             Some(out) => return Ok(out),
             // A raising handler drops the future here: the engine cancels it.
@@ -132,7 +156,7 @@ fn wait_with<T: Send, F: Future<Output = Result<T, Error>> + Send>(
     future: F,
 ) -> PyResult<T> {
     // Without a bound the wait ends only with the future's output.
-    wait_as(py, caller, future, None)?
+    wait_as(py, caller, future, None, None)?
         .unwrap_or(Err(Error::Request(RequestError::Fatal("wait ended early".into()))))
         .map_err(to_py)
 }
@@ -142,8 +166,13 @@ fn wait_with<T: Send, F: Future<Output = Result<T, Error>> + Send>(
 pub const FAN_OUT_LANES: usize = tdx_engine::HISTORY_TRADES_LANES;
 
 /// `call` for every code, [`FAN_OUT_LANES`] at a time; the outputs in the
-/// order of `codes`. The first error ends it (dropping the rest cancels them).
-async fn fan_out<T, Fut>(codes: &[SecurityCode], call: impl Fn(SecurityCode) -> Fut) -> Result<Vec<T>, Error>
+/// order of `codes`, `done_count` counting the codes answered. The first
+/// error ends it (dropping the rest cancels them).
+async fn fan_out<T, Fut>(
+    codes: &[SecurityCode],
+    done_count: &AtomicUsize,
+    call: impl Fn(SecurityCode) -> Fut,
+) -> Result<Vec<T>, Error>
 where
     Fut: Future<Output = Result<T, Error>>,
 {
@@ -156,6 +185,7 @@ where
                 return Ok::<_, Error>(done);
             };
             done.push((i, call(code).await?));
+            done_count.fetch_add(1, Ordering::Relaxed);
         }
     };
     let mut lanes: Vec<_> = (0..FAN_OUT_LANES.min(codes.len())).map(|_| Some(Box::pin(lane()))).collect();
@@ -532,11 +562,31 @@ impl NativeClient {
     where
         Fut: Future<Output = Result<T, Error>> + Send,
     {
+        self.per_code_progress(py, codes_, None, call, convert)
+    }
+
+    /// [`per_code`](Self::per_code), calling `progress` (if any) with the
+    /// number of codes done since its last call, every time the wait wakes.
+    fn per_code_progress<T: Send, Fut>(
+        &self,
+        py: Python<'_>,
+        codes_: &[String],
+        progress: Option<Bound<'_, PyAny>>,
+        call: impl Fn(SecurityCode) -> Fut + Send + Sync,
+        convert: impl Fn(&T) -> Table,
+    ) -> PyResult<Table>
+    where
+        Fut: Future<Output = Result<T, Error>> + Send,
+    {
         let cs = codes("code", codes_)?;
         if cs.is_empty() {
             return Err(value_error("code", "an empty list of codes"));
         }
-        let replies = wait_with(py, Caller::Concurrent, fan_out(&cs, call))?;
+        let done = Arc::new(AtomicUsize::new(0));
+        let mut progress = progress.map(|update| Progress { done: done.clone(), reported: 0, update });
+        let replies = wait_as(py, Caller::Concurrent, fan_out(&cs, &done, call), None, progress.as_mut())?
+            .unwrap_or(Err(Error::Request(RequestError::Fatal("wait ended early".into()))))
+            .map_err(to_py)?;
         assert_eq!(replies.len(), cs.len(), "one reply per code");
         Ok(Table::with_codes(cs.iter().zip(&replies).map(|(c, r)| (c.to_string(), convert(r))).collect()))
     }
@@ -630,7 +680,9 @@ impl NativeClient {
         self.per_code(py, &codes_, |c| self.client.bars(c, p, a, page), |r| convert::stamped_bars(r, p, t))
     }
 
-    #[pyo3(signature = (codes_, period_, adjust_, max_pages, bar_time_="start"))]
+    /// `progress`: called with the number of codes done since its last call.
+    #[pyo3(signature = (codes_, period_, adjust_, max_pages, bar_time_="start", progress=None))]
+    #[allow(clippy::too_many_arguments)]
     fn all_bars_codes(
         &self,
         py: Python<'_>,
@@ -639,10 +691,12 @@ impl NativeClient {
         adjust_: Option<&str>,
         max_pages: i64,
         bar_time_: &str,
+        progress: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Table> {
         let (p, a, t) = (period(period_)?, adjust(adjust_)?, bar_time(bar_time_)?);
         let pages = pages_arg("max_pages", max_pages)?;
-        self.per_code(py, &codes_, |c| self.client.all_bars(c, p, a, Some(pages)), |r| convert::stamped_bars(r, p, t))
+        let call = |c| self.client.all_bars(c, p, a, Some(pages));
+        self.per_code_progress(py, &codes_, progress, call, |r| convert::stamped_bars(r, p, t))
     }
 
     fn quotes(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
@@ -809,9 +863,17 @@ impl NativeClient {
         self.per_code(py, &codes_, |c| self.client.history_trades(c, d, page), |r| convert::ticks(r))
     }
 
-    fn all_history_trades_codes(&self, py: Python<'_>, codes_: Vec<String>, yyyymmdd: u32) -> PyResult<Table> {
+    #[pyo3(signature = (codes_, yyyymmdd, progress=None))]
+    fn all_history_trades_codes(
+        &self,
+        py: Python<'_>,
+        codes_: Vec<String>,
+        yyyymmdd: u32,
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Table> {
         let d = trade_date("trading_date", yyyymmdd)?;
-        self.per_code(py, &codes_, |c| self.client.all_history_trades(c, d, None), |r| convert::ticks(r))
+        let call = |c| self.client.all_history_trades(c, d, None);
+        self.per_code_progress(py, &codes_, progress, call, |r| convert::ticks(r))
     }
 
     fn detailed_history_trades_codes(
@@ -827,9 +889,17 @@ impl NativeClient {
         self.per_code(py, &codes_, |c| self.client.detailed_history_trades(c, d, page), |r| convert::ticks(r))
     }
 
-    fn all_detailed_history_trades_codes(&self, py: Python<'_>, codes_: Vec<String>, yyyymmdd: u32) -> PyResult<Table> {
+    #[pyo3(signature = (codes_, yyyymmdd, progress=None))]
+    fn all_detailed_history_trades_codes(
+        &self,
+        py: Python<'_>,
+        codes_: Vec<String>,
+        yyyymmdd: u32,
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Table> {
         let d = trade_date("trading_date", yyyymmdd)?;
-        self.per_code(py, &codes_, |c| self.client.all_detailed_history_trades(c, d, None), |r| convert::ticks(r))
+        let call = |c| self.client.all_detailed_history_trades(c, d, None);
+        self.per_code_progress(py, &codes_, progress, call, |r| convert::ticks(r))
     }
 
     fn minute_aux(&self, py: Python<'_>, code_: &str, kind: &str) -> PyResult<Table> {

@@ -91,6 +91,28 @@ impl Col {
         })
     }
 
+    /// Row `i` as text for a notebook's HTML view (empty for a null).
+    fn text(&self, i: usize) -> String {
+        fn day(days: i64) -> String {
+            Date::from_days_since_epoch(days).map_or_else(|| format!("day {days}"), |d| d.to_string())
+        }
+        let clock = |s: i64| format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+        match self {
+            Col::Int(v) => v[i].map(|x| x.to_string()),
+            Col::Float(v) => v[i].map(|x| x.to_string()),
+            Col::Text(v) => v[i].clone(),
+            Col::Decimal(v) => v[i].map(|x| Price(x).to_string()),
+            Col::Date(v) => v[i].map(|x| day(i64::from(x))),
+            Col::Timestamp(v) => v[i].map(|ms| {
+                let (days, rest) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+                let millis = if rest % 1000 == 0 { String::new() } else { format!(".{:03}", rest % 1000) };
+                format!("{} {}{millis}", day(days), clock(rest / 1000))
+            }),
+            Col::Time(v) => v[i].map(|x| clock(i64::from(x))),
+        }
+        .unwrap_or_default()
+    }
+
     /// Row `i` as a Python value.
     fn value(&self, py: Python<'_>, m: &Modules<'_>, i: usize) -> PyResult<Py<PyAny>> {
         fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, v: T) -> PyResult<Py<PyAny>> {
@@ -316,6 +338,13 @@ impl Table {
     }
 }
 
+/// Rows a notebook shows of a Table (the shape line gives the rest).
+const HTML_ROWS_MAX: usize = 10;
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
 fn capsule_name(name: &str) -> CString {
     CString::new(name).expect("capsule names have no NUL")
 }
@@ -329,6 +358,27 @@ impl Table {
     fn __repr__(&self) -> String {
         let names: Vec<&str> = self.cols.iter().map(|(n, _)| n.as_str()).collect();
         format!("Table({} rows; {})", self.rows, names.join(", "))
+    }
+
+    /// Jupyter's view: the first rows as an HTML table, then the shape.
+    fn _repr_html_(&self) -> String {
+        let shown = self.rows.min(HTML_ROWS_MAX);
+        let mut out = String::from("<table class=\"tdx-table\"><thead><tr>");
+        for (name, _) in self.cols.iter() {
+            out += &format!("<th>{}</th>", html_escape(name));
+        }
+        out += "</tr></thead><tbody>";
+        for i in 0..shown {
+            out += "<tr>";
+            for (_, col) in self.cols.iter() {
+                out += &format!("<td>{}</td>", html_escape(&col.text(i)));
+            }
+            out += "</tr>";
+        }
+        if shown < self.rows {
+            out += &format!("<tr><td colspan=\"{}\">…</td></tr>", self.cols.len().max(1));
+        }
+        out + &format!("</tbody></table><p>{} rows × {} columns</p>", self.rows, self.cols.len())
     }
 
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -113,6 +113,32 @@ def _iso(yyyymmdd: int) -> str:
     return f"{yyyymmdd // 10000:04d}-{yyyymmdd // 100 % 100:02d}-{yyyymmdd % 100:02d}"
 
 
+class _Progress:
+    """A tqdm bar over a code list when asked for and tqdm is installed;
+    otherwise nothing. ``update`` goes to the engine, which calls it with
+    the number of codes done since its last call."""
+
+    def __init__(self, enabled: Any, total: int, desc: str) -> None:
+        self.bar: Any = None
+        if _bool(enabled, "progress"):
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                return
+            self.bar = tqdm(total=total, desc=desc, unit="code")
+
+    @property
+    def update(self) -> Any:
+        return None if self.bar is None else self.bar.update
+
+    def __enter__(self) -> "_Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def _bool(value: Any, field: str) -> bool:
     """A flag argument; anything but True or False is a ValueError naming it."""
     if not isinstance(value, bool):
@@ -176,7 +202,7 @@ class BarApi(_Namespace):
 
     def get(self, code: Codes, *, period: str = "day", start: int = 0, count: int = 800,
             adjust: Optional[str] = None, all_pages: bool = False, max_pages: int = 200,
-            bar_time: str = "start") -> Table:
+            bar_time: str = "start", progress: bool = False) -> Table:
         """One page of bars, ``start`` bars back from the newest, oldest first
         (``all_pages=True``: every page, as ``all``).
 
@@ -187,24 +213,31 @@ class BarApi(_Namespace):
         start) or ``"end"`` (intraday bars a period later, as Tushare stamps
         them; day and longer bars unchanged). A list of codes is fetched
         concurrently over the pool: one Table, a ``code`` column first.
+        ``progress`` (with ``all_pages``) as in ``all``.
         """
         if isinstance(max_pages, bool) or not isinstance(max_pages, int) or max_pages < 1:
             raise ValueError(f"max_pages: {max_pages!r} is not a whole number of at least 1")
         if all_pages:
-            return self.all(code, period=period, adjust=adjust, max_pages=max_pages, bar_time=bar_time)
+            return self.all(code, period=period, adjust=adjust, max_pages=max_pages, bar_time=bar_time,
+                            progress=progress)
+        _bool(progress, "progress")
         bar_time = _bar_time(bar_time)
         if isinstance(code, str):
             return self._n.bars(code, period, adjust, start, count, bar_time)
         return self._n.bars_codes(_code_list(code, "code"), period, adjust, start, count, bar_time)
 
     def all(self, code: Codes, *, period: str = "day", adjust: Optional[str] = None,
-            max_pages: int = 200, bar_time: str = "start") -> Table:
+            max_pages: int = 200, bar_time: str = "start", progress: bool = False) -> Table:
         """Every bar the server has (800 per page, at most ``max_pages`` pages), oldest first;
-        ``bar_time`` and lists of codes as in ``get``."""
+        ``bar_time`` and lists of codes as in ``get``. ``progress=True``: a
+        progress bar over the codes (with tqdm installed; none without it)."""
         bar_time = _bar_time(bar_time)
         if isinstance(code, str):
+            _bool(progress, "progress")
             return self._n.all_bars(code, period, adjust, max_pages, bar_time)
-        return self._n.all_bars_codes(_code_list(code, "code"), period, adjust, max_pages, bar_time)
+        codes = _code_list(code, "code")
+        with _Progress(progress, len(codes), "bars") as bar:
+            return self._n.all_bars_codes(codes, period, adjust, max_pages, bar_time, bar.update)
 
 
 class DelistedBarApi(_Namespace):
@@ -354,12 +387,16 @@ class TradeApi(_Namespace):
             return self._n.history_trades(code, day, start, count)
         return self._n.history_trades_codes(_code_list(code, "code"), day, start, count)
 
-    def all_history(self, code: Codes, trading_date: DateLike) -> Table:
-        """A past day's every tick, oldest first."""
+    def all_history(self, code: Codes, trading_date: DateLike, *, progress: bool = False) -> Table:
+        """A past day's every tick, oldest first (``progress=True``: a
+        progress bar over a list's codes, with tqdm installed)."""
         day = _yyyymmdd(trading_date, "trading_date")
         if isinstance(code, str):
+            _bool(progress, "progress")
             return self._n.all_history_trades(code, day)
-        return self._n.all_history_trades_codes(_code_list(code, "code"), day)
+        codes = _code_list(code, "code")
+        with _Progress(progress, len(codes), "ticks") as bar:
+            return self._n.all_history_trades_codes(codes, day, bar.update)
 
     def all_history_many(self, days: Iterable[Tuple[str, DateLike]]) -> List[Table]:
         """Every tick of many (code, day) pairs, fetched concurrently; one table per pair, in order."""
@@ -378,12 +415,15 @@ class TradeApi(_Namespace):
             return self._n.detailed_history_trades(code, day, start, count)
         return self._n.detailed_history_trades_codes(_code_list(code, "code"), day, start, count)
 
-    def all_detailed_history(self, code: Codes, trading_date: DateLike) -> Table:
-        """A past day's every detailed tick."""
+    def all_detailed_history(self, code: Codes, trading_date: DateLike, *, progress: bool = False) -> Table:
+        """A past day's every detailed tick (``progress`` as in ``all_history``)."""
         day = _yyyymmdd(trading_date, "trading_date")
         if isinstance(code, str):
+            _bool(progress, "progress")
             return self._n.all_detailed_history_trades(code, day)
-        return self._n.all_detailed_history_trades_codes(_code_list(code, "code"), day)
+        codes = _code_list(code, "code")
+        with _Progress(progress, len(codes), "ticks") as bar:
+            return self._n.all_detailed_history_trades_codes(codes, day, bar.update)
 
 
 class AuctionApi(_Namespace):
@@ -846,6 +886,18 @@ class Client:
         """Closes the engine (idempotent); calls in flight raise ``Closed``.
         Returns the final state, ``"Closed"`` or ``"FailedClosed"``."""
         return self._n.close()
+
+    def __repr__(self) -> str:
+        """Servers, connections by state and workers, from the diagnostics snapshot."""
+        d = self._n.diagnostics()
+        sup = d.get("supervisor") or {}
+        states: Dict[str, int] = {}
+        for slot in sup.get("slots") or []:
+            states[str(slot.get("state"))] = states.get(str(slot.get("state")), 0) + 1
+        by_state = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+        servers = ", ".join(str(e) for e in sup.get("endpoints") or [])
+        return (f"<tdx_engine.Client {sup.get('close_state', '?')}: servers [{servers}]; "
+                f"{sum(states.values())} connections ({by_state}); {d.get('runtime_workers')} workers>")
 
     def __enter__(self) -> "Client":
         return self

@@ -42,6 +42,7 @@ BAD = {
     "sort_by": ["height", "", "-1", 1.5],
     "bar_time": ["middle", "", 5, None],
     "parse": ["yes", 1, None],
+    "progress": ["yes", 1, None],
     "offset": [-1, 2**32, True],
     "index": [0, -1, 2**32],
     "size": [0, -1, 40000],
