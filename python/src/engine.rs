@@ -1158,7 +1158,7 @@ impl NativeClient {
 
     /// One push frame, waiting up to `timeout` seconds (`None`: until one
     /// arrives or the engine closes); `None` if none came.
-    #[pyo3(signature = (timeout=Some(0.0), parse=false))]
+    #[pyo3(signature = (timeout=Some(0.0), parse=false), text_signature = "(self, /, timeout=0.0, parse=False)")]
     fn poll_push<'py>(
         &self,
         py: Python<'py>,

@@ -122,7 +122,7 @@ class _Progress:
         self.bar: Any = None
         if _bool(enabled, "progress"):
             try:
-                from tqdm.auto import tqdm
+                from tqdm.auto import tqdm  # type: ignore[import-untyped,import-not-found,unused-ignore]
             except ImportError:
                 return
             self.bar = tqdm(total=total, desc=desc, unit="code")

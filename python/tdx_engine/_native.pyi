@@ -2,6 +2,36 @@
 
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from typing_extensions import final
+
+__all__ = [
+    "Closed",
+    "ENGINE_COMMANDS",
+    "F10_ENTRIES",
+    "NativeClient",
+    "PoolBusy",
+    "ProtocolError",
+    "SIGNAL_CHECK_SECONDS",
+    "ServerError",
+    "Table",
+    "TdxError",
+    "Timeout",
+    "__version__",
+    "_exception_for",
+    "market_sessions",
+    "read_block_file",
+    "read_custom_blocks_dir",
+    "read_daily_file",
+    "read_ex_daily_file",
+    "read_finance_file",
+    "read_gbbq_file",
+    "read_industry_file",
+    "read_minute_file",
+    "write_daily_file",
+    "write_gbbq_file",
+    "write_minute_file",
+]
+
 __version__: str
 ENGINE_COMMANDS: List[str]
 F10_ENTRIES: List[str]
@@ -28,6 +58,7 @@ def write_daily_file(path: str, rows: Any, code: Optional[str] = None) -> int: .
 def write_minute_file(path: str, rows: Any, code: Optional[str] = None) -> int: ...
 def write_gbbq_file(path: str, rows: Any) -> int: ...
 
+@final
 class Table:
     """Columnar result: iterates as dicts; converts to pyarrow, pandas, polars."""
 
@@ -37,7 +68,7 @@ class Table:
     def num_rows(self) -> int: ...
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[Dict[str, Any]]: ...
-    def __getitem__(self, index: int) -> Dict[str, Any]: ...
+    def __getitem__(self, key: int, /) -> Dict[str, Any]: ...
     def column(self, name: str) -> List[Any]: ...
     def to_pylist(self) -> List[Dict[str, Any]]: ...
     def to_arrow(self) -> Any: ...
@@ -48,8 +79,9 @@ class Table:
     def __arrow_c_array__(self, requested_schema: Optional[object] = None) -> Tuple[object, object]: ...
     def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
 
+@final
 class NativeClient:
-    def __init__(self, options: Dict[str, Any]) -> None: ...
+    def __new__(cls, options: Dict[str, Any]) -> "NativeClient": ...
     def count(self, market_: str) -> int: ...
     def codes(self, market_: str, start: int, limit: int) -> Table: ...
     def all_codes(self, market_: str) -> Table: ...
