@@ -5,9 +5,9 @@
 use tdx_engine::adjust::AdjustmentFactors;
 use tdx_engine::proto::blockfile::Board;
 use tdx_engine::proto::commands::{
-    AuctionPoint, Bar, CapitalChangeBlock, CompanySection, DelistedBar, Finance, HistoryMinutePoint, LegacySecurity,
-    Level, MinuteAuxSeries, MinuteLine, MinutePoint, Quote, QuoteHead, RefreshRecord, Security, Snapshot,
-    SparklineSeries, SpecialLimit, Tick, FINANCE_FIELDS,
+    AuctionPoint, Bar, BarTime, CapitalChangeBlock, CompanySection, DelistedBar, Finance, HistoryMinutePoint,
+    LegacySecurity, Level, MinuteAuxSeries, MinuteLine, MinutePoint, Period, Quote, QuoteHead, RefreshRecord, Security,
+    Snapshot, SparklineSeries, SpecialLimit, Tick, FINANCE_FIELDS,
 };
 use tdx_engine::proto::{Market, TimeOfDay};
 
@@ -36,8 +36,13 @@ pub fn legacy_securities(rows: &[LegacySecurity]) -> Table {
 }
 
 pub fn bars(rows: &[Bar]) -> Table {
+    stamped_bars(rows, Period::Day, BarTime::Start)
+}
+
+/// Bars of `period` with each stamp as `which` end of its interval.
+pub fn stamped_bars(rows: &[Bar], period: Period, which: BarTime) -> Table {
     Builder::new()
-        .datetime("datetime", rows.iter().map(|b| b.time))
+        .datetime("datetime", rows.iter().map(|b| b.stamp(period, which)))
         .price("open", rows.iter().map(|b| b.open))
         .price("high", rows.iter().map(|b| b.high))
         .price("low", rows.iter().map(|b| b.low))

@@ -9,21 +9,24 @@
 //! request in the engine, and the exception propagates. The engine's own
 //! deadline (`timeout`) ends every request.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::IntoPyObjectExt;
 use tdx_engine::proto::blockfile::BoardKind;
 use tdx_engine::proto::commands::{
-    mac_board_named, mac_kind_named, mac_sort, Adjust, AuxKind, FieldBitmap, LegacySecurityList, Period,
-    QuoteCategory, SortOrder,
+    category_sort, mac_board_named, mac_kind_named, mac_sort, Adjust, AuxKind, BarTime, CategoryQuotes, FieldBitmap,
+    LegacySecurityList, Period, QuoteCategory, Refresh, RefreshTarget, SortOrder,
 };
+use tdx_engine::proto::Command;
 use tdx_engine::proto::{Date, Market, SecurityCode, TradeDate};
 use tdx_engine::runtime::PushFrame;
 use tdx_engine::supervisor::RequestError;
@@ -57,12 +60,53 @@ impl Wake for ThreadWaker {
     }
 }
 
+/// Who does a wait's exchanges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    /// This thread, when a connection is free: it writes the request and
+    /// waits in the socket's read, so its calls run one at a time.
+    Thread,
+    /// The engine's slot tasks, so the future's calls run at once (a code
+    /// list fanned out over the pool).
+    Concurrent,
+}
+
 /// Polls `future` to completion without the GIL, checking for signals
 /// every [`SIGNAL_CHECK`]; `until` bounds the wait (`Ok(None)` when it passes).
 fn wait_until<T: Send, F: Future<Output = T> + Send>(
     py: Python<'_>,
     future: F,
     until: Option<Instant>,
+) -> PyResult<Option<T>> {
+    wait_as(py, Caller::Thread, future, until, None)
+}
+
+/// Tells a Python callable (a progress bar's `update`) how many more of a
+/// code list's codes are done, each time the wait takes the GIL.
+struct Progress<'py> {
+    done: Arc<AtomicUsize>,
+    reported: usize,
+    update: Bound<'py, PyAny>,
+}
+
+impl Progress<'_> {
+    fn report(&mut self) -> PyResult<()> {
+        let done = self.done.load(Ordering::Relaxed);
+        debug_assert!(done >= self.reported, "progress only grows");
+        if done > self.reported {
+            self.update.call1((done - self.reported,))?;
+            self.reported = done;
+        }
+        Ok(())
+    }
+}
+
+fn wait_as<T: Send, F: Future<Output = T> + Send>(
+    py: Python<'_>,
+    caller: Caller,
+    future: F,
+    until: Option<Instant>,
+    mut progress: Option<&mut Progress<'_>>,
 ) -> PyResult<Option<T>> {
     let mut future = Box::pin(future);
     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
@@ -73,7 +117,11 @@ fn wait_until<T: Send, F: Future<Output = T> + Send>(
             loop {
                 // This thread does its own exchange when a connection is
                 // free, waiting in the socket's read for one slice at most.
-                if let Poll::Ready(out) = tdx_engine::runtime::on_blocking_thread(|| future.as_mut().poll(&mut cx)) {
+                let polled = match caller {
+                    Caller::Thread => tdx_engine::runtime::on_blocking_thread(|| future.as_mut().poll(&mut cx)),
+                    Caller::Concurrent => future.as_mut().poll(&mut cx),
+                };
+                if let Poll::Ready(out) = polled {
                     return Some(Some(out));
                 }
                 let now = Instant::now();
@@ -87,6 +135,9 @@ fn wait_until<T: Send, F: Future<Output = T> + Send>(
                 std::thread::park_timeout(end - now);
             }
         });
+        if let Some(p) = progress.as_deref_mut() {
+            p.report()?;
+        }
         match step {
             Some(out) => return Ok(out),
             // A raising handler drops the future here: the engine cancels it.
@@ -96,10 +147,114 @@ fn wait_until<T: Send, F: Future<Output = T> + Send>(
 }
 
 fn wait<T: Send, F: Future<Output = Result<T, Error>> + Send>(py: Python<'_>, future: F) -> PyResult<T> {
+    wait_with(py, Caller::Thread, future)
+}
+
+fn wait_with<T: Send, F: Future<Output = Result<T, Error>> + Send>(
+    py: Python<'_>,
+    caller: Caller,
+    future: F,
+) -> PyResult<T> {
     // Without a bound the wait ends only with the future's output.
-    wait_until(py, future, None)?
+    wait_as(py, caller, future, None, None)?
         .unwrap_or(Err(Error::Request(RequestError::Fatal("wait ended early".into()))))
         .map_err(to_py)
+}
+
+/// Calls of a code list in flight at once, as the engine's own
+/// `history_trades_many` pages days: enough to spread over the pool.
+pub const FAN_OUT_LANES: usize = tdx_engine::HISTORY_TRADES_LANES;
+
+/// `call` for every code, [`FAN_OUT_LANES`] at a time; the outputs in the
+/// order of `codes`, `done_count` counting the codes answered. The first
+/// error ends it (dropping the rest cancels them).
+async fn fan_out<T, Fut>(
+    codes: &[SecurityCode],
+    done_count: &AtomicUsize,
+    call: impl Fn(SecurityCode) -> Fut,
+) -> Result<Vec<T>, Error>
+where
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let next = AtomicUsize::new(0);
+    let lane = || async {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&code) = codes.get(i) else {
+                return Ok::<_, Error>(done);
+            };
+            done.push((i, call(code).await?));
+            done_count.fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    let mut lanes: Vec<_> = (0..FAN_OUT_LANES.min(codes.len())).map(|_| Some(Box::pin(lane()))).collect();
+    let mut out: Vec<Option<T>> = codes.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| -> Poll<Result<(), Error>> {
+        for slot in lanes.iter_mut() {
+            let Some(lane) = slot else { continue };
+            if let Poll::Ready(done) = lane.as_mut().poll(cx) {
+                *slot = None;
+                for (i, value) in done? {
+                    out[i] = Some(value);
+                }
+            }
+        }
+        if lanes.iter().any(Option::is_some) {
+            Poll::Pending
+        } else {
+            Poll::Ready(Ok(()))
+        }
+    })
+    .await?;
+    debug_assert!(out.iter().all(Option::is_some), "every code answered");
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// `"start"` or `"end"`: which end of its interval a bar's stamp names.
+fn bar_time(s: &str) -> PyResult<BarTime> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "start" => Ok(BarTime::Start),
+        "end" => Ok(BarTime::End),
+        other => Err(value_error("bar_time", format!("{other:?}: use \"start\" or \"end\""))),
+    }
+}
+
+/// A category list's sort key (`code`, `price`, `amount`, `change`, eltdx's
+/// Chinese names, or a number) and direction as a 0x054b request.
+fn category_request(category: &str, sort: &str, ascending: bool, page: Page) -> PyResult<CategoryQuotes> {
+    let cat = category.parse::<QuoteCategory>().map_err(|e| value_error("category", e))?;
+    let key = category_sort::parse(sort).map_err(|e| value_error("sort_by", e))?;
+    Ok(CategoryQuotes::new(cat, key, page.start, page.count, ascending))
+}
+
+/// A JSON value (diagnostics, a ranking) as Python dicts, lists and scalars.
+fn json_to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
+    use serde_json::Value;
+    match v {
+        Value::Null => Ok(py.None()),
+        Value::Bool(b) => b.into_py_any(py),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_py_any(py),
+            (None, Some(u)) => u.into_py_any(py),
+            (None, None) => n.as_f64().unwrap_or(f64::NAN).into_py_any(py),
+        },
+        Value::String(s) => s.into_py_any(py),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(json_to_py(py, item)?)?;
+            }
+            list.into_py_any(py)
+        }
+        Value::Object(map) => {
+            let d = PyDict::new(py);
+            for (k, item) in map {
+                d.set_item(k, json_to_py(py, item)?)?;
+            }
+            d.into_py_any(py)
+        }
+    }
 }
 
 fn value_error(field: &str, reason: impl std::fmt::Display) -> PyErr {
@@ -330,12 +485,36 @@ fn build(o: Options) -> PyResult<Client> {
     b.build().map_err(to_py)
 }
 
-fn push_dict<'py>(py: Python<'py>, f: &PushFrame) -> PyResult<Bound<'py, PyDict>> {
+/// Most codes remembered for parsing pushes (pushes of codes past it still
+/// parse when they hold one record, as every push seen so far does).
+const REFRESHED_CODES_MAX: usize = 65_536;
+
+/// A push frame as a dict; with `parse` (the codes refreshed so far, which
+/// delimit a many-record payload), also `quotes`: its 0x0547 records as a
+/// Table, or `None` with `parse_error` saying why not.
+fn push_dict<'py>(py: Python<'py>, f: &PushFrame, parse: Option<&[RefreshTarget]>) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("msg_type", f.header.msg_type)?;
     d.set_item("msg_id", f.header.msg_id)?;
     d.set_item("slot", format!("{:?}", f.slot))?;
     d.set_item("payload", PyBytes::new(py, &f.payload))?;
+    if let Some(targets) = parse {
+        let parsed = if f.header.msg_type == Refresh::MSG_TYPE {
+            Refresh { targets: targets.to_vec() }.parse_reply(&f.payload).map_err(|e| e.to_string())
+        } else {
+            Err(format!("msg_type {:#06x} is not a quote push (0x0547)", f.header.msg_type))
+        };
+        match parsed {
+            Ok(reply) => {
+                d.set_item("quotes", convert::refresh(&reply.records))?;
+                d.set_item("parse_error", py.None())?;
+            }
+            Err(e) => {
+                d.set_item("quotes", py.None())?;
+                d.set_item("parse_error", e)?;
+            }
+        }
+    }
     Ok(d)
 }
 
@@ -346,6 +525,56 @@ pub struct NativeClient {
     client: Client,
     /// Push frames received but not yet handed out by `poll_push`.
     pushes: Mutex<VecDeque<PushFrame>>,
+    /// Codes refreshed so far (at most [`REFRESHED_CODES_MAX`]): what
+    /// delimits the records of a parsed push.
+    refreshed: Mutex<BTreeSet<SecurityCode>>,
+}
+
+impl NativeClient {
+    /// One Table of every code's rows, a `code` column first: `call` per
+    /// code fanned out over the pool, each reply through `convert`.
+    fn per_code<T: Send, Fut>(
+        &self,
+        py: Python<'_>,
+        codes_: &[String],
+        call: impl Fn(SecurityCode) -> Fut + Send + Sync,
+        convert: impl Fn(&T) -> Table,
+    ) -> PyResult<Table>
+    where
+        Fut: Future<Output = Result<T, Error>> + Send,
+    {
+        self.per_code_progress(py, codes_, None, call, convert)
+    }
+
+    /// [`per_code`](Self::per_code), calling `progress` (if any) with the
+    /// number of codes done since its last call, every time the wait wakes.
+    fn per_code_progress<T: Send, Fut>(
+        &self,
+        py: Python<'_>,
+        codes_: &[String],
+        progress: Option<Bound<'_, PyAny>>,
+        call: impl Fn(SecurityCode) -> Fut + Send + Sync,
+        convert: impl Fn(&T) -> Table,
+    ) -> PyResult<Table>
+    where
+        Fut: Future<Output = Result<T, Error>> + Send,
+    {
+        let cs = codes("code", codes_)?;
+        if cs.is_empty() {
+            return Err(value_error("code", "an empty list of codes"));
+        }
+        let done = Arc::new(AtomicUsize::new(0));
+        let mut progress = progress.map(|update| Progress { done: done.clone(), reported: 0, update });
+        let replies = wait_as(py, Caller::Concurrent, fan_out(&cs, &done, call), None, progress.as_mut())?
+            .unwrap_or(Err(Error::Request(RequestError::Fatal("wait ended early".into()))))
+            .map_err(to_py)?;
+        assert_eq!(replies.len(), cs.len(), "one reply per code");
+        Ok(Table::with_codes(cs.iter().zip(&replies).map(|(c, r)| (c.to_string(), convert(r))).collect()))
+    }
+
+    fn refresh_targets(&self) -> Vec<RefreshTarget> {
+        self.refreshed.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|&c| RefreshTarget::from(c)).collect()
+    }
 }
 
 #[pymethods]
@@ -353,7 +582,11 @@ impl NativeClient {
     /// `options`: a dict of builder options (absent keys: the engine's defaults).
     #[new]
     fn new(options: &Bound<'_, PyDict>) -> PyResult<Self> {
-        Ok(Self { client: build(Options::from_dict(options)?)?, pushes: Mutex::new(VecDeque::new()) })
+        Ok(Self {
+            client: build(Options::from_dict(options)?)?,
+            pushes: Mutex::new(VecDeque::new()),
+            refreshed: Mutex::new(BTreeSet::new()),
+        })
     }
 
     fn count(&self, py: Python<'_>, market_: &str) -> PyResult<u16> {
@@ -377,7 +610,8 @@ impl NativeClient {
         wait(py, self.client.call(cmd)).map(|r| convert::legacy_securities(&r))
     }
 
-    #[pyo3(signature = (code_, period_, adjust_, start, count))]
+    #[pyo3(signature = (code_, period_, adjust_, start, count, bar_time_="start"))]
+    #[allow(clippy::too_many_arguments)]
     fn bars(
         &self,
         py: Python<'_>,
@@ -386,13 +620,14 @@ impl NativeClient {
         adjust_: Option<&str>,
         start: i64,
         count: i64,
+        bar_time_: &str,
     ) -> PyResult<Table> {
-        let (c, p, a) = (code("code", code_)?, period(period_)?, adjust(adjust_)?);
+        let (c, p, a, t) = (code("code", code_)?, period(period_)?, adjust(adjust_)?, bar_time(bar_time_)?);
         let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
-        wait(py, self.client.bars(c, p, a, Page::new(s, n))).map(|r| convert::bars(&r))
+        wait(py, self.client.bars(c, p, a, Page::new(s, n))).map(|r| convert::stamped_bars(&r, p, t))
     }
 
-    #[pyo3(signature = (code_, period_, adjust_, max_pages))]
+    #[pyo3(signature = (code_, period_, adjust_, max_pages, bar_time_="start"))]
     fn all_bars(
         &self,
         py: Python<'_>,
@@ -400,10 +635,49 @@ impl NativeClient {
         period_: &str,
         adjust_: Option<&str>,
         max_pages: i64,
+        bar_time_: &str,
     ) -> PyResult<Table> {
-        let (c, p, a) = (code("code", code_)?, period(period_)?, adjust(adjust_)?);
+        let (c, p, a, t) = (code("code", code_)?, period(period_)?, adjust(adjust_)?, bar_time(bar_time_)?);
         let pages = pages_arg("max_pages", max_pages)?;
-        wait(py, self.client.all_bars(c, p, a, Some(pages))).map(|r| convert::bars(&r))
+        wait(py, self.client.all_bars(c, p, a, Some(pages))).map(|r| convert::stamped_bars(&r, p, t))
+    }
+
+    /// `bars` of every code in `codes_`, fanned out over the pool: one
+    /// Table with a `code` column.
+    #[pyo3(signature = (codes_, period_, adjust_, start, count, bar_time_="start"))]
+    #[allow(clippy::too_many_arguments)]
+    fn bars_codes(
+        &self,
+        py: Python<'_>,
+        codes_: Vec<String>,
+        period_: &str,
+        adjust_: Option<&str>,
+        start: i64,
+        count: i64,
+        bar_time_: &str,
+    ) -> PyResult<Table> {
+        let (p, a, t) = (period(period_)?, adjust(adjust_)?, bar_time(bar_time_)?);
+        let page = Page::new(u16_arg("start", start)?, count_arg("count", count)?);
+        self.per_code(py, &codes_, |c| self.client.bars(c, p, a, page), |r| convert::stamped_bars(r, p, t))
+    }
+
+    /// `progress`: called with the number of codes done since its last call.
+    #[pyo3(signature = (codes_, period_, adjust_, max_pages, bar_time_="start", progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn all_bars_codes(
+        &self,
+        py: Python<'_>,
+        codes_: Vec<String>,
+        period_: &str,
+        adjust_: Option<&str>,
+        max_pages: i64,
+        bar_time_: &str,
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Table> {
+        let (p, a, t) = (period(period_)?, adjust(adjust_)?, bar_time(bar_time_)?);
+        let pages = pages_arg("max_pages", max_pages)?;
+        let call = |c| self.client.all_bars(c, p, a, Some(pages));
+        self.per_code_progress(py, &codes_, progress, call, |r| convert::stamped_bars(r, p, t))
     }
 
     fn quotes(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
@@ -418,18 +692,39 @@ impl NativeClient {
 
     fn refresh(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
         let cs = codes("codes", &codes_)?;
+        {
+            let mut refreshed = self.refreshed.lock().unwrap_or_else(|e| e.into_inner());
+            for &c in &cs {
+                if refreshed.len() < REFRESHED_CODES_MAX {
+                    refreshed.insert(c);
+                }
+            }
+        }
         wait(py, self.client.refresh_quotes(&cs)).map(|r| convert::refresh(&r))
     }
 
-    fn category_quotes(&self, py: Python<'_>, category: &str, start: i64, count: i64) -> PyResult<Table> {
-        let cat = category.parse::<QuoteCategory>().map_err(|e| value_error("category", e))?;
-        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
-        wait(py, self.client.category_quotes(cat, Page::new(s, n))).map(|r| convert::snapshots(&r))
+    /// One page of a category's list, sorted by the server by `sort`
+    /// (descending unless `ascending`; code order ignores the direction).
+    #[pyo3(signature = (category, start, count, sort="code", ascending=false))]
+    fn category_quotes(
+        &self,
+        py: Python<'_>,
+        category: &str,
+        start: i64,
+        count: i64,
+        sort: &str,
+        ascending: bool,
+    ) -> PyResult<Table> {
+        let page = Page::new(u16_arg("start", start)?, count_arg("count", count)?);
+        let request = category_request(category, sort, ascending, page)?;
+        wait(py, self.client.call(request)).map(|r| convert::snapshots(&r.snapshots))
     }
 
-    fn all_category_quotes(&self, py: Python<'_>, category: &str) -> PyResult<Table> {
-        let cat = category.parse::<QuoteCategory>().map_err(|e| value_error("category", e))?;
-        wait(py, self.client.all_category_quotes(cat, None)).map(|r| convert::snapshots(&r))
+    /// Every page of a category's list, sorted as `category_quotes` sorts.
+    #[pyo3(signature = (category, sort="code", ascending=false))]
+    fn all_category_quotes(&self, py: Python<'_>, category: &str, sort: &str, ascending: bool) -> PyResult<Table> {
+        let request = category_request(category, sort, ascending, Page::new(0, 0))?;
+        wait(py, self.client.all_pages(request, None)).map(|r| convert::snapshots(&r))
     }
 
     fn minutes(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
@@ -481,7 +776,9 @@ impl NativeClient {
             .iter()
             .map(|(c, d)| Ok((code("code", c)?, trade_date("trading_date", *d)?)))
             .collect::<PyResult<Vec<_>>>()?;
-        wait(py, self.client.history_trades_many(&days)).map(|r| r.iter().map(|t| convert::ticks(t)).collect())
+        // Its days page at once: slot tasks do the exchanges, not this thread one by one.
+        wait_with(py, Caller::Concurrent, self.client.history_trades_many(&days))
+            .map(|r| r.iter().map(|t| convert::ticks(t)).collect())
     }
 
     fn detailed_history_trades(
@@ -500,6 +797,90 @@ impl NativeClient {
     fn all_detailed_history_trades(&self, py: Python<'_>, code_: &str, yyyymmdd: u32) -> PyResult<Table> {
         let (c, d) = (code("code", code_)?, trade_date("trading_date", yyyymmdd)?);
         wait(py, self.client.all_detailed_history_trades(c, d, None)).map(|r| convert::ticks(&r))
+    }
+
+    fn minutes_codes(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
+        self.per_code(py, &codes_, |c| self.client.minutes(c), convert::minutes)
+    }
+
+    fn history_minutes_codes(&self, py: Python<'_>, codes_: Vec<String>, yyyymmdd: u32) -> PyResult<Table> {
+        let d = trade_date("trading_date", yyyymmdd)?;
+        self.per_code(py, &codes_, |c| self.client.history_minutes(c, d), |r| convert::history_minutes(&r.points))
+    }
+
+    fn recent_minutes_codes(&self, py: Python<'_>, codes_: Vec<String>, yyyymmdd: u32) -> PyResult<Table> {
+        let d = trade_date("trading_date", yyyymmdd)?;
+        self.per_code(py, &codes_, |c| self.client.recent_minutes(c, d), |r| convert::recent_minutes(&r.points))
+    }
+
+    fn legacy_minutes_codes(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
+        self.per_code(py, &codes_, |c| self.client.legacy_minutes(c), |r| convert::history_minutes(&r.points))
+    }
+
+    fn minute_aux_codes(&self, py: Python<'_>, codes_: Vec<String>, kind: &str) -> PyResult<Table> {
+        let k = aux_kind(kind)?;
+        self.per_code(py, &codes_, |c| self.client.minute_aux(c, k), convert::minute_aux)
+    }
+
+    fn sparkline_codes(&self, py: Python<'_>, codes_: Vec<String>) -> PyResult<Table> {
+        self.per_code(py, &codes_, |c| self.client.sparkline(c), convert::sparkline)
+    }
+
+    fn trades_codes(&self, py: Python<'_>, codes_: Vec<String>, start: i64, count: i64) -> PyResult<Table> {
+        let page = Page::new(u16_arg("start", start)?, count_arg("count", count)?);
+        self.per_code(py, &codes_, |c| self.client.trades(c, page), |r| convert::ticks(r))
+    }
+
+    fn history_trades_codes(
+        &self,
+        py: Python<'_>,
+        codes_: Vec<String>,
+        yyyymmdd: u32,
+        start: i64,
+        count: i64,
+    ) -> PyResult<Table> {
+        let d = trade_date("trading_date", yyyymmdd)?;
+        let page = Page::new(u16_arg("start", start)?, count_arg("count", count)?);
+        self.per_code(py, &codes_, |c| self.client.history_trades(c, d, page), |r| convert::ticks(r))
+    }
+
+    #[pyo3(signature = (codes_, yyyymmdd, progress=None))]
+    fn all_history_trades_codes(
+        &self,
+        py: Python<'_>,
+        codes_: Vec<String>,
+        yyyymmdd: u32,
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Table> {
+        let d = trade_date("trading_date", yyyymmdd)?;
+        let call = |c| self.client.all_history_trades(c, d, None);
+        self.per_code_progress(py, &codes_, progress, call, |r| convert::ticks(r))
+    }
+
+    fn detailed_history_trades_codes(
+        &self,
+        py: Python<'_>,
+        codes_: Vec<String>,
+        yyyymmdd: u32,
+        start: i64,
+        count: i64,
+    ) -> PyResult<Table> {
+        let d = trade_date("trading_date", yyyymmdd)?;
+        let page = Page::new(u16_arg("start", start)?, count_arg("count", count)?);
+        self.per_code(py, &codes_, |c| self.client.detailed_history_trades(c, d, page), |r| convert::ticks(r))
+    }
+
+    #[pyo3(signature = (codes_, yyyymmdd, progress=None))]
+    fn all_detailed_history_trades_codes(
+        &self,
+        py: Python<'_>,
+        codes_: Vec<String>,
+        yyyymmdd: u32,
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Table> {
+        let d = trade_date("trading_date", yyyymmdd)?;
+        let call = |c| self.client.all_detailed_history_trades(c, d, None);
+        self.per_code_progress(py, &codes_, progress, call, |r| convert::ticks(r))
     }
 
     fn minute_aux(&self, py: Python<'_>, code_: &str, kind: &str) -> PyResult<Table> {
@@ -758,12 +1139,18 @@ impl NativeClient {
 
     /// One push frame, waiting up to `timeout` seconds (`None`: until one
     /// arrives or the engine closes); `None` if none came.
-    #[pyo3(signature = (timeout=Some(0.0)))]
-    fn poll_push<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    #[pyo3(signature = (timeout=Some(0.0), parse=false), text_signature = "(self, /, timeout=0.0, parse=False)")]
+    fn poll_push<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: Option<f64>,
+        parse: bool,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let until = timeout.map(|t| seconds("timeout", t).map(|d| Instant::now() + d)).transpose()?;
         loop {
             if let Some(f) = self.pushes.lock().unwrap_or_else(|e| e.into_inner()).pop_front() {
-                return push_dict(py, &f).map(Some);
+                let targets = parse.then(|| self.refresh_targets());
+                return push_dict(py, &f, targets.as_deref()).map(Some);
             }
             let batch = if until.is_some_and(|u| u <= Instant::now()) {
                 wait_until(py, self.client.drain_pushes(), None)?
@@ -785,16 +1172,18 @@ impl NativeClient {
     }
 
     /// Every push frame received so far, without waiting.
-    fn drain_pushes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    #[pyo3(signature = (parse=false))]
+    fn drain_pushes<'py>(&self, py: Python<'py>, parse: bool) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let mut frames: Vec<PushFrame> = self.pushes.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
         if let Some(batch) = wait_until(py, self.client.drain_pushes(), None)? {
             frames.extend(batch.frames);
         }
-        frames.iter().map(|f| push_dict(py, f)).collect()
+        let targets = parse.then(|| self.refresh_targets());
+        frames.iter().map(|f| push_dict(py, f, targets.as_deref())).collect()
     }
 
-    /// Probes the candidate servers and saves the ranking; its JSON.
-    fn rank(&self, py: Python<'_>) -> PyResult<String> {
+    /// Probes the candidate servers and saves the ranking, as a dict.
+    fn rank(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         // The probes need a tokio runtime's sockets and timers: a small one for this call.
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -816,7 +1205,8 @@ impl NativeClient {
                     unsaved.ranking
                 }
             };
-        serde_json::to_string(&ranking).map_err(|e| PyValueError::new_err(e.to_string()))
+        let value = serde_json::to_value(&ranking).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        json_to_py(py, &value)
     }
 
     /// The trading days from `since` (YYYYMMDD; `None`: every day the
@@ -827,9 +1217,11 @@ impl NativeClient {
         wait(py, self.client.trading_calendar(s)).map(|c| c.days().iter().map(|d| d.yyyymmdd()).collect())
     }
 
-    /// The engine's diagnostics snapshot as JSON.
-    fn diagnostics(&self) -> PyResult<String> {
-        serde_json::to_string(&*self.client.diagnostics()).map_err(|e| PyValueError::new_err(e.to_string()))
+    /// The engine's diagnostics snapshot, as a dict.
+    fn diagnostics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let value =
+            serde_json::to_value(&*self.client.diagnostics()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        json_to_py(py, &value)
     }
 
     /// Closes the engine: in-flight calls end with `Closed`; returns the

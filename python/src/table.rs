@@ -40,6 +40,21 @@ pub enum Col {
 }
 
 impl Col {
+    /// `other`'s values after this column's; `false` (and nothing moved)
+    /// when the two hold different types.
+    fn append(&mut self, other: &Col) -> bool {
+        match (self, other) {
+            (Col::Int(a), Col::Int(b))
+            | (Col::Decimal(a), Col::Decimal(b))
+            | (Col::Timestamp(a), Col::Timestamp(b)) => a.extend_from_slice(b),
+            (Col::Float(a), Col::Float(b)) => a.extend_from_slice(b),
+            (Col::Text(a), Col::Text(b)) => a.extend_from_slice(b),
+            (Col::Date(a), Col::Date(b)) | (Col::Time(a), Col::Time(b)) => a.extend_from_slice(b),
+            _ => return false,
+        }
+        true
+    }
+
     fn len(&self) -> usize {
         match self {
             Col::Int(v) | Col::Decimal(v) | Col::Timestamp(v) => v.len(),
@@ -74,6 +89,28 @@ impl Col {
             Col::Timestamp(v) => Arc::new(TimestampMillisecondArray::from(v.clone())),
             Col::Time(v) => Arc::new(Time32SecondArray::from(v.clone())),
         })
+    }
+
+    /// Row `i` as text for a notebook's HTML view (empty for a null).
+    fn text(&self, i: usize) -> String {
+        fn day(days: i64) -> String {
+            Date::from_days_since_epoch(days).map_or_else(|| format!("day {days}"), |d| d.to_string())
+        }
+        let clock = |s: i64| format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+        match self {
+            Col::Int(v) => v[i].map(|x| x.to_string()),
+            Col::Float(v) => v[i].map(|x| x.to_string()),
+            Col::Text(v) => v[i].clone(),
+            Col::Decimal(v) => v[i].map(|x| Price(x).to_string()),
+            Col::Date(v) => v[i].map(|x| day(i64::from(x))),
+            Col::Timestamp(v) => v[i].map(|ms| {
+                let (days, rest) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+                let millis = if rest % 1000 == 0 { String::new() } else { format!(".{:03}", rest % 1000) };
+                format!("{} {}{millis}", day(days), clock(rest / 1000))
+            }),
+            Col::Time(v) => v[i].map(|x| clock(i64::from(x))),
+        }
+        .unwrap_or_default()
     }
 
     /// Row `i` as a Python value.
@@ -236,6 +273,33 @@ pub struct Table {
     batch: OnceLock<RecordBatch>,
 }
 
+impl Table {
+    /// The rows of every part, in order, under a first column `code`
+    /// naming each row's part. Every part comes from the same converter,
+    /// so they share their columns; a part that does not is left out of
+    /// the columns it lacks (a bug, caught by the debug assertion).
+    pub fn with_codes(parts: Vec<(String, Table)>) -> Table {
+        let rows: usize = parts.iter().map(|(_, t)| t.rows).sum();
+        let mut codes = Vec::with_capacity(rows);
+        let mut cols: Vec<(String, Col)> = Vec::new();
+        for (i, (code, table)) in parts.iter().enumerate() {
+            codes.extend(std::iter::repeat_n(Some(code.clone()), table.rows));
+            if i == 0 {
+                cols = table.cols.as_ref().clone();
+                continue;
+            }
+            for ((name, col), (other_name, other)) in cols.iter_mut().zip(table.cols.iter()) {
+                let same = name == other_name && col.append(other);
+                debug_assert!(same, "parts of one code list share their columns");
+            }
+        }
+        let mut out = vec![("code".to_owned(), Col::Text(codes))];
+        out.extend(cols);
+        debug_assert!(out.iter().all(|(_, c)| c.len() == rows), "ragged table");
+        Table { cols: Arc::new(out), rows, batch: OnceLock::new() }
+    }
+}
+
 fn arrow_err(e: arrow_schema::ArrowError) -> PyErr {
     PyValueError::new_err(format!("arrow: {e}"))
 }
@@ -274,6 +338,13 @@ impl Table {
     }
 }
 
+/// Rows a notebook shows of a Table (the shape line gives the rest).
+const HTML_ROWS_MAX: usize = 10;
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
 fn capsule_name(name: &str) -> CString {
     CString::new(name).expect("capsule names have no NUL")
 }
@@ -287,6 +358,27 @@ impl Table {
     fn __repr__(&self) -> String {
         let names: Vec<&str> = self.cols.iter().map(|(n, _)| n.as_str()).collect();
         format!("Table({} rows; {})", self.rows, names.join(", "))
+    }
+
+    /// Jupyter's view: the first rows as an HTML table, then the shape.
+    fn _repr_html_(&self) -> String {
+        let shown = self.rows.min(HTML_ROWS_MAX);
+        let mut out = String::from("<table class=\"tdx-table\"><thead><tr>");
+        for (name, _) in self.cols.iter() {
+            out += &format!("<th>{}</th>", html_escape(name));
+        }
+        out += "</tr></thead><tbody>";
+        for i in 0..shown {
+            out += "<tr>";
+            for (_, col) in self.cols.iter() {
+                out += &format!("<td>{}</td>", html_escape(&col.text(i)));
+            }
+            out += "</tr>";
+        }
+        if shown < self.rows {
+            out += &format!("<tr><td colspan=\"{}\">…</td></tr>", self.cols.len().max(1));
+        }
+        out + &format!("</tbody></table><p>{} rows × {} columns</p>", self.rows, self.cols.len())
     }
 
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

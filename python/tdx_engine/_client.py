@@ -9,7 +9,6 @@ to the method that reaches it (``tests/test_api.py`` checks it is complete).
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -114,6 +113,54 @@ def _iso(yyyymmdd: int) -> str:
     return f"{yyyymmdd // 10000:04d}-{yyyymmdd // 100 % 100:02d}-{yyyymmdd % 100:02d}"
 
 
+class _Progress:
+    """A tqdm bar over a code list when asked for and tqdm is installed;
+    otherwise nothing. ``update`` goes to the engine, which calls it with
+    the number of codes done since its last call."""
+
+    def __init__(self, enabled: Any, total: int, desc: str) -> None:
+        self.bar: Any = None
+        if _bool(enabled, "progress"):
+            try:
+                from tqdm.auto import tqdm  # type: ignore[import-untyped,import-not-found,unused-ignore]
+            except ImportError:
+                return
+            self.bar = tqdm(total=total, desc=desc, unit="code")
+
+    @property
+    def update(self) -> Any:
+        return None if self.bar is None else self.bar.update
+
+    def __enter__(self) -> "_Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _bool(value: Any, field: str) -> bool:
+    """A flag argument; anything but True or False is a ValueError naming it."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{field}: expected True or False, got {value!r}")
+    return value
+
+
+def _bar_time(value: Any) -> str:
+    if value not in ("start", "end") or not isinstance(value, str):
+        raise ValueError(f"bar_time: expected \"start\" or \"end\", got {value!r}")
+    return value
+
+
+def _sort_key(value: Any) -> str:
+    """A category sort key: a name the engine knows, or a number."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise ValueError(f"sort_by: expected a sort key name or number, got {value!r}")
+    return value
+
+
 def _code_list(codes: Codes, field: str = "codes") -> List[str]:
     if isinstance(codes, str):
         return [codes]
@@ -153,25 +200,44 @@ class CodeApi(_Namespace):
 class BarApi(_Namespace):
     """K-line bars (0x052d)."""
 
-    def get(self, code: str, *, period: str = "day", start: int = 0, count: int = 800,
-            adjust: Optional[str] = None, all_pages: bool = False, max_pages: int = 200) -> Table:
+    def get(self, code: Codes, *, period: str = "day", start: int = 0, count: int = 800,
+            adjust: Optional[str] = None, all_pages: bool = False, max_pages: int = 200,
+            bar_time: str = "start", progress: bool = False) -> Table:
         """One page of bars, ``start`` bars back from the newest, oldest first
         (``all_pages=True``: every page, as ``all``).
 
         ``period``: ``day``, ``week``, ``month``, ``quarter``, ``year``, ``1m``,
         ``5m``, ``15m``, ``30m``, ``60m``, ``Nm``, ``Nd``, ``Ns``. ``adjust``:
         ``None``, ``"qfq"``, ``"hfq"``, ``"fixed_qfq"``, ``"fixed_hfq"``.
+        ``bar_time``: ``"start"`` (the server's stamps: an intraday bar's
+        start) or ``"end"`` (intraday bars a period later, as Tushare stamps
+        them; day and longer bars unchanged). A list of codes is fetched
+        concurrently over the pool: one Table, a ``code`` column first.
+        ``progress`` (with ``all_pages``) as in ``all``.
         """
         if isinstance(max_pages, bool) or not isinstance(max_pages, int) or max_pages < 1:
             raise ValueError(f"max_pages: {max_pages!r} is not a whole number of at least 1")
         if all_pages:
-            return self._n.all_bars(code, period, adjust, max_pages)
-        return self._n.bars(code, period, adjust, start, count)
+            return self.all(code, period=period, adjust=adjust, max_pages=max_pages, bar_time=bar_time,
+                            progress=progress)
+        _bool(progress, "progress")
+        bar_time = _bar_time(bar_time)
+        if isinstance(code, str):
+            return self._n.bars(code, period, adjust, start, count, bar_time)
+        return self._n.bars_codes(_code_list(code, "code"), period, adjust, start, count, bar_time)
 
-    def all(self, code: str, *, period: str = "day", adjust: Optional[str] = None,
-            max_pages: int = 200) -> Table:
-        """Every bar the server has (800 per page, at most ``max_pages`` pages), oldest first."""
-        return self._n.all_bars(code, period, adjust, max_pages)
+    def all(self, code: Codes, *, period: str = "day", adjust: Optional[str] = None,
+            max_pages: int = 200, bar_time: str = "start", progress: bool = False) -> Table:
+        """Every bar the server has (800 per page, at most ``max_pages`` pages), oldest first;
+        ``bar_time`` and lists of codes as in ``get``. ``progress=True``: a
+        progress bar over the codes (with tqdm installed; none without it)."""
+        bar_time = _bar_time(bar_time)
+        if isinstance(code, str):
+            _bool(progress, "progress")
+            return self._n.all_bars(code, period, adjust, max_pages, bar_time)
+        codes = _code_list(code, "code")
+        with _Progress(progress, len(codes), "bars") as bar:
+            return self._n.all_bars_codes(codes, period, adjust, max_pages, bar_time, bar.update)
 
 
 class DelistedBarApi(_Namespace):
@@ -206,89 +272,131 @@ class QuoteApi(_Namespace):
 
     get_depth = refresh
 
-    def list_by_category(self, category: str = "a_share", *, start: int = 0, count: int = 200) -> Table:
-        """One page of a category's quote list (0x054b), in code order."""
-        return self._n.category_quotes(category, start, count)
+    def list_by_category(self, category: str = "a_share", *, sort_by: str = "code", start: int = 0,
+                         count: int = 200, ascending: bool = False) -> Table:
+        """One page of a category's quote list (0x054b), sorted by the server:
+        ``sort_by`` ``"code"`` (code order), ``"price"``, ``"amount"``,
+        ``"change"`` (eltdx's 代码, 现价, 成交额, 涨幅, or a number),
+        descending unless ``ascending``."""
+        return self._n.category_quotes(category, start, count, _sort_key(sort_by), _bool(ascending, "ascending"))
 
-    def all_by_category(self, category: str = "a_share") -> Table:
-        """A category's whole quote list, every page."""
-        return self._n.all_category_quotes(category)
+    def all_by_category(self, category: str = "a_share", *, sort_by: str = "code",
+                        ascending: bool = False) -> Table:
+        """A category's whole quote list, every page, sorted as ``list_by_category`` sorts."""
+        return self._n.all_category_quotes(category, _sort_key(sort_by), _bool(ascending, "ascending"))
 
-    def poll_push(self, *, timeout: Optional[float] = 0.0) -> Optional[Dict[str, Any]]:
+    def poll_push(self, *, timeout: Optional[float] = 0.0, parse: bool = False) -> Optional[Dict[str, Any]]:
         """The next push frame (dict: msg_type, msg_id, slot, payload), waiting
         up to ``timeout`` seconds (``None``: until one arrives or the client
-        closes); ``None`` if none came."""
-        return self._n.poll_push(timeout)
+        closes); ``None`` if none came. With ``parse=True`` the dict also has
+        ``quotes``, the frame's quote records as a Table (``refresh``'s
+        columns), or ``None`` with ``parse_error`` saying why not."""
+        return self._n.poll_push(timeout, _bool(parse, "parse"))
 
-    def drain_pushes(self) -> List[Dict[str, Any]]:
-        """Every push frame received so far, without waiting."""
-        return self._n.drain_pushes()
+    def drain_pushes(self, *, parse: bool = False) -> List[Dict[str, Any]]:
+        """Every push frame received so far, without waiting (``parse`` as in ``poll_push``)."""
+        return self._n.drain_pushes(_bool(parse, "parse"))
 
-    def push_iter(self, *, timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
+    def push_iter(self, *, timeout: Optional[float] = None, parse: bool = False) -> Iterator[Dict[str, Any]]:
         """Push frames as they arrive; ends when the client closes or no push
-        came within ``timeout`` seconds."""
+        came within ``timeout`` seconds (``parse`` as in ``poll_push``)."""
         if timeout is not None and not (timeout >= 0 and math.isfinite(timeout)):
             raise ValueError(f"timeout: {timeout!r} is not a number of seconds (0 or more)")
-        return self._pushes(timeout)
+        return self._pushes(timeout, _bool(parse, "parse"))
 
-    def _pushes(self, timeout: Optional[float]) -> Iterator[Dict[str, Any]]:
+    def _pushes(self, timeout: Optional[float], parse: bool) -> Iterator[Dict[str, Any]]:
         while True:
-            frame = self._n.poll_push(timeout)
+            frame = self._n.poll_push(timeout, parse)
             if frame is None:
                 return
             yield frame
 
 
 class MinuteApi(_Namespace):
-    """Minute lines: today's, a past day's, recent, legacy, aux series, sparkline."""
+    """Minute lines: today's, a past day's, recent, legacy, aux series, sparkline.
 
-    def today(self, code: str) -> Table:
+    Every method takes one code or a list of them; a list is fetched
+    concurrently over the pool and comes back as one Table with a ``code``
+    column first."""
+
+    def today(self, code: Codes) -> Table:
         """Today's minute line (0x0537): time, price, average, volume."""
-        return self._n.minutes(code)
+        if isinstance(code, str):
+            return self._n.minutes(code)
+        return self._n.minutes_codes(_code_list(code, "code"))
 
-    def history(self, code: str, trading_date: DateLike) -> Table:
+    def history(self, code: Codes, trading_date: DateLike) -> Table:
         """A past day's minute line (0x0fb4)."""
-        return self._n.history_minutes(code, _yyyymmdd(trading_date, "trading_date"))
+        day = _yyyymmdd(trading_date, "trading_date")
+        if isinstance(code, str):
+            return self._n.history_minutes(code, day)
+        return self._n.history_minutes_codes(_code_list(code, "code"), day)
 
-    def recent(self, code: str, trading_date: DateLike) -> Table:
+    def recent(self, code: Codes, trading_date: DateLike) -> Table:
         """A recent day's minute line with averages (0x0feb)."""
-        return self._n.recent_minutes(code, _yyyymmdd(trading_date, "trading_date"))
+        day = _yyyymmdd(trading_date, "trading_date")
+        if isinstance(code, str):
+            return self._n.recent_minutes(code, day)
+        return self._n.recent_minutes_codes(_code_list(code, "code"), day)
 
-    def legacy(self, code: str) -> Table:
+    def legacy(self, code: Codes) -> Table:
         """Today's minute line in the legacy form (0x051d)."""
-        return self._n.legacy_minutes(code)
+        if isinstance(code, str):
+            return self._n.legacy_minutes(code)
+        return self._n.legacy_minutes_codes(_code_list(code, "code"))
 
-    def aux(self, code: str, kind: Union[str, int] = "buy_sell_strength") -> Table:
+    def aux(self, code: Codes, kind: Union[str, int] = "buy_sell_strength") -> Table:
         """Today's minute aux series (0x051b): ``"buy_sell_strength"`` or ``"volume_comparison"``."""
-        return self._n.minute_aux(code, str(kind))
+        if isinstance(code, str):
+            return self._n.minute_aux(code, str(kind))
+        return self._n.minute_aux_codes(_code_list(code, "code"), str(kind))
 
-    def buy_sell_strength(self, code: str) -> Table:
+    def buy_sell_strength(self, code: Codes) -> Table:
         """``aux(code, "buy_sell_strength")``."""
         return self.aux(code, "buy_sell_strength")
 
-    def volume_comparison(self, code: str) -> Table:
+    def volume_comparison(self, code: Codes) -> Table:
         """``aux(code, "volume_comparison")``."""
         return self.aux(code, "volume_comparison")
 
-    def sparkline(self, code: str) -> Table:
+    def sparkline(self, code: Codes) -> Table:
         """Today's one-code sparkline (0x0fd1)."""
-        return self._n.sparkline(code)
+        if isinstance(code, str):
+            return self._n.sparkline(code)
+        return self._n.sparkline_codes(_code_list(code, "code"))
 
 
 class TradeApi(_Namespace):
-    """Ticks: today's (0x0fc5), a past day's (0x0fb5) and detailed (0x0fc6)."""
+    """Ticks: today's (0x0fc5), a past day's (0x0fb5) and detailed (0x0fc6).
 
-    def today(self, code: str, *, start: int = 0, count: int = 1800) -> Table:
+    ``today``, ``history``, ``all_history``, ``detailed_history`` and
+    ``all_detailed_history`` take one code or a list of them; a list is
+    fetched concurrently over the pool and comes back as one Table with a
+    ``code`` column first."""
+
+    def today(self, code: Codes, *, start: int = 0, count: int = 1800) -> Table:
         """One page of today's ticks, ``start`` back from the newest."""
-        return self._n.trades(code, start, count)
+        if isinstance(code, str):
+            return self._n.trades(code, start, count)
+        return self._n.trades_codes(_code_list(code, "code"), start, count)
 
-    def history(self, code: str, trading_date: DateLike, *, start: int = 0, count: int = 2000) -> Table:
+    def history(self, code: Codes, trading_date: DateLike, *, start: int = 0, count: int = 2000) -> Table:
         """One page of a past day's ticks."""
-        return self._n.history_trades(code, _yyyymmdd(trading_date, "trading_date"), start, count)
+        day = _yyyymmdd(trading_date, "trading_date")
+        if isinstance(code, str):
+            return self._n.history_trades(code, day, start, count)
+        return self._n.history_trades_codes(_code_list(code, "code"), day, start, count)
 
-    def all_history(self, code: str, trading_date: DateLike) -> Table:
-        """A past day's every tick, oldest first."""
-        return self._n.all_history_trades(code, _yyyymmdd(trading_date, "trading_date"))
+    def all_history(self, code: Codes, trading_date: DateLike, *, progress: bool = False) -> Table:
+        """A past day's every tick, oldest first (``progress=True``: a
+        progress bar over a list's codes, with tqdm installed)."""
+        day = _yyyymmdd(trading_date, "trading_date")
+        if isinstance(code, str):
+            _bool(progress, "progress")
+            return self._n.all_history_trades(code, day)
+        codes = _code_list(code, "code")
+        with _Progress(progress, len(codes), "ticks") as bar:
+            return self._n.all_history_trades_codes(codes, day, bar.update)
 
     def all_history_many(self, days: Iterable[Tuple[str, DateLike]]) -> List[Table]:
         """Every tick of many (code, day) pairs, fetched concurrently; one table per pair, in order."""
@@ -300,13 +408,22 @@ class TradeApi(_Namespace):
                 raise ValueError(f"days: {e}") from None
             raise
 
-    def detailed_history(self, code: str, trading_date: DateLike, *, start: int = 0, count: int = 2000) -> Table:
+    def detailed_history(self, code: Codes, trading_date: DateLike, *, start: int = 0, count: int = 2000) -> Table:
         """One page of a past day's ticks with order counts (0x0fc6)."""
-        return self._n.detailed_history_trades(code, _yyyymmdd(trading_date, "trading_date"), start, count)
+        day = _yyyymmdd(trading_date, "trading_date")
+        if isinstance(code, str):
+            return self._n.detailed_history_trades(code, day, start, count)
+        return self._n.detailed_history_trades_codes(_code_list(code, "code"), day, start, count)
 
-    def all_detailed_history(self, code: str, trading_date: DateLike) -> Table:
-        """A past day's every detailed tick."""
-        return self._n.all_detailed_history_trades(code, _yyyymmdd(trading_date, "trading_date"))
+    def all_detailed_history(self, code: Codes, trading_date: DateLike, *, progress: bool = False) -> Table:
+        """A past day's every detailed tick (``progress`` as in ``all_history``)."""
+        day = _yyyymmdd(trading_date, "trading_date")
+        if isinstance(code, str):
+            _bool(progress, "progress")
+            return self._n.all_detailed_history_trades(code, day)
+        codes = _code_list(code, "code")
+        with _Progress(progress, len(codes), "ticks") as bar:
+            return self._n.all_detailed_history_trades_codes(codes, day, bar.update)
 
 
 class AuctionApi(_Namespace):
@@ -748,7 +865,7 @@ class Client:
 
     def diagnostics(self) -> Dict[str, Any]:
         """The engine's diagnostics: slots, queues, budgets, workers, counters."""
-        return json.loads(self._n.diagnostics())
+        return self._n.diagnostics()
 
     def calendar(self, start: Optional[DateLike] = None, end: Optional[DateLike] = None) -> "Calendar":
         """The trading calendar from the server's own data (the Shanghai
@@ -763,12 +880,24 @@ class Client:
 
     def rank(self) -> Dict[str, Any]:
         """Probes the candidate servers, saves and returns the ranking (best first)."""
-        return json.loads(self._n.rank())
+        return self._n.rank()
 
     def close(self) -> str:
         """Closes the engine (idempotent); calls in flight raise ``Closed``.
         Returns the final state, ``"Closed"`` or ``"FailedClosed"``."""
         return self._n.close()
+
+    def __repr__(self) -> str:
+        """Servers, connections by state and workers, from the diagnostics snapshot."""
+        d = self._n.diagnostics()
+        sup = d.get("supervisor") or {}
+        states: Dict[str, int] = {}
+        for slot in sup.get("slots") or []:
+            states[str(slot.get("state"))] = states.get(str(slot.get("state")), 0) + 1
+        by_state = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+        servers = ", ".join(str(e) for e in sup.get("endpoints") or [])
+        return (f"<tdx_engine.Client {sup.get('close_state', '?')}: servers [{servers}]; "
+                f"{sum(states.values())} connections ({by_state}); {d.get('runtime_workers')} workers>")
 
     def __enter__(self) -> "Client":
         return self

@@ -1,34 +1,73 @@
 #!/usr/bin/env bash
-# The Python package's tests: a venv under target/ with pinned pytest,
-# pyarrow, pandas and polars, `pip install ./python` (sharing the
-# workspace's target dir, so the engine is not built twice), then pytest
-# against `tdx-sim serve` inside a network namespace where only loopback is
-# up. Arguments go to pytest.
+# The Python package's tests, against the wheel a user would install: one
+# release build makes the abi3 wheel (`maturin build --release`, sharing the
+# workspace's target dir, so the engine's dependencies are not built twice)
+# and the sdist (made, not yet buildable: see below); the wheel goes
+# into a fresh venv from a shell whose PATH has no cargo or rustc, beside
+# pinned pytest, pyarrow, pandas, polars and mypy; then the stubs are checked
+# against the extension (mypy.stubtest, signatures included), the typed
+# example with `mypy --strict`, and pytest runs against `tdx-sim serve`
+# inside a network namespace where only loopback is up. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=tests/interop/lib.sh
 source tests/interop/lib.sh
 
-PYVENV="target/py-venv"
-PINS=(pytest==9.2.0 pyarrow==26.0.1 pandas==3.1.1 numpy==2.4.6 polars==2.1.0)
+BUILD_VENV="target/py-venv"   # maturin, kept between runs
+PYVENV="target/py-wheel-venv" # fresh every run: the wheel and the test pins only
+WHEELS="target/wheels"
+BUILD_PINS=(maturin==1.16.0)
+PINS=(pytest==9.2.0 pyarrow==26.0.1 pandas==3.1.1 numpy==2.4.6 polars==2.1.0 mypy==2.4.1)
+
+# PATH without any directory holding cargo or rustc: what a user without
+# Rust has.
+no_rust_path() {
+    local out="" d
+    IFS=: read -ra dirs <<<"$PATH"
+    for d in "${dirs[@]}"; do
+        if [ -n "$d" ] && [ ! -e "$d/cargo" ] && [ ! -e "$d/rustc" ]; then
+            out="${out:+$out:}$d"
+        fi
+    done
+    printf '%s' "$out"
+}
+
+pinned() {
+    "$1/bin/python" -c 'import importlib.metadata as m, sys
+pins = dict(p.split("==") for p in sys.argv[1:])
+assert all(m.version(k) == v for k, v in pins.items())' "${@:2}" 2>/dev/null
+}
 
 if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
     cargo build --quiet --locked -p tdx-sim
-    [ -x "$PYVENV/bin/python" ] || python3 -m venv "$PYVENV"
-    if ! "$PYVENV/bin/python" -c 'import importlib.metadata as m, sys
-pins = dict(p.split("==") for p in sys.argv[1:])
-assert all(m.version(k) == v for k, v in pins.items())' "${PINS[@]}" 2>/dev/null; then
-        "$PYVENV/bin/pip" install --quiet --disable-pip-version-check "${PINS[@]}"
-    fi
-    # Rebuilt every run (cargo makes an unchanged build a no-op).
-    CARGO_TARGET_DIR="$(pwd)/target" "$PYVENV/bin/pip" install --quiet --disable-pip-version-check \
-        --force-reinstall --no-deps ./python
+    [ -x "$BUILD_VENV/bin/python" ] || python3 -m venv "$BUILD_VENV"
+    pinned "$BUILD_VENV" "${BUILD_PINS[@]}" ||
+        "$BUILD_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${BUILD_PINS[@]}"
+    rm -rf "$WHEELS"
+    # The one release build (cargo makes an unchanged build a no-op).
+    (cd python && CARGO_TARGET_DIR="$(pwd)/../target" "../$BUILD_VENV/bin/maturin" build --quiet --release \
+        --locked --out "../$WHEELS")
+    # The sdist is made but not built: its copy of the workspace's root
+    # manifest (the `tdx` package, whose sources it lacks) fails the engine's
+    # workspace inheritance.
+    (cd python && "../$BUILD_VENV/bin/maturin" sdist --out "../$WHEELS")
+
+    rm -rf "$PYVENV"
+    python3 -m venv "$PYVENV"
+    env PATH="$(no_rust_path)" bash -euc '
+        if command -v cargo || command -v rustc; then echo "Rust is still on PATH" >&2; exit 1; fi
+        "$1/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: "${@:3}" "$2"/tdx_engine-*-abi3-*.whl
+    ' bash "$PYVENV" "$WHEELS" "${PINS[@]}"
 fi
 loopback_only "$0" "$@"
+
+# The stubs against the installed extension, and a strict typed user.
+(cd target && env PATH="$(no_rust_path)" "../$PYVENV/bin/python" -m mypy.stubtest tdx_engine)
+env PATH="$(no_rust_path)" "$PYVENV/bin/python" -m mypy --strict --no-incremental python/examples/typed.py
 
 cd python
 # The pytest script, not `python -m pytest`: -m puts python/ on sys.path,
 # where the source package (without its built extension) would shadow the
 # installed one.
-TDX_SIM="$(cd .. && pwd)/target/debug/tdx-sim" TDX_ENGINE_LOOPBACK_ONLY=1 \
+env PATH="$(no_rust_path)" TDX_SIM="$(cd .. && pwd)/target/debug/tdx-sim" TDX_ENGINE_LOOPBACK_ONLY=1 \
     "../$PYVENV/bin/pytest" -q -p no:cacheprovider tests "$@"

@@ -315,6 +315,16 @@ pub struct Bar {
     pub breadth: Option<Breadth>,
 }
 
+impl Bar {
+    /// The bar's stamp as `which` end of its interval, reading intraday
+    /// stamps as starts (eltdx 3.3.0; open for real servers, docs/PROTOCOL.md):
+    /// `BarTime::End` is a `period` later, as eltdx's `bar_time="end"`; day
+    /// and longer bars keep theirs.
+    pub fn stamp(&self, period: Period, which: super::BarTime) -> DateTime {
+        super::stamp_as(self.time, period, which)
+    }
+}
+
 const BODY_SHORT: usize = 26;
 const BODY_LONG: usize = 42;
 /// Smallest bar record: 4-byte stamp, 4 one-byte varints, 2 floats.
@@ -447,7 +457,32 @@ impl Command for Bars {
 
 #[cfg(test)]
 mod tests {
+    use super::super::BarTime;
     use super::*;
+
+    /// Why: `bar_time="end"` in the Python package moves only intraday
+    /// stamps, by exactly one period, across midnight too.
+    #[test]
+    fn end_stamps_move_intraday_bars_one_period() {
+        let at = |h, m| DateTime { date: Date::new(2026, 11, 27).unwrap(), time: TimeOfDay::new(h, m, 0, 0).unwrap() };
+        let bar = |time| Bar {
+            time,
+            open: Price(1000),
+            close: Price(1000),
+            high: Price(1000),
+            low: Price(1000),
+            volume: 0.0,
+            amount: 0.0,
+            breadth: None,
+        };
+        assert_eq!(bar(at(11, 25)).stamp(Period::Min5, BarTime::End), at(11, 30));
+        assert_eq!(bar(at(14, 0)).stamp(Period::Min60, BarTime::End), at(15, 0));
+        assert_eq!(bar(at(13, 0)).stamp(Period::Minutes(10), BarTime::End), at(13, 10));
+        assert_eq!(bar(at(15, 0)).stamp(Period::Day, BarTime::End), at(15, 0));
+        assert_eq!(bar(at(11, 25)).stamp(Period::Min5, BarTime::Start), at(11, 25));
+        let late = bar(at(23, 59)).stamp(Period::Min5, BarTime::End);
+        assert_eq!((late.date, late.time), (Date::new(2026, 11, 28).unwrap(), TimeOfDay::new(0, 4, 0, 0).unwrap()));
+    }
 
     #[test]
     fn period_names() {

@@ -126,18 +126,24 @@ impl MacBar {
     /// The bar's stamp as `which` end of a bar of `period`: the end is the
     /// start plus the period for intraday periods, the start otherwise.
     pub fn stamp(&self, period: Period, which: BarTime) -> DateTime {
-        let start = DateTime { date: self.date, time: self.time };
-        let span = match (which, intraday_seconds(period)) {
-            (BarTime::End, Some(span)) => span,
-            _ => return start,
-        };
-        let total = seconds_of_time(self.time) + span;
-        let days = i64::from(total / 86_400);
-        let date = Date::from_days_since_epoch(self.date.days_since_epoch() + days).unwrap_or(self.date);
-        let s = total % 86_400;
-        let time = TimeOfDay::new((s / 3600) as u8, (s / 60 % 60) as u8, (s % 60) as u8, 0).expect("in a day");
-        DateTime { date, time }
+        stamp_as(DateTime { date: self.date, time: self.time }, period, which)
     }
+}
+
+/// A start-stamped bar's stamp as `which` end of a bar of `period`: the
+/// end is `start` plus the period for intraday periods, `start` otherwise.
+pub fn stamp_as(start: DateTime, period: Period, which: BarTime) -> DateTime {
+    let span = match (which, intraday_seconds(period)) {
+        (BarTime::End, Some(span)) => span,
+        _ => return start,
+    };
+    let total = seconds_of_time(start.time) + span;
+    let days = i64::from(total / 86_400);
+    let date = Date::from_days_since_epoch(start.date.days_since_epoch() + days).unwrap_or(start.date);
+    let s = total % 86_400;
+    let time = TimeOfDay::new((s / 3600) as u8, (s / 60 % 60) as u8, (s % 60) as u8, 0).expect("in a day");
+    debug_assert!(DateTime { date, time } > start, "an intraday bar ends after it starts");
+    DateTime { date, time }
 }
 
 /// A 0x122E page.

@@ -36,7 +36,7 @@ mod units;
 mod unusual;
 
 pub use auction::{MacAuction, MacAuctionPoint, MacAuctionReply};
-pub use bars::{intraday_seconds, BarTime, MacBar, MacBarPage, MacBars, BAR_FLAGS};
+pub use bars::{intraday_seconds, stamp_as, BarTime, MacBar, MacBarPage, MacBars, BAR_FLAGS};
 pub use boards::{
     mac_board_kind, mac_kind_named, mac_kind_of, BoardEntry, BoardQuote, MacBoardList, MacBoardListReply,
     MacStockBoards, MacStockBoardsReply, StockBoard, STOCK_BOARDS_TAG,
