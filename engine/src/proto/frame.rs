@@ -26,6 +26,12 @@ pub const CONTROL_RAW: u8 = 0x0c;
 /// Response control byte for a zlib body (`CONTROL_RAW | 0x10`).
 pub const CONTROL_ZLIB: u8 = 0x1c;
 
+/// True for the command codes of the 7727 EX protocol: their frames carry
+/// prefix 0x01 like MAC's head flag, so the code tells them apart.
+pub fn is_ex_msg_type(msg_type: u16) -> bool {
+    matches!(msg_type, 0x23f0..=0x240d | 0x2454)
+}
+
 /// The protocol family a request belongs to, told by its first byte: the
 /// engine keeps one pool of servers per family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,7 +50,7 @@ impl Family {
     /// The family of a request from its prefix and command code: an EX code
     /// under prefix 0x01 is [`Family::Ex`], anything else as [`Family::of_prefix`].
     pub fn of_request(prefix: u8, msg_type: u16) -> Option<Self> {
-        if prefix == MAC_HEAD_1_PREFIX && super::ex::is_ex_msg_type(msg_type) {
+        if prefix == MAC_HEAD_1_PREFIX && is_ex_msg_type(msg_type) {
             return Some(Self::Ex);
         }
         Self::of_prefix(prefix)

@@ -19,6 +19,7 @@ pub use market::{ExCode, ExMarket, ParseExCodeError};
 pub use session::{ExLogin, ExLoginReply};
 
 use super::command::Command;
+pub use super::frame::is_ex_msg_type;
 use super::frame::{encode_request_with, Family, RequestFrame};
 use super::ProtoError;
 
@@ -26,12 +27,6 @@ use super::ProtoError;
 pub const EX_REQUEST_PREFIX: u8 = 0x01;
 /// The control byte pytdx and eltdx send on 7727.
 pub const EX_REQUEST_CONTROL: u8 = 0x01;
-
-/// True for the command codes of the EX protocol: their frames carry prefix
-/// 0x01 like MAC's head flag, so the code tells them apart.
-pub fn is_ex_msg_type(msg_type: u16) -> bool {
-    matches!(msg_type, 0x23f0..=0x240d | 0x2454)
-}
 
 /// Appends an EX request frame for `command`, msg_id echoed as on 7709.
 pub fn encode_ex_frame<C: Command>(command: &C, msg_id: u32, out: &mut Vec<u8>) -> Result<(), ProtoError> {
