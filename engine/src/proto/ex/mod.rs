@@ -56,7 +56,11 @@ impl ExRequest {
         if Family::of_request(prefix, msg_type) != Some(Family::Ex) {
             return Err(ProtoError::WrongPrefix { msg_type, prefix });
         }
-        let body = &frame.body[..];
+        Self::decode_body(msg_type, &frame.body)
+    }
+
+    /// Decodes an EX request body by its command code.
+    pub fn decode_body(msg_type: u16, body: &[u8]) -> Result<Self, ProtoError> {
         Ok(match msg_type {
             ExLogin::MSG_TYPE => Self::Login(ExLogin::decode_body(body)?),
             ExMarkets::MSG_TYPE => Self::Markets(ExMarkets::decode_body(body)?),
@@ -65,6 +69,26 @@ impl ExRequest {
             ExBars::MSG_TYPE => Self::Bars(ExBars::decode_body(body)?),
             _ => return Err(ProtoError::UnknownMsgType { msg_type }),
         })
+    }
+
+    /// Every EX command code the engine decodes.
+    pub const MSG_TYPES: [u16; 5] = [
+        ExLogin::MSG_TYPE,
+        ExMarkets::MSG_TYPE,
+        ExInstrumentCount::MSG_TYPE,
+        ExInstruments::MSG_TYPE,
+        ExBars::MSG_TYPE,
+    ];
+
+    /// Appends the request body (what follows the 12-byte header).
+    pub fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        match self {
+            Self::Login(c) => c.encode_body(out),
+            Self::Markets(c) => c.encode_body(out),
+            Self::InstrumentCount(c) => c.encode_body(out),
+            Self::Instruments(c) => c.encode_body(out),
+            Self::Bars(c) => c.encode_body(out),
+        }
     }
 
     /// The command code.
