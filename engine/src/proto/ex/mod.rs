@@ -166,6 +166,22 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        // What the `ex_parsers` fuzz target checks, over small random inputs.
+        #[test]
+        fn reparsed_replies_are_stable(
+            pick in 0usize..5,
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24),
+            payload in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+        ) {
+            if let Ok(request) = ExRequest::decode_body(ExRequest::MSG_TYPES[pick], &body) {
+                if let Ok(encoded) = request.reparse_reply(&payload) {
+                    proptest::prop_assert_eq!(request.reparse_reply(&encoded), Ok(encoded));
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_mac_frame_is_not_an_ex_request() {
         let mut bytes = hex("01 00 00 00 00 01 02 00 02 00 2b 12");
