@@ -180,6 +180,56 @@ fn load_vectors(dir: &Path) -> Vectors {
 
 /// Requests built with the client-side constructors, for commands and
 /// parameters the vectors do not show.
+/// `ex_parsers` seeds: each EX command's request with a reply the
+/// server-side encoder writes; returns the requests' frames (prefix 0x01)
+/// for `request_decoder`.
+fn ex_seeds(corpus: &mut Corpus) -> Vec<Vec<u8>> {
+    use tdx_engine::proto::ex::*;
+    use tdx_engine::proto::time::Date;
+    let ifl0: ExCode = "47#IFL0".parse().expect("a valid code");
+    let bar = ExBar {
+        at: ExBarTime::Day(Date::new(2026, 12, 3).expect("a valid date")),
+        open: 3900.0,
+        high: 3950.2,
+        low: 3880.0,
+        close: 3921.4,
+        open_interest: 215_230,
+        volume: 88_000,
+        amount: 1.03e11,
+    };
+    let instrument = ExInstrument { category: 3, code: ifl0.clone(), name: "IF主连".into(), desc: String::new() };
+    let market = ExMarketInfo { category: 3, name: "中金所期货".into(), market: 47, short_name: "中".into() };
+    let bars = ExBars { code: ifl0, period: ExPeriod::Day, start: 0, count: 240 };
+    let mut replies: Vec<(ExRequest, Vec<u8>)> = Vec::new();
+    let mut put = |request: ExRequest, encode: &dyn Fn(&mut Vec<u8>)| {
+        let mut payload = Vec::new();
+        encode(&mut payload);
+        replies.push((request, payload));
+    };
+    put(ExRequest::Login(ExLogin::PYTDX), &|out| out.extend_from_slice(&[1, 0]));
+    put(ExRequest::Login(ExLogin::ELTDX), &|out| out.extend_from_slice(&[1, 0, 0, 0]));
+    put(ExRequest::Markets(ExMarkets), &|out| ExMarkets.encode_reply(&vec![market.clone()], out).expect("encodes"));
+    put(ExRequest::InstrumentCount(ExInstrumentCount), &|out| {
+        ExInstrumentCount.encode_reply(&107_165, out).expect("encodes")
+    });
+    let page = ExInstruments { start: 0, count: 100 };
+    put(ExRequest::Instruments(page), &|out| page.encode_reply(&vec![instrument.clone()], out).expect("encodes"));
+    put(ExRequest::Bars(bars.clone()), &|out| bars.encode_reply(&vec![bar; 3], out).expect("encodes"));
+    let mut frames = Vec::new();
+    for (i, (request, payload)) in replies.into_iter().enumerate() {
+        let mut body = Vec::new();
+        request.encode_body(&mut body).expect("a seed request encodes");
+        let case = ReplyCase { prefix: EX_REQUEST_PREFIX, msg_type: request.msg_type(), body, payload };
+        let bytes = case.write();
+        assert_eq!(ReplyCase::read(&bytes), case);
+        corpus.add("ex_parsers", &bytes);
+        let mut frame = Vec::new();
+        request.encode_frame(i as u32, &mut frame).expect("a seed frame encodes");
+        frames.push(frame);
+    }
+    frames
+}
+
 fn built_requests() -> Vec<Request> {
     let sz: SecurityCode = "sz000001".parse().expect("code");
     let sh_index: SecurityCode = "sh000001".parse().expect("code");
@@ -1092,6 +1142,7 @@ fn main() {
             request_frames.push(frame);
         }
     }
+    request_frames.extend(ex_seeds(&mut corpus));
     request_seeds(&mut corpus, &request_frames);
 
     let mut response_streams = vectors.response_streams.clone();

@@ -16,6 +16,7 @@
 //! | `file_readers`    | `pick: u8` (reader and units), then the file's bytes |
 //! | `supervisor`      | `servers: u8, per_server: u8, pending: u8, establish: u8, seed: u64, op..` |
 //! | `history_parsers`, `intraday_parsers`, `structure_parsers` | as `reply_parsers`, `msg_type` mapped into the family ([`Family::msg_type`]) |
+//! | `ex_parsers`      | as `reply_parsers`, `prefix` ignored, `msg_type` mapped into the EX commands ([`ex_msg_type`]) |
 //! | `server_messages` | a reply payload (also read as one frame's worth of bytes) |
 //! | `manifest_reader` | the bytes of a `manifest.json` |
 //!
@@ -473,6 +474,33 @@ impl Family {
         } else {
             types[usize::from(raw) % types.len()]
         }
+    }
+}
+
+/// `reply_parsers`' check for the 7727 EX commands: a request body that
+/// decodes and a payload that parses must re-encode to bytes that parse
+/// to the same bytes again.
+pub fn check_ex_reply(msg_type: u16, body: &[u8], payload: &[u8]) {
+    use tdx_engine::proto::ex::ExRequest;
+    let Ok(request) = ExRequest::decode_body(msg_type, body) else {
+        return;
+    };
+    let Ok(encoded) = request.reparse_reply(payload) else {
+        return;
+    };
+    let again = request.reparse_reply(&encoded).expect("a re-encoded EX reply parses");
+    assert_eq!(again, encoded, "EX reply bytes changed across parse/encode");
+}
+
+/// `raw` if it is an EX command code, else one picked by it, so every
+/// `ex_parsers` execution lands in an EX parser.
+pub fn ex_msg_type(raw: u16) -> u16 {
+    use tdx_engine::proto::ex::ExRequest;
+    let types = ExRequest::MSG_TYPES;
+    if types.contains(&raw) {
+        raw
+    } else {
+        types[usize::from(raw) % types.len()]
     }
 }
 

@@ -285,10 +285,10 @@ impl ReferenceServer {
                         if !take_ready(&mut stream, &mut decoder, &mut buf).await? {
                             return Ok(());
                         }
-                        // MAC servers answer with msg_id 0; 7709 ones echo the request's.
+                        // MAC servers answer with msg_id 0; 7709 (and EX) ones echo the request's.
                         let reply_id = match request.family() {
                             Family::Mac => 0,
-                            Family::Std => frame.header.msg_id,
+                            Family::Std | Family::Ex => frame.header.msg_id,
                         };
                         let keep_open = self
                             .write_frame(&mut stream, &mut rng, &faults, reply_id, frame.header.msg_type, &payload)

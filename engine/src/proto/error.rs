@@ -152,6 +152,12 @@ pub enum ProtoError {
         /// The raw code bytes.
         raw: [u8; 6],
     },
+    /// An EX (7727) code field with no printable ASCII code at its start.
+    #[error("invalid extended instrument code field {raw:?}")]
+    InvalidExCode {
+        /// The raw 9-byte field.
+        raw: [u8; 9],
+    },
     /// A 0x052d period code this crate does not know (docs/PROTOCOL.md, Bars (0x052d)).
     #[error("unknown bar period code {code}")]
     UnknownPeriod {

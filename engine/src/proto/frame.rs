@@ -26,6 +26,12 @@ pub const CONTROL_RAW: u8 = 0x0c;
 /// Response control byte for a zlib body (`CONTROL_RAW | 0x10`).
 pub const CONTROL_ZLIB: u8 = 0x1c;
 
+/// True for the command codes of the 7727 EX protocol: their frames carry
+/// prefix 0x01 like MAC's head flag, so the code tells them apart.
+pub fn is_ex_msg_type(msg_type: u16) -> bool {
+    matches!(msg_type, 0x23f0..=0x240d | 0x2454)
+}
+
 /// The protocol family a request belongs to, told by its first byte: the
 /// engine keeps one pool of servers per family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,10 +40,24 @@ pub enum Family {
     Std,
     /// TDX's MAC protocol (prefix 0x1c, or the head flags 0x01/0x02).
     Mac,
+    /// The 7727 extended-market protocol (EX: prefix 0x01, codes
+    /// 0x23f0..=0x240d and the 0x2454 login). Its prefix is MAC's head flag
+    /// 0x01, so only [`Family::of_request`] names it.
+    Ex,
 }
 
 impl Family {
-    /// The family of a request prefix, `None` for a byte no request starts with.
+    /// The family of a request from its prefix and command code: an EX code
+    /// under prefix 0x01 is [`Family::Ex`], anything else as [`Family::of_prefix`].
+    pub fn of_request(prefix: u8, msg_type: u16) -> Option<Self> {
+        if prefix == MAC_HEAD_1_PREFIX && is_ex_msg_type(msg_type) {
+            return Some(Self::Ex);
+        }
+        Self::of_prefix(prefix)
+    }
+
+    /// The family of a request prefix, `None` for a byte no request starts
+    /// with; 0x01 reads as MAC here (see [`Family::of_request`]).
     pub fn of_prefix(prefix: u8) -> Option<Self> {
         match prefix {
             REQUEST_PREFIX => Some(Self::Std),
@@ -332,6 +352,12 @@ mod tests {
         assert_eq!(rewritten[0], 0x01);
         assert_eq!(set_request_prefix(&mut rewritten, 0x0d), Err(ProtoError::BadRequestPrefix { found: 0x0d }));
         assert_eq!(rewritten[0], 0x01, "a refused prefix changes nothing");
+        assert_eq!(Family::of_request(0x01, 0x23ff), Some(Family::Ex));
+        assert_eq!(Family::of_request(0x01, 0x2454), Some(Family::Ex));
+        assert_eq!(Family::of_request(0x01, 0x1218), Some(Family::Mac));
+        assert_eq!(Family::of_request(0x0c, 0x23ff), Some(Family::Std));
+        assert_eq!(Family::of_request(0x1c, 0x2562), Some(Family::Mac));
+        assert_eq!(Family::of_request(0x0d, 0x23ff), None);
         let mut bad = good;
         bad[0] = 0x0d;
         assert_eq!(RequestHeader::parse(&bad), Err(ProtoError::BadRequestPrefix { found: 0x0d }));

@@ -120,3 +120,12 @@ const _: () = assert!(2 + LEGACY_SECURITIES_PER_PAGE as usize * 29 <= PAYLOAD_BY
 const _: () = assert!(2 + FINANCE_CODES_MAX * 143 <= PAYLOAD_BYTES_MAX);
 const _: () = assert!(2 + CAPITAL_CHANGE_CODES_MAX * 7 <= REQUEST_BODY_BYTES_MAX);
 const _: () = assert!(2 + FINANCE_CODES_MAX * 7 <= REQUEST_BODY_BYTES_MAX);
+
+/// Most instruments one EX 0x23f5 page may ask for: 64-byte records fill a payload at 1023.
+pub const EX_INSTRUMENTS_PER_PAGE_MAX: u16 = 1000;
+
+/// Most bars one EX 0x23ff page may ask for (pytdx's `MAX_KLINE_COUNT`).
+pub const EX_BARS_PER_PAGE_MAX: u16 = 800;
+
+const _: () = assert!(6 + EX_INSTRUMENTS_PER_PAGE_MAX as usize * 64 <= PAYLOAD_BYTES_MAX);
+const _: () = assert!(20 + EX_BARS_PER_PAGE_MAX as usize * 32 <= PAYLOAD_BYTES_MAX);

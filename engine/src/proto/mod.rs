@@ -7,7 +7,8 @@
 //! - [`wire`], [`time`], [`text`], [`security`]: value encodings (docs/PROTOCOL.md, Value encodings);
 //! - [`commands`]: typed requests and replies, with encoders and parsers on
 //!   both sides; [`Request`] and [`Reply`] cover every supported command;
-//! - [`mac`]: the MAC commands (prefix 0x1c), listed in [`commands`] too.
+//! - [`mac`]: the MAC commands (prefix 0x1c), listed in [`commands`] too;
+//! - [`ex`]: the 7727 extended-market (EX) commands, prefix 0x01.
 //!
 //! A client round trip, with the reply bytes made by the server-side encoder:
 //!
@@ -44,6 +45,7 @@ mod command;
 pub mod commands;
 pub mod decoder;
 mod error;
+pub mod ex;
 pub mod frame;
 pub mod limits;
 pub mod mac;

@@ -1,0 +1,358 @@
+//! 0x23ff: an instrument's bars (pytdx 1.72 `parser/ex_get_instrument_bars.py`,
+//! eltdx 3.3.0 `ex/commands/get_instrument_bars.py`).
+//!
+//! Body (20 bytes): `u8 market, 9-byte code, u16 period, u16 1, u32 start,
+//! u16 count`. Reply: 18 bytes no source reads (the reference encoder puts
+//! the request's first 18 body bytes there), `u16 count`, then `count`
+//! 32-byte records: a 4-byte stamp (packed minute for intraday periods,
+//! `u32 yyyymmdd` otherwise), `f32 open, high, low, close`, `u32 open
+//! interest, u32 volume, f32 amount`. pytdx and eltdx report as `amount`
+//! the open-interest bytes reread as f32; the engine reads it from the
+//! last four.
+
+use crate::proto::command::Command;
+use crate::proto::limits::EX_BARS_PER_PAGE_MAX;
+use crate::proto::time::{decode_packed_minute, encode_packed_minute, Date, DateTime};
+use crate::proto::wire::{count_u16, PutLe, Reader};
+use crate::proto::ProtoError;
+
+use super::listing::{put_code, read_code};
+use super::market::ExCode;
+use super::EX_REQUEST_PREFIX;
+
+const BODY_BYTES: usize = 20;
+const ECHO_BYTES: usize = 18;
+const RECORD_BYTES: usize = 32;
+
+/// A bar period (pytdx's `KLINE_TYPE_*` numbering, the wire's `category`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExPeriod {
+    /// 0: five minutes.
+    Min5,
+    /// 1: fifteen minutes.
+    Min15,
+    /// 2: thirty minutes.
+    Min30,
+    /// 3: one hour.
+    Hour1,
+    /// 4: one day.
+    Day,
+    /// 5: one week.
+    Week,
+    /// 6: one month.
+    Month,
+    /// 7: one minute (pytdx's `EXHQ_1MIN`).
+    ExMin1,
+    /// 8: one minute.
+    Min1,
+    /// 9: one day (pytdx's `RI_K`).
+    DayK,
+    /// 10: three months.
+    Quarter,
+    /// 11: one year.
+    Year,
+}
+
+impl ExPeriod {
+    const ALL: [ExPeriod; 12] = [
+        Self::Min5,
+        Self::Min15,
+        Self::Min30,
+        Self::Hour1,
+        Self::Day,
+        Self::Week,
+        Self::Month,
+        Self::ExMin1,
+        Self::Min1,
+        Self::DayK,
+        Self::Quarter,
+        Self::Year,
+    ];
+
+    /// The wire code.
+    pub fn code(self) -> u16 {
+        Self::ALL.iter().position(|&p| p == self).unwrap_or_default() as u16
+    }
+
+    /// The period of a wire code.
+    pub fn from_code(code: u16) -> Result<Self, ProtoError> {
+        Self::ALL.get(usize::from(code)).copied().ok_or(ProtoError::UnknownPeriod { code })
+    }
+
+    /// True when its bars carry a minute stamp rather than a date (codes
+    /// 0..=3, 7 and 8, as both sources decode them).
+    pub fn is_intraday(self) -> bool {
+        matches!(self, Self::Min5 | Self::Min15 | Self::Min30 | Self::Hour1 | Self::ExMin1 | Self::Min1)
+    }
+}
+
+/// 0x23ff request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExBars {
+    /// The instrument.
+    pub code: ExCode,
+    /// The period.
+    pub period: ExPeriod,
+    /// Bars to skip, counted back from the newest.
+    pub start: u32,
+    /// Bars wanted, 1..=[`EX_BARS_PER_PAGE_MAX`].
+    pub count: u16,
+}
+
+/// When a bar is stamped: intraday periods carry a minute, the others a date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ExBarTime {
+    /// An intraday bar's minute (seconds are 0).
+    Minute(DateTime),
+    /// A daily or longer bar's date.
+    Day(Date),
+}
+
+/// One bar.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExBar {
+    /// Its stamp.
+    pub at: ExBarTime,
+    /// Open price.
+    pub open: f32,
+    /// High price.
+    pub high: f32,
+    /// Low price.
+    pub low: f32,
+    /// Close price.
+    pub close: f32,
+    /// Open interest (futures and options; 0 elsewhere); pytdx's `position`.
+    pub open_interest: u32,
+    /// Volume; pytdx's `trade`.
+    pub volume: u32,
+    /// Turnover; pytdx's `price`, not its `amount`.
+    pub amount: f32,
+}
+
+impl Command for ExBars {
+    const MSG_TYPE: u16 = 0x23ff;
+    const PREFIX: u8 = EX_REQUEST_PREFIX;
+    const NAME: &'static str = "ex_bars";
+    type Reply = Vec<ExBar>;
+
+    fn wire_msg_id(msg_id: u32) -> u32 {
+        msg_id
+    }
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        if !(1..=EX_BARS_PER_PAGE_MAX).contains(&self.count) {
+            return Err(ProtoError::CountOutOfRange {
+                what: "ex bars",
+                count: self.count.into(),
+                max: EX_BARS_PER_PAGE_MAX.into(),
+            });
+        }
+        self.put_echo(out);
+        out.put_u16_le(self.count);
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        if body.len() != BODY_BYTES {
+            return Err(ProtoError::BadRequestLength { msg_type: Self::MSG_TYPE, len: body.len() });
+        }
+        let mut r = Reader::new(body);
+        let market = r.u8("market")?;
+        let code = read_code(&mut r, market)?;
+        let period = ExPeriod::from_code(r.u16("period")?)?;
+        // pytdx and eltdx always send 1 here; its meaning is unknown, so it is not checked.
+        r.u16("ex bars flag")?;
+        Ok(Self { code, period, start: r.u32("start")?, count: r.u16("count")? })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<Vec<ExBar>, ProtoError> {
+        let mut r = Reader::new(payload);
+        r.bytes(ECHO_BYTES, "ex bars echo")?;
+        let count = usize::from(r.u16("ex bars count")?);
+        if count > usize::from(self.count) {
+            return Err(ProtoError::CountOverRequest { what: "ex bars", count, requested: self.count.into() });
+        }
+        let needed = count * RECORD_BYTES;
+        if needed > r.remaining() {
+            return Err(ProtoError::Truncated { what: "ex bars", needed, remaining: r.remaining() });
+        }
+        let mut bars = Vec::with_capacity(count);
+        for _ in 0..count {
+            let at = if self.period.is_intraday() {
+                let d = r.u16("ex bar date")?;
+                ExBarTime::Minute(decode_packed_minute(d, r.u16("ex bar minute")?)?)
+            } else {
+                let raw = r.u32("ex bar date")?;
+                ExBarTime::Day(Date::from_yyyymmdd(raw).ok_or(ProtoError::InvalidDate { what: "ex bar", raw })?)
+            };
+            bars.push(ExBar {
+                at,
+                open: r.f32("ex bar open")?,
+                high: r.f32("ex bar high")?,
+                low: r.f32("ex bar low")?,
+                close: r.f32("ex bar close")?,
+                open_interest: r.u32("ex bar open interest")?,
+                volume: r.u32("ex bar volume")?,
+                amount: r.f32("ex bar amount")?,
+            });
+        }
+        r.finish("ex bars")?;
+        Ok(bars)
+    }
+
+    fn encode_reply(&self, reply: &Vec<ExBar>, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        self.put_echo(out);
+        out.put_u16_le(count_u16("ex bars", reply.len())?);
+        for bar in reply {
+            match (bar.at, self.period.is_intraday()) {
+                (ExBarTime::Minute(at), true) => {
+                    let (d, t) = encode_packed_minute(at)?;
+                    out.put_u16_le(d);
+                    out.put_u16_le(t);
+                }
+                (ExBarTime::Day(date), false) => out.put_u32_le(date.yyyymmdd()),
+                (ExBarTime::Minute(_), false) | (ExBarTime::Day(_), true) => {
+                    return Err(ProtoError::ValueOutOfRange { what: "ex bar stamp for its period", value: 0 })
+                }
+            }
+            for v in [bar.open, bar.high, bar.low, bar.close] {
+                out.put_f32_le(v);
+            }
+            out.put_u32_le(bar.open_interest);
+            out.put_u32_le(bar.volume);
+            out.put_f32_le(bar.amount);
+        }
+        Ok(())
+    }
+}
+
+impl ExBars {
+    /// The body's first 18 bytes (all but the count).
+    fn put_echo(&self, out: &mut Vec<u8>) {
+        out.push(self.code.market_id());
+        put_code(out, &self.code);
+        out.put_u16_le(self.period.code());
+        out.put_u16_le(1);
+        out.put_u32_le(self.start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::time::TimeOfDay;
+    use proptest::prelude::*;
+
+    #[test]
+    fn captured_requests_decode() {
+        // pytdx 1.72's docstring captures: garbage after the code's NUL, and none after 8 digits.
+        let cases = [
+            ("ff23 2f 49464c30007401a913 0400 0100 00000000 f000", "47#IFL0", ExPeriod::Day),
+            ("ff23 28 42414241000000a913 0400 0100 00000000 f000", "40#BABA", ExPeriod::Day),
+            ("ff23 28 42414241000000a913 0300 0100 00000000 f000", "40#BABA", ExPeriod::Hour1),
+            ("ff23 08 313030303038343313 0400 0100 00000000 f000", "8#10000843", ExPeriod::Day),
+        ];
+        for (hex, code, period) in cases {
+            let bytes = super::super::tests::hex(hex);
+            let request = ExBars::decode_body(&bytes[2..]).unwrap();
+            assert_eq!(request, ExBars { code: code.parse().unwrap(), period, start: 0, count: 240 });
+        }
+    }
+
+    #[test]
+    fn amount_is_the_last_float_not_the_open_interest() {
+        let request = ExBars { code: "47#IFL0".parse().unwrap(), period: ExPeriod::Day, start: 0, count: 1 };
+        let mut payload = vec![0; 18];
+        payload.extend_from_slice(&1u16.to_le_bytes());
+        payload.extend_from_slice(&20_261_203u32.to_le_bytes());
+        for v in [3900.0f32, 3950.2, 3880.0, 3921.4] {
+            payload.extend_from_slice(&v.to_le_bytes());
+        }
+        payload.extend_from_slice(&215_230u32.to_le_bytes());
+        payload.extend_from_slice(&88_000u32.to_le_bytes());
+        payload.extend_from_slice(&1.03e11f32.to_le_bytes());
+        let bars = request.parse_reply(&payload).unwrap();
+        assert_eq!(bars.len(), 1);
+        let bar = bars[0];
+        assert_eq!(bar.at, ExBarTime::Day(Date::new(2026, 12, 3).unwrap()));
+        assert_eq!((bar.open_interest, bar.volume, bar.amount), (215_230, 88_000, 1.03e11));
+        // What pytdx and eltdx print as amount: the open-interest word as a float.
+        let misread = f32::from_le_bytes(payload[20 + 20..20 + 24].try_into().unwrap());
+        assert_ne!(misread, bar.amount);
+        assert_eq!(misread.to_bits(), 215_230);
+
+        let intraday = ExBars { period: ExPeriod::Min5, ..request.clone() };
+        let mut minute = payload.clone();
+        let d = (2026u16 - 2004) * 2048 + 1203;
+        minute[20..22].copy_from_slice(&d.to_le_bytes());
+        minute[22..24].copy_from_slice(&(9u16 * 60 + 35).to_le_bytes());
+        let bar = intraday.parse_reply(&minute).unwrap()[0];
+        let want = DateTime { date: Date::new(2026, 12, 3).unwrap(), time: TimeOfDay::from_minutes(575).unwrap() };
+        assert_eq!(bar.at, ExBarTime::Minute(want));
+        assert!(matches!(request.parse_reply(&minute), Err(ProtoError::InvalidDate { .. })));
+        assert!(matches!(request.parse_reply(&payload[..payload.len() - 1]), Err(ProtoError::Truncated { .. })));
+    }
+
+    #[test]
+    fn bad_requests_fail_typed() {
+        let request = ExBars { code: "31#00700".parse().unwrap(), period: ExPeriod::Day, start: 0, count: 0 };
+        assert!(matches!(request.encode_body(&mut Vec::new()), Err(ProtoError::CountOutOfRange { .. })));
+        let mut body = Vec::new();
+        ExBars { count: 10, ..request }.encode_body(&mut body).unwrap();
+        body[10] = 12;
+        assert_eq!(ExBars::decode_body(&body), Err(ProtoError::UnknownPeriod { code: 12 }));
+        assert!(ExBars::decode_body(&body[..19]).is_err());
+    }
+
+    fn bar(intraday: bool) -> impl Strategy<Value = ExBar> {
+        let stamp = (0u16..32, 1u8..=12, 1u8..=28, 0u16..1440);
+        (stamp, prop::array::uniform4(any::<f32>()), any::<u32>(), any::<u32>(), any::<f32>()).prop_map(
+            move |((y, m, d, t), [open, high, low, close], open_interest, volume, amount)| {
+                let date = Date::new(2004 + y, m, d).unwrap();
+                let at = if intraday {
+                    ExBarTime::Minute(DateTime { date, time: TimeOfDay::from_minutes(t).unwrap() })
+                } else {
+                    ExBarTime::Day(date)
+                };
+                ExBar { at, open, high, low, close, open_interest, volume, amount }
+            },
+        )
+    }
+
+    fn same(a: &[ExBar], b: &[ExBar]) -> bool {
+        let bits =
+            |x: &ExBar| (x.at, [x.open, x.high, x.low, x.close, x.amount].map(f32::to_bits), x.open_interest, x.volume);
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| bits(x) == bits(y))
+    }
+
+    proptest! {
+        #[test]
+        fn bars_round_trip(
+            market in any::<u8>(),
+            code in "[A-Z0-9]{1,9}",
+            period in 0u16..12,
+            start in any::<u32>(),
+            rows in prop::bool::ANY.prop_flat_map(|i| prop::collection::vec(bar(i), 0..30).prop_map(move |r| (i, r))),
+        ) {
+            let (intraday, rows) = rows;
+            let period = ExPeriod::from_code(period).unwrap();
+            prop_assume!(period.is_intraday() == intraday);
+            let request = ExBars { code: ExCode::new(market, &code).unwrap(), period, start, count: 30 };
+            let mut body = Vec::new();
+            request.encode_body(&mut body).unwrap();
+            prop_assert_eq!(ExBars::decode_body(&body), Ok(request.clone()));
+            let mut payload = Vec::new();
+            request.encode_reply(&rows, &mut payload).unwrap();
+            prop_assert_eq!(&payload[..18], &body[..18]);
+            let parsed = request.parse_reply(&payload).unwrap();
+            prop_assert!(same(&parsed, &rows));
+        }
+
+        #[test]
+        fn any_payload_parses_or_fails_typed(payload in prop::collection::vec(any::<u8>(), 0..400), period in 0u16..12) {
+            let request = ExBars { code: "47#IFL0".parse().unwrap(), period: ExPeriod::from_code(period).unwrap(), start: 0, count: 800 };
+            let _ = request.parse_reply(&payload);
+            let _ = ExBars::decode_body(&payload);
+        }
+    }
+}
