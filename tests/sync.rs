@@ -243,7 +243,7 @@ fn dry_run_writes_nothing_and_failures_name_the_security() {
 /// equals the raw bars adjusted by the exchange's exact factors, a missing
 /// view (asked for the first time) is written even when nothing else
 /// changed, and a later run with new bars rewrites them. (A new corporate
-/// action is not exercised: the as-of days reachable here hold no ex-date.)
+/// action: the next test.)
 #[test]
 fn adjusted_views_equal_the_raw_bars_adjusted_by_the_factors() {
     use tdx_engine::proto::commands::Adjust;
@@ -277,6 +277,58 @@ fn adjusted_views_equal_the_raw_bars_adjusted_by_the_factors() {
     // Nothing new: the views stay as they are.
     let again = sync(&dir, "20261130", &["--codes", codes, "--periods", "day", "--views", "qfq,hfq"]);
     assert_eq!(again["view_files_written"], 0, "{again}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// An ex-date between two runs rewrites a stock's forward-adjusted past:
+/// the later run's qfq view equals the raw bars adjusted by the factors
+/// that include the new event, and its old rows moved.
+#[test]
+#[ignore = "open: after sz000007's 2027-06-02 dividend the stored qfq view is one tick above the exact adjustment on 3,603 of 4,153 rows (run with --ignored)"]
+fn a_new_ex_date_rewrites_the_forward_adjusted_past() {
+    use tdx_engine::proto::commands::Adjust;
+    use tdx_engine::proto::Market as Exchange;
+    use tdx_sim::exact_adjust::{adjust_bars, ExactFactors};
+    let (before, after) = (20261127, 20270630);
+    let later = Market::as_of(1, day(after)).unwrap();
+    // A stock whose price-moving event (category 1) falls between the runs.
+    let stock = later
+        .listings(Exchange::Sz)
+        .iter()
+        .filter(|l| l.code.to_string().starts_with("sz00"))
+        .find(|l| {
+            later
+                .capital_changes(l)
+                .iter()
+                .any(|c| c.category == 1 && c.date().is_some_and(|d| d > day(before) && d <= day(after)))
+        })
+        .expect("seed 1 has a stock with an ex-date in the first half of 2027");
+    let code = stock.code.to_string();
+    let dir = scratch("new-event");
+    let args = ["--codes", code.as_str(), "--periods", "day", "--views", "qfq"];
+    sync(&dir, &before.to_string(), &args);
+    let path = dir.join(format!("bars_qfq/period=day/market=sz/{code}.parquet"));
+    let old = closes(&path);
+    let run = sync(&dir, &after.to_string(), &args);
+    assert_eq!(run["view_files_written"], 1, "{run}");
+    let raw = later.bars(stock, Period::Day);
+    let factors = ExactFactors::new(&later.capital_changes(stock), None, None);
+    let want: Vec<i64> =
+        adjust_bars(&raw, &factors, Adjust::Forward, stock.tick).iter().map(|b| b.close.milli()).collect();
+    let got = closes(&path);
+    let got_closes: Vec<i64> = got.iter().map(|r| r.1).collect();
+    let differ: Vec<(usize, i64, i64)> =
+        got_closes.iter().zip(&want).enumerate().filter(|(_, (g, w))| g != w).map(|(i, (g, w))| (i, *g, *w)).collect();
+    assert_eq!(got_closes.len(), want.len(), "{code}");
+    assert!(
+        differ.is_empty(),
+        "{code}: {} rows differ from the exact adjustment, first {:?}",
+        differ.len(),
+        &differ[..differ.len().min(4)]
+    );
+    // The rows both runs hold: the event moved them.
+    let moved = old.iter().zip(&got).filter(|(o, g)| o.0 == g.0 && o.1 != g.1).count();
+    assert!(moved > 0, "{code}: the new ex-date left the adjusted past as it was");
     std::fs::remove_dir_all(dir).unwrap();
 }
 
