@@ -170,7 +170,7 @@ const TIE_TOLERANCE_RELATIVE: f64 = 1e-13;
 
 /// `yuan` rounded half away from zero to the unit of `scale`, as a price.
 ///
-/// A value within [`TIE_TOLERANCE_RELATIVE`] of a half counts as the half:
+/// A value within 1e-13 relative (`TIE_TOLERANCE_RELATIVE`) of a half counts as the half:
 /// 4.225 (an exact tie of the formula) computes as 4.2249999999999996 and
 /// would otherwise round down.
 pub fn round_to_unit(yuan: f64, scale: PriceScale) -> Price {
