@@ -327,10 +327,13 @@ def test_pushes(make_sim):
                 break
         assert len(frames) == 4
         frames += c.quotes.drain_pushes()
-        # The flood's frames as the server writes them (sim/src/server.rs):
-        # 64 payload bytes, the refresh type, ids counting up from 0x5000_0000.
+        # The server's frames (sim/src/server.rs): the flood's 64 random
+        # bytes, between the subscription's own refresh records; all of the
+        # refresh type, ids counting up from 0x5000_0000.
+        flooded = [f for f in frames if len(f["payload"]) == 64]
+        assert flooded, [len(f["payload"]) for f in frames]
         for f in frames:
-            assert len(f["payload"]) == 64, f
+            assert f["payload"], f
             assert f["msg_type"] == 0x0547, f
             assert f["msg_id"] > 0x5000_0000, f
         ids = [f["msg_id"] for f in frames]
