@@ -66,6 +66,7 @@ fn bad_values(value_name: &str) -> Option<Vec<&'static str>> {
         "BAR_TIME" => vec!["middle", ""],
         "BOARD" => vec!["zz", "", "sh88x"],
         "DAYS" => vec!["0", "6", "-1", "x"],
+        "SHARD" => vec!["3/3", "1/0", "1", "a/b", ""],
         _ => return None,
     })
 }
@@ -82,6 +83,7 @@ fn good_value(value_name: &str, scratch: &str) -> String {
         "NAME" => "银行".into(),
         "ENTRY" => "company_profile".into(),
         "BOARD" => "881001".into(),
+        "FROM" | "TO" => "20261127".into(),
         "OUT" | "DIR" | "SAVE" | "STORE" => scratch.into(),
         other => panic!("no good value for required <{other}>: add one here"),
     }
