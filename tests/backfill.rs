@@ -4,7 +4,6 @@
 //! halfway through a file, or through the manifest, resumes to the store a
 //! clean run writes; shards and a merge give that store too.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -15,6 +14,9 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
 use tdx_engine::proto::Date;
 use tdx_sim::Market;
+
+mod store_files;
+use store_files::files;
 
 const CODES: &str = "sz000001,sh600000,bj430047,sz399001";
 const FROM: &str = "20261120";
@@ -45,24 +47,6 @@ fn backfill(dir: &Path, extra: &[&str]) -> Value {
     let out = tdx(&all).output().unwrap();
     assert!(out.status.success(), "tdx {all:?}: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("a JSON summary")
-}
-
-/// Every file under `dir` (relative path -> bytes), the manifest apart.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                out.insert(path.strip_prefix(root).unwrap().display().to_string(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out.remove("manifest.json");
-    out
 }
 
 fn manifest(dir: &Path) -> Value {

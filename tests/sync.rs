@@ -3,7 +3,6 @@
 //! sync would write; a sync killed again and again resumes to the same
 //! store; the stored bars are the exchange's.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -15,6 +14,9 @@ use serde_json::Value;
 use tdx_engine::proto::commands::Period;
 use tdx_engine::proto::Date;
 use tdx_sim::Market;
+
+mod store_files;
+use store_files::files;
 
 /// Codes every market seed lists: a stock, an index and a fund per market.
 const CODES: &str = "sz000001,sz399001,sz159915,sh000001,sh510300,sh600000,bj430047,bj899050";
@@ -40,24 +42,6 @@ fn sync(dir: &Path, as_of: &str, args: &[&str]) -> Value {
     let result = tdx(&all).output().expect("tdx runs");
     assert!(result.status.success(), "tdx {all:?}: {}", String::from_utf8_lossy(&result.stderr));
     serde_json::from_slice(&result.stdout).expect("a JSON summary")
-}
-
-/// Every file under `dir` (relative path -> bytes), the manifest apart.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                out.insert(path.strip_prefix(root).unwrap().display().to_string(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out.remove("manifest.json");
-    out
 }
 
 /// Files under `dir` (0 when it does not exist yet), temporaries included.

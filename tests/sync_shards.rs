@@ -5,11 +5,14 @@
 //! the documented hash gives it; a shard run again resumes from its own
 //! fragment; a merge with a shard missing writes nothing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
+
+mod store_files;
+use store_files::files;
 
 const N: u32 = 3;
 /// A stock, an index and a fund per market (every shard of three gets two
@@ -72,24 +75,6 @@ fn sharded_sync(dir: &Path, as_of: &str) -> Vec<Value> {
 
 fn merge(dir: &Path) -> Output {
     tdx(&["-o", "json", "sync", "--out", dir.to_str().unwrap(), "--merge-manifests"]).output().unwrap()
-}
-
-/// Every file under `dir` (relative path -> bytes), the manifest apart.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                out.insert(path.strip_prefix(root).unwrap().display().to_string(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out.remove("manifest.json");
-    out
 }
 
 fn json(path: &Path) -> Value {
