@@ -42,7 +42,8 @@ use tdx_engine::supervisor::CloseState;
 use tdx_engine::{Client, RuntimeFlavor};
 
 use super::{
-    describe, endpoints, fnv, shared_market_data, Counting, Failure, Outcome, Shape, Shared, World, CLIENT_HOST,
+    describe, endpoints, fnv, shared_market_data, world_end, Counting, Failure, Outcome, Shape, Shared, World,
+    CLIENT_HOST,
 };
 use crate::faults::{FaultKind, Faults, PushFlood};
 use crate::market_data::MarketData;
@@ -109,21 +110,7 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
     let shared = Arc::new(Shared::default());
     shared.trace(format!("{skew:?}"));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| simulate(&skew, &shared)));
-    let trace = std::mem::take(&mut *shared.trace.lock().unwrap_or_else(|e| e.into_inner()));
-    let problems = std::mem::take(&mut *shared.problems.lock().unwrap_or_else(|e| e.into_inner()));
-    let message = match result {
-        Ok(Ok(())) if problems.is_empty() => None,
-        Ok(Ok(())) => Some(problems.join("; ")),
-        Ok(Err(e)) => Some(problems.into_iter().chain([e]).collect::<Vec<_>>().join("; ")),
-        Err(panic) => Some(format!(
-            "panic: {}",
-            panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or(panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default()
-        )),
-    };
+    let (trace, message) = world_end(result, &shared);
     let trace_hash = fnv(&trace);
     let trace = if keep_trace { trace } else { Vec::new() };
     if let Some(message) = message {

@@ -100,6 +100,27 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// A world's end: its trace, and what failed (the problems it recorded,
+/// its error, or its panic), taken out of `shared`.
+fn world_end(result: std::thread::Result<Result<(), String>>, shared: &Shared) -> (Vec<String>, Option<String>) {
+    let trace = std::mem::take(&mut *shared.trace.lock().unwrap_or_else(|e| e.into_inner()));
+    let problems = std::mem::take(&mut *shared.problems.lock().unwrap_or_else(|e| e.into_inner()));
+    let message = match result {
+        Ok(Ok(())) if problems.is_empty() => None,
+        Ok(Ok(())) => Some(problems.join("; ")),
+        Ok(Err(e)) => Some(problems.into_iter().chain([e]).collect::<Vec<_>>().join("; ")),
+        Err(panic) => Some(format!(
+            "panic: {}",
+            panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or(panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        )),
+    };
+    (trace, message)
+}
+
 /// What the client host and the harness share.
 #[derive(Default)]
 struct Shared {
@@ -151,21 +172,7 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
         shared.trace(format!("plan mac={}", plan.mix.mac));
     }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| simulate(&plan, &shared)));
-    let trace = std::mem::take(&mut *shared.trace.lock().unwrap_or_else(|e| e.into_inner()));
-    let problems = std::mem::take(&mut *shared.problems.lock().unwrap_or_else(|e| e.into_inner()));
-    let message = match result {
-        Ok(Ok(())) if problems.is_empty() => None,
-        Ok(Ok(())) => Some(problems.join("; ")),
-        Ok(Err(e)) => Some(problems.into_iter().chain([e]).collect::<Vec<_>>().join("; ")),
-        Err(panic) => Some(format!(
-            "panic: {}",
-            panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or(panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default()
-        )),
-    };
+    let (trace, message) = world_end(result, &shared);
     if let Some(message) = message {
         let trace_hash = fnv(&trace);
         return Err(Failure { seed, message, trace_hash, trace: if keep_trace { trace } else { Vec::new() } });
