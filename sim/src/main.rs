@@ -156,6 +156,14 @@ enum Command {
         /// Simulation seeds per mutant, from seed 0, after the model seeds.
         #[arg(long, default_value_t = 100)]
         sim_seeds: u64,
+        /// Mutants hunted at once, each in a process of its own (the
+        /// selection is process-wide) [default: one per core].
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
+        jobs: Option<u64>,
+        /// Hunt the one `--only` mutant and print its verdict as one
+        /// tab-separated line, no control: what each of `--jobs` runs.
+        #[arg(long, hide = true, requires = "only")]
+        verdict_only: bool,
     },
 }
 
@@ -340,11 +348,13 @@ fn main() -> ExitCode {
                 Err(e) => Err(e),
             }
         }
-        Command::Mutants { only, model_seeds, sim_seeds } => match mutants::run(only, model_seeds, sim_seeds) {
-            Ok(true) => Ok(()),
-            Ok(false) => return ExitCode::FAILURE,
-            Err(e) => Err(e),
-        },
+        Command::Mutants { only, model_seeds, sim_seeds, jobs, verdict_only } => {
+            match mutants::run(only, model_seeds, sim_seeds, jobs.map(|j| j as usize), verdict_only) {
+                Ok(true) => Ok(()),
+                Ok(false) => return ExitCode::FAILURE,
+                Err(e) => Err(e),
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -637,14 +647,106 @@ mod mutants {
 
     /// What caught a mutant, and after how many seeds.
     enum Verdict {
-        Caught { by: &'static str, seed: u64, seeds: u64, why: String },
+        Caught { by: Tier, seed: u64, seeds: u64, why: String },
         Survived,
+    }
+
+    /// Where a mutant can be caught.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Tier {
+        /// The Supervisor model's seeded worlds (`--model-seeds`).
+        Model,
+        /// The turmoil simulation (`--sim-seeds`).
+        Simulation,
+        /// Composite commands through the client ([`CLIENT_SEEDS`]).
+        Client,
+        /// Slots moved between workers under skew ([`MIGRATION_SEEDS`]).
+        Migration,
+        /// The store at a kill, through the `tdx` binary.
+        Sync,
+    }
+
+    impl Tier {
+        const ALL: [Tier; 5] = [Tier::Model, Tier::Simulation, Tier::Client, Tier::Migration, Tier::Sync];
+
+        fn name(self) -> &'static str {
+            match self {
+                Tier::Model => "model",
+                Tier::Simulation => "simulation",
+                Tier::Client => "client",
+                Tier::Migration => "migration",
+                Tier::Sync => "sync",
+            }
+        }
+
+        /// The tier built to catch `mutant` (docs/TESTING.md's table). A
+        /// new mutant must name one here; the hunt still tries every tier.
+        fn home_of(mutant: Mutant) -> Tier {
+            match mutant {
+                Mutant::GenerationCheckSkipped
+                | Mutant::ReplyCompletedTwice
+                | Mutant::PushOverflowUnreported
+                | Mutant::DeadlineOneTickLate
+                | Mutant::ClosedWhileRetiring
+                | Mutant::StaleFrameAccepted
+                | Mutant::RetryOnSameConnection
+                | Mutant::AdmissionPastCapacity
+                | Mutant::DataCanaryAcceptsEmpty
+                | Mutant::SecondOpinionReturnsFirst
+                | Mutant::ContradictedNotDemoted
+                | Mutant::RateCapPoolWide
+                | Mutant::MoveDropsRequest
+                | Mutant::MoveResendsRequest => Tier::Model,
+                Mutant::CancelReleasesSlot
+                | Mutant::RawBudgetLeakOnError
+                | Mutant::DecodedBudgetLeakOnBadReply
+                | Mutant::BorrowerFailureUnreported
+                | Mutant::ThreadLoanNotGivenBack
+                | Mutant::MacTimeoutKeepsConnection
+                | Mutant::MacReplyMatchedByEngineId => Tier::Simulation,
+                Mutant::CapitalChangesPrefixLost => Tier::Client,
+                Mutant::MigrationForgetsRequest => Tier::Migration,
+                Mutant::SyncManifestBeforeFiles | Mutant::StoreRenameSkipped => Tier::Sync,
+            }
+        }
+    }
+
+    impl Verdict {
+        /// One line with no tab or newline inside a field: what a child prints.
+        fn to_line(&self) -> String {
+            match self {
+                Verdict::Caught { by, seed, seeds, why } => {
+                    let why: String = why.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+                    format!("verdict\t{}\t{seed}\t{seeds}\t{why}", by.name())
+                }
+                Verdict::Survived => "verdict\tsurvived".to_owned(),
+            }
+        }
+
+        fn from_line(line: &str) -> Option<Verdict> {
+            let mut fields = line.strip_prefix("verdict\t")?.splitn(4, '\t');
+            let by = fields.next()?;
+            if by == "survived" {
+                return Some(Verdict::Survived);
+            }
+            let by = Tier::ALL.into_iter().find(|t| t.name() == by)?;
+            let seed = fields.next()?.parse().ok()?;
+            let seeds = fields.next()?.parse().ok()?;
+            Some(Verdict::Caught { by, seed, seeds, why: fields.next().unwrap_or_default().to_owned() })
+        }
     }
 
     /// Runs each selected mutant; prints one line each; then runs the seeds
     /// that caught them without any mutant (the control). True when every
-    /// mutant was caught and the control passed.
-    pub fn run(only: Option<String>, model_seeds: u64, sim_seeds: u64) -> Result<bool, String> {
+    /// mutant was caught and the control passed. With `verdict_only`, hunts
+    /// the one mutant and prints its verdict line (a child of `--jobs`).
+    pub fn run(
+        only: Option<String>,
+        model_seeds: u64,
+        sim_seeds: u64,
+        jobs: Option<usize>,
+        verdict_only: bool,
+    ) -> Result<bool, String> {
         let chosen: Vec<Mutant> = match &only {
             Some(name) => vec![Mutant::from_name(name).ok_or_else(|| {
                 let names: Vec<_> = Mutant::ALL.iter().map(|m| m.name()).collect();
@@ -657,23 +759,36 @@ mod mutants {
         let tdx = tdx_binary()?;
         // Failures are the point here: keep the panic hook's noise out.
         std::panic::set_hook(Box::new(|_| {}));
-        let mut survived = 0;
-        // The seeds that caught something, per tier: the control run below.
-        let (mut model_used, mut sim_used) = (0, 0);
-        for mutant in chosen {
+        let hunt_here = |mutant: Mutant| {
             select(Some(mutant));
             let verdict = hunt(model_seeds, sim_seeds, &tdx, Some(mutant));
             select(None);
+            verdict
+        };
+        if verdict_only {
+            println!("{}", hunt_here(chosen[0]).to_line());
+            return Ok(true);
+        }
+        let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let verdicts: Vec<Verdict> = if jobs <= 1 || chosen.len() == 1 {
+            chosen.iter().map(|&m| hunt_here(m)).collect::<Vec<_>>()
+        } else {
+            in_children(&chosen, model_seeds, sim_seeds, jobs)?
+        };
+        let mut survived = 0;
+        // The seeds that caught something, per tier: the control run below.
+        let (mut model_used, mut sim_used) = (0, 0);
+        for (mutant, verdict) in chosen.iter().zip(verdicts) {
             match verdict {
                 Verdict::Caught { by, seed, seeds, why } => {
                     match by {
-                        "model" => model_used = model_used.max(seeds),
-                        "simulation" => sim_used = sim_used.max(seeds),
+                        Tier::Model => model_used = model_used.max(seeds),
+                        Tier::Simulation => sim_used = sim_used.max(seeds),
                         // The client, migration and store tiers run whole in every control.
-                        _ => {}
+                        Tier::Client | Tier::Migration | Tier::Sync => {}
                     }
                     let why: String = why.chars().take(140).collect();
-                    println!("{} caught by {by} seed {seed} after {seeds} seeds: {why}", mutant.name());
+                    println!("{} caught by {} seed {seed} after {seeds} seeds: {why}", mutant.name(), by.name());
                 }
                 Verdict::Survived => {
                     survived += 1;
@@ -681,14 +796,11 @@ mod mutants {
                 }
             }
         }
-        println!(
-            "mutants: {} caught, {survived} survived",
-            if only.is_some() { 1 - survived } else { Mutant::ALL.len() - survived }
-        );
+        println!("mutants: {} caught, {survived} survived", chosen.len() - survived);
         // A catch means something only if the same seeds pass without the
         // bug: otherwise a broken build would "catch" every mutant.
         if let Verdict::Caught { by, seed, why, .. } = hunt(model_used, sim_used, &tdx, None) {
-            println!("control: the build without mutants fails {by} seed {seed}: {why}");
+            println!("control: the build without mutants fails {} seed {seed}: {why}", by.name());
             return Ok(false);
         }
         println!(
@@ -697,38 +809,84 @@ mod mutants {
         Ok(survived == 0)
     }
 
-    /// The model's seeded worlds first (fast), then the simulation, then
-    /// the client tier (every time: it is a handful of seeds).
+    /// Hunts each mutant in a child process of this binary, `jobs` at a
+    /// time; the verdicts come back in `chosen`'s order.
+    fn in_children(chosen: &[Mutant], model_seeds: u64, sim_seeds: u64, jobs: usize) -> Result<Vec<Verdict>, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<std::sync::Mutex<Option<Result<Verdict, String>>>> =
+            chosen.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.min(chosen.len()) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(mutant) = chosen.get(i) else { break };
+                    let output = Command::new(&exe)
+                        .args(["mutants", "--verdict-only", "--only", mutant.name()])
+                        .args(["--model-seeds", &model_seeds.to_string(), "--sim-seeds", &sim_seeds.to_string()])
+                        .stdin(Stdio::null())
+                        .output();
+                    let verdict = match output {
+                        Err(e) => Err(format!("{}: {e}", exe.display())),
+                        Ok(out) => {
+                            String::from_utf8_lossy(&out.stdout).lines().find_map(Verdict::from_line).ok_or_else(|| {
+                                format!(
+                                    "the hunt for {} printed no verdict ({}): {}",
+                                    mutant.name(),
+                                    out.status,
+                                    String::from_utf8_lossy(&out.stderr).trim()
+                                )
+                            })
+                        }
+                    };
+                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(verdict);
+                });
+            }
+        });
+        results
+            .into_iter()
+            .map(|r| r.into_inner().unwrap_or_else(|e| e.into_inner()).unwrap_or_else(|| Err("no hunt ran".into())))
+            .collect()
+    }
+
+    /// The mutant's home tier first (the one built to catch it, so the
+    /// run does not pay for the slow tiers before it), then the others in
+    /// [`Tier::ALL`]'s order: cheap model worlds, the simulation, the client,
+    /// migration and store checks.
     fn hunt(model_seeds: u64, sim_seeds: u64, tdx: &Path, mutant: Option<Mutant>) -> Verdict {
-        for seed in 0..model_seeds {
-            if let Err(panic) = std::panic::catch_unwind(|| run_seed(seed)) {
+        let home = mutant.map_or(Tier::Model, Tier::home_of);
+        let order = std::iter::once(home).chain(Tier::ALL.into_iter().filter(|&t| t != home));
+        for tier in order {
+            if let Some(caught) = try_tier(tier, model_seeds, sim_seeds, tdx, mutant) {
+                return caught;
+            }
+        }
+        Verdict::Survived
+    }
+
+    /// The first seed of `tier` that fails, as a catch.
+    fn try_tier(tier: Tier, model_seeds: u64, sim_seeds: u64, tdx: &Path, mutant: Option<Mutant>) -> Option<Verdict> {
+        let caught = |seed: u64, why: String| Some(Verdict::Caught { by: tier, seed, seeds: seed + 1, why });
+        match tier {
+            Tier::Model => (0..model_seeds).find_map(|seed| {
+                let panic = std::panic::catch_unwind(|| run_seed(seed)).err()?;
                 let why = panic
                     .downcast_ref::<String>()
                     .cloned()
                     .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
-                return Verdict::Caught { by: "model", seed, seeds: seed + 1, why };
+                caught(seed, why)
+            }),
+            Tier::Simulation => {
+                (0..sim_seeds).find_map(|seed| simulation::run(seed, false).err().and_then(|f| caught(seed, f.message)))
             }
-        }
-        for seed in 0..sim_seeds {
-            if let Err(failure) = simulation::run(seed, false) {
-                return Verdict::Caught { by: "simulation", seed, seeds: seed + 1, why: failure.message };
+            Tier::Client => {
+                (0..CLIENT_SEEDS).find_map(|seed| client_check(seed).err().and_then(|why| caught(seed, why)))
             }
+            Tier::Migration => (0..MIGRATION_SEEDS)
+                .find_map(|seed| simulation::migration::run(seed, false).err().and_then(|f| caught(seed, f.message))),
+            Tier::Sync => sync_check(tdx, mutant).err().and_then(|why| caught(0, why)),
         }
-        for seed in 0..CLIENT_SEEDS {
-            if let Err(why) = client_check(seed) {
-                return Verdict::Caught { by: "client", seed, seeds: seed + 1, why };
-            }
-        }
-        for seed in 0..MIGRATION_SEEDS {
-            if let Err(failure) = simulation::migration::run(seed, false) {
-                return Verdict::Caught { by: "migration", seed, seeds: seed + 1, why: failure.message };
-            }
-        }
-        if let Err(why) = sync_check(tdx, mutant) {
-            return Verdict::Caught { by: "sync", seed: 0, seeds: 1, why };
-        }
-        Verdict::Survived
     }
 
     /// `tdx` beside this binary, checked to take a mutant.
