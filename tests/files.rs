@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tdx_engine::files::day::{read_daily, write_daily, DailyRecord};
 use tdx_engine::files::{FileKind, FileLayout};
+use tdx_engine::proto::commands::Period;
 use tdx_engine::proto::{Date, Price};
 use tdx_engine::Client;
 use tdx_sim::{Faults, Market, MarketData, ReferenceServer};
@@ -176,6 +177,41 @@ fn export_keeps_older_history_and_mends_a_torn_file() {
         .filter(|n| n.contains(".tmp-"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+    for dir in [store, install] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+/// `--five`: the old `.5` files hold the exchange's five-minute bars with
+/// prices in 0.01 yuan (decoded here by hand from the layout in
+/// docs/FILES.md); a 3-decimal fund has none, and the export succeeds.
+#[test]
+fn export_five_writes_the_old_form_for_two_decimal_codes_only() {
+    let (store, install) = (scratch("five"), scratch("five-install"));
+    let out = store.to_str().unwrap();
+    let codes = ["sz000001", "sz159915", "sh000001"];
+    json(&["--local", "sync", "--out", out, "--codes", &codes.join(","), "--periods", "5m"]);
+    let done = json(&["export", "--store", out, "--tdx-dir", install.to_str().unwrap(), "--periods", "5m", "--five"]);
+    assert_eq!(done["failed"], serde_json::json!([]), "{done}");
+    assert_eq!(done["files"][".lc5"]["created"], 3, "{done}");
+    assert_eq!(done["files"][".5"]["created"], 2, "{done}");
+    assert!(!install.join(FileKind::Five.path("sz159915".parse().unwrap())).exists());
+    let market = Market::new(1);
+    for code in ["sz000001", "sh000001"] {
+        let bars = market.bars(market.listing(code.parse().unwrap()).unwrap(), Period::Min5);
+        let bytes = std::fs::read(install.join(FileKind::Five.path(code.parse().unwrap()))).unwrap();
+        assert_eq!(bytes.len(), 32 * bars.len(), "{code}");
+        for (r, b) in bytes.chunks_exact(32).zip(&bars) {
+            let word = |at: usize| u32::from_le_bytes(r[at..at + 4].try_into().unwrap());
+            let (date, minute) = (u16::from_le_bytes([r[0], r[1]]), u16::from_le_bytes([r[2], r[3]]));
+            let d = b.time.date;
+            assert_eq!(date, (d.year() - 2004) * 2048 + u16::from(d.month()) * 100 + u16::from(d.day()), "{code}");
+            assert_eq!(minute, u16::from(b.time.time.hour()) * 60 + u16::from(b.time.time.minute()), "{code}");
+            let prices = [b.open, b.high, b.low, b.close].map(|p| p.milli());
+            assert_eq!([word(4), word(8), word(12), word(16)].map(|w| i64::from(w) * 10), prices, "{code} {}", b.time);
+            assert_eq!((word(20), word(24)), (b.amount.to_bits(), b.volume as u32), "{code} {}", b.time);
+        }
+    }
     for dir in [store, install] {
         std::fs::remove_dir_all(dir).unwrap();
     }
