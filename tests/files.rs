@@ -2,7 +2,8 @@
 //! against the embedded exchange: `tdx export` then `tdx import` gives back
 //! the store; `tdx sync` continues from imported bars as from its own;
 //! export appends where it can and keeps history the store lacks;
-//! `tdx --local calendar` is the exchange's trading days; the engine's
+//! `tdx --local calendar` is the exchange's trading days and agrees with
+//! its MAC calendar command (sessions, last days); the engine's
 //! calendar cache extends with one request and is refetched when it
 //! disagrees with the server.
 
@@ -281,6 +282,36 @@ fn the_local_calendar_is_the_exchanges_trading_days() {
     assert_eq!(sessions.as_array().unwrap().len(), 12);
     assert_eq!(sessions[1]["session"], "morning");
     assert_eq!(sessions[1]["start"], "09:30");
+}
+
+/// The calendar agrees with the server's own calendar command (MAC 0x120F):
+/// each market's morning and afternoon are its session bounds, and its
+/// today and last trading day are the calendar's last two days.
+#[test]
+fn sessions_and_the_last_days_are_the_mac_calendar_commands() {
+    let mac = json(&["--local", "mac", "calendar"]);
+    let info = &mac[0];
+    let bounds: Vec<(String, String)> = info["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s[0].as_str().unwrap().to_owned(), s[1].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(bounds.len(), 2, "{mac}");
+    let sessions = json(&["calendar", "--sessions"]);
+    for market in ["sz", "sh", "bj"] {
+        let continuous: Vec<(String, String)> = sessions
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["market"] == market && ["morning", "afternoon"].contains(&s["session"].as_str().unwrap()))
+            .map(|s| (s["start"].as_str().unwrap().to_owned(), s["end"].as_str().unwrap().to_owned()))
+            .collect();
+        assert_eq!(continuous, bounds, "{market}");
+    }
+    let days = json(&["--local", "calendar", "--from", "20261101"]);
+    let days: Vec<&str> = days.as_array().unwrap().iter().map(|r| r["date"].as_str().unwrap()).collect();
+    assert_eq!(days[days.len() - 2..], [info["last_trading_day"].as_str().unwrap(), info["today"].as_str().unwrap()]);
 }
 
 /// Reference servers for `market` on loopback, on their own runtime.
