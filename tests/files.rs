@@ -218,6 +218,30 @@ fn export_five_writes_the_old_form_for_two_decimal_codes_only() {
     }
 }
 
+/// `--periods` and `--codes` choose what an import brings: only those
+/// files, each the very file `tdx sync` wrote.
+#[test]
+fn import_brings_only_the_periods_and_codes_asked_for() {
+    let (store, install, imported) = (scratch("choose"), scratch("choose-install"), scratch("choose-imported"));
+    let out = store.to_str().unwrap();
+    json(&["--local", "sync", "--out", out, "--codes", "sz000001,sh600000", "--periods", "day,5m"]);
+    json(&["export", "--store", out, "--tdx-dir", install.to_str().unwrap()]);
+    let args = ["--periods", "day", "--codes", "sh600000"];
+    let mut all = vec!["import", "--tdx-dir", install.to_str().unwrap(), "--out", imported.to_str().unwrap()];
+    all.extend(args);
+    let summary = json(&all);
+    assert_eq!(summary["failed"], serde_json::json!([]), "{summary}");
+    let wanted = "bars/period=day/market=sh/sh600000.parquet";
+    let got = files(&imported);
+    assert_eq!(got.keys().filter(|k| k.starts_with("bars/")).collect::<Vec<_>>(), [wanted], "{summary}");
+    assert_eq!(got[wanted], files(&store)[wanted]);
+    let keys: Vec<String> = manifest(&imported)["imported"].as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["day/sh600000"]);
+    for dir in [store, install, imported] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
 #[test]
 fn detect_finds_an_install_in_a_wine_prefix() {
     let home = scratch("home");
