@@ -74,6 +74,21 @@ def test_gbbq_rows_write_back_to_the_same_file(install, tmp_path):
     assert (tmp_path / "gbbq").read_bytes() == source.read_bytes()
 
 
+def test_industry_and_custom_blocks_write_back_to_the_same_files(install, tmp_path):
+    # The fixture's files, read by the peers in tests/interop/files_check.py.
+    source = install / "T0002" / "hq_cache" / "tdxhy.cfg"
+    rows = offline.read_industry(source)
+    assert offline.write_industry(tmp_path / "tdxhy.cfg", rows) == len(rows)
+    assert (tmp_path / "tdxhy.cfg").read_bytes() == source.read_bytes()
+    blocks = install / "T0002" / "blocknew"
+    assert offline.write_custom_blocks(tmp_path / "blocknew", offline.read_custom_blocks(blocks)) == 1
+    for name in ("blocknew.cfg", "ZXG.blk"):
+        assert (tmp_path / "blocknew" / name).read_bytes() == (blocks / name).read_bytes(), name
+    with pytest.raises(ValueError, match="plain file name"):
+        offline.write_custom_blocks(tmp_path / "bad", [{"name": "x", "file": "../x.blk", "codes": []}])
+    assert not (tmp_path / "bad").exists(), "nothing written for a refused block"
+
+
 def f32(x):
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
@@ -94,6 +109,9 @@ def test_extended_market_days_read_in_the_peers_layout(tmp_path):
         assert (row["amount"], row["volume"], row["settlement"]) == (raw[5], raw[6], f32(raw[7]))
     assert rows[1]["amount_float"] == 98765.5
     assert rows[0]["amount_float"] == struct.unpack("<f", struct.pack("<I", 1_234_567))[0]
+    # Written back: the same records, in the same layout.
+    assert offline.write_ex_daily(tmp_path / "again.day", rows) == 2
+    assert (tmp_path / "again.day").read_bytes() == path.read_bytes()[:64]
 
 
 def test_bad_files_raise_value_errors(tmp_path):
