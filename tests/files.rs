@@ -2,7 +2,8 @@
 //! against the embedded exchange: `tdx export` then `tdx import` gives back
 //! the store; `tdx sync` continues from imported bars as from its own;
 //! export appends where it can and keeps history the store lacks;
-//! `tdx --local calendar` is the exchange's trading days; the engine's
+//! `tdx --local calendar` is the exchange's trading days and agrees with
+//! its MAC calendar command (sessions, last days); the engine's
 //! calendar cache extends with one request and is refetched when it
 //! disagrees with the server.
 
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tdx_engine::files::day::{read_daily, write_daily, DailyRecord};
 use tdx_engine::files::{FileKind, FileLayout};
+use tdx_engine::proto::commands::Period;
 use tdx_engine::proto::{Date, Price};
 use tdx_engine::Client;
 use tdx_sim::{Faults, Market, MarketData, ReferenceServer};
@@ -181,6 +183,65 @@ fn export_keeps_older_history_and_mends_a_torn_file() {
     }
 }
 
+/// `--five`: the old `.5` files hold the exchange's five-minute bars with
+/// prices in 0.01 yuan (decoded here by hand from the layout in
+/// docs/FILES.md); a 3-decimal fund has none, and the export succeeds.
+#[test]
+fn export_five_writes_the_old_form_for_two_decimal_codes_only() {
+    let (store, install) = (scratch("five"), scratch("five-install"));
+    let out = store.to_str().unwrap();
+    let codes = ["sz000001", "sz159915", "sh000001"];
+    json(&["--local", "sync", "--out", out, "--codes", &codes.join(","), "--periods", "5m"]);
+    let done = json(&["export", "--store", out, "--tdx-dir", install.to_str().unwrap(), "--periods", "5m", "--five"]);
+    assert_eq!(done["failed"], serde_json::json!([]), "{done}");
+    assert_eq!(done["files"][".lc5"]["created"], 3, "{done}");
+    assert_eq!(done["files"][".5"]["created"], 2, "{done}");
+    assert!(!install.join(FileKind::Five.path("sz159915".parse().unwrap())).exists());
+    let market = Market::new(1);
+    for code in ["sz000001", "sh000001"] {
+        let bars = market.bars(market.listing(code.parse().unwrap()).unwrap(), Period::Min5);
+        let bytes = std::fs::read(install.join(FileKind::Five.path(code.parse().unwrap()))).unwrap();
+        assert_eq!(bytes.len(), 32 * bars.len(), "{code}");
+        for (r, b) in bytes.chunks_exact(32).zip(&bars) {
+            let word = |at: usize| u32::from_le_bytes(r[at..at + 4].try_into().unwrap());
+            let (date, minute) = (u16::from_le_bytes([r[0], r[1]]), u16::from_le_bytes([r[2], r[3]]));
+            let d = b.time.date;
+            assert_eq!(date, (d.year() - 2004) * 2048 + u16::from(d.month()) * 100 + u16::from(d.day()), "{code}");
+            assert_eq!(minute, u16::from(b.time.time.hour()) * 60 + u16::from(b.time.time.minute()), "{code}");
+            let prices = [b.open, b.high, b.low, b.close].map(|p| p.milli());
+            assert_eq!([word(4), word(8), word(12), word(16)].map(|w| i64::from(w) * 10), prices, "{code} {}", b.time);
+            assert_eq!((word(20), word(24)), (b.amount.to_bits(), b.volume as u32), "{code} {}", b.time);
+        }
+    }
+    for dir in [store, install] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+/// `--periods` and `--codes` choose what an import brings: only those
+/// files, each the very file `tdx sync` wrote.
+#[test]
+fn import_brings_only_the_periods_and_codes_asked_for() {
+    let (store, install, imported) = (scratch("choose"), scratch("choose-install"), scratch("choose-imported"));
+    let out = store.to_str().unwrap();
+    json(&["--local", "sync", "--out", out, "--codes", "sz000001,sh600000", "--periods", "day,5m"]);
+    json(&["export", "--store", out, "--tdx-dir", install.to_str().unwrap()]);
+    let args = ["--periods", "day", "--codes", "sh600000"];
+    let mut all = vec!["import", "--tdx-dir", install.to_str().unwrap(), "--out", imported.to_str().unwrap()];
+    all.extend(args);
+    let summary = json(&all);
+    assert_eq!(summary["failed"], serde_json::json!([]), "{summary}");
+    let wanted = "bars/period=day/market=sh/sh600000.parquet";
+    let got = files(&imported);
+    assert_eq!(got.keys().filter(|k| k.starts_with("bars/")).collect::<Vec<_>>(), [wanted], "{summary}");
+    assert_eq!(got[wanted], files(&store)[wanted]);
+    let keys: Vec<String> = manifest(&imported)["imported"].as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["day/sh600000"]);
+    for dir in [store, install, imported] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
 #[test]
 fn detect_finds_an_install_in_a_wine_prefix() {
     let home = scratch("home");
@@ -245,6 +306,36 @@ fn the_local_calendar_is_the_exchanges_trading_days() {
     assert_eq!(sessions.as_array().unwrap().len(), 12);
     assert_eq!(sessions[1]["session"], "morning");
     assert_eq!(sessions[1]["start"], "09:30");
+}
+
+/// The calendar agrees with the server's own calendar command (MAC 0x120F):
+/// each market's morning and afternoon are its session bounds, and its
+/// today and last trading day are the calendar's last two days.
+#[test]
+fn sessions_and_the_last_days_are_the_mac_calendar_commands() {
+    let mac = json(&["--local", "mac", "calendar"]);
+    let info = &mac[0];
+    let bounds: Vec<(String, String)> = info["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s[0].as_str().unwrap().to_owned(), s[1].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(bounds.len(), 2, "{mac}");
+    let sessions = json(&["calendar", "--sessions"]);
+    for market in ["sz", "sh", "bj"] {
+        let continuous: Vec<(String, String)> = sessions
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["market"] == market && ["morning", "afternoon"].contains(&s["session"].as_str().unwrap()))
+            .map(|s| (s["start"].as_str().unwrap().to_owned(), s["end"].as_str().unwrap().to_owned()))
+            .collect();
+        assert_eq!(continuous, bounds, "{market}");
+    }
+    let days = json(&["--local", "calendar", "--from", "20261101"]);
+    let days: Vec<&str> = days.as_array().unwrap().iter().map(|r| r["date"].as_str().unwrap()).collect();
+    assert_eq!(days[days.len() - 2..], [info["last_trading_day"].as_str().unwrap(), info["today"].as_str().unwrap()]);
 }
 
 /// Reference servers for `market` on loopback, on their own runtime.

@@ -122,6 +122,33 @@ fn the_next_day_fetches_only_that_day_and_equals_a_clean_sync() {
     }
 }
 
+/// `--since`: a first download keeps the exchange's bars from that day on,
+/// and the trading calendar sizes its first page to the days since then
+/// (three days of one-minute bars and the one before them fit one page).
+#[test]
+fn since_keeps_the_exchanges_bars_from_that_day_in_one_page_each() {
+    let dir = scratch("since");
+    let since = day(20261125);
+    let summary = sync(&dir, "20261127", &["--codes", CODES, "--periods", "day,1m", "--since", "20261125"]);
+    assert_eq!(summary["failed"], serde_json::json!([]));
+    // One page per security and period, the stocks' capital changes (their
+    // factors) in one batch, and one page of the calendar index.
+    assert_eq!(summary["requests"], 8 * 2 + 1 + 1, "{summary}");
+    assert_eq!(summary["periods"]["1m"]["new_bars"], 8 * 3 * 240, "{summary}");
+    let market = Market::as_of(1, day(20261127)).unwrap();
+    for code in CODES.split(',') {
+        let l = market.listing(code.parse().unwrap()).unwrap();
+        for (period, name, per_day) in [(Period::Day, "day", 1), (Period::Min1, "1m", 240)] {
+            let truth: Vec<i64> =
+                market.bars(l, period).iter().filter(|b| b.time.date >= since).map(|b| b.close.milli()).collect();
+            assert_eq!(truth.len(), 3 * per_day, "{code} {name}");
+            let stored = closes(&dir.join(format!("bars/period={name}/market={}/{code}.parquet", &code[..2])));
+            assert_eq!(stored.iter().map(|r| r.1).collect::<Vec<_>>(), truth, "{code} {name}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// A week bar is restamped on the week's next day: the update replaces it.
 #[test]
 fn an_unfinished_week_is_fixed_not_duplicated() {

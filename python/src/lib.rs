@@ -42,5 +42,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(offline::write_daily_file, m)?)?;
     m.add_function(wrap_pyfunction!(offline::write_minute_file, m)?)?;
     m.add_function(wrap_pyfunction!(offline::write_gbbq_file, m)?)?;
+    m.add_function(wrap_pyfunction!(offline::write_ex_daily_file, m)?)?;
+    m.add_function(wrap_pyfunction!(offline::write_industry_file, m)?)?;
+    m.add_function(wrap_pyfunction!(offline::write_custom_blocks_dir, m)?)?;
     Ok(())
 }

@@ -10,11 +10,13 @@ use std::path::{Path, PathBuf};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use tdx_engine::files::blocks::{parse_block_file, read_blk, read_custom_blocks_cfg};
-use tdx_engine::files::day::{read_daily, read_ex_daily, write_daily, DailyRecord};
+use tdx_engine::files::blocks::{
+    parse_block_file, read_blk, read_custom_blocks_cfg, write_blk, write_custom_blocks_cfg, CustomBlockEntry,
+};
+use tdx_engine::files::day::{read_daily, read_ex_daily, write_daily, write_ex_daily, DailyRecord, ExDailyRecord};
 use tdx_engine::files::finance::read_finance;
 use tdx_engine::files::gbbq::{read_gbbq, write_gbbq};
-use tdx_engine::files::industry::read_industry;
+use tdx_engine::files::industry::{read_industry, write_industry, IndustryEntry};
 use tdx_engine::files::minute::{read_minutes, write_minutes, MinuteForm, MinuteRecord};
 use tdx_engine::files::{whole_records, FileError, FileKind, FileLayout};
 use tdx_engine::proto::commands::{Bar, Breadth, CapitalChange};
@@ -303,4 +305,83 @@ pub fn write_gbbq_file(path: PathBuf, rows: &Bound<'_, PyAny>) -> PyResult<usize
     }
     write_whole(&path, &write_gbbq(&records).map_err(|e| file_error(&path, e))?)?;
     Ok(records.len())
+}
+
+/// A row's date column (a `datetime.date`) as a date.
+fn row_date(row: &Bound<'_, PyAny>, index: usize) -> PyResult<Date> {
+    let d = required(row, "date", index)?;
+    let part = |name: &str| -> PyResult<u32> { d.getattr(name)?.extract() };
+    Date::new(part("year")? as u16, part("month")? as u8, part("day")? as u8)
+        .ok_or_else(|| PyValueError::new_err(format!("row {index}: {d} is not a date")))
+}
+
+/// Writes rows of `read_ex_daily`'s columns (`date`, `open`, `high`, `low`,
+/// `close`, `amount` as the slot's integer, `volume`, `settlement`) as an
+/// extended-market `.day` file.
+#[pyfunction]
+pub fn write_ex_daily_file(path: PathBuf, rows: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let mut records = Vec::new();
+    for (index, row) in rows.try_iter()?.enumerate() {
+        let row = row?;
+        let float =
+            |name: &str| -> PyResult<f32> { required(&row, name, index)?.extract().map_err(bad_value(name, index)) };
+        let word =
+            |name: &str| -> PyResult<u32> { required(&row, name, index)?.extract().map_err(bad_value(name, index)) };
+        records.push(ExDailyRecord {
+            date: row_date(&row, index)?,
+            open: float("open")?,
+            high: float("high")?,
+            low: float("low")?,
+            close: float("close")?,
+            amount_bits: word("amount")?,
+            volume: word("volume")?,
+            settlement: float("settlement")?,
+        });
+    }
+    write_whole(&path, &write_ex_daily(&records))?;
+    Ok(records.len())
+}
+
+/// Writes rows of `read_industry`'s columns (`code`, `fields` joined by
+/// `|`) as `tdxhy.cfg`.
+#[pyfunction]
+pub fn write_industry_file(path: PathBuf, rows: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let mut entries = Vec::new();
+    for (index, row) in rows.try_iter()?.enumerate() {
+        let row = row?;
+        let code: String = required(&row, "code", index)?.extract().map_err(bad_value("code", index))?;
+        let code: SecurityCode = code.parse().map_err(|e| PyValueError::new_err(format!("row {index}: {e}")))?;
+        let fields: String = required(&row, "fields", index)?.extract().map_err(bad_value("fields", index))?;
+        entries.push(IndustryEntry { code, fields: fields.split('|').map(str::to_owned).collect() });
+    }
+    write_whole(&path, &write_industry(&entries).map_err(|e| file_error(&path, e))?)?;
+    Ok(entries.len())
+}
+
+/// Writes the user's blocks (dicts of `read_custom_blocks`' keys `name`,
+/// `file` and `codes`) into `dir`: `blocknew.cfg` and one `.blk` each.
+#[pyfunction]
+pub fn write_custom_blocks_dir(dir: PathBuf, blocks: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let mut entries = Vec::new();
+    let mut members = Vec::new();
+    for (index, block) in blocks.try_iter()?.enumerate() {
+        let block = block?;
+        let name: String = required(&block, "name", index)?.extract().map_err(bad_value("name", index))?;
+        let file: String = required(&block, "file", index)?.extract().map_err(bad_value("file", index))?;
+        let stem = file.strip_suffix(".blk").unwrap_or(&file).to_owned();
+        let codes: Vec<String> = required(&block, "codes", index)?.extract().map_err(bad_value("codes", index))?;
+        let codes: Vec<SecurityCode> = codes
+            .iter()
+            .map(|c| c.parse().map_err(|e| PyValueError::new_err(format!("row {index}: {e}"))))
+            .collect::<PyResult<_>>()?;
+        entries.push(CustomBlockEntry { name, stem });
+        members.push(codes);
+    }
+    let cfg = dir.join("blocknew.cfg");
+    let bytes = write_custom_blocks_cfg(&entries).map_err(|e| file_error(&cfg, e))?;
+    for (entry, codes) in entries.iter().zip(&members) {
+        write_whole(&dir.join(format!("{}.blk", entry.stem)), &write_blk(codes))?;
+    }
+    write_whole(&cfg, &bytes)?;
+    Ok(entries.len())
 }

@@ -37,8 +37,11 @@ __all__ = [
     "read_gbbq",
     "read_industry",
     "read_minutes",
+    "write_custom_blocks",
     "write_daily",
+    "write_ex_daily",
     "write_gbbq",
+    "write_industry",
     "write_minutes",
 ]
 
@@ -99,3 +102,21 @@ def write_gbbq(path: PathLike, rows: Iterable[Any]) -> int:
     """Writes ``read_gbbq``'s rows (``code``, ``date``, ``category``,
     ``raw1``..``raw4``) as a gbbq file."""
     return _native.write_gbbq_file(os.fspath(path), rows)
+
+
+def write_ex_daily(path: PathLike, rows: Iterable[Any]) -> int:
+    """Writes ``read_ex_daily``'s rows (``date``, ``open``, ``high``, ``low``,
+    ``close``, ``amount`` as the slot's integer, ``volume``, ``settlement``)
+    as an extended-market ``.day`` file."""
+    return _native.write_ex_daily_file(os.fspath(path), rows)
+
+
+def write_industry(path: PathLike, rows: Iterable[Any]) -> int:
+    """Writes ``read_industry``'s rows (``code``, ``fields``) as ``tdxhy.cfg``."""
+    return _native.write_industry_file(os.fspath(path), rows)
+
+
+def write_custom_blocks(directory: PathLike, blocks: Iterable[Dict[str, Any]]) -> int:
+    """Writes the user's blocks (``read_custom_blocks``' dicts: ``name``,
+    ``file``, ``codes``) into ``directory``: ``blocknew.cfg`` and the ``.blk`` files."""
+    return _native.write_custom_blocks_dir(os.fspath(directory), blocks)

@@ -4,6 +4,7 @@ server's; the fixture install `tdx-sim tdx-dir` writes reads as its truth;
 the calendar is the exchange's trading days."""
 
 import datetime as dt
+import struct
 import subprocess
 
 import pytest
@@ -71,6 +72,46 @@ def test_gbbq_rows_write_back_to_the_same_file(install, tmp_path):
     rows = offline.read_gbbq(source)
     assert offline.write_gbbq(tmp_path / "gbbq", rows) == len(rows)
     assert (tmp_path / "gbbq").read_bytes() == source.read_bytes()
+
+
+def test_industry_and_custom_blocks_write_back_to_the_same_files(install, tmp_path):
+    # The fixture's files, read by the peers in tests/interop/files_check.py.
+    source = install / "T0002" / "hq_cache" / "tdxhy.cfg"
+    rows = offline.read_industry(source)
+    assert offline.write_industry(tmp_path / "tdxhy.cfg", rows) == len(rows)
+    assert (tmp_path / "tdxhy.cfg").read_bytes() == source.read_bytes()
+    blocks = install / "T0002" / "blocknew"
+    assert offline.write_custom_blocks(tmp_path / "blocknew", offline.read_custom_blocks(blocks)) == 1
+    for name in ("blocknew.cfg", "ZXG.blk"):
+        assert (tmp_path / "blocknew" / name).read_bytes() == (blocks / name).read_bytes(), name
+    with pytest.raises(ValueError, match="plain file name"):
+        offline.write_custom_blocks(tmp_path / "bad", [{"name": "x", "file": "../x.blk", "codes": []}])
+    assert not (tmp_path / "bad").exists(), "nothing written for a refused block"
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def test_extended_market_days_read_in_the_peers_layout(tmp_path):
+    # Packed here in pytdx's and eltdx's layout ("<IffffIIf"): a futures day
+    # (an integer amount) and a Hong Kong day (a binary32 amount).
+    futures = (20261127, 3512.0, 3530.5, 3498.0, 3520.25, 1_234_567, 8_800, 3515.5)
+    hk_amount = struct.unpack("<I", struct.pack("<f", 98765.5))[0]
+    hk = (20261130, 320.2, 325.4, 318.6, 322.0, hk_amount, 4_500, 0.0)
+    path = tmp_path / "29#A2601.day"
+    path.write_bytes(b"".join(struct.pack("<IffffIIf", *r) for r in (futures, hk)) + b"\7" * 5)
+    rows = offline.read_ex_daily(path).to_pylist()
+    assert len(rows) == 2, "the torn tail is left out"
+    for row, raw in zip(rows, (futures, hk)):
+        assert row["date"] == dt.date(raw[0] // 10000, raw[0] // 100 % 100, raw[0] % 100)
+        assert [row[k] for k in ("open", "high", "low", "close")] == [f32(x) for x in raw[1:5]]
+        assert (row["amount"], row["volume"], row["settlement"]) == (raw[5], raw[6], f32(raw[7]))
+    assert rows[1]["amount_float"] == 98765.5
+    assert rows[0]["amount_float"] == struct.unpack("<f", struct.pack("<I", 1_234_567))[0]
+    # Written back: the same records, in the same layout.
+    assert offline.write_ex_daily(tmp_path / "again.day", rows) == 2
+    assert (tmp_path / "again.day").read_bytes() == path.read_bytes()[:64]
 
 
 def test_bad_files_raise_value_errors(tmp_path):

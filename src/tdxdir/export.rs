@@ -18,7 +18,7 @@ use tdx_engine::files::layout::GBBQ_PATH;
 use tdx_engine::files::minute::{read_minutes, write_minutes, MinuteForm, MinuteRecord};
 use tdx_engine::files::{whole_records, FileKind, FileLayout};
 use tdx_engine::proto::commands::{Bar, CapitalChange, Period};
-use tdx_engine::proto::{Category, DateTime, SecurityCode};
+use tdx_engine::proto::{Category, DateTime, PriceScale, SecurityCode};
 
 use super::detect::resolve;
 use super::{remove_leftovers, write_whole, ExportArgs};
@@ -39,11 +39,14 @@ enum Outcome {
     Unchanged,
 }
 
-/// The bar files `kind` holds for `period`.
-fn kinds(period: Period, five: bool) -> Vec<FileKind> {
+/// The bar files of `code` that hold `period`: the old `.5` form (`--five`)
+/// only where its 0.01 yuan tick holds the code's prices (no 3-decimal fund).
+fn kinds(period: Period, code: SecurityCode, five: bool) -> Vec<FileKind> {
     match period {
         Period::Day => vec![FileKind::Day],
-        Period::Min5 if five => vec![FileKind::Lc5, FileKind::Five],
+        Period::Min5 if five && FileLayout::for_code(code).price == PriceScale::HUNDREDTHS => {
+            vec![FileKind::Lc5, FileKind::Five]
+        }
         Period::Min5 => vec![FileKind::Lc5],
         Period::Min1 => vec![FileKind::Lc1],
         _ => Vec::new(),
@@ -162,7 +165,7 @@ pub fn export(args: ExportArgs, format: Format) -> Result<(), CliError> {
                 continue;
             }
             let bars = store.read_bars(period, code).map_err(|e| CliError::new(e.to_string()))?;
-            for kind in kinds(period, args.five) {
+            for kind in kinds(period, code, args.five) {
                 let dir = root.join(kind.path(code)).parent().map(Path::to_path_buf).unwrap_or_default();
                 if cleaned.insert(dir.clone()) {
                     remove_leftovers(&dir);

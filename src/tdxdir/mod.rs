@@ -69,7 +69,8 @@ pub struct ExportArgs {
     /// Only these securities.
     #[arg(long, value_delimiter = ',')]
     pub codes: Vec<SecurityCode>,
-    /// Also write five-minute bars in the old `.5` form beside `.lc5`.
+    /// Also write five-minute bars in the old `.5` form beside `.lc5` (for
+    /// codes on a 0.01 yuan tick: the form cannot hold a 3-decimal fund).
     #[arg(long)]
     pub five: bool,
 }

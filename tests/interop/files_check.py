@@ -4,8 +4,11 @@
 1. `tdx sync` stores the reference exchange's bars, `tdx export` writes
    them as the client's files; every peer reader reads those files and
    agrees with the store (pyarrow), each by its own unit rules.
-2. eltdx's writers write the store's bars as .day / .lc1 / .lc5 files;
-   `tdx import` of them equals what `tdx sync` downloaded.
+   The old .5 form (`tdx export --five`) is read by pytdx's
+   TdxMinBarReader and eltdx's read_5min_bar; a 3-decimal fund has none.
+2. eltdx's writers write the store's bars as .day / .lc1 / .lc5 files,
+   and as .5 files in a second install; `tdx import` of each equals what
+   `tdx sync` downloaded.
 3. `tdx-sim tdx-dir` writes a whole install from the exchange (gbbq,
    board files, custom blocks, tdxhy.cfg, a finance history zip); the
    peer readers read it and agree with what the server serves (`tdx`);
@@ -107,7 +110,7 @@ def frame_rows(df, minutes):
 def read_with_peers(tdx_dir, store):
     from eltdx import offline as eo
     from mootdx.reader import Reader
-    from pytdx.reader import GbbqReader, TdxDailyBarReader, TdxLCMinBarReader
+    from pytdx.reader import GbbqReader, TdxDailyBarReader, TdxLCMinBarReader, TdxMinBarReader
     import tdxrs
 
     mootdx = Reader.factory(market="std", tdxdir=str(tdx_dir))
@@ -131,6 +134,18 @@ def read_with_peers(tdx_dir, store):
             got = [(r["date"], r["open"], r["high"], r["low"], r["close"], r["amount"], r["volume"])
                    for r in TdxLCMinBarReader().parse_data_by_file(str(path[period]))]
             check_minutes("pytdx", code, period, got, want[period])
+        # The old .5 form: integer prices in 0.01 yuan, so none for a 3-decimal fund.
+        five = tdx_dir / "vipdoc" / code[:2] / "fzline" / f"{code}.5"
+        check(five.exists() == (code not in THOUSANDTHS), f"{code}.5 exists: {five.exists()}")
+        if five.exists():
+            got = [(r["date"], r["open"], r["high"], r["low"], r["close"], r["amount"], r["volume"])
+                   for r in TdxMinBarReader().parse_data_by_file(str(five))]
+            check_minutes("pytdx .5", code, "5m", got, want["5m"])
+            got = [(f"{b.year:04d}-{b.month:02d}-{b.day:02d} {b.hour:02d}:{b.minute:02d}", b.open, b.high, b.low,
+                    b.close, b.amount, b.volume) for b in eo.read_5min_bar(five)]
+            check_minutes("eltdx .5", code, "5m", got, want["5m"])
+            check([b.reserved for b in eo.read_5min_bar(five)] == [w[7] for w in want["5m"]],
+                  f"eltdx {code}.5: the breadth words differ")
         # eltdx: its own unit table, Beijing by its default (0.01 yuan, shares).
         bars = eo.read_daily_bar(path["day"])
         check_daily("eltdx", code, [(f"{b.year:04d}-{b.month:02d}-{b.day:02d}", b.open, b.high, b.low, b.close,
@@ -192,9 +207,25 @@ def write_with_eltdx(store, out):
                 eo.write_min_bar(path, bars)
 
 
-def same_bars(a, b, what):
-    for period in PERIODS:
-        for code in CODES:
+def write_five_with_eltdx(store, out):
+    """The store's five-minute bars written by eltdx's .5 writer (2-decimal codes only)."""
+    from eltdx import offline as eo
+
+    for code in CODES:
+        if code in THOUSANDTHS:
+            continue
+        path = out / "vipdoc" / code[:2] / "fzline" / f"{code}.5"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        bars = [eo.MinBar(year=int(w[0][:4]), month=int(w[0][5:7]), day=int(w[0][8:10]), hour=int(w[0][11:13]),
+                          minute=int(w[0][14:16]), open=w[1] / 1000, high=w[2] / 1000, low=w[3] / 1000,
+                          close=w[4] / 1000, volume=w[5], amount=w[6], reserved=w[7])
+                for w in store_rows(store, "5m", code)]
+        eo.write_5min_bar(path, bars)
+
+
+def same_bars(a, b, what, periods=PERIODS, codes=CODES):
+    for period in periods:
+        for code in codes:
             rel = pathlib.Path("bars") / f"period={period}" / f"market={code[:2]}" / f"{code}.parquet"
             ta, tb = pq.read_table(a / rel), pq.read_table(b / rel)
             check(ta.equals(tb), f"{what}: {rel} differs ({ta.num_rows} rows against {tb.num_rows})")
@@ -262,13 +293,18 @@ def main():
         common = ["--hosts", args.hosts, "-o", "json"]
         tdx(args.tdx, *common, "sync", "--out", str(store), "--codes", ",".join(CODES),
             "--periods", "day,5m,1m", "--with", "xdxr")
-        tdx(args.tdx, "-o", "json", "export", "--store", str(store), "--tdx-dir", str(exported))
+        tdx(args.tdx, "-o", "json", "export", "--store", str(store), "--tdx-dir", str(exported), "--five")
         read_with_peers(exported, store)
         print("files: checked pytdx, mootdx, tdxrs and eltdx reading tdx export's files against the store")
         write_with_eltdx(store, written)
         tdx(args.tdx, "-o", "json", "import", "--tdx-dir", str(written), "--out", str(imported))
         same_bars(store, imported, "tdx import of eltdx's files")
         print("files: checked tdx import of eltdx-written .day/.lc1/.lc5 against tdx sync's store")
+        written5, imported5 = s / "eltdx5", s / "imported5"
+        write_five_with_eltdx(store, written5)
+        tdx(args.tdx, "-o", "json", "import", "--tdx-dir", str(written5), "--out", str(imported5), "--periods", "5m")
+        same_bars(store, imported5, "tdx import of eltdx's .5 files", ["5m"], [c for c in CODES if c not in THOUSANDTHS])
+        print("files: checked pytdx and eltdx reading tdx export --five's .5 files, tdx import of eltdx-written .5")
         fixture, from_fixture = s / "fixture", s / "from-fixture"
         subprocess.run([args.sim, "tdx-dir", "--out", str(fixture), "--seed", args.seed], check=True,
                        capture_output=True)
