@@ -219,9 +219,7 @@ mod tests {
         // tradex's first two IF1709 minutes in pytdx 1.72's docstring.
         let request = ExMinutes { code: "47#IF1709".parse().unwrap() };
         let mut payload = hex("2f 49 46 31 37 30 39 00 00 00 02 00");
-        for (t, p, a, v, oi) in
-            [(570u16, 3706.199951f32, 3706.199951f32, 27u32, 13336u32), (571, 3705.199951, 3705.9104, 11, 13335)]
-        {
+        for (t, p, a, v, oi) in [(570u16, 3706.2f32, 3706.2f32, 27u32, 13336u32), (571, 3705.2, 3705.91, 11, 13335)] {
             payload.extend_from_slice(&t.to_le_bytes());
             payload.extend_from_slice(&p.to_le_bytes());
             payload.extend_from_slice(&a.to_le_bytes());
@@ -231,7 +229,7 @@ mod tests {
         let minutes = request.parse_reply(&payload).unwrap();
         assert_eq!(minutes.len(), 2);
         assert_eq!((minutes[0].time.hour(), minutes[0].time.minute()), (9, 30));
-        assert_eq!((minutes[1].price, minutes[1].volume, minutes[1].open_interest), (3705.199951, 11, 13335));
+        assert_eq!((minutes[1].price, minutes[1].volume, minutes[1].open_interest), (3705.2, 11, 13335));
         let mut again = Vec::new();
         request.encode_reply(&minutes, &mut again).unwrap();
         assert_eq!(again, payload);

@@ -302,10 +302,10 @@ mod tests {
         ExQuote {
             code: "47#IF1709".parse().unwrap(),
             activity: 0,
-            pre_close: 3718.199951,
-            open: 3717.199951,
+            pre_close: 3718.2,
+            open: 3717.2,
             high: 3724.0,
-            low: 3696.600098,
+            low: 3696.6,
             price: 3703.0,
             opened: 2043,
             reserved_a: 0,
@@ -316,8 +316,8 @@ mod tests {
             outer: 859,
             reserved_b: 0,
             open_interest: 13340,
-            bids: [level(3702.800049, 1), none, none, none, none],
-            asks: [level(3704.399902, 1), none, none, none, none],
+            bids: [level(3702.8, 1), none, none, none, none],
+            asks: [level(3704.4, 1), none, none, none, none],
         }
     }
 
@@ -333,11 +333,8 @@ mod tests {
         // The offsets pytdx and eltdx read (after 14 bytes, `<fffffIIIIIIIIIfffffIIIIIfffffIIIII`).
         let f = |at: usize| f32::from_le_bytes(payload[at..at + 4].try_into().unwrap());
         let u = |at: usize| u32::from_le_bytes(payload[at..at + 4].try_into().unwrap());
-        assert_eq!((f(14), f(30), u(34), u(42), u(46)), (3718.199951, 3703.0, 2043, 1728, 3));
-        assert_eq!(
-            (u(54), u(58), u(66), f(70), u(90), f(110), u(130)),
-            (869, 859, 13340, 3702.800049, 1, 3704.399902, 1)
-        );
+        assert_eq!((f(14), f(30), u(34), u(42), u(46)), (3718.2, 3703.0, 2043, 1728, 3));
+        assert_eq!((u(54), u(58), u(66), f(70), u(90), f(110), u(130)), (869, 859, 13340, 3702.8, 1, 3704.4, 1));
         assert_eq!(request.parse_reply(&payload), Ok(quote));
         assert!(matches!(request.parse_reply(&payload[..149]), Err(ProtoError::Truncated { .. })));
         payload.push(0);
