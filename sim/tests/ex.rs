@@ -16,10 +16,7 @@ fn world() -> ExWorld {
 }
 
 /// Sends `command` over a loopback EX connection and parses the reply.
-async fn ask<C: Command>(addr: std::net::SocketAddr, wrap: fn(C) -> ExRequest, command: C) -> C::Reply
-where
-    C: Clone,
-{
+async fn ask<C: Command + Clone>(addr: std::net::SocketAddr, wrap: fn(C) -> ExRequest, command: C) -> C::Reply {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut wire = Vec::new();
     wrap(command.clone()).encode_frame(77, &mut wire).unwrap();
