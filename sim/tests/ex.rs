@@ -177,4 +177,11 @@ async fn weeks_fold_the_days() {
     assert_eq!(weeks.last().unwrap().close, days.last().unwrap().close);
     let fives = w.bars(l, ExPeriod::Min5);
     assert_eq!(fives.len(), days.len() * 48);
+
+    // A count past the page limit (which a client's encoder refuses) gets one full page.
+    let greedy = ExBars { code: l.info.code.clone(), period: ExPeriod::Min1, start: 0, count: 5000 };
+    let payload = w.respond(&ExRequest::Bars(greedy.clone())).unwrap().unwrap();
+    let bars = greedy.parse_reply(&payload).unwrap();
+    assert_eq!(bars.len(), 800);
+    assert_eq!(bars.last().unwrap().close, days.last().unwrap().close);
 }

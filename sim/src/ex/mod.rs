@@ -485,7 +485,8 @@ impl ExWorld {
                 let Some(l) = self.listing(&c.code) else { return Ok(None) };
                 let all = self.bars(l, c.period);
                 let end = all.len().saturating_sub(c.start as usize);
-                let from = end.saturating_sub(c.count.into());
+                // A count past the page limit gets a full page, so the payload stays in bounds.
+                let from = end.saturating_sub(c.count.min(tdx_engine::proto::limits::EX_BARS_PER_PAGE_MAX).into());
                 c.encode_reply(&all[from..end].to_vec(), &mut out)?
             }
             ExRequest::BarsRange(c) => {
