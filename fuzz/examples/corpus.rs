@@ -199,7 +199,7 @@ fn ex_seeds(corpus: &mut Corpus) -> Vec<Vec<u8>> {
     };
     let instrument = ExInstrument { category: 3, code: ifl0.clone(), name: "IF主连".into(), desc: String::new() };
     let market = ExMarketInfo { category: 3, name: "中金所期货".into(), market: 47, short_name: "中".into() };
-    let bars = ExBars { code: ifl0, period: ExPeriod::Day, start: 0, count: 240 };
+    let bars = ExBars { code: ifl0.clone(), period: ExPeriod::Day, start: 0, count: 240 };
     let mut replies: Vec<(ExRequest, Vec<u8>)> = Vec::new();
     let mut put = |request: ExRequest, encode: &dyn Fn(&mut Vec<u8>)| {
         let mut payload = Vec::new();
@@ -215,6 +215,53 @@ fn ex_seeds(corpus: &mut Corpus) -> Vec<Vec<u8>> {
     let page = ExInstruments { start: 0, count: 100 };
     put(ExRequest::Instruments(page), &|out| page.encode_reply(&vec![instrument.clone()], out).expect("encodes"));
     put(ExRequest::Bars(bars.clone()), &|out| bars.encode_reply(&vec![bar; 3], out).expect("encodes"));
+    let level = ExLevel { price: 3921.4, volume: 12 };
+    let quote = ExQuote {
+        code: ifl0.clone(),
+        activity: 5_120,
+        pre_close: 3900.0,
+        open: 3901.0,
+        high: 3950.2,
+        low: 3880.0,
+        price: 3921.4,
+        opened: 40_000,
+        reserved_a: 0,
+        volume: 88_000,
+        last_volume: 3,
+        amount: 1.03e11,
+        inner: 43_000,
+        outer: 45_000,
+        reserved_b: 0,
+        open_interest: 215_230,
+        bids: [level; 5],
+        asks: [ExLevel { price: 3921.6, ..level }; 5],
+    };
+    let one = ExQuoteOne { code: ifl0.clone() };
+    put(ExRequest::Quote(one.clone()), &|out| one.encode_reply(&quote, out).expect("encodes"));
+    let list = ExQuoteList { market: 47, start: 0, count: 80 };
+    put(ExRequest::QuoteList(list), &|out| list.encode_reply(&vec![quote.clone(); 2], out).expect("encodes"));
+    let day = Date::new(2026, 12, 3).expect("a valid date");
+    let at = |m| tdx_engine::proto::time::DateTime {
+        date: day,
+        time: tdx_engine::proto::time::TimeOfDay::from_minutes(m).expect("a valid minute"),
+    };
+    let range = ExBarsRange { code: ifl0.clone(), period: ExPeriod::ExMin1, start: day, end: day };
+    let minute_bar = ExBar { at: ExBarTime::Minute(at(570)), ..bar };
+    put(ExRequest::BarsRange(range.clone()), &|out| range.encode_reply(&vec![minute_bar; 3], out).expect("encodes"));
+    let minute = ExMinute { time: at(570).time, price: 3921.4, avg_price: 3920.1, volume: 27, open_interest: 215_230 };
+    let minutes = ExMinutes { code: ifl0.clone() };
+    put(ExRequest::Minutes(minutes.clone()), &|out| minutes.encode_reply(&vec![minute; 4], out).expect("encodes"));
+    let past = ExHistoryMinutes { date: day, code: ifl0.clone() };
+    put(ExRequest::HistoryMinutes(past.clone()), &|out| past.encode_reply(&vec![minute; 4], out).expect("encodes"));
+    let tick = ExTick { time: at(570).time, price_milli: 3_921_400, volume: 2, oi_change: -2, nature: 10_007 };
+    let ticks = ExTicks { code: ifl0.clone(), start: 0, count: 1800 };
+    put(ExRequest::Ticks(ticks.clone()), &|out| ticks.encode_reply(&vec![tick; 5], out).expect("encodes"));
+    let hk = ExTicks { code: "31#00700".parse().expect("a valid code"), start: 0, count: 1800 };
+    let hk_tick = ExTick { price_milli: 385_200, volume: 300, oi_change: 0, nature: 256, ..tick };
+    let past_ticks = ExHistoryTicks { date: day, page: hk };
+    put(ExRequest::HistoryTicks(past_ticks.clone()), &|out| {
+        past_ticks.encode_reply(&vec![hk_tick; 5], out).expect("encodes")
+    });
     let mut frames = Vec::new();
     for (i, (request, payload)) in replies.into_iter().enumerate() {
         let mut body = Vec::new();

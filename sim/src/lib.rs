@@ -13,6 +13,8 @@
 //! - [`quote`]: today's quote of a listing, for 7709 and MAC alike;
 //! - [`money_flow`]: money flow derived from the ticks (0x0ffc);
 //! - [`mac`]: the MAC protocol's answers, from the same market;
+//! - [`ex`]: the extended market (7727, EX): futures, Hong Kong and US
+//!   stocks and fund NAVs, and its listener;
 //! - [`responder`]: the typed reply to every request;
 //! - [`server`]: [`ReferenceServer`], generic over tokio and turmoil streams;
 //! - [`faults`]: live fault injection;
@@ -38,6 +40,7 @@
 pub mod boards;
 pub mod company;
 pub mod delisted;
+pub mod ex;
 pub mod exact_adjust;
 pub mod f10;
 pub mod faults;

@@ -242,6 +242,11 @@ struct Serve {
     /// seconds after start).
     #[arg(long = "mode", value_parser = parse_mode)]
     modes: Vec<ServerMode>,
+    /// Also serve the extended market (7727's EX protocol) on
+    /// 127.0.0.1:PORT (0 picks a free port), printed as `listening-ex
+    /// ADDR`; no faults apply to it.
+    #[arg(long)]
+    ex_port: Option<u16>,
 }
 
 #[derive(Args)]
@@ -577,6 +582,14 @@ fn run_serve(serve: Serve) -> Result<(), String> {
             None => Market::new(serve.seed),
         };
         let data = Arc::new(MarketData::new(market));
+        if let Some(port) = serve.ex_port {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                .await
+                .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+            println!("listening-ex {}", listener.local_addr().map_err(|e| e.to_string())?);
+            let world = tdx_sim::ex::ExWorld::new(serve.seed, data.market().today());
+            tokio::spawn(tdx_sim::ex::serve::serve(listener, Arc::new(world)));
+        }
         for i in 0..serve.servers {
             let port = if serve.base_port == 0 {
                 0

@@ -144,6 +144,10 @@ impl Truth {
             Query::Sparkline { code } => sparkline(market, code),
             Query::Aux { code, kind } => aux(market, code, kind),
             Query::Mac(mac) => crate::mac::truth::answer(data, &mac).map_err(QueryError)?,
+            Query::Ex(ex) => {
+                let world = crate::ex::ExWorld::new(market.seed(), market.today());
+                crate::ex::truth::answer(&world, &ex).map_err(QueryError)?
+            }
         })
     }
 
@@ -331,6 +335,9 @@ pub enum Query {
     /// The MAC and money-flow questions (mac-quote, mac-bars, flow, calendar, unusual, ...).
     #[command(flatten)]
     Mac(crate::mac::truth::MacQuery),
+    /// The extended market's questions (ex-markets, ex-instruments, ex-quote, ex-bars, ex-minutes, ex-ticks).
+    #[command(flatten)]
+    Ex(crate::ex::truth::ExQuery),
     /// Today's minute aux series (0x051b).
     Aux {
         /// The security.

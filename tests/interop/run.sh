@@ -51,3 +51,5 @@ HOME="$scratch/home" TDX_ENGINE_LOOPBACK_ONLY=1 "$VENV/bin/python" tests/interop
 # servers and truth.
 HOME="$scratch/home" XDG_DATA_HOME="$scratch/home" ELTDX_DATA_DIR="$scratch/eltdx" \
     "$VENV/bin/python" tests/interop/mac_check.py --sim "$SIM" --seed "$SEED" --ports "$ports"
+# pytdx's extended-market client (TdxExHq_API) against `tdx-sim serve --ex-port 0` and `truth ex-*`.
+"$VENV/bin/python" tests/interop/ex_check.py --sim "$SIM" --seed "$SEED"

@@ -129,3 +129,20 @@ pub const EX_BARS_PER_PAGE_MAX: u16 = 800;
 
 const _: () = assert!(6 + EX_INSTRUMENTS_PER_PAGE_MAX as usize * 64 <= PAYLOAD_BYTES_MAX);
 const _: () = assert!(20 + EX_BARS_PER_PAGE_MAX as usize * 32 <= PAYLOAD_BYTES_MAX);
+
+/// Most quotes one EX 0x2400 page may ask for (eltdx's default is 80): 300-byte records.
+pub const EX_QUOTES_PER_PAGE_MAX: u16 = 200;
+
+/// Most bars a 0x240d reply may carry: 32-byte records after 14 bytes fill a payload at 2047.
+pub const EX_RANGE_BARS_MAX: u16 = 2000;
+
+/// Most minutes a 0x240b / 0x240c reply may carry: one a minute for a whole day.
+pub const EX_MINUTES_MAX: u16 = 1440;
+
+/// Most ticks one 0x23fc / 0x2406 page may ask for (eltdx's page).
+pub const EX_TICKS_PER_PAGE_MAX: u16 = 1800;
+
+const _: () = assert!(2 + EX_QUOTES_PER_PAGE_MAX as usize * 300 <= PAYLOAD_BYTES_MAX);
+const _: () = assert!(14 + EX_RANGE_BARS_MAX as usize * 32 <= PAYLOAD_BYTES_MAX);
+const _: () = assert!(20 + EX_MINUTES_MAX as usize * 18 <= PAYLOAD_BYTES_MAX);
+const _: () = assert!(16 + EX_TICKS_PER_PAGE_MAX as usize * 16 <= PAYLOAD_BYTES_MAX);

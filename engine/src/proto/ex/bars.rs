@@ -1,5 +1,6 @@
 //! 0x23ff: an instrument's bars (pytdx 1.72 `parser/ex_get_instrument_bars.py`,
-//! eltdx 3.3.0 `ex/commands/get_instrument_bars.py`).
+//! eltdx 3.3.0 `ex/commands/get_instrument_bars.py`), and 0x240d bars by
+//! date range ([`ExBarsRange`]).
 //!
 //! Body (20 bytes): `u8 market, 9-byte code, u16 period, u16 1, u32 start,
 //! u16 count`. Reply: 18 bytes no source reads (the reference encoder puts
@@ -11,7 +12,7 @@
 //! last four.
 
 use crate::proto::command::Command;
-use crate::proto::limits::EX_BARS_PER_PAGE_MAX;
+use crate::proto::limits::{EX_BARS_PER_PAGE_MAX, EX_RANGE_BARS_MAX};
 use crate::proto::time::{decode_packed_minute, encode_packed_minute, Date, DateTime};
 use crate::proto::wire::{count_u16, PutLe, Reader};
 use crate::proto::ProtoError;
@@ -237,6 +238,130 @@ impl ExBars {
     }
 }
 
+/// 0x240d request: an instrument's bars between two dates (pytdx 1.72
+/// `parser/ex_get_history_instrument_bars_range.py`, eltdx 3.3.0
+/// `ex/commands/get_history_bars_range.py`).
+///
+/// Body (20 bytes): `u8 market, 9-byte code, u16 period, u32 start
+/// yyyymmdd, u32 end yyyymmdd`; both sources send period 7 (one minute).
+/// Reply: 12 bytes no source reads (the reference encoder puts the body's
+/// first 12 there), `u16 count`, then `count` 32-byte records as 0x23ff's,
+/// always stamped with a packed date and minute. pytdx names the last float
+/// `settlementprice`, eltdx `amount`; the engine reads it as 0x23ff's
+/// turnover.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExBarsRange {
+    /// The instrument.
+    pub code: ExCode,
+    /// The period.
+    pub period: ExPeriod,
+    /// First day.
+    pub start: Date,
+    /// Last day.
+    pub end: Date,
+}
+
+const RANGE_ECHO_BYTES: usize = 12;
+
+impl Command for ExBarsRange {
+    const MSG_TYPE: u16 = 0x240d;
+    const PREFIX: u8 = EX_REQUEST_PREFIX;
+    const NAME: &'static str = "ex_bars_range";
+    type Reply = Vec<ExBar>;
+
+    fn wire_msg_id(msg_id: u32) -> u32 {
+        msg_id
+    }
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        out.push(self.code.market_id());
+        put_code(out, &self.code);
+        out.put_u16_le(self.period.code());
+        out.put_u32_le(self.start.yyyymmdd());
+        out.put_u32_le(self.end.yyyymmdd());
+        Ok(())
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        if body.len() != BODY_BYTES {
+            return Err(ProtoError::BadRequestLength { msg_type: Self::MSG_TYPE, len: body.len() });
+        }
+        let mut r = Reader::new(body);
+        let market = r.u8("market")?;
+        let code = read_code(&mut r, market)?;
+        let period = ExPeriod::from_code(r.u16("period")?)?;
+        let mut date = |what| {
+            let raw = r.u32(what)?;
+            Date::from_yyyymmdd(raw).ok_or(ProtoError::InvalidDate { what, raw })
+        };
+        let start = date("ex bars range start")?;
+        let end = date("ex bars range end")?;
+        Ok(Self { code, period, start, end })
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<Vec<ExBar>, ProtoError> {
+        let mut r = Reader::new(payload);
+        r.bytes(RANGE_ECHO_BYTES, "ex bars range echo")?;
+        let count = usize::from(r.u16("ex bars range count")?);
+        if count > usize::from(EX_RANGE_BARS_MAX) {
+            return Err(ProtoError::CountOutOfRange { what: "ex bars range", count, max: EX_RANGE_BARS_MAX.into() });
+        }
+        let needed = count * RECORD_BYTES;
+        if needed > r.remaining() {
+            return Err(ProtoError::Truncated { what: "ex bars range", needed, remaining: r.remaining() });
+        }
+        let mut bars = Vec::with_capacity(count);
+        for _ in 0..count {
+            let d = r.u16("ex bar date")?;
+            let at = ExBarTime::Minute(decode_packed_minute(d, r.u16("ex bar minute")?)?);
+            bars.push(ExBar {
+                at,
+                open: r.f32("ex bar open")?,
+                high: r.f32("ex bar high")?,
+                low: r.f32("ex bar low")?,
+                close: r.f32("ex bar close")?,
+                open_interest: r.u32("ex bar open interest")?,
+                volume: r.u32("ex bar volume")?,
+                amount: r.f32("ex bar amount")?,
+            });
+        }
+        r.finish("ex bars range")?;
+        Ok(bars)
+    }
+
+    fn encode_reply(&self, reply: &Vec<ExBar>, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        if reply.len() > usize::from(EX_RANGE_BARS_MAX) {
+            return Err(ProtoError::CountOutOfRange {
+                what: "ex bars range",
+                count: reply.len(),
+                max: EX_RANGE_BARS_MAX.into(),
+            });
+        }
+        let mut body = Vec::with_capacity(BODY_BYTES);
+        self.encode_body(&mut body)?;
+        out.extend_from_slice(&body[..RANGE_ECHO_BYTES]);
+        out.put_u16_le(reply.len() as u16);
+        for bar in reply {
+            let ExBarTime::Minute(at) = bar.at else {
+                return Err(ProtoError::ValueOutOfRange {
+                    what: "ex bars range stamp (a day, not a minute)",
+                    value: 0,
+                });
+            };
+            let (d, t) = encode_packed_minute(at)?;
+            out.put_u16_le(d);
+            out.put_u16_le(t);
+            for v in [bar.open, bar.high, bar.low, bar.close] {
+                out.put_f32_le(v);
+            }
+            out.put_u32_le(bar.open_interest);
+            out.put_u32_le(bar.volume);
+            out.put_f32_le(bar.amount);
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,6 +416,47 @@ mod tests {
         assert_eq!(bar.at, ExBarTime::Minute(want));
         assert!(matches!(request.parse_reply(&minute), Err(ProtoError::InvalidDate { .. })));
         assert!(matches!(request.parse_reply(&payload[..payload.len() - 1]), Err(ProtoError::Truncated { .. })));
+    }
+
+    #[test]
+    fn pytdx_range_request_and_reply() {
+        // pytdx 1.72's example: 74#BABA from 2017-06-13 to 2017-06-20, period 7.
+        let frame = super::super::tests::hex(
+            "01 01 38 92 00 01 16 00 16 00 0d 24 4a 42 41 42 41 00 00 00 00 00 07 00 75 c7 33 01 7c c7 33 01",
+        );
+        let request = ExBarsRange::decode_body(&frame[12..]).unwrap();
+        let want = ExBarsRange {
+            code: "74#BABA".parse().unwrap(),
+            period: ExPeriod::ExMin1,
+            start: Date::new(2017, 6, 13).unwrap(),
+            end: Date::new(2017, 6, 20).unwrap(),
+        };
+        assert_eq!(request, want);
+        let at =
+            DateTime { date: Date::new(2017, 6, 13).unwrap(), time: TimeOfDay::from_minutes(21 * 60 + 31).unwrap() };
+        let bar = ExBar {
+            at: ExBarTime::Minute(at),
+            open: 140.5,
+            high: 141.0,
+            low: 140.2,
+            close: 140.9,
+            open_interest: 0,
+            volume: 1200,
+            amount: 169_080.0,
+        };
+        let mut payload = Vec::new();
+        request.encode_reply(&vec![bar], &mut payload).unwrap();
+        assert_eq!(&payload[..12], &frame[12..24]);
+        // pytdx's reading: count at 12, `<HHffffIIf` records from 14.
+        assert_eq!(u16::from_le_bytes([payload[12], payload[13]]), 1);
+        assert_eq!(u16::from_le_bytes([payload[16], payload[17]]), 21 * 60 + 31);
+        assert_eq!(request.parse_reply(&payload).unwrap(), vec![bar]);
+        assert!(matches!(request.parse_reply(&payload[..40]), Err(ProtoError::Truncated { .. })));
+        let day = ExBar { at: ExBarTime::Day(at.date), ..bar };
+        assert!(request.encode_reply(&vec![day], &mut Vec::new()).is_err());
+        let mut bad = frame[12..].to_vec();
+        bad[16] = 0x00;
+        assert!(matches!(ExBarsRange::decode_body(&bad), Err(ProtoError::InvalidDate { .. })));
     }
 
     #[test]

@@ -6,17 +6,26 @@
 //! - [`market`]: the market table and `47#IFL0` instrument codes;
 //! - [`session`]: the 0x2454 login;
 //! - [`listing`]: 0x23f4 markets, 0x23f0 instrument count, 0x23f5 pages;
-//! - [`bars`]: 0x23ff bars.
+//! - [`bars`]: 0x23ff bars and 0x240d bars by date range;
+//! - [`quote`]: 0x23fa one quote and 0x2400 quote lists;
+//! - [`minutes`]: 0x240b / 0x240c minute lines;
+//! - [`ticks`]: 0x23fc / 0x2406 ticks.
 
 pub mod bars;
 pub mod listing;
 pub mod market;
+pub mod minutes;
+pub mod quote;
 pub mod session;
+pub mod ticks;
 
-pub use bars::{ExBar, ExBarTime, ExBars, ExPeriod};
+pub use bars::{ExBar, ExBarTime, ExBars, ExBarsRange, ExPeriod};
 pub use listing::{ExInstrument, ExInstrumentCount, ExInstruments, ExMarketInfo, ExMarkets};
 pub use market::{ExCode, ExMarket, ParseExCodeError};
+pub use minutes::{ExHistoryMinutes, ExMinute, ExMinutes};
+pub use quote::{ExLevel, ExQuote, ExQuoteList, ExQuoteOne};
 pub use session::{ExLogin, ExLoginReply};
+pub use ticks::{ExHistoryTicks, ExTick, ExTicks};
 
 use super::command::Command;
 pub use super::frame::is_ex_msg_type;
@@ -46,6 +55,20 @@ pub enum ExRequest {
     Instruments(ExInstruments),
     /// 0x23ff.
     Bars(ExBars),
+    /// 0x23fa.
+    Quote(ExQuoteOne),
+    /// 0x2400.
+    QuoteList(ExQuoteList),
+    /// 0x240d.
+    BarsRange(ExBarsRange),
+    /// 0x240b.
+    Minutes(ExMinutes),
+    /// 0x240c.
+    HistoryMinutes(ExHistoryMinutes),
+    /// 0x23fc.
+    Ticks(ExTicks),
+    /// 0x2406.
+    HistoryTicks(ExHistoryTicks),
 }
 
 impl ExRequest {
@@ -67,17 +90,31 @@ impl ExRequest {
             ExInstrumentCount::MSG_TYPE => Self::InstrumentCount(ExInstrumentCount::decode_body(body)?),
             ExInstruments::MSG_TYPE => Self::Instruments(ExInstruments::decode_body(body)?),
             ExBars::MSG_TYPE => Self::Bars(ExBars::decode_body(body)?),
+            ExQuoteOne::MSG_TYPE => Self::Quote(ExQuoteOne::decode_body(body)?),
+            ExQuoteList::MSG_TYPE => Self::QuoteList(ExQuoteList::decode_body(body)?),
+            ExBarsRange::MSG_TYPE => Self::BarsRange(ExBarsRange::decode_body(body)?),
+            ExMinutes::MSG_TYPE => Self::Minutes(ExMinutes::decode_body(body)?),
+            ExHistoryMinutes::MSG_TYPE => Self::HistoryMinutes(ExHistoryMinutes::decode_body(body)?),
+            ExTicks::MSG_TYPE => Self::Ticks(ExTicks::decode_body(body)?),
+            ExHistoryTicks::MSG_TYPE => Self::HistoryTicks(ExHistoryTicks::decode_body(body)?),
             _ => return Err(ProtoError::UnknownMsgType { msg_type }),
         })
     }
 
     /// Every EX command code the engine decodes.
-    pub const MSG_TYPES: [u16; 5] = [
+    pub const MSG_TYPES: [u16; 12] = [
         ExLogin::MSG_TYPE,
         ExMarkets::MSG_TYPE,
         ExInstrumentCount::MSG_TYPE,
         ExInstruments::MSG_TYPE,
         ExBars::MSG_TYPE,
+        ExQuoteOne::MSG_TYPE,
+        ExQuoteList::MSG_TYPE,
+        ExBarsRange::MSG_TYPE,
+        ExMinutes::MSG_TYPE,
+        ExHistoryMinutes::MSG_TYPE,
+        ExTicks::MSG_TYPE,
+        ExHistoryTicks::MSG_TYPE,
     ];
 
     /// Appends the request body (what follows the 12-byte header).
@@ -88,6 +125,13 @@ impl ExRequest {
             Self::InstrumentCount(c) => c.encode_body(out),
             Self::Instruments(c) => c.encode_body(out),
             Self::Bars(c) => c.encode_body(out),
+            Self::Quote(c) => c.encode_body(out),
+            Self::QuoteList(c) => c.encode_body(out),
+            Self::BarsRange(c) => c.encode_body(out),
+            Self::Minutes(c) => c.encode_body(out),
+            Self::HistoryMinutes(c) => c.encode_body(out),
+            Self::Ticks(c) => c.encode_body(out),
+            Self::HistoryTicks(c) => c.encode_body(out),
         }
     }
 
@@ -99,6 +143,13 @@ impl ExRequest {
             Self::InstrumentCount(_) => ExInstrumentCount::MSG_TYPE,
             Self::Instruments(_) => ExInstruments::MSG_TYPE,
             Self::Bars(_) => ExBars::MSG_TYPE,
+            Self::Quote(_) => ExQuoteOne::MSG_TYPE,
+            Self::QuoteList(_) => ExQuoteList::MSG_TYPE,
+            Self::BarsRange(_) => ExBarsRange::MSG_TYPE,
+            Self::Minutes(_) => ExMinutes::MSG_TYPE,
+            Self::HistoryMinutes(_) => ExHistoryMinutes::MSG_TYPE,
+            Self::Ticks(_) => ExTicks::MSG_TYPE,
+            Self::HistoryTicks(_) => ExHistoryTicks::MSG_TYPE,
         }
     }
 
@@ -110,6 +161,13 @@ impl ExRequest {
             Self::InstrumentCount(c) => encode_ex_frame(c, msg_id, out),
             Self::Instruments(c) => encode_ex_frame(c, msg_id, out),
             Self::Bars(c) => encode_ex_frame(c, msg_id, out),
+            Self::Quote(c) => encode_ex_frame(c, msg_id, out),
+            Self::QuoteList(c) => encode_ex_frame(c, msg_id, out),
+            Self::BarsRange(c) => encode_ex_frame(c, msg_id, out),
+            Self::Minutes(c) => encode_ex_frame(c, msg_id, out),
+            Self::HistoryMinutes(c) => encode_ex_frame(c, msg_id, out),
+            Self::Ticks(c) => encode_ex_frame(c, msg_id, out),
+            Self::HistoryTicks(c) => encode_ex_frame(c, msg_id, out),
         }
     }
 
@@ -128,6 +186,13 @@ impl ExRequest {
             Self::InstrumentCount(c) => go(c, payload),
             Self::Instruments(c) => go(c, payload),
             Self::Bars(c) => go(c, payload),
+            Self::Quote(c) => go(c, payload),
+            Self::QuoteList(c) => go(c, payload),
+            Self::BarsRange(c) => go(c, payload),
+            Self::Minutes(c) => go(c, payload),
+            Self::HistoryMinutes(c) => go(c, payload),
+            Self::Ticks(c) => go(c, payload),
+            Self::HistoryTicks(c) => go(c, payload),
         }
     }
 }
@@ -170,7 +235,7 @@ mod tests {
         // What the `ex_parsers` fuzz target checks, over small random inputs.
         #[test]
         fn reparsed_replies_are_stable(
-            pick in 0usize..5,
+            pick in 0usize..ExRequest::MSG_TYPES.len(),
             body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24),
             payload in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
         ) {

@@ -1,0 +1,542 @@
+//! The reference exchange's extended market (7727, EX): seeded futures with
+//! open interest, Hong Kong and US stocks and open-end fund NAVs, and the
+//! EX answers built from them (docs/PROTOCOL.md, Extended markets (7727)).
+//!
+//! Everything derives from one tape of ticks per instrument and day, in
+//! integer thousandths: minute lines, bars and quotes are folds of it, so a
+//! quote's price is the last minute's price and the day bar's close, one
+//! day's minutes and minute bars agree, and its ticks sum to its volume.
+
+pub mod serve;
+pub mod truth;
+
+use tdx_engine::proto::ex::*;
+use tdx_engine::proto::time::{Date, DateTime, TimeOfDay};
+use tdx_engine::proto::{Command, ProtoError};
+
+use crate::rng::Rng;
+
+/// Trading days each instrument has, today included.
+pub const HISTORY_DAYS: usize = 30;
+
+/// What kind of instrument a listing is; it picks sessions, units and ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExKind {
+    /// A futures contract: open interest, contract multiplier.
+    Future,
+    /// A Hong Kong stock: tick nature 0/256/512.
+    HkStock,
+    /// A US stock.
+    UsStock,
+    /// An open-end fund: one NAV a day, no volume, no ticks.
+    Fund,
+}
+
+/// One instrument of the extended market.
+#[derive(Debug, Clone)]
+pub struct ExListing {
+    /// As 0x23f5 lists it.
+    pub info: ExInstrument,
+    /// Its kind.
+    pub kind: ExKind,
+    base_milli: u32,
+    step_milli: u32,
+    /// Units of the underlying per contract (futures) or 1.
+    pub multiplier: u32,
+    label: u64,
+}
+
+/// One tick of a tape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TapeTick {
+    /// Minute of day.
+    pub minute: u16,
+    /// Second within it.
+    pub second: u8,
+    /// Price in thousandths.
+    pub price_milli: u32,
+    /// Volume.
+    pub volume: u32,
+    /// Open-interest change (futures).
+    pub oi_change: i32,
+    /// 0 buy, 1 sell, 2 neither.
+    pub side: u8,
+}
+
+/// One instrument's trading day.
+#[derive(Debug, Clone)]
+pub struct DayTape {
+    /// The day.
+    pub date: Date,
+    /// The previous day's close (the base price before the first day).
+    pub pre_close_milli: u32,
+    /// Open interest before the first tick.
+    pub oi_start: u32,
+    /// Ticks in time order (none for funds).
+    pub ticks: Vec<TapeTick>,
+    /// A fund's NAV (its only price).
+    pub nav_milli: u32,
+}
+
+/// The seeded extended market.
+#[derive(Debug, Clone)]
+pub struct ExWorld {
+    seed: u64,
+    days: Vec<Date>,
+    markets: Vec<ExMarketInfo>,
+    listings: Vec<ExListing>,
+}
+
+const FUTURE_SESSIONS: &[(u16, u16)] = &[(570, 690), (780, 900)];
+const HK_SESSIONS: &[(u16, u16)] = &[(570, 720), (780, 960)];
+const US_SESSIONS: &[(u16, u16)] = &[(570, 960)];
+
+fn milli(v: u32) -> f32 {
+    (f64::from(v) / 1000.0) as f32
+}
+
+impl ExWorld {
+    /// The extended market of `seed`, whose last trading day is `today`
+    /// (a weekend `today` counts back to its Friday).
+    pub fn new(seed: u64, today: Date) -> Self {
+        let mut days = Vec::with_capacity(HISTORY_DAYS);
+        let mut d = today.days_since_epoch();
+        while days.len() < HISTORY_DAYS {
+            // 1970-01-01 was a Thursday: day 2 of every 7 is a Saturday.
+            if (d + 3).rem_euclid(7) < 5 {
+                days.extend(Date::from_days_since_epoch(d));
+            }
+            d -= 1;
+        }
+        days.reverse();
+        let market = |market: u8, category: u8, name: &str, short: &str| ExMarketInfo {
+            category,
+            name: name.into(),
+            market,
+            short_name: short.into(),
+        };
+        let markets = vec![
+            market(28, 3, "郑州商品", "QZ"),
+            market(29, 3, "大连商品", "QD"),
+            market(30, 3, "上海期货", "QS"),
+            market(31, 2, "香港主板", "KH"),
+            market(33, 1, "开放式基金", "FU"),
+            market(47, 3, "中金所期货", "CZ"),
+            market(74, 2, "美国股票", "US"),
+        ];
+        let mut rng = Rng::derive(seed, 0xe7_11_57);
+        let mut listings = Vec::new();
+        let mut add = |kind: ExKind, market: u8, code: String, name: String, base: u32, step: u32, mult: u32| {
+            let category = match kind {
+                ExKind::Future => 3,
+                ExKind::HkStock | ExKind::UsStock => 2,
+                ExKind::Fund => 1,
+            };
+            let code = ExCode::new(market, &code).expect("generated codes are valid");
+            let label = listings.len() as u64 + 1;
+            listings.push(ExListing {
+                info: ExInstrument { category, code, name, desc: String::new() },
+                kind,
+                base_milli: base,
+                step_milli: step,
+                multiplier: mult,
+                label,
+            });
+        };
+        let products: &[(u8, &str, &str, u32, u32, u32)] = &[
+            (47, "IF", "沪深", 3_900_000, 200, 300),
+            (47, "IC", "中证", 5_600_000, 200, 200),
+            (47, "IM", "中千", 6_100_000, 200, 200),
+            (47, "T", "十债", 108_000, 5, 10_000),
+            (30, "CU", "沪铜", 74_000_000, 10_000, 5),
+            (30, "AU", "沪金", 560_000, 20, 1_000),
+            (30, "RB", "螺纹", 3_500_000, 1_000, 10),
+            (29, "M", "豆粕", 3_100_000, 1_000, 10),
+            (29, "I", "铁矿", 780_000, 500, 100),
+            (28, "SR", "白糖", 6_200_000, 1_000, 10),
+            (28, "TA", "PTA", 5_000_000, 2_000, 5),
+        ];
+        for &(market, product, name, base, step, mult) in products {
+            for (code, label) in [("L0".to_string(), "主连".to_string()), ("L8".to_string(), "指数".to_string())] {
+                add(ExKind::Future, market, format!("{product}{code}"), format!("{name}{label}"), base, step, mult);
+            }
+            for month in [1u32, 3, 5, 9] {
+                let code = format!("{product}27{month:02}");
+                let drift = base / 1000 * (rng.below(40) as u32);
+                add(ExKind::Future, market, code.clone(), format!("{name}27{month:02}"), base + drift, step, mult);
+            }
+        }
+        for i in 0..60u32 {
+            let base = 1_000 + 1_000 * (rng.below(500) as u32);
+            add(ExKind::HkStock, 31, format!("{:05}", i * 7 + 1), format!("港股{i:02}"), base, 10, 1);
+        }
+        for (i, code) in ["AAPL", "MSFT", "NVDA", "TSLA", "BABA"].into_iter().chain((0..35).map(|_| "")).enumerate() {
+            let code = if code.is_empty() { format!("US{i:03}") } else { code.to_string() };
+            let base = 5_000 + 1_000 * (rng.below(400) as u32);
+            add(ExKind::UsStock, 74, code.clone(), format!("美股{code}"), base, 10, 1);
+        }
+        for i in 0..40u32 {
+            let base = 800 + rng.below(2_000) as u32;
+            add(ExKind::Fund, 33, format!("{:06}", 1_000 + i * 3), format!("基金{i:02}"), base, 1, 1);
+        }
+        Self { seed, days, markets, listings }
+    }
+
+    /// Trading days, oldest first; the last is today.
+    pub fn days(&self) -> &[Date] {
+        &self.days
+    }
+
+    /// Today.
+    pub fn today(&self) -> Date {
+        *self.days.last().expect("HISTORY_DAYS > 0")
+    }
+
+    /// The market table (0x23f4).
+    pub fn markets(&self) -> &[ExMarketInfo] {
+        &self.markets
+    }
+
+    /// Every instrument in listing order (0x23f5).
+    pub fn listings(&self) -> &[ExListing] {
+        &self.listings
+    }
+
+    /// The instrument of `code`.
+    pub fn listing(&self, code: &ExCode) -> Option<&ExListing> {
+        self.listings.iter().find(|l| &l.info.code == code)
+    }
+
+    /// Every day's tape of `l`, oldest first.
+    pub fn tapes(&self, l: &ExListing) -> Vec<DayTape> {
+        let sessions = match l.kind {
+            ExKind::Future => FUTURE_SESSIONS,
+            ExKind::HkStock => HK_SESSIONS,
+            ExKind::UsStock => US_SESSIONS,
+            ExKind::Fund => &[],
+        };
+        let mut price = l.base_milli;
+        let mut oi: u32 = if l.kind == ExKind::Future { 50_000 + (l.label as u32 % 97) * 1_000 } else { 0 };
+        let mut out = Vec::with_capacity(self.days.len());
+        for (i, &date) in self.days.iter().enumerate() {
+            let mut rng = Rng::derive(self.seed ^ l.label.wrapping_mul(0x9e37_79b9_7f4a_7c15), i as u64);
+            let pre_close = price;
+            let oi_start = oi;
+            let mut ticks = Vec::new();
+            if l.kind == ExKind::Fund {
+                let delta = rng.range(-15, 15);
+                price = (i64::from(price) + delta).max(100) as u32;
+            }
+            for &(from, to) in sessions {
+                for minute in from..to {
+                    let n = 1 + rng.below(3) as u8;
+                    for k in 0..n {
+                        let step = rng.range(-2, 2) * i64::from(l.step_milli);
+                        price = (i64::from(price) + step).max(i64::from(l.step_milli)) as u32;
+                        // Futures trade in contracts, stocks in board lots of 100.
+                        let volume = match l.kind {
+                            ExKind::Future => 1 + rng.below(20) as u32,
+                            _ => 100 * (1 + rng.below(50) as u32),
+                        };
+                        let oi_change = if l.kind == ExKind::Future {
+                            let c = rng.range(-i64::from(volume), i64::from(volume)) as i32;
+                            if c < 0 && c.unsigned_abs() > oi {
+                                0
+                            } else {
+                                c
+                            }
+                        } else {
+                            0
+                        };
+                        oi = oi.wrapping_add_signed(oi_change);
+                        let second = (k * 60 / n).min(59) + rng.below(u64::from(60 / n).max(1)) as u8;
+                        let side = rng.below(3) as u8;
+                        ticks.push(TapeTick {
+                            minute,
+                            second: second.min(59),
+                            price_milli: price,
+                            volume,
+                            oi_change,
+                            side,
+                        });
+                    }
+                }
+            }
+            out.push(DayTape { date, pre_close_milli: pre_close, oi_start, ticks, nav_milli: price });
+        }
+        out
+    }
+
+    fn tape_of(&self, l: &ExListing, date: Date) -> Option<DayTape> {
+        self.tapes(l).into_iter().find(|t| t.date == date)
+    }
+
+    /// A day's minute line (0x240b / 0x240c).
+    pub fn minutes(&self, l: &ExListing, date: Date) -> Vec<ExMinute> {
+        let Some(tape) = self.tape_of(l, date) else { return Vec::new() };
+        let (mut oi, mut volume, mut amount) = (tape.oi_start, 0u64, 0f64);
+        let mut out: Vec<ExMinute> = Vec::new();
+        for t in &tape.ticks {
+            oi = oi.wrapping_add_signed(t.oi_change);
+            volume += u64::from(t.volume);
+            amount += f64::from(t.price_milli) * f64::from(t.volume);
+            let avg = (amount / volume as f64 / 1000.0) as f32;
+            let time = TimeOfDay::from_minutes(t.minute).expect("session minutes are in a day");
+            match out.last_mut() {
+                Some(m) if m.time == time => {
+                    m.price = milli(t.price_milli);
+                    m.avg_price = avg;
+                    m.volume += t.volume;
+                    m.open_interest = oi;
+                }
+                _ => out.push(ExMinute {
+                    time,
+                    price: milli(t.price_milli),
+                    avg_price: avg,
+                    volume: t.volume,
+                    open_interest: oi,
+                }),
+            }
+        }
+        out
+    }
+
+    /// A day's ticks, first to last (0x23fc / 0x2406).
+    pub fn ticks(&self, l: &ExListing, date: Date) -> Vec<ExTick> {
+        let Some(tape) = self.tape_of(l, date) else { return Vec::new() };
+        tape.ticks
+            .iter()
+            .map(|t| ExTick {
+                time: TimeOfDay::from_minutes(t.minute).expect("session minutes are in a day"),
+                price_milli: t.price_milli,
+                volume: t.volume,
+                oi_change: t.oi_change,
+                nature: match l.kind {
+                    ExKind::HkStock => u16::from(t.side) * 256,
+                    _ => u16::from(t.side) * 10_000 + u16::from(t.second),
+                },
+            })
+            .collect()
+    }
+
+    fn fold(&self, l: &ExListing, at: ExBarTime, ticks: &[TapeTick], oi_start: u32, nav: u32) -> ExBar {
+        if ticks.is_empty() {
+            let p = milli(nav);
+            return ExBar { at, open: p, high: p, low: p, close: p, open_interest: oi_start, volume: 0, amount: 0.0 };
+        }
+        let prices = ticks.iter().map(|t| t.price_milli);
+        let amount: f64 = ticks.iter().map(|t| f64::from(t.price_milli) * f64::from(t.volume)).sum::<f64>() / 1000.0;
+        ExBar {
+            at,
+            open: milli(ticks[0].price_milli),
+            high: milli(prices.clone().max().unwrap_or_default()),
+            low: milli(prices.min().unwrap_or_default()),
+            close: milli(ticks[ticks.len() - 1].price_milli),
+            open_interest: ticks.iter().fold(oi_start, |oi, t| oi.wrapping_add_signed(t.oi_change)),
+            volume: ticks.iter().map(|t| t.volume).sum(),
+            amount: (amount * f64::from(l.multiplier)) as f32,
+        }
+    }
+
+    /// Bars of `period`, oldest first, over every day: 1-minute bars for
+    /// the one-minute periods, N-minute bars cut at each session minute
+    /// count, day bars, and calendar weeks, months, quarters and years.
+    pub fn bars(&self, l: &ExListing, period: ExPeriod) -> Vec<ExBar> {
+        let minutes_per_bar = match period {
+            ExPeriod::ExMin1 | ExPeriod::Min1 => Some(1u16),
+            ExPeriod::Min5 => Some(5),
+            ExPeriod::Min15 => Some(15),
+            ExPeriod::Min30 => Some(30),
+            ExPeriod::Hour1 => Some(60),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        for tape in self.tapes(l) {
+            if let Some(n) = minutes_per_bar {
+                let mut oi = tape.oi_start;
+                let mut groups: Vec<(u16, Vec<TapeTick>)> = Vec::new();
+                let mut index: Vec<u16> = tape.ticks.iter().map(|t| t.minute).collect();
+                index.dedup();
+                for t in &tape.ticks {
+                    let k = index.iter().position(|&m| m == t.minute).unwrap_or_default() as u16 / n;
+                    match groups.last_mut() {
+                        Some((g, ticks)) if *g == k => ticks.push(*t),
+                        _ => groups.push((k, vec![*t])),
+                    }
+                }
+                for (_, ticks) in groups {
+                    let last = ticks[ticks.len() - 1].minute;
+                    let time = TimeOfDay::from_minutes(last).expect("session minutes are in a day");
+                    let bar =
+                        self.fold(l, ExBarTime::Minute(DateTime { date: tape.date, time }), &ticks, oi, tape.nav_milli);
+                    oi = bar.open_interest;
+                    out.push(bar);
+                }
+            } else {
+                out.push(self.fold(l, ExBarTime::Day(tape.date), &tape.ticks, tape.oi_start, tape.nav_milli));
+            }
+        }
+        let key = |d: Date| -> Option<i64> {
+            let (y, m) = (i64::from(d.year()), i64::from(d.month()));
+            match period {
+                ExPeriod::Week => Some((d.days_since_epoch() + 3).div_euclid(7)),
+                ExPeriod::Month => Some(y * 12 + m),
+                ExPeriod::Quarter => Some(y * 4 + (m - 1) / 3),
+                ExPeriod::Year => Some(y),
+                _ => None,
+            }
+        };
+        if key(self.today()).is_none() {
+            return out;
+        }
+        let mut merged: Vec<(i64, ExBar)> = Vec::new();
+        for bar in out {
+            let ExBarTime::Day(d) = bar.at else { continue };
+            let k = key(d).unwrap_or_default();
+            match merged.last_mut() {
+                Some((mk, m)) if *mk == k => {
+                    m.at = bar.at;
+                    m.high = m.high.max(bar.high);
+                    m.low = m.low.min(bar.low);
+                    m.close = bar.close;
+                    m.open_interest = bar.open_interest;
+                    m.volume += bar.volume;
+                    m.amount += bar.amount;
+                }
+                _ => merged.push((k, bar)),
+            }
+        }
+        merged.into_iter().map(|(_, b)| b).collect()
+    }
+
+    /// Today's quote (0x23fa, 0x2400).
+    pub fn quote(&self, l: &ExListing) -> ExQuote {
+        let tapes = self.tapes(l);
+        let tape = tapes.last().expect("HISTORY_DAYS > 0");
+        let day = self.fold(l, ExBarTime::Day(tape.date), &tape.ticks, tape.oi_start, tape.nav_milli);
+        let (inner, outer) = tape.ticks.iter().fold((0, 0), |(i, o), t| match t.side {
+            0 => (i, o + t.volume),
+            1 => (i + t.volume, o),
+            _ => (i, o),
+        });
+        let opened = tape.ticks.iter().map(|t| t.oi_change.max(0) as u32).sum();
+        let last = tape.ticks.last().map_or(0, |t| t.volume);
+        let price = day.close;
+        let step = milli(l.step_milli);
+        let level = |i: usize, sign: f32| ExLevel {
+            price: if tape.ticks.is_empty() { 0.0 } else { price + sign * step * (i as f32 + 1.0) },
+            volume: if tape.ticks.is_empty() { 0 } else { 10 * (i as u32 + 1) },
+        };
+        ExQuote {
+            code: l.info.code.clone(),
+            activity: tape.ticks.len() as u32,
+            pre_close: milli(if l.kind == ExKind::Fund {
+                tapes.iter().rev().nth(1).map_or(tape.pre_close_milli, |t| t.nav_milli)
+            } else {
+                tape.pre_close_milli
+            }),
+            open: day.open,
+            high: day.high,
+            low: day.low,
+            price,
+            opened,
+            reserved_a: 0,
+            volume: day.volume,
+            last_volume: last,
+            amount: day.amount,
+            inner,
+            outer,
+            reserved_b: 0,
+            open_interest: day.open_interest,
+            bids: std::array::from_fn(|i| level(i, -1.0)),
+            asks: std::array::from_fn(|i| level(i, 1.0)),
+        }
+    }
+
+    /// The reply payload to `request`; `None` for an instrument it does not
+    /// list (the server then sends an empty payload).
+    pub fn respond(&self, request: &ExRequest) -> Result<Option<Vec<u8>>, ProtoError> {
+        let mut out = Vec::new();
+        match request {
+            ExRequest::Login(c) => c.encode_reply(&ExLoginReply { payload: vec![1, 0] }, &mut out)?,
+            ExRequest::Markets(c) => c.encode_reply(&self.markets.clone(), &mut out)?,
+            ExRequest::InstrumentCount(c) => c.encode_reply(&(self.listings.len() as u32), &mut out)?,
+            ExRequest::Instruments(c) => {
+                let page: Vec<_> =
+                    self.listings.iter().skip(c.start as usize).take(c.count.into()).map(|l| l.info.clone()).collect();
+                c.encode_reply(&page, &mut out)?
+            }
+            ExRequest::QuoteList(c) => {
+                let quotes: Vec<_> = self
+                    .listings
+                    .iter()
+                    .filter(|l| l.info.code.market_id() == c.market)
+                    .skip(c.start.into())
+                    .take(c.count.into())
+                    .map(|l| self.quote(l))
+                    .collect();
+                c.encode_reply(&quotes, &mut out)?
+            }
+            ExRequest::Quote(c) => match self.listing(&c.code) {
+                Some(l) => c.encode_reply(&self.quote(l), &mut out)?,
+                None => return Ok(None),
+            },
+            ExRequest::Bars(c) => {
+                let Some(l) = self.listing(&c.code) else { return Ok(None) };
+                let all = self.bars(l, c.period);
+                let end = all.len().saturating_sub(c.start as usize);
+                // A count past the page limit gets a full page, so the payload stays in bounds.
+                let from = end.saturating_sub(c.count.min(tdx_engine::proto::limits::EX_BARS_PER_PAGE_MAX).into());
+                c.encode_reply(&all[from..end].to_vec(), &mut out)?
+            }
+            ExRequest::BarsRange(c) => {
+                let Some(l) = self.listing(&c.code) else { return Ok(None) };
+                let bars: Vec<ExBar> = range_bars(self.bars(l, c.period), c.start, c.end);
+                c.encode_reply(&bars, &mut out)?
+            }
+            ExRequest::Minutes(c) => {
+                let Some(l) = self.listing(&c.code) else { return Ok(None) };
+                c.encode_reply(&self.minutes(l, self.today()), &mut out)?
+            }
+            ExRequest::HistoryMinutes(c) => {
+                let Some(l) = self.listing(&c.code) else { return Ok(None) };
+                c.encode_reply(&self.minutes(l, c.date), &mut out)?
+            }
+            ExRequest::Ticks(c) => {
+                let Some(l) = self.listing(&c.code) else { return Ok(None) };
+                c.encode_reply(&page(self.ticks(l, self.today()), c), &mut out)?
+            }
+            ExRequest::HistoryTicks(c) => {
+                let Some(l) = self.listing(&c.page.code) else { return Ok(None) };
+                c.encode_reply(&page(self.ticks(l, c.date), &c.page), &mut out)?
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+/// Bars within `start..=end`, stamped with a minute as 0x240d's records
+/// are (a day bar at 15:00), at most the reply's limit, newest kept.
+pub fn range_bars(all: Vec<ExBar>, start: Date, end: Date) -> Vec<ExBar> {
+    let close = TimeOfDay::from_minutes(900).expect("15:00");
+    let mut bars: Vec<ExBar> = all
+        .into_iter()
+        .filter_map(|b| {
+            let (date, at) = match b.at {
+                ExBarTime::Minute(at) => (at.date, at),
+                ExBarTime::Day(date) => (date, DateTime { date, time: close }),
+            };
+            (start <= date && date <= end).then_some(ExBar { at: ExBarTime::Minute(at), ..b })
+        })
+        .collect();
+    let max = usize::from(tdx_engine::proto::limits::EX_RANGE_BARS_MAX);
+    if bars.len() > max {
+        bars.drain(..bars.len() - max);
+    }
+    bars
+}
+
+/// Ticks `start..start + count`, counted from the day's first tick.
+fn page(ticks: Vec<ExTick>, p: &ExTicks) -> Vec<ExTick> {
+    ticks.into_iter().skip(p.start as usize).take(p.count.into()).collect()
+}
