@@ -1039,7 +1039,13 @@ mod mutants {
 
 #[cfg(not(feature = "mutants"))]
 mod mutants {
-    pub fn run(_only: Option<String>, _model_seeds: u64, _sim_seeds: u64) -> Result<bool, String> {
+    pub fn run(
+        _only: Option<String>,
+        _model_seeds: u64,
+        _sim_seeds: u64,
+        _jobs: Option<usize>,
+        _verdict_only: bool,
+    ) -> Result<bool, String> {
         Err("this tdx-sim was built without the mutants: `cargo run --release -p tdx-sim --features mutants -- mutants`".into())
     }
 }
