@@ -1378,6 +1378,38 @@ async fn mac_and_money_flow_requests_use_their_own_pools_byte_exact() {
     assert_eq!(client.close().await, CloseState::Closed);
 }
 
+/// Why: a connection pinned in the MAC pool carries the listed MAC methods
+/// in order, answered as the reference exchange answers them, and a pin
+/// refuses a command of another pool (the MAC reply id 0 could not be told
+/// from a 7709 reply's on one connection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mac_pin_carries_mac_calls_and_refuses_other_pools() {
+    use tdx_engine::proto::mac::*;
+    use tdx_engine::Pool;
+    let s = servers(1, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(2).build().unwrap();
+    let sz = code("sz000001");
+    let pinned = client.pin_in(Pool::Mac).await.unwrap();
+    assert_eq!(pinned.pool(), Pool::Mac);
+    let fields = FieldBitmap::of([MacField::CLOSE, MacField::LIMIT_UP, MacField::MAIN_NET_INFLOW]);
+    let want = |request: Request| respond(&s.data, 0, &request);
+    let Reply::MacQuotes(table) = want(MacQuotes { fields, symbols: vec![sz.into()] }.into()) else { panic!() };
+    assert_eq!(pinned.mac_quotes(&[sz], fields).await.unwrap(), table.rows);
+    let Reply::MacBars(page) = want(MacBars::new(sz, Period::Min5, 0, 50, Adjust::Forward).into()) else { panic!() };
+    let bars = pinned.mac_bars(sz, Period::Min5, Adjust::Forward, tdx_engine::Page::new(0, 50)).await.unwrap();
+    assert!(!bars.is_empty());
+    assert_eq!(bars, page.bars);
+    let Reply::MacServerInfo(info) = want(MacServerInfo::default().into()) else { panic!() };
+    assert_eq!(pinned.mac_server_info().await.unwrap(), info);
+    let refused = pinned.count(Exchange::Sz).await;
+    assert!(matches!(refused, Err(Error::InvalidRequest(_))), "{refused:?}");
+    let main = client.pin().await.unwrap();
+    let refused = main.mac_server_info().await;
+    assert!(matches!(refused, Err(Error::InvalidRequest(_))), "{refused:?}");
+    drop((pinned, main));
+    assert_eq!(client.close().await, CloseState::Closed);
+}
+
 /// Why: the MAC and money-flow pools judge a new server by their own
 /// family's data (a MAC calendar naming today, sz000001's money flow), as
 /// the main pool does by its count and bar: a server that serves nothing
