@@ -3,6 +3,7 @@
 - the OpenAPI document validates (openapi-spec-validator);
 - the Arrow IPC stream and Parquet forms of several commands, read back by
   pyarrow, hold exactly the rows of the JSON form;
+- curl gets bars as JSON (equal to truth) and as Parquet (equal to the JSON);
 - the official MCP SDK, as a client of `tdx --local mcp` over stdio, lists
   the tools and calls several; their tables equal `tdx-sim truth`.
 """
@@ -12,6 +13,7 @@ import datetime as dt
 import io
 import json
 import os
+import subprocess
 import sys
 import urllib.request
 
@@ -113,6 +115,22 @@ def check_columnar(base, sim):
     eq("bars close type", str(schema.field("close").type), "double")
 
 
+def check_curl(base, sim):
+    """curl, a client the project did not write, gets bars as JSON and as
+    Parquet (by `Accept`); the JSON equals truth, the Parquet the JSON."""
+    url = f"{base}/api/bars?code=sz000001&period=day&count=120"
+    text = subprocess.run(["curl", "-sSf", url], check=True, capture_output=True).stdout
+    got = json.loads(text)
+    want = truth(sim, "bars", "sz000001", "--period", "day", "--count", 120)["bars"]
+    eq("curl bars rows", len(got), len(want))
+    for field in ["open", "high", "low", "close", "volume"]:
+        eq(f"curl bars {field}", [r[field] for r in got], [b[field] for b in want])
+    eq("curl bars time", [r["time"].replace("T", " ")[:16] for r in got], [b["time"] for b in want])
+    body = subprocess.run(["curl", "-sSf", "-H", "Accept: application/vnd.apache.parquet", url],
+                          check=True, capture_output=True).stdout
+    eq("curl parquet rows equal JSON", rows_of(pq.read_table(pa.BufferReader(body))), got)
+
+
 def table_rows(result):
     """An MCP tool result's table as dicts."""
     data = result.structured_content
@@ -190,6 +208,7 @@ def main():
     BASE = args.url.rstrip("/")
     check_openapi(BASE)
     check_columnar(BASE, args.sim)
+    check_curl(BASE, args.sim)
     anyio.run(check_mcp, args.tdx, args.sim)
     print(f"gateway checks: {CHECKS['passed']} passed, {CHECKS['failed']} failed", flush=True)
     sys.exit(1 if CHECKS["failed"] else 0)
