@@ -5,13 +5,14 @@
   pyarrow, hold exactly the rows of the JSON form;
 - curl gets bars as JSON (equal to truth) and as Parquet (equal to the JSON);
 - the official MCP SDK, as a client of `tdx --local mcp` over stdio, lists
-  the tools and calls several; their tables equal `tdx-sim truth`.
+  the tools and calls several (7709 and MAC); their tables equal `tdx-sim truth`.
 """
 
 import argparse
 import datetime as dt
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -181,6 +182,23 @@ async def check_mcp(tdx, sim):
             rows, data = table_rows(result)
             want = truth(sim, "limits")["rows"]
             eq("mcp special_limits milli", [r["limit_up_milli"] for r in rows], [w["limit_up_milli"] for w in want][: len(rows)])
+
+            # The MAC pool through MCP: bitmap quotes and a snapshot.
+            fields = "close,limit_up,limit_down,main_net_inflow"
+            result = await session.call_tool("mac_quotes", {"codes": ["sz000001", "sh600000"], "fields": fields})
+            rows, _ = table_rows(result)
+            want = truth(sim, "mac-quote", "sz000001", "sh600000", "--fields", fields)["quotes"]
+            for field in ["code", "name", "close", "limit_up", "limit_down"]:
+                eq(f"mcp mac_quotes {field}", [r[field] for r in rows], [q[field] for q in want])
+            # binary32 on the wire; truth rounds yuan to 0.001.
+            check("mcp mac_quotes main_net_inflow",
+                  all(math.isclose(r["main_net_inflow"], q["main_net_inflow"], rel_tol=2e-6, abs_tol=6e-4)
+                      for r, q in zip(rows, want)), str(rows))
+            result = await session.call_tool("mac_snapshot", {"code": "sz000001"})
+            rows, _ = table_rows(result)
+            want = truth(sim, "mac-snapshot", "sz000001")
+            for field in ["code", "name", "date", "time", "pre_close", "open", "high", "low", "close", "volume"]:
+                eq(f"mcp mac_snapshot {field}", rows[0][field], want[field])
 
             # A bound: a long result is cut, and says so.
             result = await session.call_tool("codes", {"market": "sz", "all": True})
