@@ -531,6 +531,27 @@ fn formats_and_bad_requests() {
     assert!(get(gw.addr, "/docs", &[]).text().contains("GET /api/bars"));
 }
 
+/// A paged command's body streams as its pages come (chunked, a chunk or
+/// more per page), rather than one body built whole; the rows are every
+/// page's, in order.
+#[test]
+fn paged_results_stream_page_by_page() {
+    let gw = Gateway::local(&[]);
+    let t = Truth::new(1);
+    let m = t.market();
+    let listings = m.listings(Exchange::Sh).len();
+    let pages = listings.div_ceil(1600);
+    assert!(pages >= 2, "{listings} listings fill more than one page");
+    for format in ["json", "csv", "arrow"] {
+        let r = get(gw.addr, &format!("/api/codes?market=sh&all=true&format={format}"), &[]);
+        assert_eq!((r.status, r.header("transfer-encoding")), (200, Some("chunked")), "{format}");
+        assert!(r.chunks >= pages, "{format}: {} chunks for {pages} pages", r.chunks);
+        if format == "json" {
+            assert_eq!(r.json().as_array().map(Vec::len), Some(listings));
+        }
+    }
+}
+
 /// PoolBusy is 503 with Retry-After; a request the servers do not answer
 /// in time is 504.
 #[test]

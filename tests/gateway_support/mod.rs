@@ -73,6 +73,8 @@ pub struct Response {
     pub status: u16,
     headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Non-empty chunks of a chunked body (0 when it was not chunked).
+    pub chunks: usize,
 }
 
 impl Response {
@@ -124,21 +126,25 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &st
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
     let mut body = raw[split + 4..].to_vec();
+    let mut chunks = 0;
     if headers.iter().any(|(k, v)| k == "transfer-encoding" && v.contains("chunked")) {
-        body = dechunk(&body);
+        (body, chunks) = dechunk(&body);
     }
-    Response { status, headers, body }
+    Response { status, headers, body, chunks }
 }
 
-fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+/// A chunked body's bytes and its number of non-empty chunks.
+fn dechunk(mut raw: &[u8]) -> (Vec<u8>, usize) {
     let mut out = Vec::new();
+    let mut chunks = 0;
     loop {
         let line_end = raw.windows(2).position(|w| w == b"\r\n").expect("a chunk size line");
         let size = usize::from_str_radix(std::str::from_utf8(&raw[..line_end]).unwrap().trim(), 16).unwrap();
         raw = &raw[line_end + 2..];
         if size == 0 {
-            return out;
+            return (out, chunks);
         }
+        chunks += 1;
         out.extend_from_slice(&raw[..size]);
         raw = &raw[size + 2..];
     }
