@@ -1410,6 +1410,40 @@ async fn a_mac_pin_carries_mac_calls_and_refuses_other_pools() {
     assert_eq!(client.close().await, CloseState::Closed);
 }
 
+/// Why: the MAC pool has its own bounded queue: with its one connection
+/// busy and no room to wait, further MAC calls are `PoolBusy` at once
+/// (never queued without bound), and the main pool still answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_mac_pool_answers_pool_busy_and_the_main_pool_still_answers() {
+    use tdx_engine::proto::mac::*;
+    use tdx_engine::Pool;
+    let s = servers(1, |_| Faults { latency: Duration::from_millis(300), ..Faults::default() });
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(1)
+        .pool_servers(Pool::Mac, 1, 1)
+        .max_pending_requests(0)
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    // The MAC pool starts on first use; this call waits for its connection.
+    let want = respond(&s.data, 0, &MacServerInfo::default().into());
+    assert_eq!(client.call_raw(MacServerInfo::default().into()).await.unwrap(), want);
+    let calls = (0..6).map(|_| {
+        let client = client.clone();
+        async move { client.call_raw(MacServerInfo::default().into()).await }
+    });
+    let results = join_all(calls).await;
+    let busy = results.iter().filter(|r| matches!(r, Err(Error::Request(RequestError::PoolBusy)))).count();
+    let answered: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert!(busy >= 1, "one connection, no queue: the rest are PoolBusy: {results:?}");
+    assert!(!answered.is_empty() && answered.iter().all(|r| **r == want), "{results:?}");
+    assert_eq!(busy + answered.len(), results.len(), "{results:?}");
+    assert!(client.count(Exchange::Sz).await.unwrap() > 0, "the main pool is not held up by the MAC pool");
+    assert_eq!(client.close().await, CloseState::Closed);
+}
+
 /// Why: the MAC and money-flow pools judge a new server by their own
 /// family's data (a MAC calendar naming today, sz000001's money flow), as
 /// the main pool does by its count and bar: a server that serves nothing
