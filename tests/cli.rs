@@ -487,6 +487,8 @@ fn delisted_bars_match_truth() {
 /// (the rows inside its answer), field by field.
 #[test]
 fn mac_and_money_flow_match_truth() {
+    // The board rankings price every board member: slow in a debug build on a loaded machine.
+    const SLOW_S: &str = "120";
     let truth = tdx_sim::truth::Truth::new(1);
     let ask = |words: &[&str]| -> Value {
         let v = truth.query(words.iter().copied()).unwrap_or_else(|e| panic!("truth {words:?}: {e}"));
@@ -546,9 +548,10 @@ fn mac_and_money_flow_match_truth() {
         .collect();
     assert!(rows.len() > 240);
     assert_eq!(v, Value::from(rows));
-    let v = json(&["mac", "boards", "--kind", "industry"]);
+    let v = json(&["mac", "boards", "--kind", "industry", "--timeout", SLOW_S]);
     assert_eq!(v, ask(&["mac-boards", "--kind", "industry"])["boards"]);
-    let v = json(&["mac", "board-members", "sh_a", "--sort", "amount", "--fields", "close,amount"]);
+    let v =
+        json(&["mac", "board-members", "sh_a", "--sort", "amount", "--fields", "close,amount", "--timeout", SLOW_S]);
     assert!(v.as_array().unwrap().len() > 80, "more than one page");
     assert_eq!(v, ask(&["mac-board", "sh_a", "--sort", "amount", "--fields", "close,amount"])["rows"]);
     let v = json(&["mac", "stock-boards", "sz000001"]);
@@ -563,9 +566,18 @@ fn mac_and_money_flow_match_truth() {
     assert_eq!(v, want["moves"]);
     let v = json(&["unusual", "sh", "--start", "2", "--count", "5"]);
     assert_eq!(v, ask(&["unusual", "sh", "--start", "2", "--count", "5"])["moves"]);
+    // 0x120F: truth's calendar without its day list (0x120F carries none),
+    // and its days are the 7709 window's last two trading days.
+    let v = json(&["mac", "calendar"]);
+    let mut want = ask(&["calendar"]);
+    let days = want.as_object_mut().unwrap().shift_remove("trading_dates").unwrap();
+    assert_eq!(v, Value::from(vec![want]));
+    let days = days.as_array().unwrap();
+    assert_eq!((&v[0]["today"], &v[0]["last_trading_day"]), (&days[days.len() - 1], &days[days.len() - 2]));
+    assert_eq!(v[0]["sessions"], serde_json::json!([["09:30", "11:30"], ["13:00", "15:00"]]));
 
     // A table flattens nested values into `parent.child` columns.
-    let out = run(&["mac", "boards", "--kind", "concept", "--local", "-o", "csv"]);
+    let out = run(&["mac", "boards", "--kind", "concept", "--local", "-o", "csv", "--timeout", SLOW_S]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.lines().next().unwrap().starts_with("board.code,board.name,"), "{text}");

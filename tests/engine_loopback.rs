@@ -1378,6 +1378,72 @@ async fn mac_and_money_flow_requests_use_their_own_pools_byte_exact() {
     assert_eq!(client.close().await, CloseState::Closed);
 }
 
+/// Why: a connection pinned in the MAC pool carries the listed MAC methods
+/// in order, answered as the reference exchange answers them, and a pin
+/// refuses a command of another pool (the MAC reply id 0 could not be told
+/// from a 7709 reply's on one connection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mac_pin_carries_mac_calls_and_refuses_other_pools() {
+    use tdx_engine::proto::mac::*;
+    use tdx_engine::Pool;
+    let s = servers(1, |_| Faults::default());
+    let client = Client::builder().hosts(s.hosts.clone()).server_count(1).connections_per_server(2).build().unwrap();
+    let sz = code("sz000001");
+    let pinned = client.pin_in(Pool::Mac).await.unwrap();
+    assert_eq!(pinned.pool(), Pool::Mac);
+    let fields = FieldBitmap::of([MacField::CLOSE, MacField::LIMIT_UP, MacField::MAIN_NET_INFLOW]);
+    let want = |request: Request| respond(&s.data, 0, &request);
+    let Reply::MacQuotes(table) = want(MacQuotes { fields, symbols: vec![sz.into()] }.into()) else { panic!() };
+    assert_eq!(pinned.mac_quotes(&[sz], fields).await.unwrap(), table.rows);
+    let Reply::MacBars(page) = want(MacBars::new(sz, Period::Min5, 0, 50, Adjust::Forward).into()) else { panic!() };
+    let bars = pinned.mac_bars(sz, Period::Min5, Adjust::Forward, tdx_engine::Page::new(0, 50)).await.unwrap();
+    assert!(!bars.is_empty());
+    assert_eq!(bars, page.bars);
+    let Reply::MacServerInfo(info) = want(MacServerInfo::default().into()) else { panic!() };
+    assert_eq!(pinned.mac_server_info().await.unwrap(), info);
+    let refused = pinned.count(Exchange::Sz).await;
+    assert!(matches!(refused, Err(Error::InvalidRequest(_))), "{refused:?}");
+    let main = client.pin().await.unwrap();
+    let refused = main.mac_server_info().await;
+    assert!(matches!(refused, Err(Error::InvalidRequest(_))), "{refused:?}");
+    drop((pinned, main));
+    assert_eq!(client.close().await, CloseState::Closed);
+}
+
+/// Why: the MAC pool has its own bounded queue: with its one connection
+/// busy and no room to wait, further MAC calls are `PoolBusy` at once
+/// (never queued without bound), and the main pool still answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_mac_pool_answers_pool_busy_and_the_main_pool_still_answers() {
+    use tdx_engine::proto::mac::*;
+    use tdx_engine::Pool;
+    let s = servers(1, |_| Faults { latency: Duration::from_millis(300), ..Faults::default() });
+    let client = Client::builder()
+        .hosts(s.hosts.clone())
+        .server_count(1)
+        .connections_per_server(1)
+        .pool_servers(Pool::Mac, 1, 1)
+        .max_pending_requests(0)
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    // The MAC pool starts on first use; this call waits for its connection.
+    let want = respond(&s.data, 0, &MacServerInfo::default().into());
+    assert_eq!(client.call_raw(MacServerInfo::default().into()).await.unwrap(), want);
+    let calls = (0..6).map(|_| {
+        let client = client.clone();
+        async move { client.call_raw(MacServerInfo::default().into()).await }
+    });
+    let results = join_all(calls).await;
+    let busy = results.iter().filter(|r| matches!(r, Err(Error::Request(RequestError::PoolBusy)))).count();
+    let answered: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert!(busy >= 1, "one connection, no queue: the rest are PoolBusy: {results:?}");
+    assert!(!answered.is_empty() && answered.iter().all(|r| **r == want), "{results:?}");
+    assert_eq!(busy + answered.len(), results.len(), "{results:?}");
+    assert!(client.count(Exchange::Sz).await.unwrap() > 0, "the main pool is not held up by the MAC pool");
+    assert_eq!(client.close().await, CloseState::Closed);
+}
+
 /// Why: the MAC and money-flow pools judge a new server by their own
 /// family's data (a MAC calendar naming today, sz000001's money flow), as
 /// the main pool does by its count and bar: a server that serves nothing

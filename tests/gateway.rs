@@ -10,7 +10,7 @@ mod gateway_support;
 
 use std::time::{Duration, Instant};
 
-use gateway_support::{get, push_flood_server, reference_servers, rss_kib, Gateway};
+use gateway_support::{get, push_flood_server, reference_servers, request, rss_kib, Gateway};
 use serde_json::{json, Value};
 use tdx_engine::proto::commands::*;
 use tdx_engine::proto::{Market as Exchange, SecurityCode, TradeDate};
@@ -531,6 +531,27 @@ fn formats_and_bad_requests() {
     assert!(get(gw.addr, "/docs", &[]).text().contains("GET /api/bars"));
 }
 
+/// A paged command's body streams as its pages come (chunked, a chunk or
+/// more per page), rather than one body built whole; the rows are every
+/// page's, in order.
+#[test]
+fn paged_results_stream_page_by_page() {
+    let gw = Gateway::local(&[]);
+    let t = Truth::new(1);
+    let m = t.market();
+    let listings = m.listings(Exchange::Sh).len();
+    let pages = listings.div_ceil(1600);
+    assert!(pages >= 2, "{listings} listings fill more than one page");
+    for format in ["json", "csv", "arrow"] {
+        let r = get(gw.addr, &format!("/api/codes?market=sh&all=true&format={format}"), &[]);
+        assert_eq!((r.status, r.header("transfer-encoding")), (200, Some("chunked")), "{format}");
+        assert!(r.chunks >= pages, "{format}: {} chunks for {pages} pages", r.chunks);
+        if format == "json" {
+            assert_eq!(r.json().as_array().map(Vec::len), Some(listings));
+        }
+    }
+}
+
 /// PoolBusy is 503 with Retry-After; a request the servers do not answer
 /// in time is 504.
 #[test]
@@ -718,4 +739,34 @@ fn a_stalled_subscriber_does_not_grow_the_gateways_memory() {
     };
     let (count, total) = (notice["count"].as_u64().unwrap(), notice["total"].as_u64().unwrap());
     assert!(count > 0 && total >= count, "{notice}");
+}
+
+/// CORS is off unless `--cors ORIGIN`, and then only that origin is let
+/// in; a request body over 16 KiB is refused (413) before any handler.
+#[test]
+fn cors_only_for_the_named_origin_and_bodies_are_bounded() {
+    let origin = ("Origin", "https://example.com");
+    let preflight = [origin, ("Access-Control-Request-Method", "GET")];
+    let allowed = |r: &gateway_support::Response| r.header("access-control-allow-origin").map(str::to_owned);
+
+    let gw = Gateway::local(&[]);
+    let r = get(gw.addr, "/api/count?market=sz", &[origin]);
+    assert_eq!((r.status, allowed(&r)), (200, None), "no CORS without --cors");
+    let r = request(gw.addr, "OPTIONS", "/api/count?market=sz", &preflight, b"");
+    assert_eq!(allowed(&r), None, "a preflight without --cors lets no origin in");
+    let r = request(gw.addr, "GET", "/api/count?market=sz", &[], &[b'x'; 100]);
+    assert_eq!(r.status, 200, "a small body is let through: {}", r.text());
+    let r = request(gw.addr, "GET", "/api/count?market=sz", &[], &vec![b'x'; 16 * 1024 + 1]);
+    assert_eq!(r.status, 413, "{}", r.text());
+
+    let gw = Gateway::local(&["--cors", "https://example.com"]);
+    let r = get(gw.addr, "/api/count?market=sz", &[origin]);
+    assert_eq!((r.status, allowed(&r).as_deref()), (200, Some("https://example.com")));
+    let r = request(gw.addr, "OPTIONS", "/api/count?market=sz", &preflight, b"");
+    assert_eq!((r.status, allowed(&r).as_deref()), (200, Some("https://example.com")));
+    let methods = r.header("access-control-allow-methods").unwrap_or_default().to_owned();
+    assert!(methods.contains("GET") && !methods.contains("POST"), "{methods}");
+    // Another origin is told the one allowed (never `*` nor itself), so its browser refuses the reply.
+    let r = get(gw.addr, "/api/count?market=sz", &[("Origin", "https://elsewhere.example")]);
+    assert_eq!((r.status, allowed(&r).as_deref()), (200, Some("https://example.com")));
 }

@@ -394,3 +394,57 @@ fn truth_answers_every_mac_question() {
     assert_eq!(q(&["unusual", "sh", "--count", "10"])["moves"].as_array().unwrap().len(), 10);
     assert!(t.query(["mac-quote", "sz000001", "--fields", "no_such_field"]).is_err());
 }
+
+/// Why: 0x2562's goods are the 7709 security list of the same market (the
+/// code, its position, its previous close) and other markets have none;
+/// 0x124A counts the trading days of the 7709 daily history; `tdx-sim
+/// truth` prints both as the exchange sends them.
+#[test]
+fn goods_are_the_7709_list_and_the_bar_offset_counts_the_daily_bars() {
+    use tdx_engine::proto::Market as Exchange;
+    let t = truth();
+    let q = |words: &[&str]| t.query(words.iter().copied()).unwrap_or_else(|e| panic!("{words:?}: {e}"));
+    for exchange in [Exchange::Sz, Exchange::Sh, Exchange::Bj] {
+        let list = t.call(SecurityList { market: exchange, start: 0, limit: 1000 });
+        let goods = t.call(MacGoods { market: exchange.id().into(), start: 0, count: 1000 });
+        assert!(!list.is_empty(), "{exchange:?}");
+        assert_eq!(goods.len(), list.len(), "{exchange:?}");
+        for (i, (g, s)) in goods.iter().zip(&list).enumerate() {
+            assert_eq!((g.index as usize, g.code.as_str()), (i, s.code.code()), "{exchange:?}");
+            assert_eq!(milli(g.values[0]), milli(s.previous_close), "{}", s.code);
+        }
+        let printed = q(&["mac-goods", exchange.prefix(), "--start", "3", "--count", "2"]);
+        let want: Vec<(String, i64)> =
+            list[3..5].iter().map(|s| (s.code.code().to_owned(), milli(s.previous_close))).collect();
+        let got: Vec<(String, i64)> = printed["goods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["code"].as_str().unwrap().to_owned(),
+                    (g["previous_close"].as_f64().unwrap() * 1000.0).round() as i64,
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "{exchange:?}");
+    }
+    assert!(t.call(MacGoods { market: 31, start: 0, count: 10 }).is_empty(), "no goods beyond the A-share markets");
+
+    // The daily bars of a security traded since the history began, over 7709.
+    let c = code("sz000001");
+    let mut days = 0;
+    loop {
+        let page = t.call(Bars::new(c, Period::Day, days, 800));
+        days += page.len() as u16;
+        if page.len() < 800 {
+            break;
+        }
+    }
+    let reply = t.call(MacBarOffset { offset: 0, count: 1 });
+    assert_eq!((reply.total, reply.returned), (u32::from(days), 1));
+    let reply = t.call(MacBarOffset { offset: u32::from(days) - 3, count: 10 });
+    assert_eq!(reply.returned, 3, "what is left from the offset");
+    let printed = q(&["mac-bar-offset", "--offset", "10", "--count", "5"]);
+    assert_eq!((printed["total"].as_u64(), printed["returned"].as_u64()), (Some(u64::from(days)), Some(5)));
+}

@@ -3,15 +3,18 @@
 - the OpenAPI document validates (openapi-spec-validator);
 - the Arrow IPC stream and Parquet forms of several commands, read back by
   pyarrow, hold exactly the rows of the JSON form;
+- curl gets bars as JSON (equal to truth) and as Parquet (equal to the JSON);
 - the official MCP SDK, as a client of `tdx --local mcp` over stdio, lists
-  the tools and calls several; their tables equal `tdx-sim truth`.
+  the tools and calls several (7709 and MAC); their tables equal `tdx-sim truth`.
 """
 
 import argparse
 import datetime as dt
 import io
 import json
+import math
 import os
+import subprocess
 import sys
 import urllib.request
 
@@ -113,6 +116,22 @@ def check_columnar(base, sim):
     eq("bars close type", str(schema.field("close").type), "double")
 
 
+def check_curl(base, sim):
+    """curl, a client the project did not write, gets bars as JSON and as
+    Parquet (by `Accept`); the JSON equals truth, the Parquet the JSON."""
+    url = f"{base}/api/bars?code=sz000001&period=day&count=120"
+    text = subprocess.run(["curl", "-sSf", url], check=True, capture_output=True).stdout
+    got = json.loads(text)
+    want = truth(sim, "bars", "sz000001", "--period", "day", "--count", 120)["bars"]
+    eq("curl bars rows", len(got), len(want))
+    for field in ["open", "high", "low", "close", "volume"]:
+        eq(f"curl bars {field}", [r[field] for r in got], [b[field] for b in want])
+    eq("curl bars time", [r["time"].replace("T", " ")[:16] for r in got], [b["time"] for b in want])
+    body = subprocess.run(["curl", "-sSf", "-H", "Accept: application/vnd.apache.parquet", url],
+                          check=True, capture_output=True).stdout
+    eq("curl parquet rows equal JSON", rows_of(pq.read_table(pa.BufferReader(body))), got)
+
+
 def table_rows(result):
     """An MCP tool result's table as dicts."""
     data = result.structured_content
@@ -164,6 +183,23 @@ async def check_mcp(tdx, sim):
             want = truth(sim, "limits")["rows"]
             eq("mcp special_limits milli", [r["limit_up_milli"] for r in rows], [w["limit_up_milli"] for w in want][: len(rows)])
 
+            # The MAC pool through MCP: bitmap quotes and a snapshot.
+            fields = "close,limit_up,limit_down,main_net_inflow"
+            result = await session.call_tool("mac_quotes", {"codes": ["sz000001", "sh600000"], "fields": fields})
+            rows, _ = table_rows(result)
+            want = truth(sim, "mac-quote", "sz000001", "sh600000", "--fields", fields)["quotes"]
+            for field in ["code", "name", "close", "limit_up", "limit_down"]:
+                eq(f"mcp mac_quotes {field}", [r[field] for r in rows], [q[field] for q in want])
+            # binary32 on the wire; truth rounds yuan to 0.001.
+            check("mcp mac_quotes main_net_inflow",
+                  all(math.isclose(r["main_net_inflow"], q["main_net_inflow"], rel_tol=2e-6, abs_tol=6e-4)
+                      for r, q in zip(rows, want)), str(rows))
+            result = await session.call_tool("mac_snapshot", {"code": "sz000001"})
+            rows, _ = table_rows(result)
+            want = truth(sim, "mac-snapshot", "sz000001")
+            for field in ["code", "name", "date", "time", "pre_close", "open", "high", "low", "close", "volume"]:
+                eq(f"mcp mac_snapshot {field}", rows[0][field], want[field])
+
             # A bound: a long result is cut, and says so.
             result = await session.call_tool("codes", {"market": "sz", "all": True})
             rows, data = table_rows(result)
@@ -190,6 +226,7 @@ def main():
     BASE = args.url.rstrip("/")
     check_openapi(BASE)
     check_columnar(BASE, args.sim)
+    check_curl(BASE, args.sim)
     anyio.run(check_mcp, args.tdx, args.sim)
     print(f"gateway checks: {CHECKS['passed']} passed, {CHECKS['failed']} failed", flush=True)
     sys.exit(1 if CHECKS["failed"] else 0)

@@ -3,6 +3,7 @@
 # loopback only:
 #   - the OpenAPI document validates (openapi-spec-validator 0.9.0);
 #   - Arrow and Parquet results read back by pyarrow 26.0.1 equal the JSON;
+#   - curl gets bars as JSON (equal to truth) and as Parquet;
 #   - the official MCP SDK (mcp 2.3.0) lists and calls the tools of
 #     `tdx --local mcp` over stdio; the results equal `tdx-sim truth`;
 #   - the page at `/` in Debian's chromium, driven by playwright-core

@@ -73,6 +73,8 @@ pub struct Response {
     pub status: u16,
     headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Non-empty chunks of a chunked body (0 when it was not chunked).
+    pub chunks: usize,
 }
 
 impl Response {
@@ -91,16 +93,30 @@ impl Response {
 
 /// `GET path` with `headers`, on a connection of its own.
 pub fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Response {
+    request(addr, "GET", path, headers, b"")
+}
+
+/// `METHOD path` with `headers` and `body` (its length sent when not
+/// empty), on a connection of its own.
+pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (k, v) in headers {
         request.push_str(&format!("{k}: {v}\r\n"));
     }
+    if !body.is_empty() {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
     request.push_str("\r\n");
     stream.write_all(request.as_bytes()).unwrap();
+    // A server that refuses the body may answer and close before reading it all.
+    let _ = stream.write_all(body);
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
+    // A reset after the response (a refused body left unread) still leaves the response read.
+    if let Err(e) = stream.read_to_end(&mut raw) {
+        assert!(!raw.is_empty(), "{method} {path}: {e}");
+    }
     let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a header block");
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let mut lines = head.lines();
@@ -110,21 +126,25 @@ pub fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Response {
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
     let mut body = raw[split + 4..].to_vec();
+    let mut chunks = 0;
     if headers.iter().any(|(k, v)| k == "transfer-encoding" && v.contains("chunked")) {
-        body = dechunk(&body);
+        (body, chunks) = dechunk(&body);
     }
-    Response { status, headers, body }
+    Response { status, headers, body, chunks }
 }
 
-fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+/// A chunked body's bytes and its number of non-empty chunks.
+fn dechunk(mut raw: &[u8]) -> (Vec<u8>, usize) {
     let mut out = Vec::new();
+    let mut chunks = 0;
     loop {
         let line_end = raw.windows(2).position(|w| w == b"\r\n").expect("a chunk size line");
         let size = usize::from_str_radix(std::str::from_utf8(&raw[..line_end]).unwrap().trim(), 16).unwrap();
         raw = &raw[line_end + 2..];
         if size == 0 {
-            return out;
+            return (out, chunks);
         }
+        chunks += 1;
         out.extend_from_slice(&raw[..size]);
         raw = &raw[size + 2..];
     }

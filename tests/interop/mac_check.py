@@ -248,19 +248,21 @@ def check_unusual_and_catalog(c, truth):
     eq("get_server_info today", str(got.today), want["today"])
     eq("get_server_info last_trading_day", str(got.last_trading_day), want["last_trading_day"])
 
-    # No truth query gives 0x124A's total: the pages must agree with it.
-    got = c.get_kline_offset(0, 128000)
-    check("get_kline_offset total", got.total > 0 and got.returned == min(got.total, 128000), got)
-    got2 = c.get_kline_offset(10, 5)
-    eq("get_kline_offset page", (got2.total, got2.returned), (got.total, min(5, got.total - 10)))
+    for offset, count in ((0, 128000), (10, 5)):
+        got = c.get_kline_offset(offset, count)
+        want = truth("mac-bar-offset", "--offset", offset, "--count", count)
+        eq(f"get_kline_offset {offset},{count}", (got.total, got.returned), (want["total"], want["returned"]))
+    check("get_kline_offset nonempty", want["total"] > 0)
 
     codes = truth("codes", "sz", "--start", 0, "--limit", 50)["items"]
+    want = truth("mac-goods", "sz", "--start", 0, "--count", 50)["goods"]
     goods = c.get_goods_list(0, start=0, count=50)
     # eltdx names the record's text field `name` and its three floats `code`.
-    eq("get_goods_list codes", [g.name for g in goods], [w["code"][2:] for w in codes])
-    for g, w in zip(goods, codes):
+    eq("get_goods_list codes", [g.name for g in goods], [w["code"] for w in want])
+    eq("get_goods_list are the 7709 list", [w["code"] for w in want], [w["code"][2:] for w in codes])
+    for g, w in zip(goods, want):
         near("get_goods_list previous_close", g.code[0], w["previous_close"])
-    eq("get_goods_list index", [g.index for g in goods], list(range(len(goods))))
+    eq("get_goods_list index", [g.index for g in goods], [w["index"] for w in want])
 
     files = truth("boards")["files"]
     check("boards files", len(files) > 0)

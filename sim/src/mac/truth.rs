@@ -16,7 +16,7 @@ use tdx_engine::proto::commands::{
     SizeClass, SortOrder, StockBoard,
 };
 use tdx_engine::proto::commands::{price_of_yuan, FieldUnit, FieldValue, TradeSide};
-use tdx_engine::proto::commands::{MacAuction, MacSnapshot, MacSparkline};
+use tdx_engine::proto::commands::{MacAuction, MacBarOffset, MacGood, MacGoods, MacSnapshot, MacSparkline};
 use tdx_engine::proto::limits::{MAC_BARS_PER_PAGE_MAX, MAC_BOARDS_PER_PAGE_MAX, MAC_BOARD_ROWS_MAX};
 use tdx_engine::proto::{Market as Exchange, SecurityCode, TimeOfDay, TradeDate};
 
@@ -148,6 +148,26 @@ pub enum MacQuery {
     },
     /// The MAC calendar (0x120F): today, the last trading day, the sessions.
     Calendar,
+    /// The bar-offset query (0x124A): the total and how many are left from --offset.
+    MacBarOffset {
+        /// Skipped from the first.
+        #[arg(long, default_value_t = 0)]
+        offset: u32,
+        /// At most this many.
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+    },
+    /// One page of a MAC market's goods list (0x2562).
+    MacGoods {
+        /// sz, sh, bj or a MAC market number.
+        market: String,
+        /// Records to skip.
+        #[arg(long, default_value_t = 0)]
+        start: u32,
+        /// At most this many (up to 1000).
+        #[arg(long, default_value_t = 1000)]
+        count: u32,
+    },
     /// A market's unusual moves (0x1237), every page (or one with --count).
     Unusual {
         /// sz, sh or bj.
@@ -479,6 +499,18 @@ pub fn calendar(info: &MacServerInfoReply, trading_dates: &[tdx_engine::proto::D
     })
 }
 
+/// Goods-list records as `mac-goods` prints them: the text field (a
+/// code), the index, and the first value as a price (the previous close
+/// on the reference exchange); the fields no source names are left out.
+pub fn goods(goods: &[MacGood]) -> Value {
+    Value::Array(
+        goods
+            .iter()
+            .map(|g| json!({ "index": g.index, "code": g.code, "previous_close": price(g.values[0]) }))
+            .collect(),
+    )
+}
+
 /// Unusual moves as `unusual` prints them.
 pub fn unusual(moves: &[MacUnusualMove]) -> Value {
     Value::Array(
@@ -601,6 +633,18 @@ pub fn answer(data: &MarketData, query: &MacQuery) -> Result<Value, String> {
         }
         MacQuery::Flow { code: c } => json!({ "blocks": money_flow(&[money_flow_block(market, code(c)?)]) }),
         MacQuery::Calendar => calendar(&catalog::server_info(market), market.history_dates()),
+        MacQuery::MacBarOffset { offset, count } => {
+            let reply = catalog::bar_offset(market, &MacBarOffset { offset: *offset, count: *count });
+            json!({ "total": reply.total, "returned": reply.returned })
+        }
+        MacQuery::MacGoods { market: m, start, count } => {
+            let id = match m.parse::<Exchange>() {
+                Ok(exchange) => exchange.id().into(),
+                Err(_) => m.parse::<u16>().map_err(|_| format!("unknown market {m:?}: use sz, sh, bj or a number"))?,
+            };
+            let page = catalog::goods(market, &MacGoods { market: id, start: *start, count: *count });
+            json!({ "market": id, "goods": goods(&page) })
+        }
         MacQuery::Unusual { market: m, start, count } => {
             let exchange: Exchange = m.parse().map_err(|_| format!("unknown market {m:?}: use sz, sh or bj"))?;
             let all = data.unusual(exchange);
