@@ -52,7 +52,8 @@ if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
     (cd python && "../$BUILD_VENV/bin/maturin" sdist --out "../$WHEELS")
     # The sdist as pip builds it on a machine with Rust: its own sources
     # only (the archive is unpacked elsewhere), its lock file (--locked);
-    # the shared target dir spares rebuilding the registry crates.
+    # the shared target dir spares rebuilding the registry crates; the
+    # backend runs the `maturin` it finds on PATH, so the venv's goes first.
     rm -rf "$SDIST_VENV"
     python3 -m venv "$SDIST_VENV"
     "$SDIST_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${BUILD_PINS[@]}"
