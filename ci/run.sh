@@ -10,7 +10,7 @@
 #
 # Also runs the Python package's tests (python/tests/run.sh: a wheel built
 # with maturin, installed into a venv under target/ with no Rust on PATH,
-# stubtest, pytest), the mutant check (every
+# the sdist built by pip, stubtest, pytest), the mutant check (every
 # deliberate bug caught), loom models of every shared primitive, the
 # interop tests in a network namespace with only loopback up, the
 # examples, the test kit from a crate outside the workspace
@@ -180,7 +180,7 @@ target/debug/examples/test_under_faults --seeds 5
 step "test kit in a consumer crate outside the workspace (fault test, failing seed replayed)"
 bash ci/consumer.sh
 
-step "python package (abi3 wheel and sdist by maturin; wheel installed with no Rust on PATH; stubtest, mypy --strict; pytest against tdx-sim, loopback-only network namespace)"
+step "python package (abi3 wheel and sdist by maturin; the sdist built by pip and called; the wheel installed with no Rust on PATH; stubtest, mypy --strict; pytest against tdx-sim, loopback-only network namespace)"
 mkdir -p target
 bash python/tests/run.sh 2>&1 | tee target/pytest.log
 

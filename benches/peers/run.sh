@@ -12,18 +12,49 @@
 #   PYTHON_ONLY=1   the Python clients only, against a debug tdx-sim (no
 #                   release or bench builds): a check that the harness runs,
 #                   never numbers to report
+#
+# `run.sh market [--codes-limit N]`: the whole-market job instead. Every
+# daily bar of every SZ and SH security (or of the first N of each market)
+# through each client's own bulk path (peers.py --workload market: pytdx
+# with 8 threads, tdxrs's Downloader, eltdx's batch call, tdx_engine's
+# bars.all over a code list, `tdx sync`; 2 servers x 4 connections where a
+# client has a pool), one after another against the same two `tdx-sim
+# serve` servers, each adding LATENCY_MS (default 20) plus up to JITTER_MS
+# (default 10, uniform) before every reply. Prints seconds per client
+# beside the bound the servers set: bar pages (each security's full pages
+# and the short one that ends it) x mean latency / connections, and per
+# client the securities whose bar count differs from most clients'; fails
+# if tdx_engine's or tdx sync's does.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=tests/interop/lib.sh
 source tests/interop/lib.sh
 
+ARGS=("$@")
+MODE=rates
+CODES_LIMIT=""
+if [ "${1:-}" = market ]; then
+    MODE=market
+    shift
+fi
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --codes-limit) CODES_LIMIT="$2"; shift 2 ;;
+        *) echo "usage: run.sh [market [--codes-limit N]]" >&2; exit 2 ;;
+    esac
+done
 SECONDS_PER="${SECONDS_PER:-3}"
 PYTHON_ONLY="${PYTHON_ONLY:-0}"
+LATENCY_MS="${LATENCY_MS:-20}"
+JITTER_MS="${JITTER_MS:-10}"
 SIM=target/release/tdx-sim
 [ "$PYTHON_ONLY" = 1 ] && SIM=target/debug/tdx-sim
 
 if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
-    if [ "$PYTHON_ONLY" = 1 ]; then
+    if [ "$MODE" = market ]; then
+        cargo build --quiet --release -p tdx-sim
+        cargo build --quiet --release --bin tdx
+    elif [ "$PYTHON_ONLY" = 1 ]; then
         cargo build --quiet -p tdx-sim
     else
         cargo build --quiet --release -p tdx-sim
@@ -35,8 +66,61 @@ if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
         --force-reinstall --no-deps ./python
 fi
 # The clients and the servers run in a network namespace with only loopback.
-loopback_only "$0" "$@"
+loopback_only "$0" "${ARGS[@]}"
 make_scratch
+
+if [ "$MODE" = market ]; then
+    "$SIM" serve --servers 2 --base-port 0 --seed 7 --latency-ms "$LATENCY_MS" --jitter-ms "$JITTER_MS" \
+        >"$scratch/ports" 2>"$scratch/server.log" &
+    server_pid=$!
+    for _ in $(seq 100); do
+        [ "$(grep -c '^listening 127.0.0.1:' "$scratch/ports" || true)" -ge 2 ] && break
+        sleep 0.1
+    done
+    hosts="$(sed -n 's/^listening //p' "$scratch/ports" | paste -sd, -)"
+    [ "$(grep -c '^listening 127.0.0.1:' "$scratch/ports" || true)" -ge 2 ] || { cat "$scratch/server.log" >&2; exit 1; }
+    limit=()
+    if [ -n "$CODES_LIMIT" ]; then
+        codes="$(for m in sz sh; do "$SIM" truth --seed 7 codes "$m" --start 0 --limit "$CODES_LIMIT"; done |
+            python3 -c 'import json,sys; print(",".join(i["code"] for l in sys.stdin for i in json.loads(l)["items"]))')"
+        limit=(--market-codes "$codes")
+    fi
+    mkdir -p "$scratch/home" "$scratch/eltdx" target/bench
+    out=target/bench/peers-market.jsonl
+    HOME="$scratch/home" XDG_DATA_HOME="$scratch/home" ELTDX_DATA_DIR="$scratch/eltdx" \
+        "$VENV/bin/python" benches/peers/peers.py --workload market --hosts "$hosts" "${limit[@]}" \
+        --tdx target/release/tdx --scratch "$scratch" >"$out"
+    python3 - "$out" "$LATENCY_MS" "$JITTER_MS" <<'PY'
+import collections, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+mean_s = (float(sys.argv[2]) + float(sys.argv[3]) / 2) / 1000
+# Each security's bar count as most clients got it (their counts are independent).
+codes = sorted({c for r in rows for c in r["per_code"]})
+ref = {c: collections.Counter(r["per_code"].get(c, 0) for r in rows).most_common(1)[0][0] for c in codes}
+# Every full page of 800, then the short (or empty) one that says the series ended.
+pages = sum(n // 800 + 1 for n in ref.values() if n)
+print(f"{sum(1 for n in ref.values() if n)} securities, {sum(ref.values())} daily bars, {pages} bar pages; "
+      f"servers: {sys.argv[2]} ms + up to {sys.argv[3]} ms per reply (mean {mean_s * 1000:g} ms)")
+print()
+print("| client | connections | seconds | bound, s (pages x mean latency / connections) | seconds / bound "
+      "| securities whose bar count differs from most clients' |")
+print("|---|---:|---:|---:|---:|---:|")
+off = {}
+for r in rows:
+    bound = pages * mean_s / r["connections"]
+    off[r["client"]] = [c for c in codes if r["per_code"].get(c, 0) != ref[c]]
+    print(f"| {r['client']} | {r['connections']} | {r['seconds']:.1f} | {bound:.1f} | {r['seconds'] / bound:.2f}x "
+          f"| {len(off[r['client']])} |")
+for name, diff in off.items():
+    if diff:
+        got = next(r for r in rows if r["client"] == name)["per_code"]
+        print(f"{name}: " + ", ".join(f"{c} {got.get(c, 0)} bars (most: {ref[c]})" for c in diff[:5]), file=sys.stderr)
+# This project's clients must agree with the others.
+sys.exit(1 if off.get("tdx_engine") or off.get("tdx_sync") else 0)
+PY
+    echo "wrote $out"
+    exit 0
+fi
 
 start_sim "$SIM" 2 7
 

@@ -2,7 +2,8 @@
 # The Python package's tests, against the wheel a user would install: one
 # release build makes the abi3 wheel (`maturin build --release`, sharing the
 # workspace's target dir, so the engine's dependencies are not built twice)
-# and the sdist (made, not yet buildable: see below); the wheel goes
+# and the sdist, which pip builds into a venv of its own (Rust on PATH,
+# maturin pinned, no build isolation) and a smoke call checks; the wheel goes
 # into a fresh venv from a shell whose PATH has no cargo or rustc, beside
 # pinned pytest, pyarrow, pandas, polars and mypy; then the stubs are checked
 # against the extension (mypy.stubtest, signatures included), the typed
@@ -15,6 +16,7 @@ source tests/interop/lib.sh
 
 BUILD_VENV="target/py-venv"   # maturin, kept between runs
 PYVENV="target/py-wheel-venv" # fresh every run: the wheel and the test pins only
+SDIST_VENV="target/py-sdist-venv" # fresh every run: maturin, then the sdist built by pip
 WHEELS="target/wheels"
 BUILD_PINS=(maturin==1.16.0)
 PINS=(pytest==9.2.0 pyarrow==26.0.1 pandas==3.1.1 numpy==2.4.6 polars==2.1.0 mypy==2.4.1)
@@ -47,10 +49,17 @@ if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
     # The one release build (cargo makes an unchanged build a no-op).
     (cd python && CARGO_TARGET_DIR="$(pwd)/../target" "../$BUILD_VENV/bin/maturin" build --quiet --release \
         --locked --out "../$WHEELS")
-    # The sdist is made but not built: its copy of the workspace's root
-    # manifest (the `tdx` package, whose sources it lacks) fails the engine's
-    # workspace inheritance.
     (cd python && "../$BUILD_VENV/bin/maturin" sdist --out "../$WHEELS")
+    # The sdist as pip builds it on a machine with Rust: its own sources
+    # only (the archive is unpacked elsewhere), its lock file (--locked);
+    # the shared target dir spares rebuilding the registry crates; the
+    # backend runs the `maturin` it finds on PATH, so the venv's goes first.
+    rm -rf "$SDIST_VENV"
+    python3 -m venv "$SDIST_VENV"
+    "$SDIST_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${BUILD_PINS[@]}"
+    env PATH="$(pwd)/$SDIST_VENV/bin:$PATH" CARGO_TARGET_DIR="$(pwd)/target" MATURIN_PEP517_ARGS="--locked" \
+        "$SDIST_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps \
+        "$WHEELS"/tdx_engine-*.tar.gz
 
     rm -rf "$PYVENV"
     python3 -m venv "$PYVENV"
@@ -60,6 +69,21 @@ if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
     ' bash "$PYVENV" "$WHEELS" "${PINS[@]}"
 fi
 loopback_only "$0" "$@"
+
+# The sdist's build, from outside python/ (whose source package would
+# shadow it), against a loopback server: the count the truth gives.
+make_scratch
+start_sim target/debug/tdx-sim 1 7
+want="$(target/debug/tdx-sim truth --seed 7 count sz)"
+(cd "$scratch" && env PATH="$(no_rust_path)" "$OLDPWD/$SDIST_VENV/bin/python" -c '
+import json, sys, tdx_engine
+assert "py-sdist-venv" in tdx_engine.__file__, tdx_engine.__file__
+with tdx_engine.Client([sys.argv[1]], server_count=1, connections_per_server=1, timeout=20) as c:
+    got = c.codes.count("sz")
+assert got == json.loads(sys.argv[2])["count"], (got, sys.argv[2])
+print(f"sdist build: {tdx_engine.__file__}: {got} SZ securities, as the truth says")
+' "$hosts" "$want")
+kill "$server_pid"
 
 # The stubs against the installed extension, and a strict typed user.
 (cd target && env PATH="$(no_rust_path)" "../$PYVENV/bin/python" -m mypy.stubtest tdx_engine)
