@@ -113,7 +113,7 @@ def backfill(
     if not hosts:
         raise ValueError("hosts: the workers need the servers to ask")
     own = not isinstance(client_or_cluster, distributed.Client)
-    dask_client = distributed.Client(client_or_cluster) if own else client_or_cluster
+    dask_client = distributed.Client(client_or_cluster) if own else client_or_cluster  # type: ignore[no-untyped-call]
     try:
         if shards is None:
             shards = max(1, 2 * len(dask_client.scheduler_info().get("workers", {})))
