@@ -87,7 +87,7 @@ else
 fi
 
 step "import cycles (no two files of a crate import each other in a loop)"
-python3 ci/import_cycles.py engine/src sim/src src
+python3 ci/import_cycles.py engine/src sim/src store/src src
 echo "none"
 
 step "docs (rustdoc, warnings are errors)"

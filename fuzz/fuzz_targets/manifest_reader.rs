@@ -1,4 +1,4 @@
-//! The `tdx sync` manifest reader (src/sync/manifest.rs, compiled here as
+//! The `tdx sync` manifest reader (store/src/manifest.rs, compiled here as
 //! it is): any bytes in `manifest.json` are a typed error or a manifest.
 //! Invariants: no panic; a manifest read is one the store could have
 //! written (every file path inside the store), and writing it again reads
@@ -8,7 +8,7 @@
 use libfuzzer_sys::fuzz_target;
 
 #[allow(dead_code)]
-#[path = "../../src/sync/manifest.rs"]
+#[path = "../../store/src/manifest.rs"]
 mod manifest;
 
 fuzz_target!(|data: &[u8]| {

@@ -1217,6 +1217,77 @@ impl NativeClient {
         wait(py, self.client.trading_calendar(s)).map(|c| c.days().iter().map(|d| d.yyyymmdd()).collect())
     }
 
+    /// Runs a backfill (the library side of `tdx backfill`) into the store
+    /// at `store` on this engine, without the GIL; returns its summary as
+    /// a dict. `shard`: `(index, count)`, writing that shard's fragment.
+    #[pyo3(signature = (store, kinds, start, end, codes_=None, markets=None, shard=None, jobs=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn backfill_shard(
+        &self,
+        py: Python<'_>,
+        store: PathBuf,
+        kinds: Vec<String>,
+        start: u32,
+        end: u32,
+        codes_: Option<Vec<String>>,
+        markets: Option<Vec<String>>,
+        shard: Option<(u32, u32)>,
+        jobs: Option<i64>,
+    ) -> PyResult<Py<PyAny>> {
+        use tdx_store::backfill::{BackfillError, Kind, Plan};
+        let kinds = kinds
+            .iter()
+            .map(|k| match k.as_str() {
+                "ticks" => Ok(Kind::Ticks),
+                "minutes" => Ok(Kind::Minutes),
+                other => Err(value_error("kind", format!("{other:?} is not \"ticks\" or \"minutes\""))),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let day = |field: &str, d: u32| {
+            Date::from_yyyymmdd(d).ok_or_else(|| value_error(field, format!("{d} is not a date")))
+        };
+        let markets = match markets {
+            Some(list) => list.iter().map(|m| market(m)).collect::<PyResult<Vec<_>>>()?,
+            None => vec![Market::Sz, Market::Sh, Market::Bj],
+        };
+        let shard = shard
+            .map(|(index, count)| {
+                tdx_store::shard::parse_shard(&format!("{index}/{count}")).map_err(|e| value_error("shard", e))
+            })
+            .transpose()?;
+        let plan = Plan {
+            out: store,
+            kinds,
+            from: day("start", start)?,
+            to: day("end", end)?,
+            markets,
+            codes: codes("codes", codes_.as_deref().unwrap_or_default())?,
+            shard,
+            jobs: jobs.map(|j| pages_arg("jobs", j)).transpose()?,
+        };
+        // The backfill spawns its security-days as tokio tasks: a small runtime for this call.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| crate::errors::TdxError::new_err(format!("cannot start the backfill runtime: {e}")))?;
+        let client = self.client.clone();
+        let task = rt.spawn(async move { tdx_store::backfill::run(&client, &plan).await });
+        let outcome = wait_until(py, task, None);
+        rt.shutdown_background();
+        let summary = match outcome? {
+            None => return Err(crate::errors::TdxError::new_err("the backfill ended early")),
+            Some(Err(join)) => {
+                return Err(crate::errors::TdxError::new_err(format!("the backfill task failed: {join}")))
+            }
+            Some(Ok(Err(BackfillError::Engine(e)))) => return Err(to_py(e)),
+            Some(Ok(Err(e @ BackfillError::Dates { .. }))) => return Err(value_error("start", e)),
+            Some(Ok(Err(e))) => return Err(crate::errors::TdxError::new_err(e.to_string())),
+            Some(Ok(Ok(summary))) => summary,
+        };
+        json_to_py(py, &summary.to_json())
+    }
+
     /// The engine's diagnostics snapshot, as a dict.
     fn diagnostics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let value =

@@ -3,13 +3,14 @@
 //! [`convert`] turns replies into [`table::Table`]s, [`table`] exports them
 //! through the Arrow C data interface, [`errors`] maps errors to exceptions;
 //! [`offline`] reads and writes the TDX client's own files, [`calendar`]
-//! gives the markets' sessions.
+//! gives the markets' sessions; [`store`] merges a sharded store's manifest.
 
 mod calendar;
 mod convert;
 mod engine;
 mod errors;
 mod offline;
+mod store;
 mod table;
 
 use pyo3::prelude::*;
@@ -31,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SIGNAL_CHECK_SECONDS", engine::SIGNAL_CHECK.as_secs_f64())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(calendar::market_sessions, m)?)?;
+    m.add_function(wrap_pyfunction!(store::merge_manifests, m)?)?;
     m.add_function(wrap_pyfunction!(offline::read_daily_file, m)?)?;
     m.add_function(wrap_pyfunction!(offline::read_minute_file, m)?)?;
     m.add_function(wrap_pyfunction!(offline::read_ex_daily_file, m)?)?;

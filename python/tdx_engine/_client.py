@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import os
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _native
@@ -881,6 +882,30 @@ class Client:
     def rank(self) -> Dict[str, Any]:
         """Probes the candidate servers, saves and returns the ranking (best first)."""
         return self._n.rank()
+
+    def backfill_shard(
+        self,
+        store: Union[str, "os.PathLike[str]"],
+        kind: Union[str, Sequence[str]] = "ticks",
+        *,
+        start: DateLike,
+        end: DateLike,
+        codes: Optional[Sequence[str]] = None,
+        markets: Optional[Sequence[str]] = None,
+        shard: Optional[Tuple[int, int]] = None,
+        jobs: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """``tdx backfill`` on this engine: past days' ``"ticks"`` and/or
+        ``"minutes"`` from ``start`` to ``end`` (both included) into the
+        store directory ``store``, kill-safe and incremental. ``shard``:
+        ``(index, count)``, only that shard's securities, its manifest
+        fragment instead of the manifest (merge with
+        ``tdx_engine.dask.merge_manifests``). Blocks without the GIL; returns
+        the run's summary (``failed`` lists the security-days to run again)."""
+        kinds = [kind] if isinstance(kind, str) else list(kind)
+        return self._n.backfill_shard(
+            os.fspath(store), kinds, _yyyymmdd(start, "start"), _yyyymmdd(end, "end"),
+            None if codes is None else list(codes), None if markets is None else list(markets), shard, jobs)
 
     def close(self) -> str:
         """Closes the engine (idempotent); calls in flight raise ``Closed``.

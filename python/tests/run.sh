@@ -5,7 +5,7 @@
 # and the sdist, which pip builds into a venv of its own (Rust on PATH,
 # maturin pinned, no build isolation) and a smoke call checks; the wheel goes
 # into a fresh venv from a shell whose PATH has no cargo or rustc, beside
-# pinned pytest, pyarrow, pandas, polars and mypy; then the stubs are checked
+# pinned pytest, pyarrow, pandas, polars, mypy, dask and distributed; then the stubs are checked
 # against the extension (mypy.stubtest, signatures included), the typed
 # example with `mypy --strict`, and pytest runs against `tdx-sim serve`
 # inside a network namespace where only loopback is up. Arguments go to pytest.
@@ -19,7 +19,8 @@ PYVENV="target/py-wheel-venv" # fresh every run: the wheel and the test pins onl
 SDIST_VENV="target/py-sdist-venv" # fresh every run: maturin, then the sdist built by pip
 WHEELS="target/wheels"
 BUILD_PINS=(maturin==1.16.0)
-PINS=(pytest==9.2.0 pyarrow==26.0.1 pandas==3.1.1 numpy==2.4.6 polars==2.1.0 mypy==2.4.1)
+PINS=(pytest==9.2.0 pyarrow==26.0.1 pandas==3.1.1 numpy==2.4.6 polars==2.1.0 mypy==2.4.1
+    "dask[dataframe]==2026.8.0" distributed==2026.8.0) # tests/test_dask.py
 
 # PATH without any directory holding cargo or rustc: what a user without
 # Rust has.

@@ -28,12 +28,13 @@ use update::update;
 
 pub(crate) mod backfill;
 mod f10;
-mod manifest;
 mod report;
-pub(crate) mod shard;
-pub(crate) mod store;
-mod test_hook;
 mod update;
+
+// The store is a library (store/), shared with the Python package's Dask driver.
+use tdx_store::manifest;
+use tdx_store::{commit, test_hook, with_fragment};
+pub(crate) use tdx_store::{shard, store};
 
 /// `tdx sync` options.
 #[derive(Args, Clone, Debug)]
@@ -506,26 +507,6 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         names.join(", "),
         failed[0].1
     )))
-}
-
-/// Writes what a run holds: the manifest, or a shard's fragment of it.
-fn commit(store: &Store, shard: Option<Shard>, manifest: &Manifest) -> Result<(), store::StoreError> {
-    match shard {
-        Some(shard) => shard::write_fragment(store, shard, manifest),
-        None => store.write_manifest(manifest),
-    }
-}
-
-/// The store's manifest with a shard's own fragment laid over it.
-fn with_fragment(mut manifest: Manifest, fragment: Option<Manifest>) -> Manifest {
-    if let Some(f) = fragment {
-        manifest.bars.extend(f.bars);
-        manifest.corporate.extend(f.corporate);
-        manifest.files.extend(f.files);
-        manifest.f10.extend(f.f10);
-        manifest.imported.extend(f.imported);
-    }
-    manifest
 }
 
 /// Runs `tdx sync --merge-manifests` (no server needed).

@@ -24,8 +24,8 @@ use tdx_engine::adjust::AdjustmentFactors;
 use tdx_engine::proto::commands::{Adjust, Bar, Breadth, CapitalChange, Period};
 use tdx_engine::proto::{Date, DateTime, Price, SecurityCode, TimeOfDay};
 
-pub use super::manifest::{checksum, Corporate, Coverage, Imported, Manifest, ManifestError, MANIFEST, SCHEMA_VERSION};
-use super::test_hook::{self, Phase};
+pub use crate::manifest::{checksum, Corporate, Coverage, Imported, Manifest, ManifestError, MANIFEST, SCHEMA_VERSION};
+use crate::test_hook::{self, Phase};
 
 /// The exchange's time zone: timestamps are stored as instants in it.
 pub const TIME_ZONE: &str = "Asia/Shanghai";
@@ -76,7 +76,7 @@ impl Store {
 
     /// `bars/period=P/market=M/CODE.parquet`, relative to the root.
     pub fn bars_file(period: Period, code: SecurityCode) -> PathBuf {
-        PathBuf::from(super::manifest::bars_path(period, code))
+        PathBuf::from(crate::manifest::bars_path(period, code))
     }
 
     /// `bars_VIEW/period=P/market=M/CODE.parquet` (VIEW: qfq or hfq), an
@@ -310,7 +310,7 @@ pub fn changes_hash(changes: &[CapitalChange]) -> String {
     format!("{h:016x}")
 }
 
-pub(crate) fn epoch_millis(t: DateTime) -> i64 {
+pub fn epoch_millis(t: DateTime) -> i64 {
     let seconds = t.date.days_since_epoch() * 86_400
         + i64::from(t.time.hour()) * 3600
         + i64::from(t.time.minute()) * 60
@@ -329,11 +329,11 @@ fn from_epoch_millis(ms: i64) -> Option<DateTime> {
     Some(DateTime { date, time })
 }
 
-pub(crate) fn date32(date: Date) -> i32 {
+pub fn date32(date: Date) -> i32 {
     date.days_since_epoch() as i32
 }
 
-pub(crate) fn timestamp_type() -> DataType {
+pub fn timestamp_type() -> DataType {
     DataType::Timestamp(TimeUnit::Millisecond, Some(TIME_ZONE.into()))
 }
 
@@ -380,7 +380,7 @@ fn props() -> WriterProperties {
 }
 
 /// The Parquet bytes of one batch, with the store's writer settings.
-pub(crate) fn encode_batch(batch: &RecordBatch) -> Result<Vec<u8>, parquet::errors::ParquetError> {
+pub fn encode_batch(batch: &RecordBatch) -> Result<Vec<u8>, parquet::errors::ParquetError> {
     let mut bytes = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut bytes, batch.schema(), Some(props()))?;
     writer.write(batch)?;

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tdx_engine::proto::SecurityCode;
 
-use super::manifest::{Manifest, ManifestError};
-use super::store::{Store, StoreError};
+use crate::manifest::{Manifest, ManifestError};
+use crate::store::{Store, StoreError};
 
 /// The most shards a store is split into: far past what one server list
 /// allows at once, and small enough to list the fragments in one directory.
@@ -169,7 +169,7 @@ pub fn write_fragment(store: &Store, shard: Shard, manifest: &Manifest) -> Resul
 
 fn parse_fragment(path: &Path, bytes: &[u8]) -> Result<(Shard, Manifest), MergeError> {
     let bad = |why: String| MergeError::Fragment { path: path.to_owned(), why };
-    if bytes.len() > super::manifest::MANIFEST_BYTES_MAX {
+    if bytes.len() > crate::manifest::MANIFEST_BYTES_MAX {
         return Err(bad(ManifestError::TooLarge { len: bytes.len() }.to_string()));
     }
     let fragment: Fragment = serde_json::from_slice(bytes).map_err(|e| bad(format!("not a fragment: {e}")))?;
@@ -237,7 +237,7 @@ pub fn merge(store: &Store) -> Result<Merged, MergeError> {
         Err(StoreError::Manifest { source, .. }) if source.is_repairable() => Manifest::default(),
         Err(e) => return Err(e.into()),
     };
-    merged.schema_version = super::manifest::SCHEMA_VERSION;
+    merged.schema_version = crate::manifest::SCHEMA_VERSION;
     for (_, fragment) in fragments.values() {
         merged.bars.extend(fragment.bars.clone());
         merged.corporate.extend(fragment.corporate.clone());
@@ -308,8 +308,7 @@ mod tests {
     fn restrict_keeps_only_the_shards_securities() {
         let mut m = Manifest::default();
         for c in ["sz000001", "sh600000", "bj430047", "sz399001"] {
-            m.corporate
-                .insert(c.into(), super::super::manifest::Corporate { hash: "0".into(), records: 0, factor_rows: 0 });
+            m.corporate.insert(c.into(), crate::manifest::Corporate { hash: "0".into(), records: 0, factor_rows: 0 });
             m.files.insert(format!("factors/market={}/{c}.parquet", &c[..2]), "0".into());
         }
         m.files.insert("finance/finance.parquet".into(), "0".into());
