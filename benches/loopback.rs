@@ -56,6 +56,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 mod common;
 
 /// The skew cells: load stacked on one worker, flavor by flavor.
+#[path = "loopback/skew.rs"]
 mod skew;
 
 const SEED: u64 = 7;

@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use tdx_engine::proto::commands::Refresh;
 use tdx_engine::proto::SecurityCode;
 use tdx_engine::runtime::Placement;
-use tdx_engine::{Client, EngineDiagnostics, RuntimeFlavor};
+use tdx_engine::{Client, RuntimeFlavor};
 
 use super::{common, median, percentile, Caller, Pace, Scenario, Servers, Window, SEED, WARM_UP_SECONDS};
 
@@ -292,7 +292,7 @@ struct Snapshot {
 
 impl Snapshot {
     fn take(client: &Client) -> Snapshot {
-        let d: EngineDiagnostics = client.diagnostics();
+        let d = client.diagnostics();
         Snapshot {
             at: Instant::now(),
             events: d.workers.iter().map(|w| w.events_total).collect(),
