@@ -31,6 +31,10 @@
 //! runtime N workers, multi-thread even at one (the raw loop's too, so one
 //! worker compares like with like).
 //!
+//! The skew cells (`--only skew/20x8-w2,skew/20x8-w4,skew-moving/20x8-w2,skew-moving/20x8-w4`,
+//! run only when named) load a few connections heavily, stacked on one
+//! worker, and compare `Shared` with `PerWorker`'s placements ([`skew`]).
+//!
 //! Writes `target/bench/loopback.json` (one object per measurement) and
 //! prints a markdown table with engine/raw ratios.
 
@@ -50,6 +54,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// The integration tests' diagnostics waits (`tests/common`).
 #[path = "../tests/common/mod.rs"]
 mod common;
+
+/// The skew cells: load stacked on one worker, flavor by flavor.
+#[path = "loopback/skew.rs"]
+mod skew;
 
 const SEED: u64 = 7;
 
@@ -1179,6 +1187,10 @@ fn main() {
     // nothing to take turns with.
     let interleave = !args.iter().any(|a| a == "--sequential") && client_wanted("raw") && client_wanted("engine");
 
+    // The skew cells run only when `--only` names them.
+    let named = |scenario: &str, pool: &str| only.is_some() && wanted(scenario, pool);
+    skew::run(&named, repeat, seconds, &codes, &mut out);
+
     for scenario in [Scenario::Light, Scenario::Medium, Scenario::Heavy] {
         for pool in [(1usize, 1usize), (2, 4), (20, 8)] {
             let label = format!("{}x{}", pool.0, pool.1);
@@ -1261,6 +1273,7 @@ fn main() {
     if only.is_some() && !mixed_only {
         write_json(&out);
         print_table(&out);
+        skew::print_table(&out);
         return;
     }
     for rep in 0..repeat {
@@ -1374,6 +1387,9 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// repetition, so a slow stretch of the machine hits both sides of a ratio.
 /// With `--repeat` above 1 the engine/raw column also shows the range.
 fn print_table(rows: &[Value]) {
+    if !rows.iter().any(|r| r["client"] == "engine") {
+        return;
+    }
     let field = |r: &Value, f: &str| r[f].as_f64().unwrap_or(0.0);
     // The raw measurement paired with a flavor's (taken just before it), or
     // the one every flavor of its repetition shares (raw-hop).

@@ -223,6 +223,10 @@ struct Serve {
     /// Push flood after a refresh: RATE:SIZE (frames per second : bytes).
     #[arg(long, value_parser = parse_flood)]
     push_flood: Option<PushFlood>,
+    /// A connection's flood stops this many seconds after its last refresh
+    /// (a new refresh restarts it): heat that moves between connections.
+    #[arg(long, requires = "push_flood")]
+    push_flood_seconds: Option<f64>,
     /// Close every connection at once.
     #[arg(long)]
     refuse_connections: bool,
@@ -572,6 +576,10 @@ fn run_serve(serve: Serve) -> Result<(), String> {
         hostile_text: serve.hostile_text,
         ..Faults::default()
     };
+    let push_flood_for = serve
+        .push_flood_seconds
+        .map(|s| Duration::try_from_secs_f64(s).map_err(|e| format!("--push-flood-seconds {s}: {e}")))
+        .transpose()?;
     if let Some(bad) = serve.modes.iter().find(|m| m.index >= serve.servers) {
         return Err(format!("--mode {}: there are only {} servers (indices from 0)", bad.index, serve.servers));
     }
@@ -611,7 +619,7 @@ fn run_serve(serve: Serve) -> Result<(), String> {
                     ModeKind::EmptyAfter(after) => empty_after = Some(after),
                 }
             }
-            let server = ReferenceServer::new(data.clone(), usize::from(i), own);
+            let server = ReferenceServer::new(data.clone(), usize::from(i), own).with_push_flood_for(push_flood_for);
             if let Some(after) = empty_after {
                 let handle = server.faults();
                 tokio::spawn(async move {

@@ -98,6 +98,10 @@ pub struct ReferenceServer {
     index: usize,
     faults: FaultHandle,
     stats: Arc<ServerStats>,
+    /// A connection's push flood stops this long after its last refresh
+    /// (`None`: it goes on until the connection ends). Not a fault: heat
+    /// that moves between connections, for the skew benchmark.
+    push_flood_for: Option<Duration>,
 }
 
 /// What a server saw, shared across restarts when given to
@@ -125,7 +129,14 @@ impl ReferenceServer {
     /// A server whose faults and stats outlive it: a simulation restarts
     /// servers and keeps steering and counting them.
     pub fn with_handles(data: Arc<MarketData>, index: usize, faults: FaultHandle, stats: Arc<ServerStats>) -> Self {
-        Self { data, index, faults, stats }
+        Self { data, index, faults, stats, push_flood_for: None }
+    }
+
+    /// Ends each connection's push flood `after` its last refresh (a new
+    /// refresh restarts it).
+    pub fn with_push_flood_for(mut self, after: Option<Duration>) -> Self {
+        self.push_flood_for = after;
+        self
     }
 
     /// The live fault settings.
@@ -195,6 +206,8 @@ impl ReferenceServer {
         pushes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut flood = tokio::time::interval(Duration::from_secs(3600));
         let mut flood_rate = 0;
+        // The last refresh, which a flood with an end (`push_flood_for`) counts from.
+        let mut refreshed = tokio::time::Instant::now();
         // Arrival times of this connection's requests in the last second (throttle).
         let mut recent: std::collections::VecDeque<tokio::time::Instant> = std::collections::VecDeque::new();
         loop {
@@ -239,6 +252,11 @@ impl ReferenceServer {
                         self.stats.requests.fetch_add(1, Ordering::Relaxed);
                         if let Request::Refresh(r) = &request {
                             subscription = Some(r.clone());
+                            refreshed = tokio::time::Instant::now();
+                            if self.push_flood_for.is_some() {
+                                // A flood that ended starts afresh, not with a burst of missed ticks.
+                                flood.reset();
+                            }
                         }
                         let faults = self.faults.get();
                         if let Some(rate) = faults.throttle_per_sec {
@@ -314,7 +332,8 @@ impl ReferenceServer {
                         stream.write_all(&out).await?;
                     }
                 }
-                _ = flood.tick(), if subscription.is_some() && flood_rate > 0 => {
+                _ = flood.tick(), if subscription.is_some() && flood_rate > 0
+                    && self.push_flood_for.is_none_or(|d| refreshed.elapsed() < d) => {
                     let size = faults.push_flood.map_or(0, |f| f.size).min(u16::MAX as usize);
                     let payload: Vec<u8> = (0..size).map(|_| rng.next_u64() as u8).collect();
                     let mut out = Vec::new();

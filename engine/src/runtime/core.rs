@@ -489,7 +489,8 @@ impl Core {
         let mut state = self.lock();
         state.workers.tick(seconds);
         if let Some((slot, to)) = state.workers.plan_migration() {
-            // Advisory: only while Send and Retire keep their room.
+            // Advisory: only while Send and Retire keep their room. The
+            // slot task books the move once it has made it (`moved`).
             if let Some(entry) = state.slots[slot.index()].as_ref().filter(|e| e.commands.capacity() > 2) {
                 tracing::debug!(slot = slot.0, "moving a hot slot to a cooler worker");
                 let _ = entry.commands.try_send(SlotCommand::Migrate { to });
@@ -806,6 +807,16 @@ impl SlotCore for Core {
         let mut state = self.lock();
         if let Some(entry) = state.slots[at.slot.index()].as_mut().filter(|e| e.at == at) {
             entry.lender = Some((lender, runtime));
+        }
+    }
+
+    /// Books a move its slot task made; a generation that has ended since
+    /// no longer weighs on any worker.
+    fn moved(&self, at: SlotRef, worker: usize) {
+        let mut state = self.lock();
+        if state.slots[at.slot.index()].as_ref().is_some_and(|e| e.at == at) {
+            state.workers.moved(at.slot, worker);
+            state.dirty = true;
         }
     }
 }

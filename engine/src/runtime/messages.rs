@@ -42,7 +42,15 @@ pub(crate) enum SlotCommand {
     /// and the task goes on there, its state intact. Ignored before the
     /// slot is ready, while the connection is lent, and by connectors that
     /// cannot move connections.
-    Migrate { to: tokio::runtime::Handle },
+    Migrate { to: Destination },
+}
+
+/// A worker a connection may move to: its runtime, and its index among
+/// the engine's workers (the move is booked there once made).
+#[derive(Debug, Clone)]
+pub(crate) struct Destination {
+    pub(crate) handle: tokio::runtime::Handle,
+    pub(crate) worker: usize,
 }
 
 /// Who holds a connection while applying its input, for what may come
@@ -95,5 +103,5 @@ pub(crate) enum End {
     /// The task moved to another runtime, which reports its end.
     Migrated,
     /// Asked to move (internal: the exchange loop hands this to its caller).
-    Migrate(tokio::runtime::Handle),
+    Migrate(Destination),
 }

@@ -41,6 +41,9 @@ pub(crate) trait SlotCore: Reports {
     /// Offers the ready connection at `at` to callers on the current
     /// runtime, through `lender`.
     fn offer(&self, at: SlotRef, lender: Arc<Lender>);
+    /// The connection at `at` moved to `worker`: the move is booked only
+    /// now (a move asked for may be refused).
+    fn moved(&self, at: SlotRef, worker: usize);
 }
 
 /// Everything a slot task needs for one generation.
@@ -170,7 +173,7 @@ impl<C: Connector> SlotTask<C> {
                 Detach::Moved(socket) => Carried::Socket(socket),
                 // A stream tied to no reactor of its own (simulated) moves
                 // with its task only to this same runtime (a simulation's workers).
-                Detach::Kept(stream) if same_runtime(to) => Carried::Stream(stream),
+                Detach::Kept(stream) if same_runtime(&to.handle) => Carried::Stream(stream),
                 Detach::Kept(stream) => {
                     session = Box::new(Session::from_parts(Box::new(stream), parts));
                     continue;
@@ -181,8 +184,9 @@ impl<C: Connector> SlotTask<C> {
             };
             // Nothing to report for this runtime: the moved task reports its end.
             let _ = lender.cell.close();
+            self.core.moved(self.at, to.worker);
             self.budgets.migrations.fetch_add(1, Ordering::Relaxed);
-            to.spawn(self.resume(carried, parts, commands));
+            to.handle.clone().spawn(self.resume(carried, parts, commands));
             return End::Migrated;
         }
     }
@@ -346,7 +350,7 @@ mod tests {
     use crate::proto::frame::encode_response;
     use crate::proto::{Compression, Market, Reply, Request, RequestDecoder};
     use crate::runtime::connector::TcpConnector;
-    use crate::runtime::messages::Finished;
+    use crate::runtime::messages::{Destination, Finished};
     use crate::supervisor::{Epoch, FrameBody, Generation, SlotId};
 
     /// Answers handshakes and count requests (with 42) on every connection.
@@ -407,6 +411,7 @@ mod tests {
 
     impl SlotCore for Inputs {
         fn offer(&self, _: SlotRef, _: Arc<Lender>) {}
+        fn moved(&self, _: SlotRef, _: usize) {}
     }
 
     fn worker(name: &str) -> (tokio::runtime::Handle, std::thread::JoinHandle<()>, tokio::sync::oneshot::Sender<()>) {
@@ -460,7 +465,10 @@ mod tests {
             for (round, msg_id) in [(0, 7u32), (1, 8)] {
                 if round == 1 {
                     // Move to runtime b, then stop runtime a altogether.
-                    commands.send(SlotCommand::Migrate { to: b.clone() }).await.unwrap();
+                    commands
+                        .send(SlotCommand::Migrate { to: Destination { handle: b.clone(), worker: 1 } })
+                        .await
+                        .unwrap();
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     a_stop.take_and_stop();
                 }

@@ -17,6 +17,7 @@
 use serde::Serialize;
 use tokio::runtime::Handle;
 
+use super::messages::Destination;
 use crate::rng::Rng;
 use crate::supervisor::SlotId;
 
@@ -65,7 +66,7 @@ pub struct WorkerDiagnostics {
     pub events_per_sec: f64,
     /// Events handled since start (frames, sends, connects): its share of the work.
     pub events_total: u64,
-    /// Slots it handed to other workers.
+    /// Slots it handed to other workers (moves made, not moves asked for).
     pub migrations_out: u64,
 }
 
@@ -169,9 +170,11 @@ impl Workers {
 
     /// The move that relieves the busiest worker, if it is over its
     /// high-water mark: the hottest of its slots whose load fits the gap to
-    /// the coolest worker (so the move lowers the maximum). Records the move;
-    /// the caller tells the slot to go.
-    pub(crate) fn plan_migration(&mut self) -> Option<(SlotId, Handle)> {
+    /// the coolest worker (so the move lowers the maximum). Books nothing:
+    /// the slot task may refuse (lent, not ready, a connection that cannot
+    /// move) and books a move it makes through [`moved`](Self::moved). The
+    /// cooldown starts either way, so a refusing slot is not asked at once again.
+    pub(crate) fn plan_migration(&mut self) -> Option<(SlotId, Destination)> {
         let n = self.handles.len();
         if n < 2 || self.placement != Placement::PowerOfTwoChoices || !self.migration || self.cooldown > 0 {
             return None;
@@ -188,15 +191,27 @@ impl Workers {
             .filter(|&s| self.slot_worker[s] == Some(hot))
             .filter(|&s| self.slot_rate[s] + BACKLOG_WEIGHT < gap)
             .max_by(|&a, &b| self.slot_rate[a].total_cmp(&self.slot_rate[b]))?;
-        let rate = self.slot_rate[slot];
-        self.slot_worker[slot] = Some(cool);
-        self.load[hot].slots -= 1;
-        self.load[cool].slots += 1;
-        self.load[hot].events_per_sec_ewma = (self.load[hot].events_per_sec_ewma - rate).max(0.0);
-        self.load[cool].events_per_sec_ewma += rate;
-        self.load[hot].migrations_out += 1;
+        debug_assert_ne!(hot, cool, "a worker over the mean is not the coolest");
         self.cooldown = MIGRATION_COOLDOWN_TICKS;
-        Some((SlotId(slot as u32), self.handles[cool].clone()))
+        Some((SlotId(slot as u32), Destination { handle: self.handles[cool].clone(), worker: cool }))
+    }
+
+    /// Books a move a slot task made to worker `to`: the slot and its rate
+    /// leave its old worker. A slot placed nowhere (its connection ended)
+    /// or already there moves nothing.
+    pub(crate) fn moved(&mut self, slot: SlotId, to: usize) {
+        assert!(to < self.handles.len(), "a move goes to one of the {} workers", self.handles.len());
+        let Some(from) = self.slot_worker.get(slot.index()).copied().flatten() else { return };
+        if from == to {
+            return;
+        }
+        let rate = self.slot_rate[slot.index()];
+        self.slot_worker[slot.index()] = Some(to);
+        self.load[from].slots -= 1;
+        self.load[to].slots += 1;
+        self.load[from].events_per_sec_ewma = (self.load[from].events_per_sec_ewma - rate).max(0.0);
+        self.load[to].events_per_sec_ewma += rate;
+        self.load[from].migrations_out += 1;
     }
 
     pub(crate) fn diagnostics(&self) -> Vec<WorkerDiagnostics> {
@@ -266,7 +281,9 @@ mod tests {
             workers.event(SlotId(1));
         }
         workers.tick(1.0);
-        let (slot, _) = workers.plan_migration().expect("worker 0 is over its high-water mark");
+        let (slot, to) = workers.plan_migration().expect("worker 0 is over its high-water mark");
+        assert_eq!(to.worker, 1);
+        workers.moved(slot, to.worker);
         assert_eq!(workers.slot_worker[slot.index()], Some(1));
         assert_eq!(workers.diagnostics()[0].migrations_out, 1);
         assert!(workers.plan_migration().is_none(), "cooldown");
@@ -276,6 +293,60 @@ mod tests {
         }
         let d = workers.diagnostics();
         assert_eq!(d.iter().map(|w| w.slots).sum::<usize>(), 4);
+    }
+
+    /// Why: a slot task may refuse a move (its connection lent, not ready,
+    /// or one that cannot move); `migrations_out` and the layout must show
+    /// moves made, not moves asked for, and the refused slot is asked again
+    /// after the cooldown.
+    #[test]
+    fn a_move_is_booked_when_made_not_when_planned() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let mut workers = Workers::new(vec![rt.handle().clone(); 2], Placement::PowerOfTwoChoices, 4, 5);
+        for s in 0..4 {
+            workers.place(SlotId(s));
+        }
+        // Pin the layout: slots 0..3 on worker 0, slot 3 on worker 1.
+        for s in 0..4usize {
+            let w = usize::from(s == 3);
+            if let Some(old) = workers.slot_worker[s].replace(w) {
+                workers.load[old].slots -= 1;
+            }
+            workers.load[w].slots += 1;
+        }
+        let hot = |workers: &mut Workers| {
+            for _ in 0..500 {
+                workers.event(SlotId(0));
+                workers.event(SlotId(1));
+            }
+            workers.tick(1.0);
+        };
+        hot(&mut workers);
+        let (slot, to) = workers.plan_migration().expect("worker 0 is over its high-water mark");
+        // Asked, not made: nothing moved, nothing counted.
+        assert_eq!(workers.slot_worker[slot.index()], Some(0));
+        let d = workers.diagnostics();
+        assert_eq!((d[0].slots, d[1].slots), (3, 1));
+        assert_eq!(d[0].migrations_out, 0);
+        // Refused (never confirmed): after the cooldown the same slot is asked again.
+        for _ in 0..MIGRATION_COOLDOWN_TICKS {
+            hot(&mut workers);
+        }
+        let (again, to_again) = workers.plan_migration().expect("still over its high-water mark");
+        assert_eq!((again, to_again.worker), (slot, to.worker));
+        // Made: now it is booked, once.
+        workers.moved(again, to_again.worker);
+        let d = workers.diagnostics();
+        assert_eq!((d[0].slots, d[1].slots), (2, 2));
+        assert_eq!(d[0].migrations_out, 1);
+        assert_eq!(workers.slot_worker[slot.index()], Some(1));
+        // A move reported twice, or for a slot whose connection ended, books nothing more.
+        workers.moved(again, to_again.worker);
+        workers.slot_ended(SlotId(1));
+        workers.moved(SlotId(1), 1);
+        let d = workers.diagnostics();
+        assert_eq!(d[0].migrations_out, 1);
+        assert_eq!(d.iter().map(|w| w.slots).sum::<usize>(), 3);
     }
 
     #[test]
