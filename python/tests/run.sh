@@ -17,7 +17,9 @@ source tests/interop/lib.sh
 BUILD_VENV="target/py-venv"   # maturin, kept between runs
 PYVENV="target/py-wheel-venv" # fresh every run: the wheel and the test pins only
 SDIST_VENV="target/py-sdist-venv" # fresh every run: maturin, then the sdist built by pip
-WHEELS="target/wheels"
+# Not target/wheels: pip's build of the sdist (maturin's PEP 517 backend)
+# leaves its own linux_x86_64 wheel there, beside the one under test.
+WHEELS="target/python-dist"
 BUILD_PINS=(maturin==1.16.0)
 PINS=(pytest==9.2.0 pyarrow==26.0.1 pandas==3.1.1 numpy==2.4.6 polars==2.1.0 mypy==2.4.1
     "dask[dataframe]==2026.8.0" distributed==2026.8.0) # tests/test_dask.py
