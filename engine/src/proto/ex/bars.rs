@@ -186,16 +186,7 @@ impl Command for ExBars {
                 let raw = r.u32("ex bar date")?;
                 ExBarTime::Day(Date::from_yyyymmdd(raw).ok_or(ProtoError::InvalidDate { what: "ex bar", raw })?)
             };
-            bars.push(ExBar {
-                at,
-                open: r.f32("ex bar open")?,
-                high: r.f32("ex bar high")?,
-                low: r.f32("ex bar low")?,
-                close: r.f32("ex bar close")?,
-                open_interest: r.u32("ex bar open interest")?,
-                volume: r.u32("ex bar volume")?,
-                amount: r.f32("ex bar amount")?,
-            });
+            bars.push(ExBar::read_after_stamp(&mut r, at)?);
         }
         r.finish("ex bars")?;
         Ok(bars)
@@ -216,14 +207,34 @@ impl Command for ExBars {
                     return Err(ProtoError::ValueOutOfRange { what: "ex bar stamp for its period", value: 0 })
                 }
             }
-            for v in [bar.open, bar.high, bar.low, bar.close] {
-                out.put_f32_le(v);
-            }
-            out.put_u32_le(bar.open_interest);
-            out.put_u32_le(bar.volume);
-            out.put_f32_le(bar.amount);
+            bar.put_after_stamp(out);
         }
         Ok(())
+    }
+}
+
+impl ExBar {
+    /// The 28 bytes after a record's stamp, shared by 0x23ff and 0x240d.
+    fn read_after_stamp(r: &mut Reader<'_>, at: ExBarTime) -> Result<ExBar, ProtoError> {
+        Ok(ExBar {
+            at,
+            open: r.f32("ex bar open")?,
+            high: r.f32("ex bar high")?,
+            low: r.f32("ex bar low")?,
+            close: r.f32("ex bar close")?,
+            open_interest: r.u32("ex bar open interest")?,
+            volume: r.u32("ex bar volume")?,
+            amount: r.f32("ex bar amount")?,
+        })
+    }
+
+    fn put_after_stamp(&self, out: &mut Vec<u8>) {
+        for v in [self.open, self.high, self.low, self.close] {
+            out.put_f32_le(v);
+        }
+        out.put_u32_le(self.open_interest);
+        out.put_u32_le(self.volume);
+        out.put_f32_le(self.amount);
     }
 }
 
@@ -314,16 +325,7 @@ impl Command for ExBarsRange {
         for _ in 0..count {
             let d = r.u16("ex bar date")?;
             let at = ExBarTime::Minute(decode_packed_minute(d, r.u16("ex bar minute")?)?);
-            bars.push(ExBar {
-                at,
-                open: r.f32("ex bar open")?,
-                high: r.f32("ex bar high")?,
-                low: r.f32("ex bar low")?,
-                close: r.f32("ex bar close")?,
-                open_interest: r.u32("ex bar open interest")?,
-                volume: r.u32("ex bar volume")?,
-                amount: r.f32("ex bar amount")?,
-            });
+            bars.push(ExBar::read_after_stamp(&mut r, at)?);
         }
         r.finish("ex bars range")?;
         Ok(bars)
@@ -351,12 +353,7 @@ impl Command for ExBarsRange {
             let (d, t) = encode_packed_minute(at)?;
             out.put_u16_le(d);
             out.put_u16_le(t);
-            for v in [bar.open, bar.high, bar.low, bar.close] {
-                out.put_f32_le(v);
-            }
-            out.put_u32_le(bar.open_interest);
-            out.put_u32_le(bar.volume);
-            out.put_f32_le(bar.amount);
+            bar.put_after_stamp(out);
         }
         Ok(())
     }
