@@ -261,11 +261,9 @@ mod tests {
         assert_eq!(workers.diagnostics().iter().map(|d| d.slots).sum::<usize>(), 159);
     }
 
-    #[test]
-    fn a_hot_worker_hands_a_slot_to_a_cool_one() {
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// Two P2C workers with the layout pinned: slots 0..3 on worker 0, slot 3 on worker 1.
+    fn three_on_worker_0_one_on_worker_1(rt: &tokio::runtime::Runtime) -> Workers {
         let mut workers = Workers::new(vec![rt.handle().clone(); 2], Placement::PowerOfTwoChoices, 4, 5);
-        // Pin the layout: slots 0..3 on worker 0, slot 3 on worker 1.
         for s in 0..4 {
             workers.place(SlotId(s));
         }
@@ -276,6 +274,13 @@ mod tests {
             }
             workers.load[w].slots += 1;
         }
+        workers
+    }
+
+    #[test]
+    fn a_hot_worker_hands_a_slot_to_a_cool_one() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let mut workers = three_on_worker_0_one_on_worker_1(&rt);
         for _ in 0..500 {
             workers.event(SlotId(0));
             workers.event(SlotId(1));
@@ -302,18 +307,7 @@ mod tests {
     #[test]
     fn a_move_is_booked_when_made_not_when_planned() {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let mut workers = Workers::new(vec![rt.handle().clone(); 2], Placement::PowerOfTwoChoices, 4, 5);
-        for s in 0..4 {
-            workers.place(SlotId(s));
-        }
-        // Pin the layout: slots 0..3 on worker 0, slot 3 on worker 1.
-        for s in 0..4usize {
-            let w = usize::from(s == 3);
-            if let Some(old) = workers.slot_worker[s].replace(w) {
-                workers.load[old].slots -= 1;
-            }
-            workers.load[w].slots += 1;
-        }
+        let mut workers = three_on_worker_0_one_on_worker_1(&rt);
         let hot = |workers: &mut Workers| {
             for _ in 0..500 {
                 workers.event(SlotId(0));
