@@ -7,7 +7,6 @@
 //! calendar cache extends with one request and is refetched when it
 //! disagrees with the server.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -19,6 +18,9 @@ use tdx_engine::proto::commands::Period;
 use tdx_engine::proto::{Date, Price};
 use tdx_engine::Client;
 use tdx_sim::{Faults, Market, MarketData, ReferenceServer};
+
+mod store_files;
+use store_files::files;
 
 /// A stock, an index and a fund of each market.
 const CODES: &str = "sz000001,sz399001,sz159915,sh000001,sh510300,sh600000,bj430047,bj899050";
@@ -60,24 +62,6 @@ fn sync(store: &Path, as_of: &str) -> Value {
         "--with",
         "xdxr",
     ])
-}
-
-/// Every file under `dir` (relative path -> bytes), the manifest apart.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                out.insert(path.strip_prefix(root).unwrap().display().to_string(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out.remove("manifest.json");
-    out
 }
 
 fn manifest(dir: &Path) -> Value {
