@@ -546,7 +546,11 @@ fn run_tdx_dir(
     if codes.is_empty() {
         codes = tdx_sim::tdx_files::FIXTURE_CODES.iter().map(|c| c.parse().expect("a code")).collect();
     }
-    let files = tdx_sim::tdx_files::write_install(&MarketData::new(market), out, &codes).map_err(|e| e.to_string())?;
+    let world = tdx_sim::ex::ExWorld::new(seed, market.today());
+    let ex_codes: Vec<_> =
+        tdx_sim::tdx_files::EX_FIXTURE_CODES.iter().map(|c| c.parse().expect("an EX code")).collect();
+    let files = tdx_sim::tdx_files::write_install(&MarketData::new(market), out, &codes).map_err(|e| e.to_string())?
+        + tdx_sim::tdx_files::write_ex_days(&world, out, &ex_codes).map_err(|e| e.to_string())?;
     println!("{files} files under {}", out.display());
     Ok(())
 }

@@ -12,14 +12,16 @@
 //!   (`T0042`, `X000042`; the market has no real classification);
 //! - `vipdoc/cw/gpcwYYYYMMDD.zip`: one finance history file, each stock's
 //!   record the thirty fields of its 0x0010 finance record;
-//! - `T0002/blocknew/`: one custom block (`ZXG.blk`, 自选股) of the codes.
+//! - `T0002/blocknew/`: one custom block (`ZXG.blk`, 自选股) of the codes;
+//! - `vipdoc/ds/lday/M#CODE.day`: the extended market's day bars of a few
+//!   instruments ([`EX_FIXTURE_CODES`], [`write_ex_days`]).
 
 use std::fs;
 use std::io;
 use std::path::Path;
 
 use tdx_engine::files::blocks::{write_blk, write_custom_blocks_cfg, CustomBlockEntry};
-use tdx_engine::files::day::{write_daily, DailyRecord};
+use tdx_engine::files::day::{write_daily, write_ex_daily, DailyRecord, ExDailyRecord};
 use tdx_engine::files::finance::{write_finance_zip, FinanceFile, FinanceHeader, FinanceRecord};
 use tdx_engine::files::gbbq::write_gbbq;
 use tdx_engine::files::industry::{write_industry, IndustryEntry};
@@ -27,14 +29,23 @@ use tdx_engine::files::layout::{BOARD_FILES_DIR, CUSTOM_BLOCKS_DIR, FINANCE_DIR,
 use tdx_engine::files::minute::{write_minutes, MinuteForm, MinuteRecord};
 use tdx_engine::files::{FileError, FileKind, FileLayout};
 use tdx_engine::proto::commands::Period;
+use tdx_engine::proto::ex::{ExBar, ExBarTime, ExCode, ExPeriod};
 use tdx_engine::proto::{Category, Market as Exchange, SecurityCode};
 
+use crate::ex::{ExKind, ExWorld};
 use crate::MarketData;
 
 /// The codes the fixture holds bar files of when none are given: a stock,
 /// an index and a fund of each market.
 pub const FIXTURE_CODES: [&str; 8] =
     ["sz000001", "sz399001", "sz159915", "sh000001", "sh510300", "sh600000", "bj430047", "bj899050"];
+
+/// The extended-market instruments the fixture holds `.day` files of: an
+/// index and a commodity future, a Hong Kong and a US stock, and a fund.
+pub const EX_FIXTURE_CODES: [&str; 5] = ["47#IFL0", "30#CU2701", "31#00001", "74#AAPL", "33#001000"];
+
+/// Where the client keeps an extended-market instrument's day bars.
+pub const EX_DAY_DIR: &str = "vipdoc/ds/lday";
 
 /// What went wrong writing the fixture.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +64,9 @@ pub enum FixtureError {
     /// A code the market does not list.
     #[error("{0} is not listed")]
     Unlisted(SecurityCode),
+    /// An extended-market code the market does not list.
+    #[error("{0} is not listed in the extended market")]
+    UnlistedEx(ExCode),
 }
 
 fn put(root: &Path, relative: &Path, bytes: &[u8]) -> Result<(), FixtureError> {
@@ -149,9 +163,49 @@ fn quarter_end_before(yyyymmdd: u32) -> u32 {
     }
 }
 
+/// One day bar as the client's extended-market `.day` file holds it. The
+/// sixth word, which pytdx and eltdx call the amount: for futures their
+/// open interest (an integer; a turnover in yuan would overflow it, as an
+/// index future's does here), for stocks the turnover as a binary32 (eltdx
+/// 3.3.0 `offline/ex_daily_bar.py` on Hong Kong files), for funds 0 (a
+/// NAV has no turnover). The tape has no settlement price: that word is 0.
+fn ex_daily_record(kind: ExKind, bar: &ExBar) -> ExDailyRecord {
+    let date = match bar.at {
+        ExBarTime::Day(date) => date,
+        ExBarTime::Minute(at) => at.date,
+    };
+    let amount_bits = match kind {
+        ExKind::Future => bar.open_interest,
+        ExKind::HkStock | ExKind::UsStock => bar.amount.to_bits(),
+        ExKind::Fund => 0,
+    };
+    ExDailyRecord {
+        date,
+        open: bar.open,
+        high: bar.high,
+        low: bar.low,
+        close: bar.close,
+        amount_bits,
+        volume: bar.volume,
+        settlement: 0.0,
+    }
+}
+
+/// Writes `vipdoc/ds/lday/M#CODE.day` of each code from the extended
+/// market's day bars; returns the number of files written.
+pub fn write_ex_days(world: &ExWorld, root: &Path, codes: &[ExCode]) -> Result<usize, FixtureError> {
+    for code in codes {
+        let listing = world.listing(code).ok_or_else(|| FixtureError::UnlistedEx(code.clone()))?;
+        let records =
+            world.bars(listing, ExPeriod::Day).iter().map(|bar| ex_daily_record(listing.kind, bar)).collect::<Vec<_>>();
+        put(root, &Path::new(EX_DAY_DIR).join(format!("{code}.day")), &write_ex_daily(&records))?;
+    }
+    Ok(codes.len())
+}
+
 #[cfg(test)]
 mod tests {
-    use tdx_engine::files::day::read_daily;
+    use tdx_engine::files::day::{read_daily, read_ex_daily};
     use tdx_engine::files::finance::read_finance;
     use tdx_engine::files::gbbq::read_gbbq;
 
@@ -187,6 +241,32 @@ mod tests {
                 .filter(|l| l.category == Category::AShare)
                 .count()
         );
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn the_extended_days_read_back_as_the_tape() {
+        let world = ExWorld::new(1, Market::new(1).today());
+        let root = std::env::temp_dir().join(format!("tdx-sim-ex-fixture-{}", std::process::id()));
+        let codes: Vec<ExCode> = EX_FIXTURE_CODES.iter().map(|c| c.parse().unwrap()).collect();
+        assert_eq!(write_ex_days(&world, &root, &codes).unwrap(), codes.len());
+        for code in &codes {
+            let listing = world.listing(code).unwrap();
+            let bars = world.bars(listing, ExPeriod::Day);
+            let records = read_ex_daily(&fs::read(root.join(EX_DAY_DIR).join(format!("{code}.day"))).unwrap()).unwrap();
+            assert_eq!(records.len(), bars.len(), "{code}");
+            for (r, b) in records.iter().zip(&bars) {
+                assert_eq!(
+                    (ExBarTime::Day(r.date), r.open, r.high, r.low, r.close, r.volume),
+                    (b.at, b.open, b.high, b.low, b.close, b.volume)
+                );
+                match listing.kind {
+                    ExKind::Future => assert_eq!(r.amount_integer(), b.open_interest, "{code}"),
+                    ExKind::HkStock | ExKind::UsStock => assert_eq!(r.amount_float(), b.amount, "{code}"),
+                    ExKind::Fund => assert_eq!(r.amount_bits, 0, "{code}"),
+                }
+            }
+        }
         fs::remove_dir_all(root).unwrap();
     }
 

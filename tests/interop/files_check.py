@@ -13,7 +13,10 @@
    board files, custom blocks, tdxhy.cfg, a finance history zip); the
    peer readers read it and agree with what the server serves (`tdx`);
    `tdx import` of it equals the store, and a later `tdx sync` finds
-   nothing to add.
+   nothing to add. Its extended-market .day files (`vipdoc/ds/lday`,
+   written by the engine's writer from the reference exchange's 7727
+   market) are read by pytdx's TdxExHqDailyBarReader, mootdx's ExtReader
+   and eltdx's read_ex_daily_bar and agree with `tdx-sim truth ex-bars`.
 
 Run by tests/interop/run.sh inside a loopback-only network namespace.
 """
@@ -279,6 +282,44 @@ def check_fixture(tdx_bin, hosts, fixture):
         check([f32(x) for x in rs[code[2:]]["fields"]] == [f32(x) for x in mine], f"tdxrs finance history {code}")
 
 
+def check_ex_days(sim, seed, fixture):
+    """The extended market's .day files of the fixture, read by pytdx, mootdx
+    and eltdx, against the reference exchange's day bars."""
+    from eltdx import offline as eo
+    from mootdx.reader import Reader
+    from pytdx.reader import TdxExHqDailyBarReader
+
+    directory = fixture / "vipdoc" / "ds" / "lday"
+    mootdx = Reader.factory(market="ext", tdxdir=str(fixture))
+    codes = sorted(p.stem for p in directory.glob("*.day"))
+    check(len(codes) == 5, f"the fixture's extended-market .day files: {codes}")
+    for code in codes:
+        truth = json.loads(subprocess.run([sim, "truth", "--seed", seed, "ex-bars", code, "--count", "800"],
+                                          check=True, capture_output=True, text=True).stdout)
+        check(len(truth) > 0, f"truth has day bars of {code}")
+        # The sixth word: a future's open interest, a stock's turnover as
+        # binary32 (what pytdx calls hk_stock_amount), 0 for a fund's NAV.
+        market = code.split("#")[0]
+        stock = market in ("31", "74")
+        word = (lambda b: f32(b["amount"])) if stock else (lambda b: b["open_interest"])
+        want = [(int(b["at"].replace("-", "")), f32(b["open"]), f32(b["high"]), f32(b["low"]), f32(b["close"]),
+                 word(b), b["volume"]) for b in truth]
+        path = directory / f"{code}.day"
+        df = TdxExHqDailyBarReader().get_df(str(path))
+        got = [(int(str(d.date()).replace("-", "")), f32(r.open), f32(r.high), f32(r.low), f32(r.close),
+                f32(r.hk_stock_amount) if stock else int(r.amount), int(r.volume)) for d, r in df.iterrows()]
+        check(got == want, f"pytdx TdxExHqDailyBarReader {code}.day")
+        check(all(x == 0 for x in df.jiesuan), f"pytdx reads no settlement in {code}.day")
+        frame = mootdx.daily(symbol=code)
+        check(frame is not None and [tuple(g[:5]) for g in got] ==
+              [(int(str(d.date()).replace("-", "")), f32(r.open), f32(r.high), f32(r.low), f32(r.close))
+               for d, r in frame.iterrows()], f"mootdx ExtReader {code}.day")
+        bars = eo.read_ex_daily_bar(path)
+        check([(b.year * 10000 + b.month * 100 + b.day, f32(b.open), f32(b.high), f32(b.low), f32(b.close),
+                f32(b.hk_stock_amount) if stock else b.amount, b.volume) for b in bars] == want,
+              f"eltdx read_ex_daily_bar {code}.day")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sim", required=True)
@@ -309,14 +350,15 @@ def main():
         subprocess.run([args.sim, "tdx-dir", "--out", str(fixture), "--seed", args.seed], check=True,
                        capture_output=True)
         check_fixture(args.tdx, args.hosts, fixture)
+        check_ex_days(args.sim, args.seed, fixture)
         summary = tdx(args.tdx, "-o", "json", "import", "--tdx-dir", str(fixture), "--out", str(from_fixture))
         check(not summary["failed"], f"import of the fixture: {summary['failed']}")
         same_bars(store, from_fixture, "tdx import of the fixture install")
         later = tdx(args.tdx, *common, "sync", "--out", str(from_fixture), "--codes", ",".join(CODES),
                     "--periods", "day,5m,1m")
         check(all(p["new_bars"] == 0 for p in later["periods"].values()), f"a sync after the import: {later['periods']}")
-        print("files: checked the fixture install with every peer reader against the server, "
-              "and tdx sync after tdx import")
+        print("files: checked the fixture install with every peer reader against the server "
+              "(its extended-market .day files against the reference exchange), and tdx sync after tdx import")
     if failures:
         print(f"{len(failures)} file checks failed", file=sys.stderr)
         sys.exit(1)
