@@ -47,5 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(offline::write_ex_daily_file, m)?)?;
     m.add_function(wrap_pyfunction!(offline::write_industry_file, m)?)?;
     m.add_function(wrap_pyfunction!(offline::write_custom_blocks_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(offline::write_block_file, m)?)?;
+    m.add_function(wrap_pyfunction!(offline::write_finance_file, m)?)?;
     Ok(())
 }

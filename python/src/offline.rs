@@ -11,10 +11,13 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use tdx_engine::files::blocks::{
-    parse_block_file, read_blk, read_custom_blocks_cfg, write_blk, write_custom_blocks_cfg, CustomBlockEntry,
+    encode_block_file, parse_block_file, read_blk, read_custom_blocks_cfg, write_blk, write_custom_blocks_cfg, Board,
+    CustomBlockEntry,
 };
 use tdx_engine::files::day::{read_daily, read_ex_daily, write_daily, write_ex_daily, DailyRecord, ExDailyRecord};
-use tdx_engine::files::finance::read_finance;
+use tdx_engine::files::finance::{
+    read_finance, write_finance_dat, write_finance_zip, FinanceFile, FinanceHeader, FinanceRecord,
+};
 use tdx_engine::files::gbbq::{read_gbbq, write_gbbq};
 use tdx_engine::files::industry::{read_industry, write_industry, IndustryEntry};
 use tdx_engine::files::minute::{read_minutes, write_minutes, MinuteForm, MinuteRecord};
@@ -309,7 +312,12 @@ pub fn write_gbbq_file(path: PathBuf, rows: &Bound<'_, PyAny>) -> PyResult<usize
 
 /// A row's date column (a `datetime.date`) as a date.
 fn row_date(row: &Bound<'_, PyAny>, index: usize) -> PyResult<Date> {
-    let d = required(row, "date", index)?;
+    row_date_named(row, "date", index)
+}
+
+/// A row's `name` column (a `datetime.date`) as a date.
+fn row_date_named(row: &Bound<'_, PyAny>, name: &str, index: usize) -> PyResult<Date> {
+    let d = required(row, name, index)?;
     let part = |name: &str| -> PyResult<u32> { d.getattr(name)?.extract() };
     Date::new(part("year")? as u16, part("month")? as u8, part("day")? as u8)
         .ok_or_else(|| PyValueError::new_err(format!("row {index}: {d} is not a date")))
@@ -384,4 +392,84 @@ pub fn write_custom_blocks_dir(dir: PathBuf, blocks: &Bound<'_, PyAny>) -> PyRes
     }
     write_whole(&cfg, &bytes)?;
     Ok(entries.len())
+}
+
+/// Writes rows of `read_blocks`' columns (`name`, `kind_raw`, `codes`
+/// joined by `,`; `member_count`, if given, must match) as a board file
+/// whose header holds `title`.
+#[pyfunction]
+#[pyo3(signature = (path, rows, title=""))]
+pub fn write_block_file(path: PathBuf, rows: &Bound<'_, PyAny>, title: &str) -> PyResult<usize> {
+    let mut boards = Vec::new();
+    for (index, row) in rows.try_iter()?.enumerate() {
+        let row = row?;
+        let name: String = required(&row, "name", index)?.extract().map_err(bad_value("name", index))?;
+        let kind_raw: u16 = match field(&row, "kind_raw")? {
+            Some(v) => v.extract().map_err(bad_value("kind_raw", index))?,
+            None => 2,
+        };
+        let codes: String = required(&row, "codes", index)?.extract().map_err(bad_value("codes", index))?;
+        let codes: Vec<String> = codes.split(',').filter(|c| !c.is_empty()).map(str::to_owned).collect();
+        if let Some(count) = field(&row, "member_count")? {
+            let count: usize = count.extract().map_err(bad_value("member_count", index))?;
+            if count != codes.len() {
+                return Err(PyValueError::new_err(format!(
+                    "row {index}: member_count {count} but {} codes",
+                    codes.len()
+                )));
+            }
+        }
+        boards.push(Board { name, kind_raw, codes });
+    }
+    let bytes =
+        encode_block_file(title, &boards).map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
+    write_whole(&path, &bytes)?;
+    Ok(boards.len())
+}
+
+/// Writes rows of `read_finance`'s columns (`code`, `market_raw`,
+/// `report_date`, `field_1`..) as a finance history file: a `.zip` holding
+/// `gpcwYYYYMMDD.dat` when the path ends in `.zip`, else the `.dat` itself.
+/// Every row must hold the same fields and report date (or give
+/// `report_date` as YYYYMMDD); the header's three words of unknown meaning
+/// are written 0.
+#[pyfunction]
+#[pyo3(signature = (path, rows, report_date=None))]
+pub fn write_finance_file(path: PathBuf, rows: &Bound<'_, PyAny>, report_date: Option<u32>) -> PyResult<usize> {
+    let mut records = Vec::new();
+    let mut date = report_date;
+    for (index, row) in rows.try_iter()?.enumerate() {
+        let row = row?;
+        let code: String = required(&row, "code", index)?.extract().map_err(bad_value("code", index))?;
+        let market_raw: u8 = required(&row, "market_raw", index)?.extract().map_err(bad_value("market_raw", index))?;
+        if field(&row, "report_date")?.is_some() {
+            let row_date = row_date_named(&row, "report_date", index)?.yyyymmdd();
+            match date {
+                Some(d) if d != row_date => {
+                    return Err(PyValueError::new_err(format!(
+                        "row {index}: report_date {row_date} differs from {d}; one file holds one report date"
+                    )))
+                }
+                _ => date = Some(row_date),
+            }
+        }
+        let mut fields = Vec::new();
+        while let Some(v) = field(&row, &format!("field_{}", fields.len() + 1))? {
+            let name = format!("field_{}", fields.len() + 1);
+            fields.push(v.extract::<f32>().map_err(bad_value(&name, index))?);
+        }
+        records.push(FinanceRecord { code, market_raw, fields });
+    }
+    let report_date =
+        date.ok_or_else(|| PyValueError::new_err("report_date: no row holds one; pass report_date=YYYYMMDD"))?;
+    if Date::from_yyyymmdd(report_date).is_none() {
+        return Err(PyValueError::new_err(format!("report_date: {report_date} is not a date (YYYYMMDD)")));
+    }
+    let file = FinanceFile { header: FinanceHeader { report_date, ..FinanceHeader::default() }, records };
+    let zipped = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("zip"));
+    let bytes =
+        if zipped { write_finance_zip(&format!("gpcw{report_date}.dat"), &file) } else { write_finance_dat(&file) }
+            .map_err(|e| file_error(&path, e))?;
+    write_whole(&path, &bytes)?;
+    Ok(file.records.len())
 }

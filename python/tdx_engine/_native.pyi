@@ -28,9 +28,11 @@ __all__ = [
     "read_gbbq_file",
     "read_industry_file",
     "read_minute_file",
+    "write_block_file",
     "write_custom_blocks_dir",
     "write_daily_file",
     "write_ex_daily_file",
+    "write_finance_file",
     "write_gbbq_file",
     "write_industry_file",
     "write_minute_file",
@@ -65,6 +67,8 @@ def write_gbbq_file(path: str, rows: Any) -> int: ...
 def write_ex_daily_file(path: str, rows: Any) -> int: ...
 def write_industry_file(path: str, rows: Any) -> int: ...
 def write_custom_blocks_dir(dir: str, blocks: Any) -> int: ...
+def write_block_file(path: str, rows: Any, title: str = "") -> int: ...
+def write_finance_file(path: str, rows: Any, report_date: Optional[int] = None) -> int: ...
 
 @final
 class Table:

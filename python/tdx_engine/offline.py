@@ -37,9 +37,11 @@ __all__ = [
     "read_gbbq",
     "read_industry",
     "read_minutes",
+    "write_blocks",
     "write_custom_blocks",
     "write_daily",
     "write_ex_daily",
+    "write_finance",
     "write_gbbq",
     "write_industry",
     "write_minutes",
@@ -120,3 +122,19 @@ def write_custom_blocks(directory: PathLike, blocks: Iterable[Dict[str, Any]]) -
     """Writes the user's blocks (``read_custom_blocks``' dicts: ``name``,
     ``file``, ``codes``) into ``directory``: ``blocknew.cfg`` and the ``.blk`` files."""
     return _native.write_custom_blocks_dir(os.fspath(directory), blocks)
+
+
+def write_blocks(path: PathLike, rows: Iterable[Any], *, title: str = "") -> int:
+    """Writes ``read_blocks``' rows (``name``, ``kind_raw``, ``codes`` joined
+    by ``,``) as a board file whose header holds ``title`` (the table does not
+    carry it); returns the boards written."""
+    return _native.write_block_file(os.fspath(path), rows, title)
+
+
+def write_finance(path: PathLike, rows: Iterable[Any], *, report_date: Optional[int] = None) -> int:
+    """Writes ``read_finance``'s rows (``code``, ``market_raw``, ``report_date``,
+    ``field_1``..) as a finance history file: zipped (``gpcwYYYYMMDD.dat``
+    inside) when ``path`` ends in ``.zip``. One report date per file, from the
+    rows or ``report_date=YYYYMMDD``; the header's three words of unknown
+    meaning are written 0."""
+    return _native.write_finance_file(os.fspath(path), rows, report_date)

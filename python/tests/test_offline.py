@@ -89,6 +89,28 @@ def test_industry_and_custom_blocks_write_back_to_the_same_files(install, tmp_pa
     assert not (tmp_path / "bad").exists(), "nothing written for a refused block"
 
 
+def test_board_and_finance_files_write_back_to_the_same_files(install, tmp_path):
+    # The exchange's board files carry a title in their header, which the
+    # table does not: it is given back here.
+    hq = install / "T0002" / "hq_cache"
+    for name, kind in (("block_gn.dat", "concept"), ("block.dat", "industry")):
+        rows = offline.read_blocks(hq / name)
+        title = f"tdx-sim {kind} boards, seed {SEED}"
+        assert offline.write_blocks(tmp_path / name, rows, title=title) == len(rows)
+        assert (tmp_path / name).read_bytes() == (hq / name).read_bytes(), name
+    with pytest.raises(ValueError, match="member_count"):
+        offline.write_blocks(tmp_path / "bad.dat", [{"name": "x", "codes": "000001", "member_count": 2}])
+    cw = next((install / "vipdoc" / "cw").glob("gpcw*.zip"))
+    rows = offline.read_finance(cw)
+    assert offline.write_finance(tmp_path / cw.name, rows) == len(rows)
+    assert (tmp_path / cw.name).read_bytes() == cw.read_bytes()
+    dat = tmp_path / cw.with_suffix(".dat").name
+    assert offline.write_finance(dat, rows) == len(rows)
+    assert offline.read_finance(dat).to_pylist() == rows.to_pylist()
+    with pytest.raises(ValueError, match="report_date"):
+        offline.write_finance(tmp_path / "none.dat", [{"code": "000001", "market_raw": 0, "field_1": 1.0}])
+
+
 def f32(x):
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
