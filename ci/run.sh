@@ -116,12 +116,15 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
     cargo run --quiet --locked --manifest-path fuzz/Cargo.toml --example corpus
     mkdir -p target/fuzz-logs
     step "fuzz build (every target)"
-    cargo +nightly fuzz build
+    # No AddressSanitizer: the engine and the simulator forbid unsafe code,
+    # and without it the build is shorter and each second runs several
+    # times the inputs (ci/fuzz-long.sh's FUZZ_SANITIZER says the same).
+    cargo +nightly fuzz build -s none
     # Two targets at a time, one per core: each keeps its whole budget, the
     # step takes half the time. A failing target's log and input are named
     # once both have finished.
     fuzz_one() {
-        cargo +nightly fuzz run "$1" -- -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 \
+        cargo +nightly fuzz run -s none "$1" -- -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 \
             >"target/fuzz-logs/$1.log" 2>&1
     }
     read -ra targets <<<"$(cargo +nightly fuzz list | tr '\n' ' ')"
@@ -153,11 +156,14 @@ step "simulation sweep (${SIM_SEEDS} seeds, release)"
 if [ "$SIM_SEEDS" -gt 0 ]; then
     # Seeds 1000.. here; `cargo test` runs 0..24 in debug. Both check the
     # Supervisor's invariants after every input.
-    cargo run --release --locked -p tdx-sim -- run --seeds "$SIM_SEEDS" --start 1000 | tail -n 20
+    # The release build the mutant step needs anyway: the deliberate bugs
+    # are compiled in and none is switched on, so the runs are the shipped
+    # engine's (same trace hashes) and the engine builds once in release.
+    cargo run --release --locked -p tdx-sim --features mutants -- run --seeds "$SIM_SEEDS" --start 1000 | tail -n 20
 fi
 
 step "soak (30 s: the engine against tdx-sim serve with every fault kind on; ci/soak.sh 1800 is the long one)"
-bash ci/soak.sh 30
+SOAK_FEATURES=mutants bash ci/soak.sh 30
 
 step "mutants (every deliberate bug must be caught)"
 # Each mutant against the Supervisor model's seeds, then simulation seeds,

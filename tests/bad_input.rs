@@ -229,7 +229,7 @@ fn check(case: &Case, data_dir: &std::path::Path) -> Result<(), String> {
             child.wait().ok();
             return Err(format!("tdx {:?}: still running after 30 s: the value was accepted", case.args));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(5));
     }
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -358,7 +358,20 @@ fn every_bad_argument_of_every_command_exits_2_naming_it_without_a_connection() 
         }
         cases.push(Case { args: line, names: names.iter().map(|s| (*s).to_owned()).collect() });
     }
-    let failures: Vec<String> = cases.iter().filter_map(|c| check(c, &scratch).err()).collect();
+    // The cases are independent processes: a few at a time, one more than
+    // the cores, since each spends part of its life starting up.
+    let lanes = std::thread::available_parallelism().map_or(2, |n| n.get() + 1);
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let lanes: Vec<_> = (0..lanes)
+            .map(|lane| {
+                let (cases, scratch) = (&cases, &scratch);
+                scope.spawn(move || {
+                    cases.iter().skip(lane).step_by(lanes).filter_map(|c| check(c, scratch).err()).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        lanes.into_iter().flat_map(|l| l.join().expect("a lane of cases")).collect()
+    });
     std::thread::sleep(Duration::from_millis(50));
     let _ = std::fs::remove_dir_all(&scratch);
     assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
