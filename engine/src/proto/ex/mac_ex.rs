@@ -163,6 +163,18 @@ pub enum ExPortRequest {
     MacEx(MacExRequest),
 }
 
+impl From<ExRequest> for ExPortRequest {
+    fn from(request: ExRequest) -> Self {
+        Self::Ex(request)
+    }
+}
+
+impl From<MacExRequest> for ExPortRequest {
+    fn from(request: MacExRequest) -> Self {
+        Self::MacEx(request)
+    }
+}
+
 impl ExPortRequest {
     /// Decodes a frame received on a 7727 connection: prefix 0x01 with an
     /// EX code is EX, with any other code MAC-EX; another prefix is
