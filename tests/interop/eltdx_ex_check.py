@@ -15,12 +15,13 @@
 Both clients get the loopback host explicitly, one host only, probing and
 failover off; eltdx's data directory is the caller's temp dir.
 
-eltdx's own readings are checked as what they are: an EX bar's `amount`
-comes from the open-interest bytes (its `position`), compared with the
-open interest's bits read as binary32 (docs/PROTOCOL.md, the amount
-quirk); a tick's `nature` is the raw value's ten-thousands (so Hong Kong's
-256/512 sides read 0); its futures quote-list parser unpacks 35 values
-into 34 names and always fails, which the check records.
+eltdx's own readings are checked as what they are (docs/PROTOCOL.md,
+Bars (0x23ff) and Reference exchange): an EX bar's `amount` comes from
+the open-interest bytes (its `position`), compared with the open
+interest's bits read as binary32; a tick's `nature` is the raw value's
+ten-thousands, so Hong Kong's 256/512 sides read 0; its futures
+quote-list parser unpacks 35 values into 34 names and always fails,
+which the check records.
 
 Usage: eltdx_ex_check.py --sim PATH_TO_TDX_SIM --seed S
 """
