@@ -54,7 +54,7 @@ impl ExListing {
     pub fn decimals(&self) -> u8 {
         let mut d = 3;
         let mut step = self.step_milli;
-        while d > 0 && step % 10 == 0 {
+        while d > 0 && step.is_multiple_of(10) {
             step /= 10;
             d -= 1;
         }
