@@ -719,3 +719,40 @@ proptest! {
         let _ = Request::decode_frame(&decoded);
     }
 }
+
+/// The MAC commands eltdx's MAC-EX client sends on 7727.
+fn arb_mac_ex_exchange() -> impl Strategy<Value = (Request, Reply)> {
+    prop_oneof![arb_quotes(), arb_bars(), arb_minutes(), arb_ticks(), arb_sparkline(), arb_goods()]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// MAC-EX: a MAC command's frame with prefix 0x01 and nothing else
+    /// changed; a 7727 server decodes it as that command (not EX), and the
+    /// reply is MAC's, byte for byte.
+    #[test]
+    fn mac_ex_frames_are_mac_frames_under_prefix_01((request, reply) in arb_mac_ex_exchange(), msg_id in any::<u32>()) {
+        use tdx_engine::proto::ex::{ExPortRequest, MacExRequest, MAC_EX_REQUEST_PREFIX};
+        let mac_ex = MacExRequest::from_request(request.clone()).expect("a MAC-EX command");
+        prop_assert_eq!(mac_ex.to_request(), request.clone());
+        let (mut wire, mut mac) = (Vec::new(), Vec::new());
+        mac_ex.encode_frame(msg_id, &mut wire).unwrap();
+        request.encode_frame(msg_id, &mut mac).unwrap();
+        prop_assert_eq!(wire[0], MAC_EX_REQUEST_PREFIX);
+        prop_assert_eq!(&wire[1..], &mac[1..]);
+        let mut requests = RequestDecoder::new();
+        requests.feed(&wire).unwrap();
+        let frame = requests.next_frame().unwrap().unwrap();
+        prop_assert_eq!(frame.header.msg_id, 0);
+        prop_assert_eq!(ExPortRequest::decode(&frame).unwrap(), ExPortRequest::MacEx(mac_ex.clone()));
+        prop_assert!(Request::decode_frame(&frame).is_err(), "0x01 is not MAC's own prefix for {}", mac_ex.name());
+
+        let (mut payload, mut mac_payload) = (Vec::new(), Vec::new());
+        mac_ex.encode_reply(&reply, &mut payload).unwrap();
+        request.encode_reply(&reply, &mut mac_payload).unwrap();
+        prop_assert_eq!(&payload, &mac_payload);
+        prop_assert_eq!(mac_ex.parse_reply(&payload).unwrap(), reply);
+        prop_assert_eq!(mac_ex.reparse_reply(&payload).unwrap(), payload);
+    }
+}

@@ -262,7 +262,7 @@ fn ex_seeds(corpus: &mut Corpus) -> Vec<Vec<u8>> {
     put(ExRequest::HistoryTicks(past_ticks.clone()), &|out| {
         past_ticks.encode_reply(&vec![hk_tick; 5], out).expect("encodes")
     });
-    let mut frames = Vec::new();
+    let mut frames = mac_ex_seeds(corpus);
     for (i, (request, payload)) in replies.into_iter().enumerate() {
         let mut body = Vec::new();
         request.encode_body(&mut body).expect("a seed request encodes");
@@ -272,6 +272,96 @@ fn ex_seeds(corpus: &mut Corpus) -> Vec<Vec<u8>> {
         corpus.add("ex_parsers", &bytes);
         let mut frame = Vec::new();
         request.encode_frame(i as u32, &mut frame).expect("a seed frame encodes");
+        frames.push(frame);
+    }
+    frames
+}
+
+/// `ex_parsers` seeds for MAC-EX: eltdx's six MAC commands on 7727 with
+/// extended-market symbols and a reply each; returns their frames
+/// (prefix 0x01) for `request_decoder`.
+fn mac_ex_seeds(corpus: &mut Corpus) -> Vec<Vec<u8>> {
+    use tdx_engine::proto::ex::*;
+    use tdx_engine::proto::time::{Date, TimeOfDay};
+    let ifl0 = MacSymbol::new(47, "IFL0");
+    let day = Date::new(2026, 12, 3).expect("a valid date");
+    let at = |m| TimeOfDay::from_minutes(m).expect("a valid minute");
+    let fields = FieldBitmap::of([MacField::PRE_CLOSE, MacField::CLOSE, MacField::VOLUME, MacField::AMOUNT]);
+    let quotes = MacQuotes { fields, symbols: vec![ifl0.clone(), MacSymbol::new(31, "00700")] };
+    let row = MacQuoteRow {
+        symbol: ifl0.clone(),
+        name: "IF主连".into(),
+        fields,
+        slots: vec![3900f32.to_bits(), 3921.4f32.to_bits(), 88_000, 1.03e11f32.to_bits()],
+    };
+    let table = MacQuoteTable { fields, total: 1, rows: vec![row] };
+    let summary = SecuritySummary { name: "IF主连".into(), decimals: 1, close: 3921.4, ..SecuritySummary::empty() };
+    let bars = MacBars::new(ifl0.clone(), Period::Day, 0, 700, Adjust::None);
+    let bar = MacBar {
+        date: day,
+        time: at(0),
+        open: 3900.0,
+        high: 3950.2,
+        low: 3880.0,
+        close: 3921.4,
+        amount: 1.03e11,
+        volume: 88_000.0,
+        float_shares: 0.0,
+    };
+    let page = MacBarPage {
+        symbol: ifl0.clone(),
+        head_raw: [4, 0, 0],
+        start: 0,
+        bars: vec![bar; 3],
+        summary: Some(summary.clone()),
+    };
+    let minutes = MacMinutes { symbol: MacSymbol::new(74, "AAPL"), date: Some(day.into()) };
+    let point = MacMinutePoint { minutes: 570, price: 231.5, average: 231.2, volume: 1_200, momentum: 0.1 };
+    let line = MacMinuteLine {
+        symbol: minutes.symbol.clone(),
+        date: Some(day),
+        reserved: 0,
+        reference_price: 230.0,
+        points: vec![point; 4],
+        summary: summary.clone(),
+    };
+    let ticks = MacTicks { symbol: MacSymbol::new(47, "IF2703"), date: None, start: 0, count: 1000 };
+    let tick = MacTick { time: at(570), price: 3921.4, volume: 2, trade_count: 1, side_raw: 1 };
+    let tick_page = MacTickPage {
+        symbol: ticks.symbol.clone(),
+        date: Some(day),
+        reserved: 0,
+        start: 0,
+        total: 5,
+        ticks: vec![tick; 5],
+    };
+    let sparkline = MacSparkline { symbol: MacSymbol::new(33, "001000") };
+    let spark = MacSparklineReply { symbol: sparkline.symbol.clone(), header_raw: [0; 8], prices: vec![1.234; 8] };
+    let goods = MacGoods { market: 47, start: 0, count: 600 };
+    let good =
+        MacGood { category: 3, code: "IFL0".into(), unknown: 0, index: 0, switch: 0, values: [0.0; 3], c1: 0, c2: 0 };
+    let cases: Vec<(MacExRequest, Reply)> = vec![
+        (quotes.into(), Reply::MacQuotes(table)),
+        (bars.into(), Reply::MacBars(page)),
+        (minutes.into(), Reply::MacMinutes(line)),
+        (ticks.into(), Reply::MacTicks(tick_page)),
+        (sparkline.into(), Reply::MacSparkline(spark)),
+        (goods.into(), Reply::MacGoods(vec![good])),
+        // The 2026 free servers' goods list: no records for any market.
+        (goods.into(), Reply::MacGoods(Vec::new())),
+    ];
+    let mut frames = Vec::new();
+    for (request, reply) in cases {
+        let mut body = Vec::new();
+        request.encode_body(&mut body).expect("a seed request encodes");
+        let mut payload = Vec::new();
+        request.encode_reply(&reply, &mut payload).expect("a seed reply encodes");
+        let case = ReplyCase { prefix: MAC_EX_REQUEST_PREFIX, msg_type: request.msg_type(), body, payload };
+        let bytes = case.write();
+        assert_eq!(ReplyCase::read(&bytes), case);
+        corpus.add("ex_parsers", &bytes);
+        let mut frame = Vec::new();
+        request.encode_frame(0, &mut frame).expect("a seed frame encodes");
         frames.push(frame);
     }
     frames

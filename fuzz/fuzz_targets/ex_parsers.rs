@@ -1,6 +1,6 @@
-//! The 7727 EX request and reply parsers: `reply_parsers`' layout with the
-//! command code mapped into the EX commands ([`tdx_fuzz::ex_msg_type`]),
-//! checked by [`tdx_fuzz::check_ex_reply`].
+//! The 7727 request and reply parsers, EX and MAC-EX: `reply_parsers`'
+//! layout with the command code mapped into the EX and MAC-EX commands
+//! ([`tdx_fuzz::ex_msg_type`]), checked by [`tdx_fuzz::check_ex_reply`].
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -477,30 +477,33 @@ impl Family {
     }
 }
 
-/// `reply_parsers`' check for the 7727 EX commands: a request body that
-/// decodes and a payload that parses must re-encode to bytes that parse
-/// to the same bytes again.
+/// `reply_parsers`' check for the 7727 commands, EX and MAC-EX: a request
+/// body that decodes and a payload that parses must re-encode to bytes
+/// that parse to the same bytes again.
 pub fn check_ex_reply(msg_type: u16, body: &[u8], payload: &[u8]) {
-    use tdx_engine::proto::ex::ExRequest;
-    let Ok(request) = ExRequest::decode_body(msg_type, body) else {
+    use tdx_engine::proto::ex::{ExRequest, MacExRequest};
+    let reparse = |payload: &[u8]| match ExRequest::decode_body(msg_type, body) {
+        Ok(request) => Some(request.reparse_reply(payload)),
+        Err(_) => MacExRequest::decode_body(msg_type, body).ok().map(|r| r.reparse_reply(payload)),
+    };
+    let Some(Ok(encoded)) = reparse(payload) else {
         return;
     };
-    let Ok(encoded) = request.reparse_reply(payload) else {
-        return;
-    };
-    let again = request.reparse_reply(&encoded).expect("a re-encoded EX reply parses");
-    assert_eq!(again, encoded, "EX reply bytes changed across parse/encode");
+    let again = reparse(&encoded).expect("the request decodes again").expect("a re-encoded 7727 reply parses");
+    assert_eq!(again, encoded, "7727 reply bytes changed across parse/encode");
 }
 
-/// `raw` if it is an EX command code, else one picked by it, so every
-/// `ex_parsers` execution lands in an EX parser.
+/// `raw` if it is an EX or MAC-EX command code, else one picked by it, so
+/// every `ex_parsers` execution lands in a 7727 parser.
 pub fn ex_msg_type(raw: u16) -> u16 {
-    use tdx_engine::proto::ex::ExRequest;
-    let types = ExRequest::MSG_TYPES;
-    if types.contains(&raw) {
+    use tdx_engine::proto::ex::{ExRequest, MacExRequest};
+    let ex = ExRequest::MSG_TYPES.as_slice();
+    let types = || ex.iter().chain(MacExRequest::MSG_TYPES);
+    if types().any(|&t| t == raw) {
         raw
     } else {
-        types[usize::from(raw) % types.len()]
+        let n = ex.len() + MacExRequest::MSG_TYPES.len();
+        *types().nth(usize::from(raw) % n).expect("an index below the count")
     }
 }
 

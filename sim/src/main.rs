@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! tdx-sim serve --servers N --base-port P --seed S [--as-of YYYYMMDD] [fault flags] [--mode INDEX:KIND ...]
+//!               [--ex-port P [--ex-mode normal|mac-only|counts-only|silent-after-login]]
 //! tdx-sim truth --seed S [--as-of YYYYMMDD] count MARKET
 //! tdx-sim truth --seed S codes MARKET --start N --limit N
 //! tdx-sim truth --seed S bars CODE --period P --start N --count N
@@ -25,6 +26,9 @@
 //! tdx-sim truth --seed S delisted-bars [CODE]
 //! tdx-sim truth --seed S category NAME [--sort S] [--ascending] [--start N] [--count N]
 //! tdx-sim truth --seed S f10 ENTRY [CODE] [--param NAME=VALUE ...]
+//! tdx-sim truth --seed S ex-markets | ex-instruments [--market M] | ex-quote CODE | ex-bars CODE [--period P]
+//! tdx-sim truth --seed S ex-minutes CODE [--date D] | ex-ticks CODE [--date D]
+//! tdx-sim truth --seed S ex-mac-bars CODE [--period P] | ex-mac-ticks CODE [--date D]   (MAC-EX's stamps)
 //! tdx-sim serve-f10 --port P --seed S [--as-of YYYYMMDD] [--latency-ms MS] [--error-per-mille N] [--malformed-per-mille N] [--empty]
 //! tdx-sim tdx-dir --out DIR [--seed S] [--as-of YYYYMMDD] [--codes CODE,...]
 //! tdx-sim run --seeds N [--start S] [--shard I/N]
@@ -246,11 +250,16 @@ struct Serve {
     /// seconds after start).
     #[arg(long = "mode", value_parser = parse_mode)]
     modes: Vec<ServerMode>,
-    /// Also serve the extended market (7727's EX protocol) on
-    /// 127.0.0.1:PORT (0 picks a free port), printed as `listening-ex
-    /// ADDR`; no faults apply to it.
+    /// Also serve the extended market (7727's EX protocol, and MAC-EX on
+    /// the same connections) on 127.0.0.1:PORT (0 picks a free port),
+    /// printed as `listening-ex ADDR`; no faults apply to it.
     #[arg(long)]
     ex_port: Option<u16>,
+    /// What the --ex-port server answers: everything, or as the free
+    /// servers of 2026 do (mac-only: listing and MAC-EX; counts-only:
+    /// listing; silent-after-login: the login, then nothing).
+    #[arg(long, value_enum, default_value_t = tdx_sim::ex::serve::ExMode::Normal, requires = "ex_port")]
+    ex_mode: tdx_sim::ex::serve::ExMode,
 }
 
 #[derive(Args)]
@@ -600,7 +609,7 @@ fn run_serve(serve: Serve) -> Result<(), String> {
                 .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
             println!("listening-ex {}", listener.local_addr().map_err(|e| e.to_string())?);
             let world = tdx_sim::ex::ExWorld::new(serve.seed, data.market().today());
-            tokio::spawn(tdx_sim::ex::serve::serve(listener, Arc::new(world)));
+            tokio::spawn(tdx_sim::ex::serve::serve_mode(listener, Arc::new(world), serve.ex_mode));
         }
         for i in 0..serve.servers {
             let port = if serve.base_port == 0 {

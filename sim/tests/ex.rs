@@ -1,10 +1,12 @@
 //! The extended market served through the real EX codec: every command's
 //! request framed, decoded by the server, answered, and parsed by the
 //! client codec, compared with what the world holds and with itself
-//! (quote, minutes, bars and ticks of one day must agree).
+//! (quote, minutes, bars and ticks of one day must agree), and MAC-EX's
+//! view of the same instruments over the same connection agreeing with EX's.
 
 use std::sync::Arc;
 
+use tdx_engine::proto::commands::Reply;
 use tdx_engine::proto::ex::*;
 use tdx_engine::proto::time::Date;
 use tdx_engine::proto::{Command, FrameDecoder};
@@ -184,4 +186,267 @@ async fn weeks_fold_the_days() {
     let bars = greedy.parse_reply(&payload).unwrap();
     assert_eq!(bars.len(), 800);
     assert_eq!(bars.last().unwrap().close, days.last().unwrap().close);
+}
+
+/// One 7727 connection that sends EX and MAC-EX frames and reads replies in order.
+struct Port {
+    stream: tokio::net::TcpStream,
+    frames: FrameDecoder,
+}
+
+impl Port {
+    async fn open(addr: std::net::SocketAddr) -> Self {
+        Self { stream: tokio::net::TcpStream::connect(addr).await.unwrap(), frames: FrameDecoder::new() }
+    }
+
+    async fn send(&mut self, request: impl Into<ExPortRequest>, msg_id: u32) {
+        let mut wire = Vec::new();
+        request.into().encode_frame(msg_id, &mut wire).unwrap();
+        self.stream.write_all(&wire).await.unwrap();
+    }
+
+    /// The next reply frame; `None` once the server has closed.
+    async fn next(&mut self) -> Option<tdx_engine::proto::Frame> {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            if let Some(frame) = self.frames.next_frame().unwrap() {
+                return Some(frame);
+            }
+            let n = self.stream.read(&mut buf).await.unwrap();
+            if n == 0 {
+                return None;
+            }
+            self.frames.feed(&buf[..n]).unwrap();
+        }
+    }
+
+    async fn mac(&mut self, request: impl Into<MacExRequest>) -> Reply {
+        let request = request.into();
+        self.send(ExPortRequest::MacEx(request.clone()), 0).await;
+        let frame = self.next().await.expect("a reply");
+        // MAC-EX frames carry msg_id 0, which the reply echoes.
+        assert_eq!((frame.header.msg_id, frame.header.msg_type), (0, request.msg_type()));
+        request.parse_reply(&frame.payload).unwrap()
+    }
+
+    async fn ex<C: Command + Clone>(&mut self, wrap: fn(C) -> ExRequest, command: C) -> C::Reply {
+        self.send(ExPortRequest::Ex(wrap(command.clone())), 9).await;
+        let frame = self.next().await.expect("a reply");
+        assert_eq!((frame.header.msg_id, frame.header.msg_type), (9, C::MSG_TYPE));
+        command.parse_reply(&frame.payload).unwrap()
+    }
+}
+
+#[tokio::test]
+async fn ex_and_mac_ex_views_of_an_instrument_agree() {
+    use tdx_engine::proto::commands::*;
+    let w = world();
+    let addr = serve(w.clone()).await;
+    let mut port = Port::open(addr).await;
+    port.send(ExRequest::Login(MAC_EX_LOGIN), 0).await;
+    assert!(port.next().await.unwrap().payload.len() >= 2);
+    let picks = ["47#IFL0", "30#CU2709", "31#00022", "74#AAPL", "33#001003"];
+    for code in picks.map(|c| c.parse::<ExCode>().unwrap()) {
+        let l = w.listing(&code).unwrap_or_else(|| panic!("{code} is listed"));
+        let symbol = MacSymbol::new(code.market_id().into(), code.code());
+        let quote = port.ex(ExRequest::Quote, ExQuoteOne { code: code.clone() }).await;
+
+        // 0x122B: eltdx's seven default fields, and one EX has no value for (dropped).
+        let fields = [
+            MacField::PRE_CLOSE,
+            MacField::OPEN,
+            MacField::HIGH,
+            MacField::LOW,
+            MacField::CLOSE,
+            MacField::VOLUME,
+            MacField::AMOUNT,
+        ];
+        let asked = FieldBitmap::of(fields.into_iter().chain([MacField::PE_DYNAMIC]));
+        let Reply::MacQuotes(table) = port.mac(MacQuotes { fields: asked, symbols: vec![symbol.clone()] }).await else {
+            panic!("a quote table")
+        };
+        assert_eq!(table.fields, FieldBitmap::of(fields));
+        let row = &table.rows[0];
+        assert_eq!((&row.symbol, &row.name), (&symbol, &l.info.name));
+        let f = |field| row.value(field).unwrap().as_f64() as f32;
+        assert_eq!(
+            [f(MacField::PRE_CLOSE), f(MacField::OPEN), f(MacField::HIGH), f(MacField::LOW), f(MacField::CLOSE)],
+            [quote.pre_close, quote.open, quote.high, quote.low, quote.price],
+            "{code}"
+        );
+        assert_eq!((f(MacField::VOLUME) as u32, f(MacField::AMOUNT)), (quote.volume, quote.amount));
+
+        // 0x122E day bars are 0x23ff's; five-minute ones too, stamped with their first minute.
+        for (period, ex_period) in [(Period::Day, ExPeriod::Day), (Period::Min5, ExPeriod::Min5)] {
+            let ex_bars =
+                port.ex(ExRequest::Bars, ExBars { code: code.clone(), period: ex_period, start: 3, count: 50 }).await;
+            let Reply::MacBars(page) = port.mac(MacBars::new(symbol.clone(), period, 3, 50, Adjust::None)).await else {
+                panic!("a bar page")
+            };
+            assert_eq!(page.bars.len(), ex_bars.len(), "{code} {period:?}");
+            for (m, e) in page.bars.iter().zip(&ex_bars) {
+                assert_eq!((m.open, m.high, m.low, m.close, m.amount), (e.open, e.high, e.low, e.close, e.amount));
+                assert_eq!(m.volume, e.volume as f32);
+                match e.at {
+                    ExBarTime::Day(d) => assert_eq!((m.date, m.time.minutes()), (d, 0)),
+                    ExBarTime::Minute(at) => {
+                        assert_eq!(m.date, at.date);
+                        assert!(m.time <= at.time && at.time.minutes() - m.time.minutes() < 5, "{m:?} {e:?}");
+                    }
+                }
+            }
+            let summary = page.summary.unwrap();
+            assert_eq!(
+                (summary.close, summary.pre_close, summary.volume),
+                (quote.price, quote.pre_close, quote.volume)
+            );
+        }
+
+        // 0x122D: a past day's line is 0x240c's minutes.
+        let past = w.days()[w.days().len() - 4];
+        let ex_minutes = port.ex(ExRequest::HistoryMinutes, ExHistoryMinutes { date: past, code: code.clone() }).await;
+        let Reply::MacMinutes(line) = port.mac(MacMinutes { symbol: symbol.clone(), date: Some(past.into()) }).await
+        else {
+            panic!("a minute line")
+        };
+        assert_eq!(line.date, Some(past));
+        assert_eq!(line.points.len(), ex_minutes.len());
+        for (p, m) in line.points.iter().zip(&ex_minutes) {
+            assert_eq!((p.time(), p.price, p.average, p.volume), (Some(m.time), m.price, m.avg_price, m.volume));
+        }
+        let day = w.bars(l, ExPeriod::Day).into_iter().find(|b| b.at == ExBarTime::Day(past)).unwrap();
+        assert_eq!((line.summary.close, line.summary.volume), (day.close, day.volume));
+
+        // 0x122F: today's ticks, page by page, are 0x23fc's with their seconds.
+        let mut ex_ticks = Vec::new();
+        loop {
+            let page = ExTicks { code: code.clone(), start: ex_ticks.len() as u32, count: 1800 };
+            let got = port.ex(ExRequest::Ticks, page).await;
+            let done = got.len() < 1800;
+            ex_ticks.extend(got);
+            if done {
+                break;
+            }
+        }
+        let mut mac_ticks = Vec::new();
+        loop {
+            let page = MacTicks { symbol: symbol.clone(), date: None, start: mac_ticks.len() as u32, count: 1000 };
+            let Reply::MacTicks(got) = port.mac(page).await else { panic!("a tick page") };
+            assert_eq!(got.total as usize, ex_ticks.len());
+            let done = got.ticks.len() < 1000;
+            mac_ticks.extend(got.ticks);
+            if done {
+                break;
+            }
+        }
+        assert_eq!(mac_ticks.len(), ex_ticks.len(), "{code}");
+        for (m, e) in mac_ticks.iter().zip(&ex_ticks) {
+            assert_eq!((m.time.hour(), m.time.minute()), (e.time.hour(), e.time.minute()));
+            assert_eq!((m.price, m.volume), (e.price_milli as f32 / 1000.0, e.volume));
+            if l.kind == ExKind::HkStock {
+                assert_eq!(u32::from(m.side_raw) * 256, u32::from(e.nature));
+            } else {
+                assert_eq!((m.time.second(), m.side_raw), (e.second(), e.nature / 10_000));
+            }
+        }
+
+        // 0x254D: today's minute prices.
+        let today = port.ex(ExRequest::Minutes, ExMinutes { code: code.clone() }).await;
+        let Reply::MacSparkline(spark) = port.mac(MacSparkline { symbol: symbol.clone() }).await else {
+            panic!("a sparkline")
+        };
+        assert_eq!(spark.prices, today.iter().map(|m| m.price).collect::<Vec<_>>());
+    }
+
+    // 0x2562: the market's listings in 0x23f5's order.
+    let Reply::MacGoods(goods) = port.mac(MacGoods { market: 47, start: 2, count: 1000 }).await else {
+        panic!("a goods list")
+    };
+    let want: Vec<_> = w.listings().iter().filter(|l| l.info.code.market_id() == 47).skip(2).collect();
+    assert_eq!(goods.len(), want.len());
+    for (i, (g, l)) in goods.iter().zip(&want).enumerate() {
+        assert_eq!(
+            (g.code.as_str(), g.index as usize, g.category),
+            (l.info.code.code(), i + 2, l.info.category.into())
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_listing_is_sorted_by_market_as_mac_ex_bisects_it() {
+    let w = world();
+    let markets: Vec<u8> = w.listings().iter().map(|l| l.info.code.market_id()).collect();
+    assert!(markets.windows(2).all(|p| p[0] <= p[1]), "{markets:?}");
+    let mut port = Port::open(serve(w.clone()).await).await;
+    let total = port.ex(ExRequest::InstrumentCount, ExInstrumentCount).await;
+    // Every market of the table, one absent below, between and above them.
+    for market in w.markets().iter().map(|m| m.market).chain([0, 32, 200]) {
+        let mut search = MarketBisect::new(market, total);
+        let mut asked = 0;
+        while let Some(page) = search.next_page() {
+            let reply = port.ex(ExRequest::Instruments, page).await;
+            search.feed(&reply);
+            asked += 1;
+        }
+        let first = markets.iter().position(|&m| m >= market).unwrap_or(markets.len()) as u32;
+        let end = markets.iter().position(|&m| m > market).unwrap_or(markets.len()) as u32;
+        assert_eq!(search.range(), Some(first..end), "market {market}");
+        assert!(asked <= 2 * 8, "{asked} pages for 206 instruments");
+    }
+}
+
+async fn serve_mode(world: ExWorld, mode: tdx_sim::ex::serve::ExMode) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(tdx_sim::ex::serve::serve_mode(listener, Arc::new(world), mode));
+    addr
+}
+
+/// The msg_types of every reply a connection gets to `requests`, read
+/// until the server closes after the client's write side shuts.
+async fn replies_to(addr: std::net::SocketAddr, requests: Vec<ExPortRequest>) -> Vec<u16> {
+    let mut port = Port::open(addr).await;
+    for (i, r) in requests.into_iter().enumerate() {
+        port.send(r, i as u32).await;
+    }
+    port.stream.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    while let Some(frame) = port.next().await {
+        got.push(frame.header.msg_type);
+    }
+    got
+}
+
+#[tokio::test]
+async fn the_2026_modes_leave_commands_unanswered() {
+    use tdx_engine::proto::commands::{MacGoods, MacQuotes, MacSymbol};
+    use tdx_sim::ex::serve::ExMode;
+    let w = world();
+    let ifl0: ExCode = "47#IFL0".parse().unwrap();
+    let quotes = MacQuotes { fields: Default::default(), symbols: vec![MacSymbol::new(47, "IFL0")] };
+    let requests = || {
+        vec![
+            ExRequest::Login(MAC_EX_LOGIN).into(),
+            ExRequest::InstrumentCount(ExInstrumentCount).into(),
+            ExRequest::Markets(ExMarkets).into(),
+            ExRequest::Quote(ExQuoteOne { code: ifl0.clone() }).into(),
+            ExPortRequest::MacEx(quotes.clone().into()),
+            ExRequest::Instruments(ExInstruments { start: 0, count: 10 }).into(),
+            ExPortRequest::MacEx(MacGoods { market: 47, start: 0, count: 10 }.into()),
+        ]
+    };
+    let cases = [
+        (ExMode::Normal, vec![0x2454, 0x23f0, 0x23f4, 0x23fa, 0x122b, 0x23f5, 0x2562]),
+        (ExMode::MacOnly, vec![0x2454, 0x23f0, 0x122b, 0x23f5, 0x2562]),
+        (ExMode::CountsOnly, vec![0x2454, 0x23f0, 0x23f5]),
+        (ExMode::SilentAfterLogin, vec![0x2454]),
+    ];
+    for (mode, want) in cases {
+        let addr = serve_mode(w.clone(), mode).await;
+        assert_eq!(replies_to(addr, requests()).await, want, "{mode:?}");
+    }
+    // mac-only answers the goods list with no records, as eltdx found every free server does.
+    let mut port = Port::open(serve_mode(w.clone(), ExMode::MacOnly).await).await;
+    let goods = MacGoods { market: 47, start: 0, count: 10 };
+    assert_eq!(port.mac(goods).await, tdx_engine::proto::commands::Reply::MacGoods(Vec::new()));
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Interop tests: pytdx 1.72, eltdx 3.3.0 and tdxrs 0.6.7, unchanged, against `tdx-sim serve`
+# (and its --ex-port extended market, EX and MAC-EX)
 # (and eltdx's F10 client against `tdx-sim serve-f10`),
 # and `tdx sync`'s Parquet store read back by pyarrow 26.0.1, and the TDX
 # client's files (`tdx export`, `tdx import`, `tdx-sim tdx-dir`) through
@@ -53,3 +54,7 @@ HOME="$scratch/home" XDG_DATA_HOME="$scratch/home" ELTDX_DATA_DIR="$scratch/eltd
     "$VENV/bin/python" tests/interop/mac_check.py --sim "$SIM" --seed "$SEED" --ports "$ports"
 # pytdx's extended-market client (TdxExHq_API) against `tdx-sim serve --ex-port 0` and `truth ex-*`.
 "$VENV/bin/python" tests/interop/ex_check.py --sim "$SIM" --seed "$SEED"
+# eltdx's extended-market clients, ExTdxClient (EX) and MacExClient (MAC-EX), against
+# `tdx-sim serve --ex-port 0` in each --ex-mode, and `truth ex-*`.
+HOME="$scratch/home" XDG_DATA_HOME="$scratch/home" ELTDX_DATA_DIR="$scratch/eltdx" \
+    "$VENV/bin/python" tests/interop/eltdx_ex_check.py --sim "$SIM" --seed "$SEED"

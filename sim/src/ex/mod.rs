@@ -6,7 +6,10 @@
 //! integer thousandths: minute lines, bars and quotes are folds of it, so a
 //! quote's price is the last minute's price and the day bar's close, one
 //! day's minutes and minute bars agree, and its ticks sum to its volume.
+//! MAC-EX ([`mac_ex`]) answers from the same folds, so the two views of an
+//! instrument agree.
 
+pub mod mac_ex;
 pub mod serve;
 pub mod truth;
 
@@ -44,6 +47,19 @@ pub struct ExListing {
     /// Units of the underlying per contract (futures) or 1.
     pub multiplier: u32,
     label: u64,
+}
+
+impl ExListing {
+    /// Price decimals: those of its price step (0.2 is 1, 10 is 0).
+    pub fn decimals(&self) -> u8 {
+        let mut d = 3;
+        let mut step = self.step_milli;
+        while d > 0 && step.is_multiple_of(10) {
+            step /= 10;
+            d -= 1;
+        }
+        d
+    }
 }
 
 /// One tick of a tape.
@@ -179,6 +195,9 @@ impl ExWorld {
             let base = 800 + rng.below(2_000) as u32;
             add(ExKind::Fund, 33, format!("{:06}", 1_000 + i * 3), format!("基金{i:02}"), base, 1, 1);
         }
+        // Real servers list by market ascending (eltdx's MAC-EX client
+        // bisects the table by market); labels, hence tapes, keep their draw order.
+        listings.sort_by_key(|l| l.info.code.market_id());
         Self { seed, days, markets, listings }
     }
 
@@ -342,6 +361,12 @@ impl ExWorld {
     /// the one-minute periods, N-minute bars cut at each session minute
     /// count, day bars, and calendar weeks, months, quarters and years.
     pub fn bars(&self, l: &ExListing, period: ExPeriod) -> Vec<ExBar> {
+        self.bars_with_first_minute(l, period).into_iter().map(|(_, b)| b).collect()
+    }
+
+    /// [`ExWorld::bars`], each intraday bar with the minute of day of its
+    /// first tick (the start MAC-EX stamps it with; EX stamps the last).
+    pub fn bars_with_first_minute(&self, l: &ExListing, period: ExPeriod) -> Vec<(Option<u16>, ExBar)> {
         let minutes_per_bar = match period {
             ExPeriod::ExMin1 | ExPeriod::Min1 => Some(1u16),
             ExPeriod::Min5 => Some(5),
@@ -370,10 +395,10 @@ impl ExWorld {
                     let bar =
                         self.fold(l, ExBarTime::Minute(DateTime { date: tape.date, time }), &ticks, oi, tape.nav_milli);
                     oi = bar.open_interest;
-                    out.push(bar);
+                    out.push((Some(ticks[0].minute), bar));
                 }
             } else {
-                out.push(self.fold(l, ExBarTime::Day(tape.date), &tape.ticks, tape.oi_start, tape.nav_milli));
+                out.push((None, self.fold(l, ExBarTime::Day(tape.date), &tape.ticks, tape.oi_start, tape.nav_milli)));
             }
         }
         let key = |d: Date| -> Option<i64> {
@@ -390,7 +415,7 @@ impl ExWorld {
             return out;
         }
         let mut merged: Vec<(i64, ExBar)> = Vec::new();
-        for bar in out {
+        for (_, bar) in out {
             let ExBarTime::Day(d) = bar.at else { continue };
             let k = key(d).unwrap_or_default();
             match merged.last_mut() {
@@ -406,7 +431,7 @@ impl ExWorld {
                 _ => merged.push((k, bar)),
             }
         }
-        merged.into_iter().map(|(_, b)| b).collect()
+        merged.into_iter().map(|(_, b)| (None, b)).collect()
     }
 
     /// Today's quote (0x23fa, 0x2400).

@@ -1,12 +1,16 @@
 //! `tdx-sim truth ex-*`: what the extended market holds, as JSON, in the
 //! engine's field names (prices as the wire's floats, tick prices in
-//! thousandths).
+//! thousandths). MAC-EX's quotes, minute lines, sparklines and goods are
+//! the EX ones (`ex-quote`, `ex-minutes`, `ex-instruments`); its bars and
+//! ticks are stamped differently and have their own `ex-mac-*` queries.
 
 use serde_json::{json, Value};
 use tdx_engine::proto::ex::{ExBar, ExBarTime, ExCode, ExMinute, ExPeriod, ExQuote, ExTick};
 use tdx_engine::proto::time::Date;
 
-use super::ExWorld;
+use tdx_engine::proto::commands::Period;
+
+use super::{mac_ex, ExWorld};
 
 /// The extended-market questions.
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -40,6 +44,30 @@ pub enum ExQuery {
     },
     /// A day's minute line (0x240b today, 0x240c with --date).
     ExMinutes {
+        /// The instrument.
+        code: ExCode,
+        /// A past trading day (YYYYMMDD) [default: today].
+        #[arg(long)]
+        date: Option<Date>,
+    },
+    /// Bars as MAC-EX sends them (0x122E: intraday bars stamped with their
+    /// first minute; MAC's period codes 0..=11, which are EX's).
+    ExMacBars {
+        /// The instrument.
+        code: ExCode,
+        /// Period code (0..=11).
+        #[arg(long, default_value_t = 4)]
+        period: u16,
+        /// Bars back from the newest.
+        #[arg(long, default_value_t = 0)]
+        start: u32,
+        /// At most this many.
+        #[arg(long, default_value_t = 700)]
+        count: u16,
+    },
+    /// A day's ticks as MAC-EX sends them (0x122F: to the second, with
+    /// side and trade count), first to last.
+    ExMacTicks {
         /// The instrument.
         code: ExCode,
         /// A past trading day (YYYYMMDD) [default: today].
@@ -122,6 +150,28 @@ pub fn answer(world: &ExWorld, query: &ExQuery) -> Result<Value, String> {
         ExQuery::ExMinutes { code, date } => {
             Value::Array(world.minutes(listing(code)?, day(date)?).iter().map(minute).collect())
         }
+        ExQuery::ExMacBars { code, period, start, count } => {
+            let period = Period::from_wire(*period, 1).map_err(|e| e.to_string())?;
+            let bars = mac_ex::mac_bars(world, listing(code)?, period, *start, *count);
+            Value::Array(
+                bars.iter()
+                    .map(|b| {
+                        json!({"date": b.date.to_string(), "time": b.time.to_string(), "open": b.open,
+                               "high": b.high, "low": b.low, "close": b.close, "amount": b.amount,
+                               "volume": b.volume})
+                    })
+                    .collect(),
+            )
+        }
+        ExQuery::ExMacTicks { code, date } => Value::Array(
+            mac_ex::day_ticks(world, listing(code)?, day(date)?)
+                .iter()
+                .map(|t| {
+                    json!({"time": t.time.to_string(), "price": t.price, "volume": t.volume,
+                           "trade_count": t.trade_count, "side": t.side_raw})
+                })
+                .collect(),
+        ),
         ExQuery::ExTicks { code, date } => {
             Value::Array(world.ticks(listing(code)?, day(date)?).iter().map(tick).collect())
         }

@@ -6,13 +6,19 @@
 //! - [`market`]: the market table and `47#IFL0` instrument codes;
 //! - [`session`]: the 0x2454 login;
 //! - [`listing`]: 0x23f4 markets, 0x23f0 instrument count, 0x23f5 pages;
+//! - [`bisect`]: one market's range in the instrument table, by one-record
+//!   pages (MAC-EX's listing when 0x2562 answers nothing);
 //! - [`bars`]: 0x23ff bars and 0x240d bars by date range;
 //! - [`quote`]: 0x23fa one quote and 0x2400 quote lists;
 //! - [`minutes`]: 0x240b / 0x240c minute lines;
-//! - [`ticks`]: 0x23fc / 0x2406 ticks.
+//! - [`ticks`]: 0x23fc / 0x2406 ticks;
+//! - [`mac_ex`]: MAC-EX, the MAC commands on 7727, and [`ExPortRequest`],
+//!   what a 7727 server reads.
 
 pub mod bars;
+pub mod bisect;
 pub mod listing;
+pub mod mac_ex;
 pub mod market;
 pub mod minutes;
 pub mod quote;
@@ -20,7 +26,9 @@ pub mod session;
 pub mod ticks;
 
 pub use bars::{ExBar, ExBarTime, ExBars, ExBarsRange, ExPeriod};
+pub use bisect::MarketBisect;
 pub use listing::{ExInstrument, ExInstrumentCount, ExInstruments, ExMarketInfo, ExMarkets};
+pub use mac_ex::{encode_mac_ex_frame, ExPortRequest, MacExRequest, MAC_EX_LOGIN, MAC_EX_REQUEST_PREFIX};
 pub use market::{ExCode, ExMarket, ParseExCodeError};
 pub use minutes::{ExHistoryMinutes, ExMinute, ExMinutes};
 pub use quote::{ExLevel, ExQuote, ExQuoteList, ExQuoteOne};
