@@ -291,7 +291,7 @@ impl Request {
             Self::ExInstruments(c) => ExRequest::Instruments(*c),
             Self::ExBars(c) => ExRequest::Bars(c.clone()),
             Self::ExQuote(c) => ExRequest::Quote(c.clone()),
-            Self::ExQuoteList(c) => ExRequest::QuoteList(c.clone()),
+            Self::ExQuoteList(c) => ExRequest::QuoteList(*c),
             Self::ExBarsRange(c) => ExRequest::BarsRange(c.clone()),
             Self::ExMinutes(c) => ExRequest::Minutes(c.clone()),
             Self::ExHistoryMinutes(c) => ExRequest::HistoryMinutes(c.clone()),
