@@ -9,6 +9,8 @@
 
 use serde_json::{json, Value};
 use tdx_engine::proto::commands::{Adjust, AuxKind, CompanySection, Period, QuoteCategory};
+use tdx_engine::proto::ex::bars::EX_PERIOD_NAMES;
+use tdx_engine::proto::ex::{ExCode, ExMarket, ExPeriod};
 use tdx_engine::proto::mac::FieldBitmap;
 use tdx_engine::proto::{Market, SecurityCode, TradeDate};
 use tdx_engine::table::Table;
@@ -161,6 +163,16 @@ pub fn params(info: &CommandInfo) -> Vec<Param> {
                 out.push(param("filename", ParamKind::Text, None, "The section's file, as the directory lists it."));
                 out.push(param("start", int(), None, "The section's byte offset, as the directory lists it."));
                 out.push(param("length", int(), None, "The section's byte length, as the directory lists it."));
+            }
+            ArgKind::ExCode => out.push(param(
+                name,
+                ParamKind::Text,
+                None,
+                "The extended-market instrument, MARKET#CODE, e.g. 47#IFL0 or cffex#IFL0.",
+            )),
+            ArgKind::ExPeriod => out.push(param(name, names(EX_PERIOD_NAMES), Some("day".into()), "The bar period.")),
+            ArgKind::ExMarket => {
+                out.push(param(name, ParamKind::Text, None, "The extended market: its id (47) or name (cffex)."))
             }
         }
     }
@@ -395,11 +407,24 @@ pub fn parse(info: &'static CommandInfo, given: &[(String, String)], reserved: &
                 start: integer("start", required("start")?)? as u32,
                 length: integer("length", required("length")?)? as u32,
             }),
+            ArgKind::ExCode => ArgValue::ExCode(parsed::<ExCode>(name, required(name)?)?),
+            ArgKind::ExPeriod => ArgValue::ExPeriod(parsed::<ExPeriod>(name, required(name)?)?),
+            ArgKind::ExMarket => ArgValue::ExMarket(ex_market(required(name)?).map_err(|e| bad(name, e))?),
         };
         args.push(value);
     }
     let invocation = Invocation::new(info.method, &args).map_err(|e| bad(info.method, e))?;
     Ok(Call { invocation, pages })
+}
+
+/// A 7727 market given by id (`47`) or name (`cffex`).
+pub fn ex_market(text: &str) -> Result<u8, String> {
+    match text.parse::<u8>() {
+        Ok(id) if !text.starts_with('+') => Ok(id),
+        _ => ExMarket::from_name(&text.to_ascii_lowercase())
+            .map(ExMarket::id)
+            .ok_or_else(|| format!("{text:?} is neither a market id 0..=255 nor an extended market's name")),
+    }
 }
 
 /// Rows to ask for in the next page: at most a page, at most what is left.

@@ -1,5 +1,6 @@
 //! `--local`: a simulated exchange inside the process: the test kit's
-//! [`LocalExchange`] (reference servers over one seeded synthetic market on
+//! [`LocalExchange`] (reference servers, the 7727 EX listener among them,
+//! over one seeded synthetic market on
 //! 127.0.0.1 ports the system picks, on their own runtime so they never
 //! share the engine's).
 
@@ -14,6 +15,8 @@ use crate::CliError;
 /// The running exchange; dropping it stops the servers.
 pub struct Exchange {
     pub hosts: Vec<String>,
+    /// The extended market's (7727) EX listener, over the same seed.
+    pub ex_host: String,
     /// The F10 gateway's URL, over the same market.
     pub f10_base_url: String,
     pub data: Arc<MarketData>,
@@ -45,7 +48,8 @@ impl Exchange {
             .start()
             .map_err(|e| CliError::new(format!("cannot start the local exchange on 127.0.0.1: {e}")))?;
         let (hosts, data) = (exchange.hosts().to_vec(), exchange.truth().data().clone());
+        let ex_host = exchange.ex_host().to_owned();
         let f10_base_url = exchange.f10_base_url().expect("the gateway was asked for").to_owned();
-        Ok(Self { hosts, f10_base_url, data, _servers: exchange })
+        Ok(Self { hosts, ex_host, f10_base_url, data, _servers: exchange })
     }
 }

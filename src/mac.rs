@@ -141,7 +141,7 @@ fn parse_period(s: &str) -> Result<Period, String> {
 
 /// Writes rows of JSON objects: as they are for JSON; for a table or CSV,
 /// nested objects flattened into `parent.child` columns and arrays as JSON text.
-fn write_rows(ctx: &Context, rows: Vec<Value>) -> Result<(), CliError> {
+pub(crate) fn write_rows(ctx: &Context, rows: Vec<Value>) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     if ctx.format == Format::Json {
         serde_json::to_writer_pretty(&mut out, &rows).map_err(|e| CliError::new(e.to_string()))?;

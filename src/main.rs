@@ -12,6 +12,7 @@ mod calendar;
 mod calls;
 mod commands;
 mod demo;
+mod ex;
 mod gateway;
 mod local;
 mod mac;
@@ -31,7 +32,7 @@ use tdx_engine::proto::commands::{category_sort, Adjust, AuxKind, Period, QuoteC
 use tdx_engine::proto::limits::{CATEGORY_ROWS_MAX, HISTORY_TRADES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX};
 use tdx_engine::proto::{Date, Market, SecurityCode, TradeDate};
 use tdx_engine::runtime::Placement;
-use tdx_engine::{Client, RuntimeFlavor};
+use tdx_engine::{Client, Pool, RuntimeFlavor};
 
 use crate::output::Format;
 
@@ -53,6 +54,11 @@ pub struct Global {
     /// Explicit servers, IP:PORT, comma-separated, best first.
     #[arg(long, global = true, value_delimiter = ',', value_parser = parse_host, conflicts_with = "local")]
     hosts: Vec<String>,
+    /// Explicit 7727 extended-market servers (`tdx ex`), IP:PORT,
+    /// comma-separated, best first [default: the ranked public 7727 list,
+    /// or --hosts when given].
+    #[arg(long, global = true, value_name = "HOSTS", value_delimiter = ',', value_parser = parse_host, conflicts_with = "local")]
+    ex_hosts: Vec<String>,
     /// Use an embedded simulated exchange on 127.0.0.1 instead of real servers.
     #[arg(long, global = true)]
     local: bool,
@@ -275,6 +281,11 @@ enum Command {
     /// to years, boards and rankings, ticks, minute lines (its own pool).
     #[command(subcommand)]
     Mac(mac::MacCommand),
+    /// The 7727 extended markets (futures, options, Hong Kong, US, funds)
+    /// over EX: markets, instruments, quotes, bars, minute lines, ticks
+    /// (its own pool; --ex-hosts, or the ranked public 7727 list).
+    #[command(subcommand)]
+    Ex(ex::ExCommand),
     /// A security's daily money flow (0x0ffc): five days, newest first, by
     /// order size (from the money-flow servers).
     Flow {
@@ -462,6 +473,12 @@ impl Global {
         let hosts = exchange.as_ref().map_or_else(|| self.hosts.clone(), |e| e.hosts.clone());
         let mut builder = tune(self.builder(&hosts));
         if let Some(e) = &exchange {
+            builder = builder.pool_hosts(Pool::Ex, [e.ex_host.clone()]).pool_servers(Pool::Ex, 1, 2);
+        } else if !self.ex_hosts.is_empty() {
+            let servers = self.ex_hosts.len().min(2);
+            builder = builder.pool_hosts(Pool::Ex, self.ex_hosts.clone()).pool_servers(Pool::Ex, servers, 2);
+        }
+        if let Some(e) = &exchange {
             builder = builder.f10_base_url(e.f10_base_url.clone());
         } else if let Some(url) = &self.f10_url {
             builder = builder.f10_base_url(url.clone());
@@ -592,6 +609,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Command::F10(args) => commands::f10(&ctx, &args).await,
                 Command::Calendar { from, to, .. } => calendar::calendar(&ctx, from, to).await,
                 Command::Mac(command) => mac::run(&ctx, command).await,
+                Command::Ex(command) => ex::run(&ctx, command).await,
                 Command::Flow { codes } => mac::flow(&ctx, &codes).await,
                 Command::Unusual { market, start, count } => mac::unusual(&ctx, market, start, count).await,
                 Command::Demo(_)

@@ -67,6 +67,9 @@ fn bad_values(value_name: &str) -> Option<Vec<&'static str>> {
         "BOARD" => vec!["zz", "", "sh88x"],
         "DAYS" => vec!["0", "6", "-1", "x"],
         "SHARD" => vec!["3/3", "1/0", "1", "a/b", ""],
+        "EX_CODE" => vec!["IFL0", "256#X", "47#", "47#ABCDEFGHIJ", "47#A B", "zz#IFL0", "\u{1b}[2J47#IFL0"],
+        "EX_MARKET" => vec!["256", "-1", "zz", ""],
+        "EX_PERIOD" => vec!["12", "7m", "daily", ""],
         _ => return None,
     })
 }
@@ -83,6 +86,7 @@ fn good_value(value_name: &str, scratch: &str) -> String {
         "NAME" => "银行".into(),
         "ENTRY" => "company_profile".into(),
         "BOARD" => "881001".into(),
+        "EX_CODE" => "47#IFL0".into(),
         "FROM" | "TO" => "20261127".into(),
         "OUT" | "DIR" | "SAVE" | "STORE" => scratch.into(),
         other => panic!("no good value for required <{other}>: add one here"),

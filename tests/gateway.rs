@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 use gateway_support::{get, push_flood_server, reference_servers, request, rss_kib, Gateway};
 use serde_json::{json, Value};
 use tdx_engine::proto::commands::*;
+use tdx_engine::proto::ex::{
+    ExBars, ExBarsRange, ExCode, ExHistoryMinutes, ExHistoryTicks, ExInstrumentCount, ExInstruments, ExMarkets,
+    ExMinutes, ExPeriod, ExQuoteList, ExQuoteOne, ExTicks,
+};
 use tdx_engine::proto::{Market as Exchange, SecurityCode, TradeDate};
 use tdx_engine::table::Tabular;
 use tdx_engine::{Listed, COMMANDS};
@@ -462,6 +466,50 @@ fn every_command_equals_truth() {
         typed(&t, MacFileChunk { name: name.into(), index: 1, offset: 0, size: 4000 }),
     );
     checked.push("mac_file_chunk");
+
+    // The 7727 extended market (the embedded exchange's EX listener).
+    let fut: ExCode = "47#IFL0".parse().unwrap();
+    let f = "47%23IFL0";
+    whole("ex_markets", "/api/ex_markets", typed(&t, ExMarkets));
+    whole("ex_instrument_count", "/api/ex_instrument_count", typed(&t, ExInstrumentCount));
+    whole("ex_instruments", "/api/ex_instruments?start=3&count=50", typed(&t, ExInstruments { start: 3, count: 50 }));
+    whole("ex_quote", &format!("/api/ex_quote?code={f}"), typed(&t, ExQuoteOne { code: fut.clone() }));
+    whole(
+        "ex_quote_list",
+        "/api/ex_quote_list?market=47&start=0&count=200",
+        typed(&t, ExQuoteList { market: 47, start: 0, count: 200 }),
+    );
+    let bars = ExBars { code: fut.clone(), period: ExPeriod::Day, start: 0, count: 800 };
+    whole("ex_bars", &format!("/api/ex_bars?code={f}&period=day&start=0&count=800"), typed(&t, bars));
+    let (d, ex_day) = (day.replace('-', ""), trade_date.date());
+    let range = ExBarsRange { code: fut.clone(), period: ExPeriod::ExMin1, start: ex_day, end: ex_day };
+    whole("ex_bars_range", &format!("/api/ex_bars_range?code={f}&period=ex_1m&start={d}&end={d}"), typed(&t, range));
+    whole("ex_minutes", &format!("/api/ex_minutes?code={f}"), typed(&t, ExMinutes { code: fut.clone() }));
+    whole(
+        "ex_history_minutes",
+        &format!("/api/ex_history_minutes?code={f}&date={d}"),
+        typed(&t, ExHistoryMinutes { date: ex_day, code: fut.clone() }),
+    );
+    let ticks = ExTicks { code: fut.clone(), start: 0, count: 100 };
+    whole("ex_ticks", &format!("/api/ex_ticks?code={f}&start=0&count=100"), typed(&t, ticks.clone()));
+    whole(
+        "ex_history_ticks",
+        &format!("/api/ex_history_ticks?code={f}&date={d}&start=0&count=100"),
+        typed(&t, ExHistoryTicks { date: ex_day, page: ticks }),
+    );
+    checked.extend([
+        "ex_markets",
+        "ex_instrument_count",
+        "ex_instruments",
+        "ex_quote",
+        "ex_quote_list",
+        "ex_bars",
+        "ex_bars_range",
+        "ex_minutes",
+        "ex_history_minutes",
+        "ex_ticks",
+        "ex_history_ticks",
+    ]);
 
     let unchecked: Vec<&str> = COMMANDS.iter().map(|c| c.method).filter(|c| !checked.contains(c)).collect();
     assert!(unchecked.is_empty(), "commands the gateway serves with no check against truth: {unchecked:?}");

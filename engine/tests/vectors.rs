@@ -492,7 +492,19 @@ fn check_reply(v: &Value, payload: &[u8]) {
         | Reply::MacSparkline(_)
         | Reply::MacGoods(_)
         | Reply::MacFileMeta(_)
-        | Reply::MacFileChunk(_) => {
+        | Reply::MacFileChunk(_)
+        | Reply::ExLogin(_)
+        | Reply::ExMarkets(_)
+        | Reply::ExInstrumentCount(_)
+        | Reply::ExInstruments(_)
+        | Reply::ExBars(_)
+        | Reply::ExQuote(_)
+        | Reply::ExQuoteList(_)
+        | Reply::ExBarsRange(_)
+        | Reply::ExMinutes(_)
+        | Reply::ExHistoryMinutes(_)
+        | Reply::ExTicks(_)
+        | Reply::ExHistoryTicks(_) => {
             panic!("no vector exists yet for {command}; its codec tests and round trips cover it")
         }
         Reply::Auction(points) => {

@@ -266,6 +266,25 @@ fn code(field: &str, s: &str) -> PyResult<SecurityCode> {
     s.trim().parse::<SecurityCode>().map_err(|e| value_error(field, e))
 }
 
+fn ex_code(s: &str) -> PyResult<tdx_engine::proto::ex::ExCode> {
+    s.trim().parse().map_err(|e| value_error("code", e))
+}
+
+fn ex_period(s: &str) -> PyResult<tdx_engine::proto::ex::ExPeriod> {
+    s.trim().parse().map_err(|e: String| value_error("period", e))
+}
+
+/// A 7727 market by id (`"47"`) or name (`"cffex"`).
+fn ex_market(s: &str) -> PyResult<u8> {
+    let s = s.trim();
+    match s.parse::<u8>() {
+        Ok(id) if !s.starts_with('+') => Ok(id),
+        _ => tdx_engine::proto::ex::ExMarket::from_name(&s.to_ascii_lowercase()).map(|m| m.id()).ok_or_else(|| {
+            value_error("market", format!("{s:?} is neither a market id 0..=255 nor an extended market's name"))
+        }),
+    }
+}
+
 fn codes(field: &str, list: &[String]) -> PyResult<Vec<SecurityCode>> {
     list.iter().map(|s| code(field, s)).collect()
 }
@@ -378,6 +397,7 @@ pub struct Options {
     pub calendar_file: Option<PathBuf>,
     pub rng_seed: Option<u64>,
     pub f10_base_url: Option<String>,
+    pub ex_hosts: Vec<String>,
 }
 
 impl Options {
@@ -415,6 +435,7 @@ impl Options {
             calendar_file: get(d, "calendar_file")?,
             rng_seed: get(d, "rng_seed")?,
             f10_base_url: get(d, "f10_base_url")?,
+            ex_hosts: get(d, "ex_hosts")?.unwrap_or_default(),
         })
     }
 }
@@ -426,6 +447,10 @@ fn build(o: Options) -> PyResult<Client> {
     }
     if let Some(c) = o.candidates {
         b = b.candidates(c);
+    }
+    if !o.ex_hosts.is_empty() {
+        let servers = o.ex_hosts.len().min(2);
+        b = b.pool_hosts(tdx_engine::Pool::Ex, o.ex_hosts).pool_servers(tdx_engine::Pool::Ex, servers, 2);
     }
     if let Some(v) = o.canary {
         b = b.canary(v);
@@ -1135,6 +1160,81 @@ impl NativeClient {
         }
         let bytes = wait(py, self.client.mac_file_chunk(name, i, o, n))?;
         Ok(PyBytes::new(py, &bytes))
+    }
+
+    fn ex_markets(&self, py: Python<'_>) -> PyResult<Table> {
+        wait(py, self.client.ex_markets()).map(|r| convert::tabular(&r))
+    }
+
+    fn ex_instrument_count(&self, py: Python<'_>) -> PyResult<Table> {
+        wait(py, self.client.ex_instrument_count()).map(|r| convert::tabular(&r))
+    }
+
+    fn ex_instruments(&self, py: Python<'_>, start: i64, count: i64) -> PyResult<Table> {
+        let (s, n) = (u32_arg("start", start)?, count_arg("count", count)?);
+        if n > tdx_engine::proto::limits::EX_INSTRUMENTS_PER_PAGE_MAX {
+            return Err(value_error("count", format!("{n} is outside 1..=1000")));
+        }
+        wait(py, self.client.ex_instruments(s, n)).map(|r| convert::tabular(&r))
+    }
+
+    #[pyo3(signature = (market_=None, max_pages=None))]
+    fn all_ex_instruments(&self, py: Python<'_>, market_: Option<&str>, max_pages: Option<i64>) -> PyResult<Table> {
+        let m = market_.map(ex_market).transpose()?;
+        let pages = max_pages.map(|p| pages_arg("max_pages", p)).transpose()?;
+        let mut all = wait(py, self.client.all_ex_instruments(pages))?;
+        if let Some(m) = m {
+            all.retain(|i| i.code.market_id() == m);
+        }
+        Ok(convert::tabular(&all))
+    }
+
+    fn ex_quote(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = ex_code(code_)?;
+        wait(py, self.client.ex_quote(&c)).map(|r| convert::tabular(&r))
+    }
+
+    fn ex_quote_list(&self, py: Python<'_>, market_: &str, start: i64, count: i64) -> PyResult<Table> {
+        let m = ex_market(market_)?;
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        wait(py, self.client.ex_quote_list(m, Page::new(s, n))).map(|r| convert::tabular(&r))
+    }
+
+    fn ex_bars(&self, py: Python<'_>, code_: &str, period_: &str, start: i64, count: i64) -> PyResult<Table> {
+        let (c, p) = (ex_code(code_)?, ex_period(period_)?);
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        wait(py, self.client.ex_bars(&c, p, Page::new(s, n))).map(|r| convert::tabular(&r))
+    }
+
+    fn ex_bars_range(&self, py: Python<'_>, code_: &str, period_: &str, start: u32, end: u32) -> PyResult<Table> {
+        let (c, p) = (ex_code(code_)?, ex_period(period_)?);
+        let (s, e) = (trade_date("start", start)?, trade_date("end", end)?);
+        wait(py, self.client.ex_bars_range(&c, p, s, e)).map(|r| convert::tabular(&r))
+    }
+
+    #[pyo3(signature = (code_, yyyymmdd=None))]
+    fn ex_minutes(&self, py: Python<'_>, code_: &str, yyyymmdd: Option<u32>) -> PyResult<Table> {
+        let c = ex_code(code_)?;
+        match yyyymmdd {
+            None => wait(py, self.client.ex_minutes(&c)).map(|r| convert::tabular(&r)),
+            Some(d) => {
+                let d = trade_date("date", d)?;
+                wait(py, self.client.ex_history_minutes(&c, d)).map(|r| convert::tabular(&r))
+            }
+        }
+    }
+
+    #[pyo3(signature = (code_, yyyymmdd, start, count))]
+    fn ex_ticks(&self, py: Python<'_>, code_: &str, yyyymmdd: Option<u32>, start: i64, count: i64) -> PyResult<Table> {
+        let c = ex_code(code_)?;
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        match yyyymmdd {
+            None => wait(py, self.client.ex_ticks(&c, Page::new(s, n))).map(|r| convert::tabular(&r)),
+            Some(d) => {
+                let d = trade_date("date", d)?;
+                wait(py, self.client.ex_history_ticks(&c, d, Page::new(s, n))).map(|r| convert::tabular(&r))
+            }
+        }
     }
 
     /// One push frame, waiting up to `timeout` seconds (`None`: until one

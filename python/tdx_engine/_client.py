@@ -73,6 +73,18 @@ COMMANDS: Dict[str, Optional[str]] = {
     "mac_goods": "mac.goods",
     "mac_file_meta": "mac.file_meta",
     "mac_file_chunk": "mac.file_chunk",
+    "ex_login": None,
+    "ex_markets": "ex.markets",
+    "ex_instrument_count": "ex.instrument_count",
+    "ex_instruments": "ex.instruments",
+    "ex_quote": "ex.quote",
+    "ex_quote_list": "ex.quote_list",
+    "ex_bars": "ex.bars",
+    "ex_bars_range": "ex.bars_range",
+    "ex_minutes": "ex.minutes",
+    "ex_history_minutes": "ex.minutes",
+    "ex_ticks": "ex.trades",
+    "ex_history_ticks": "ex.trades",
 }
 
 
@@ -761,6 +773,60 @@ class MacApi(_Namespace):
         return self._n.mac_file_chunk(filename, _int(index, "index"), _int(offset, "offset"), _int(size, "size"))
 
 
+class ExApi(_Namespace):
+    """The 7727 extended markets over EX (futures, options, Hong Kong, US,
+    funds), a pool of its own; instruments are written ``MARKET#CODE``
+    (``"47#IFL0"``, ``"31#00700"``, ``"74#AAPL"``, or ``"cffex#IFL0"``).
+    Shaped like eltdx 3.3's ``eltdx.ex.ExTdxClient``."""
+
+    def markets(self) -> Table:
+        """The server's market table (0x23f4): id, category, names."""
+        return self._n.ex_markets()
+
+    def instrument_count(self) -> Table:
+        """Instruments the server lists over every market (0x23f0)."""
+        return self._n.ex_instrument_count()
+
+    def instruments(self, market: Union[int, str, None] = None, *, start: Optional[int] = None,
+                    count: int = 1000) -> Table:
+        """The instrument table (0x23f5): every page, or only ``market`` (an id
+        or a name such as ``"cffex"``); with ``start``, one page of ``count``
+        from that offset over every market."""
+        if start is not None:
+            if market is not None:
+                raise ValueError("market: give either market or start")
+            return self._n.ex_instruments(_int(start, "start"), _int(count, "count"))
+        return self._n.all_ex_instruments(None if market is None else str(market))
+
+    def quote(self, code: str) -> Table:
+        """One instrument's five-level quote with open interest (0x23fa)."""
+        return self._n.ex_quote(code)
+
+    def quote_list(self, market: Union[int, str], start: int = 0, count: int = 200) -> Table:
+        """One page of a market's quotes (0x2400), at most 200."""
+        return self._n.ex_quote_list(str(market), _int(start, "start"), _int(count, "count"))
+
+    def bars(self, code: str, period: str = "day", start: int = 0, count: int = 800) -> Table:
+        """One page of bars (0x23ff), ``start`` back from the newest, oldest
+        first: ``1m``, ``5m``, ``15m``, ``30m``, ``60m``, ``day``, ``week``,
+        ``month``, ``quarter``, ``year``."""
+        return self._n.ex_bars(code, period, _int(start, "start"), _int(count, "count"))
+
+    def bars_range(self, code: str, start: DateLike, end: DateLike, period: str = "ex_1m") -> Table:
+        """Bars from ``start`` to ``end`` (0x240d, at most 2000), each stamped
+        with a date and minute."""
+        return self._n.ex_bars_range(code, period, _yyyymmdd(start, "start"), _yyyymmdd(end, "end"))
+
+    def minutes(self, code: str, date: Optional[DateLike] = None) -> Table:
+        """A day's minute line: today's (0x240b) or a past day's (0x240c)."""
+        return self._n.ex_minutes(code, _optional_day(date, "date"))
+
+    def trades(self, code: str, date: Optional[DateLike] = None, start: int = 0, count: int = 1800) -> Table:
+        """One page of a day's ticks from the first: today's (0x23fc) or a
+        past day's (0x2406)."""
+        return self._n.ex_ticks(code, _optional_day(date, "date"), _int(start, "start"), _int(count, "count"))
+
+
 class MoneyFlowApi(_Namespace):
     """Daily money flow (0x0ffc) from the money-flow servers, a pool of its own."""
 
@@ -815,6 +881,7 @@ class Client:
         calendar_file: Optional[str] = None,
         rng_seed: Optional[int] = None,
         f10_base_url: Optional[str] = None,
+        ex_hosts: Optional[Sequence[str]] = None,
     ) -> None:
         if isinstance(hosts, str):
             hosts = [hosts]
@@ -840,6 +907,7 @@ class Client:
             "calendar_file": calendar_file,
             "rng_seed": rng_seed,
             "f10_base_url": f10_base_url,
+            "ex_hosts": None if ex_hosts is None else ([ex_hosts] if isinstance(ex_hosts, str) else list(ex_hosts)),
         }
         # None: the engine's default, except where None means "off".
         options = {k: v for k, v in given.items() if v is not None}
@@ -862,6 +930,7 @@ class Client:
         self.boards = BoardApi(self._n)
         self.f10 = F10Api(self._n)
         self.mac = MacApi(self._n)
+        self.ex = ExApi(self._n)
         self.money_flow = MoneyFlowApi(self._n)
 
     def diagnostics(self) -> Dict[str, Any]:

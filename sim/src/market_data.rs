@@ -1,15 +1,16 @@
 //! What a reference server serves: the seeded [`Market`] and the tables
 //! built from the whole of it (the board files and their MAC boards, the
-//! special-limit table, the unusual-move feeds).
+//! special-limit table, the unusual-move feeds, the extended market).
 //! Each is built once, on first use, and shared by every server and
 //! question after that; the market itself knows nothing of them.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use tdx_engine::proto::commands::{MacUnusualMove, SpecialLimit};
 use tdx_engine::proto::Market as Exchange;
 
 use crate::boards::BoardFiles;
+use crate::ex::ExWorld;
 use crate::limits::special_limits;
 use crate::mac::boards::MacBoards;
 use crate::mac::unusual::unusual_feed;
@@ -27,6 +28,8 @@ pub struct MarketData {
     mac_boards: OnceLock<MacBoards>,
     /// Each exchange's unusual-move feed (0x1237), in wire-id order.
     unusual: [OnceLock<Vec<MacUnusualMove>>; 3],
+    /// The extended market (7727) of the same seed and day.
+    ex: OnceLock<Arc<ExWorld>>,
 }
 
 impl MarketData {
@@ -38,6 +41,7 @@ impl MarketData {
             special_limits: OnceLock::new(),
             mac_boards: OnceLock::new(),
             unusual: Default::default(),
+            ex: OnceLock::new(),
         }
     }
 
@@ -59,6 +63,12 @@ impl MarketData {
     /// The unusual-move feed of `exchange` (built once, then shared).
     pub fn unusual(&self, exchange: Exchange) -> &[MacUnusualMove] {
         self.unusual[usize::from(exchange.id())].get_or_init(|| unusual_feed(&self.market, exchange))
+    }
+
+    /// The extended market of the market's seed and today, as `tdx-sim
+    /// serve --ex-port` and `truth ex-*` build it (built once, then shared).
+    pub fn ex_world(&self) -> &Arc<ExWorld> {
+        self.ex.get_or_init(|| Arc::new(ExWorld::new(self.market.seed(), self.market.today())))
     }
 
     /// The special-security limit table (built once, then shared).

@@ -8,6 +8,7 @@ use tdx_engine::proto::commands::{
     RefreshReply, ServerClock, Snapshot, SnapshotsReply, Sparkline, SparklineSeries, CAPITAL_CHANGE_RECORD_BYTES,
     COMPANY_TEXT_BYTES_MAX, FILE_CHUNK_BYTES_MAX,
 };
+use tdx_engine::proto::ex::{ExLoginReply, ExQuote};
 use tdx_engine::proto::limits::{
     BARS_PER_PAGE_MAX, CATEGORY_ROWS_MAX, HISTORY_TRADES_PER_PAGE_MAX, LEGACY_SECURITIES_PER_PAGE,
     SECURITIES_PER_PAGE_MAX, TRADES_PER_PAGE_MAX,
@@ -180,6 +181,18 @@ pub fn respond(data: &MarketData, server: usize, request: &Request) -> Reply {
         Request::MacGoods(q) => Reply::MacGoods(catalog::goods(market, q)),
         Request::MacFileMeta(q) => Reply::MacFileMeta(catalog::file_meta(data, q)),
         Request::MacFileChunk(q) => Reply::MacFileChunk(catalog::file_chunk(data, q)),
+        Request::ExLogin(_)
+        | Request::ExMarkets(_)
+        | Request::ExInstrumentCount(_)
+        | Request::ExInstruments(_)
+        | Request::ExBars(_)
+        | Request::ExQuote(_)
+        | Request::ExQuoteList(_)
+        | Request::ExBarsRange(_)
+        | Request::ExMinutes(_)
+        | Request::ExHistoryMinutes(_)
+        | Request::ExTicks(_)
+        | Request::ExHistoryTicks(_) => ex_reply(data, request),
         Request::FileRead(r) => Reply::FileRead(
             data.boards()
                 .file(&r.path)
@@ -190,6 +203,51 @@ pub fn respond(data: &MarketData, server: usize, request: &Request) -> Reply {
                 })
                 .unwrap_or_default(),
         ),
+    }
+}
+
+/// An EX request answered as the 7727 listener answers it (its payload,
+/// parsed back): one extended market per seed, whichever port is asked.
+/// An instrument the world does not list gets what a typed reply can say
+/// of nothing: no rows, or a quote of zeros.
+fn ex_reply(data: &MarketData, request: &Request) -> Reply {
+    let payload = request.as_ex().and_then(|ex| data.ex_world().respond(&ex).ok().flatten());
+    if let Some(reply) = payload.and_then(|p| request.parse_reply(&p).ok()) {
+        return reply;
+    }
+    match request {
+        Request::ExQuote(q) => Reply::ExQuote(ExQuote {
+            code: q.code.clone(),
+            activity: 0,
+            pre_close: 0.0,
+            open: 0.0,
+            high: 0.0,
+            low: 0.0,
+            price: 0.0,
+            opened: 0,
+            reserved_a: 0,
+            volume: 0,
+            last_volume: 0,
+            amount: 0.0,
+            inner: 0,
+            outer: 0,
+            reserved_b: 0,
+            open_interest: 0,
+            bids: Default::default(),
+            asks: Default::default(),
+        }),
+        Request::ExBarsRange(_) => Reply::ExBarsRange(Vec::new()),
+        Request::ExMinutes(_) => Reply::ExMinutes(Vec::new()),
+        Request::ExHistoryMinutes(_) => Reply::ExHistoryMinutes(Vec::new()),
+        Request::ExTicks(_) => Reply::ExTicks(Vec::new()),
+        Request::ExHistoryTicks(_) => Reply::ExHistoryTicks(Vec::new()),
+        Request::ExMarkets(_) => Reply::ExMarkets(Vec::new()),
+        Request::ExInstrumentCount(_) => Reply::ExInstrumentCount(0),
+        Request::ExInstruments(_) => Reply::ExInstruments(Vec::new()),
+        Request::ExQuoteList(_) => Reply::ExQuoteList(Vec::new()),
+        // The login and bars, and (never asked here) any other request.
+        Request::ExLogin(_) => Reply::ExLogin(ExLoginReply { payload: vec![1, 0] }),
+        _ => Reply::ExBars(Vec::new()),
     }
 }
 

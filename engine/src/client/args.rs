@@ -9,6 +9,7 @@
 //! [`Invocation`]: super::Invocation
 
 use crate::proto::commands::{Adjust, AuxKind, CompanySection, Period, QuoteCategory};
+use crate::proto::ex::{ExCode, ExPeriod};
 use crate::proto::mac::FieldBitmap;
 use crate::proto::{Market, SecurityCode, TradeDate};
 
@@ -46,6 +47,12 @@ pub enum ArgKind {
     Fields,
     /// A [`CompanySection`] as the directory lists it (file, start, length).
     Section,
+    /// A 7727 instrument ([`ExCode`], `47#IFL0`).
+    ExCode,
+    /// A 7727 bar period ([`ExPeriod`]).
+    ExPeriod,
+    /// A 7727 market id (`u8`; [`ExMarket`](crate::proto::ex::ExMarket) names one).
+    ExMarket,
 }
 
 /// One argument of a listed method: its name in the method's signature
@@ -96,6 +103,12 @@ pub enum ArgValue {
     Fields(FieldBitmap),
     /// [`ArgKind::Section`].
     Section(CompanySection),
+    /// [`ArgKind::ExCode`].
+    ExCode(ExCode),
+    /// [`ArgKind::ExPeriod`].
+    ExPeriod(ExPeriod),
+    /// [`ArgKind::ExMarket`].
+    ExMarket(u8),
 }
 
 impl ArgValue {
@@ -117,6 +130,9 @@ impl ArgValue {
             Self::SmallInteger(_) => ArgKind::SmallInteger,
             Self::Fields(_) => ArgKind::Fields,
             Self::Section(_) => ArgKind::Section,
+            Self::ExCode(_) => ArgKind::ExCode,
+            Self::ExPeriod(_) => ArgKind::ExPeriod,
+            Self::ExMarket(_) => ArgKind::ExMarket,
         }
     }
 }
@@ -158,6 +174,9 @@ args! {
     u16 => SmallInteger(n) *n;
     FieldBitmap => Fields(f) *f;
     &'a CompanySection => Section(s) s;
+    &'a ExCode => ExCode(c) c;
+    ExPeriod => ExPeriod(p) *p;
+    u8 => ExMarket(m) *m;
 }
 
 /// Why a call by name could not be built.

@@ -33,7 +33,7 @@ pub struct ClientBuilder {
     /// The main pool's servers and size.
     main: PoolSettings,
     /// The other pools', in [`Pool::ALL`] order after the main one.
-    others: [PoolSettings; 2],
+    others: [PoolSettings; 3],
     canary: bool,
     second_opinion: bool,
     connect_concurrency: Option<usize>,
@@ -69,6 +69,7 @@ impl Default for ClientBuilder {
             others: [
                 PoolSettings { canary_probe: Some(crate::supervisor::mac_probe()), ..PoolSettings::default() },
                 PoolSettings { canary_probe: Some(crate::supervisor::money_flow_probe()), ..PoolSettings::default() },
+                PoolSettings { canary_probe: Some(crate::supervisor::ex_probe()), ..PoolSettings::default() },
             ],
             canary: sup.canary,
             second_opinion: true,
@@ -205,7 +206,9 @@ impl ClientBuilder {
     /// default the MAC calendar for the MAC pool
     /// ([`mac_probe`](crate::supervisor::mac_probe)) and sz000001's money
     /// flow for the money-flow pool
-    /// ([`money_flow_probe`](crate::supervisor::money_flow_probe)).
+    /// ([`money_flow_probe`](crate::supervisor::money_flow_probe)), and the
+    /// first instrument page for the 7727 pool
+    /// ([`ex_probe`](crate::supervisor::ex_probe)).
     pub fn pool_canary_probe(mut self, pool: Pool, queries: Vec<Request>) -> Self {
         self.settings(pool).canary_probe = Some(queries);
         self
@@ -379,6 +382,7 @@ impl ClientBuilder {
             Pool::Main => &mut self.main,
             Pool::Mac => &mut self.others[0],
             Pool::MoneyFlow => &mut self.others[1],
+            Pool::Ex => &mut self.others[2],
         }
     }
 
@@ -439,6 +443,7 @@ impl ClientBuilder {
             Pool::Main => &self.main,
             Pool::Mac => &self.others[0],
             Pool::MoneyFlow => &self.others[1],
+            Pool::Ex => &self.others[2],
         };
         self.pool_config(pool, settings, store).map_err(|e| match pool {
             Pool::Main => e,
@@ -505,6 +510,7 @@ impl ClientBuilder {
             available_cpus: self.cpus(),
             start_probe,
             probe_timeout: self.probe_timeout,
+            heartbeat: pool.heartbeat(),
             ..SupervisorConfig::default()
         };
         config.validate()?;

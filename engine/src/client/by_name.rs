@@ -142,6 +142,9 @@ mod tests {
                 start: 0,
                 length: 10,
             }),
+            ArgKind::ExCode => ArgValue::ExCode("47#IFL0".parse().unwrap()),
+            ArgKind::ExPeriod => ArgValue::ExPeriod(crate::proto::ex::ExPeriod::Day),
+            ArgKind::ExMarket => ArgValue::ExMarket(47),
         }
     }
 

@@ -35,11 +35,17 @@ use crate::adjust::AdjustmentFactors;
 use crate::error::Error;
 use crate::proto::blockfile::{Board, BoardKind};
 use crate::proto::commands::*;
+use crate::proto::ex::{
+    ExBar, ExBars, ExBarsRange, ExCode, ExHistoryMinutes, ExHistoryTicks, ExInstrument, ExInstrumentCount,
+    ExInstruments, ExMarketInfo, ExMarkets, ExMinute, ExMinutes, ExPeriod, ExQuote, ExQuoteList, ExQuoteOne, ExTick,
+    ExTicks,
+};
 use crate::proto::limits::{
     BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, MAC_AUCTION_POINTS_MAX, MAC_BARS_PER_PAGE_MAX,
     MAC_BOARDS_PER_PAGE_MAX, MAC_BOARD_ROWS_MAX, MAC_GOODS_PER_PAGE_MAX, MAC_TICKS_PER_PAGE_MAX,
     MAC_UNUSUAL_PER_PAGE_MAX, TRADES_PER_PAGE_MAX,
 };
+use crate::proto::limits::{EX_BARS_PER_PAGE_MAX, EX_QUOTES_PER_PAGE_MAX, EX_TICKS_PER_PAGE_MAX};
 use crate::proto::{Date, Market, SecurityCode, TradeDate};
 use crate::table::Tabular;
 
@@ -491,6 +497,59 @@ commands! {
     mac_file_chunk(name: &str, index: u32, offset: u32, size: u32) -> Vec<u8> = MacFileChunk {
         MacFileChunk { name: name.to_owned(), index, offset, size }
     }, rows |r| r.data;
+    /// The 7727 server's market table (0x23f4): id, category, names.
+    ex_markets() -> Vec<ExMarketInfo> = ExMarkets {
+        ExMarkets
+    };
+    /// Instruments the 7727 server lists over every market (0x23f0).
+    ex_instrument_count() -> u32 = ExInstrumentCount {
+        ExInstrumentCount
+    };
+    /// `count` (1..=1000) instruments of the 7727 table from offset `start`,
+    /// over every market in the server's order (0x23f5); the whole table,
+    /// [`Client::all_ex_instruments`].
+    ex_instruments(start: u32, count: u16) -> Vec<ExInstrument> = ExInstruments {
+        ExInstruments { start, count }
+    };
+    /// One instrument's five-level quote with open interest (0x23fa).
+    ex_quote(code: &ExCode) -> ExQuote = ExQuoteOne {
+        ExQuoteOne { code: code.clone() }
+    };
+    /// One page of a 7727 market's quotes (0x2400) in the server's order,
+    /// at most 200.
+    ex_quote_list(market: u8, page: Page) -> Vec<ExQuote> = ExQuoteList {
+        ExQuoteList { market, start: page.start, count: page.count }
+    }, paged FromFirst EX_QUOTES_PER_PAGE_MAX, |r, p| ExQuoteList { start: p.start, count: p.count, ..r };
+    /// One page of an instrument's bars (0x23ff): `page.start` back from
+    /// the newest, at most 800, oldest first; `amount` is the record's last
+    /// float, not the open-interest bits pytdx and eltdx read.
+    ex_bars(code: &ExCode, period: ExPeriod, page: Page) -> Vec<ExBar> = ExBars {
+        ExBars { code: code.clone(), period, start: page.start.into(), count: page.count }
+    }, paged FromNewest EX_BARS_PER_PAGE_MAX, |r, p| ExBars { start: p.start.into(), count: p.count, ..r };
+    /// An instrument's bars from `start` to `end` (0x240d, at most 2000),
+    /// each stamped with a date and minute.
+    ex_bars_range(code: &ExCode, period: ExPeriod, start: TradeDate, end: TradeDate) -> Vec<ExBar> = ExBarsRange {
+        ExBarsRange { code: code.clone(), period, start: start.date(), end: end.date() }
+    };
+    /// Today's minute line of an instrument (0x240b).
+    ex_minutes(code: &ExCode) -> Vec<ExMinute> = ExMinutes {
+        ExMinutes { code: code.clone() }
+    };
+    /// A past day's minute line of an instrument (0x240c).
+    ex_history_minutes(code: &ExCode, date: TradeDate) -> Vec<ExMinute> = ExHistoryMinutes {
+        ExHistoryMinutes { date: date.date(), code: code.clone() }
+    };
+    /// One page of today's ticks of an instrument (0x23fc), from the
+    /// first of the day.
+    ex_ticks(code: &ExCode, page: Page) -> Vec<ExTick> = ExTicks {
+        ExTicks { code: code.clone(), start: page.start.into(), count: page.count }
+    }, paged FromFirst EX_TICKS_PER_PAGE_MAX, |r, p| ExTicks { start: p.start.into(), count: p.count, ..r };
+    /// One page of a past day's ticks of an instrument (0x2406), from the
+    /// first of the day.
+    ex_history_ticks(code: &ExCode, date: TradeDate, page: Page) -> Vec<ExTick> = ExHistoryTicks {
+        ExHistoryTicks { date: date.date(), page: ExTicks { code: code.clone(), start: page.start.into(), count: page.count } }
+    }, paged FromFirst EX_TICKS_PER_PAGE_MAX,
+    |r, p| ExHistoryTicks { page: ExTicks { start: p.start.into(), count: p.count, ..r.page }, ..r };
 }
 
 macro_rules! composites {
@@ -519,6 +578,8 @@ composites! {
     all_codes(market: Market, max_pages: Option<usize>) -> Result<Vec<Security>, Error>;
     /// Every bar; see [`Client::all_bars`].
     all_bars(code: SecurityCode, period: Period, adjust: Adjust, max_pages: Option<usize>) -> Result<Vec<Bar>, Error>;
+    /// The whole 7727 instrument table; see [`Client::all_ex_instruments`].
+    all_ex_instruments(max_pages: Option<usize>) -> Result<Vec<ExInstrument>, Error>;
     /// Every tick of a past day; see [`Client::all_history_trades`].
     all_history_trades(code: SecurityCode, date: TradeDate, max_pages: Option<usize>) -> Result<Vec<HistoryTrade>, Error>;
     /// Every tick of a past day with order counts; see [`Client::all_detailed_history_trades`].
@@ -561,7 +622,7 @@ mod tests {
     use crate::proto::Request;
 
     /// Commands the engine sends itself on every connection; no surface offers them.
-    const SESSION: &[&str] = &[Handshake::NAME, LegacySetup::NAME, Heartbeat::NAME];
+    const SESSION: &[&str] = &[Handshake::NAME, LegacySetup::NAME, Heartbeat::NAME, crate::proto::ex::ExLogin::NAME];
 
     #[test]
     fn the_list_covers_every_codec_command_once() {

@@ -12,6 +12,8 @@ use crate::error::Error;
 use crate::mutants::{on as mutant, Mutant};
 use crate::proto::blockfile::{parse_block_file, Board, BoardKind};
 use crate::proto::commands::*;
+use crate::proto::ex::ExInstrument;
+use crate::proto::limits::EX_INSTRUMENTS_PER_PAGE_MAX;
 use crate::proto::{Date, Market, SecurityCode, TradeDate};
 use crate::supervisor::RequestError;
 
@@ -51,6 +53,23 @@ impl Client {
             pages.reverse();
         }
         Ok(pages.into_iter().flatten().collect())
+    }
+
+    /// The whole 7727 instrument table, every market in the server's order
+    /// (0x23f5 pages of 1000). The one stop rule of [`all_pages`](Self::all_pages),
+    /// with a 32-bit `start` (the table outgrows 16 bits: eltdx counted
+    /// 107,165 instruments): an empty page, or `max_pages` pages.
+    pub async fn all_ex_instruments(&self, max_pages: Option<usize>) -> Result<Vec<ExInstrument>, Error> {
+        let mut all = Vec::new();
+        for _ in 0..max_pages.unwrap_or(usize::MAX) {
+            let Ok(start) = u32::try_from(all.len()) else { break };
+            let page = self.ex_instruments(start, EX_INSTRUMENTS_PER_PAGE_MAX).await?;
+            if page.is_empty() {
+                break;
+            }
+            all.extend(page);
+        }
+        Ok(all)
     }
 
     /// A market's whole code table (0x044d pages of 1600).

@@ -1,6 +1,7 @@
 //! The pools one client holds: one per family of TDX servers it is asked
 //! for. The 7709 quote servers are the main pool, started with the client;
-//! the MAC channel and the money-flow servers are pools of their own (their
+//! the MAC channel, the money-flow servers and the 7727 extended-market
+//! servers (EX) are pools of their own (their
 //! own candidate list, ranking file, data canary and rate cap), each
 //! started on first use, on the client's worker threads. A request goes to
 //! the pool its command belongs to ([`Pool::of`]); budgets, deadlines,
@@ -9,7 +10,8 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::error::Error;
-use crate::proto::commands::{Handshake, LegacySetup};
+use crate::proto::commands::{Handshake, Heartbeat, LegacySetup};
+use crate::proto::ex::{ExInstrumentCount, ExLogin};
 use crate::proto::{Family, Request};
 use crate::runtime::connector::Connector;
 use crate::runtime::{start_engine, Engine, EngineConfig, Threads};
@@ -24,11 +26,14 @@ pub enum Pool {
     Mac,
     /// The 7709 servers that answer money flow (0x0ffc).
     MoneyFlow,
+    /// The 7727 extended-market servers (EX: futures, options, Hong Kong,
+    /// US; 0x01 requests after a 0x2454 login).
+    Ex,
 }
 
 impl Pool {
     /// Every pool, main first.
-    pub const ALL: [Pool; 3] = [Pool::Main, Pool::Mac, Pool::MoneyFlow];
+    pub const ALL: [Pool; 4] = [Pool::Main, Pool::Mac, Pool::MoneyFlow, Pool::Ex];
 
     /// Its name in settings, errors, diagnostics and ranking files.
     pub fn name(self) -> &'static str {
@@ -36,6 +41,7 @@ impl Pool {
             Self::Main => "main",
             Self::Mac => "mac",
             Self::MoneyFlow => "money_flow",
+            Self::Ex => "ex",
         }
     }
 
@@ -43,8 +49,11 @@ impl Pool {
     pub fn of(request: &Request) -> Pool {
         match request {
             Request::MoneyFlow(_) => Pool::MoneyFlow,
-            r if r.family() == Family::Mac => Pool::Mac,
-            _ => Pool::Main,
+            r => match r.family() {
+                Family::Mac => Pool::Mac,
+                Family::Ex => Pool::Ex,
+                Family::Std => Pool::Main,
+            },
         }
     }
 
@@ -54,12 +63,14 @@ impl Pool {
             Self::Main => crate::ranking::bundled_candidates(),
             Self::Mac => crate::ranking::bundled_mac_candidates(),
             Self::MoneyFlow => crate::ranking::bundled_money_flow_candidates(),
+            Self::Ex => crate::ranking::bundled_ex_candidates(),
         }
     }
 
     /// What a new connection sends before it is ready: the 7709 handshake;
     /// on the MAC channel the two handshakes and the setup eltdx's MAC
-    /// client sends (the servers answer them as 7709 commands).
+    /// client sends (the servers answer them as 7709 commands); on 7727
+    /// pytdx's 0x2454 login.
     pub(crate) fn setup(self) -> Arc<[Request]> {
         match self {
             Self::Main | Self::MoneyFlow => Arc::new([Request::from(Handshake::default())]),
@@ -68,6 +79,17 @@ impl Pool {
                 Request::from(Handshake { step: 2 }),
                 Request::from(LegacySetup::default()),
             ]),
+            Self::Ex => Arc::new([Request::from(ExLogin::PYTDX)]),
+        }
+    }
+
+    /// What an idle connection sends to stay open: the 7709 heartbeat; on
+    /// 7727, whose servers speak no 7709, the instrument count (0x23f0,
+    /// eltdx's cheapest command, answered by every host it lists).
+    pub(crate) fn heartbeat(self) -> Arc<Request> {
+        match self {
+            Self::Main | Self::Mac | Self::MoneyFlow => Arc::new(Request::from(Heartbeat)),
+            Self::Ex => Arc::new(Request::from(ExInstrumentCount)),
         }
     }
 
@@ -77,6 +99,7 @@ impl Pool {
             Self::Main => "ranking.json",
             Self::Mac => "ranking-mac.json",
             Self::MoneyFlow => "ranking-money-flow.json",
+            Self::Ex => "ranking-ex.json",
         }
     }
 }
@@ -94,7 +117,7 @@ impl std::str::FromStr for Pool {
         Pool::ALL
             .into_iter()
             .find(|p| p.name() == s || p.name().replace('_', "-") == s)
-            .ok_or_else(|| format!("unknown pool {s:?} (main, mac, money_flow)"))
+            .ok_or_else(|| format!("unknown pool {s:?} (main, mac, money_flow, ex)"))
     }
 }
 

@@ -35,6 +35,8 @@ const BUNDLED_HOSTS: &str = include_str!("hosts.json");
 const BUNDLED_MAC_HOSTS: &str = include_str!("mac-hosts.json");
 /// Public 7709 servers that answer money flow (eltdx 3.3.0).
 const BUNDLED_MONEY_FLOW_HOSTS: &str = include_str!("money-flow-hosts.json");
+/// Public 7727 extended-market servers (eltdx 3.3.0).
+const BUNDLED_EX_HOSTS: &str = include_str!("ex-hosts.json");
 
 /// The bundled 7709 candidate list, in its own order.
 pub fn bundled_candidates() -> Vec<Endpoint> {
@@ -49,6 +51,11 @@ pub fn bundled_mac_candidates() -> Vec<Endpoint> {
 /// The bundled money-flow candidates, in their own order.
 pub fn bundled_money_flow_candidates() -> Vec<Endpoint> {
     parse_bundled(BUNDLED_MONEY_FLOW_HOSTS)
+}
+
+/// The bundled 7727 extended-market candidates, in their own order.
+pub fn bundled_ex_candidates() -> Vec<Endpoint> {
+    parse_bundled(BUNDLED_EX_HOSTS)
 }
 
 fn parse_bundled(json: &str) -> Vec<Endpoint> {
@@ -180,6 +187,15 @@ mod tests {
         let c = bundled_candidates();
         assert_eq!(c.len(), 43);
         assert!(c.iter().all(|e| e.port == 7709));
+    }
+
+    #[test]
+    fn bundled_ex_list_is_eltdxs_16_on_7727() {
+        let c = bundled_ex_candidates();
+        assert_eq!(c.len(), 16);
+        assert!(c.iter().all(|e| e.port == 7727));
+        // eltdx's one host measured answering instrument pages leads.
+        assert_eq!(c[0].to_string(), "150.158.20.127:7727");
     }
 
     #[test]

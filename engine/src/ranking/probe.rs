@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::proto::commands::{Command, Handshake};
+use crate::proto::commands::Handshake;
+use crate::proto::ex::ExLogin;
 use crate::proto::text::server_message;
-use crate::proto::{FrameDecoder, Request};
+use crate::proto::{Family, FrameDecoder, Request};
 use crate::runtime::connector::Connector;
 use crate::supervisor::{judge, Endpoint, RejectReason};
 
@@ -91,12 +92,21 @@ pub async fn probe<C: Connector>(
         .collect()
 }
 
-/// The handshake, then each query, one at a time on one connection.
+/// What a probe connection sends first: the 7709 handshake, or the 0x2454
+/// login when the queries are 7727 EX commands (a 7727 server speaks no 7709).
+fn opening(queries: &[Request]) -> Request {
+    match queries.first().map(Request::family) {
+        Some(Family::Ex) => Request::from(ExLogin::PYTDX),
+        _ => Request::from(Handshake::default()),
+    }
+}
+
+/// The opening (handshake or login), then each query, one at a time on one connection.
 async fn validate<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, queries: &[Request]) -> Result<(), RejectReason> {
     let mut decoder = FrameDecoder::new();
-    let handshake = Request::from(Handshake::default());
+    let handshake = opening(queries);
     let payload = exchange(stream, &mut decoder, 1, &handshake).await.map_err(|_| RejectReason::HandshakeFailed)?;
-    if let Err(e) = Handshake::default().parse_reply(&payload) {
+    if let Err(e) = handshake.parse_reply(&payload) {
         tracing::debug!(error = %e, "probe handshake reply did not parse");
         return Err(server_message(&payload).map_or(RejectReason::HandshakeFailed, RejectReason::Mismatch));
     }

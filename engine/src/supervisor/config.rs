@@ -72,6 +72,10 @@ pub struct SupervisorConfig {
     /// An idle, unpinned slot sends a heartbeat after this long. Default
     /// 30 s; `None` disables heartbeats.
     pub heartbeat_interval: Option<Duration>,
+    /// What an idle slot sends as its heartbeat: the 7709 heartbeat (0x0004)
+    /// by default; a pool of another family sends a cheap command of its own.
+    #[serde(skip)]
+    pub heartbeat: Arc<Request>,
     /// Push frames buffered before the oldest is dropped. Default 65 536.
     pub push_frames_max: usize,
     /// Push payload bytes buffered before the oldest is dropped. Default 64 MiB.
@@ -158,6 +162,7 @@ impl Default for SupervisorConfig {
             connect_timeout: Duration::from_secs(8),
             heartbeat_timeout: Duration::from_secs(8),
             heartbeat_interval: Some(Duration::from_secs(30)),
+            heartbeat: Arc::new(Request::from(crate::proto::commands::Heartbeat)),
             push_frames_max: 65_536,
             push_bytes_max: 64 * 1024 * 1024,
             backoff_min: Duration::from_millis(50),

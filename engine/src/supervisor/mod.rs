@@ -108,7 +108,7 @@ pub use diagnostics::{Counters, Diagnostics, SlotDiagnostics};
 pub use ids::{Epoch, Generation, PinId, RequestId, SlotId, SlotRef};
 pub use io::{Action, CloseState, FrameBody, Input, RequestError, Sent, SlotError};
 pub use push::{PushBatch, PushFrame};
-pub use verdict::{default_probe, judge, mac_probe, money_flow_probe, RejectReason, Verdict};
+pub use verdict::{default_probe, ex_probe, judge, mac_probe, money_flow_probe, RejectReason, Verdict};
 
 use establish::Establishment;
 use push::PushBuffer;
@@ -118,7 +118,6 @@ use slot::{IdleSet, Owner, Slot, SlotState};
 use timer::{Timer, TimerTable};
 
 use crate::mutants::{on as mutant, Mutant};
-use crate::proto::commands::Heartbeat;
 use crate::proto::Request;
 use crate::rng::Rng;
 
@@ -166,6 +165,7 @@ impl Supervisor {
         let next_msg_id = (rng.next_u64() as u32).max(1);
         let slots = (0..pool_size).map(|i| Slot::new(config.group_of(i), now)).collect();
         let establish = Establishment::new(config.endpoints.len(), config.server_count, config.canary);
+        let heartbeat = Arc::clone(&config.heartbeat);
         let mut sup = Self {
             establish,
             pushes: PushBuffer::new(config.push_frames_max, config.push_bytes_max),
@@ -182,7 +182,7 @@ impl Supervisor {
             timers: TimerTable::default(),
             actions: VecDeque::new(),
             next_msg_id,
-            heartbeat: Arc::new(Request::from(Heartbeat)),
+            heartbeat,
             counters: Counters::default(),
         };
         sup.next_token = vec![now; sup.config.endpoints.len()];

@@ -15,6 +15,9 @@
 //!   rows (paged like the others; every empty 0x0452 page, whose page size
 //!   is the server's own), a company directory or section, or a file
 //!   chunk, with nothing in it;
+//! - on 7727 (EX): a count of zero, an instrument page (known end as
+//!   above, the count ending the table), a market list, quote list, bar
+//!   page, minute line or tick page with nothing in it;
 //! - on the MAC and money-flow pools: a quote list shorter than the codes
 //!   asked, and any other reply with nothing in it (a calendar without
 //!   today, a flow without days, a page, a board list, unusual moves).
@@ -48,13 +51,24 @@ pub(crate) const KNOWN_ENDS_MAX: usize = 4096;
 /// A paged series: the request without its `start` and `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Series {
-    Bars { code: SecurityCode, period: Period, adjust: u8, anchor: u32 },
+    Bars {
+        code: SecurityCode,
+        period: Period,
+        adjust: u8,
+        anchor: u32,
+    },
     Codes(Market),
     Trades(SecurityCode),
     HistoryTrades(TradeDate, SecurityCode),
     DetailedHistoryTrades(TradeDate, SecurityCode),
     DelistedBars(SecurityCode),
-    Category { category: u16, sort: u16, order: u16 },
+    Category {
+        category: u16,
+        sort: u16,
+        order: u16,
+    },
+    /// 7727's instrument table, one series over every market.
+    ExInstruments,
 }
 
 /// `(series, start, records a full page holds for this request)`.
@@ -89,6 +103,7 @@ fn page(request: &Request) -> Option<(Series, u32, u32)> {
             let full = if c.count == 0 { CATEGORY_ROWS_MAX } else { c.count.min(CATEGORY_ROWS_MAX) };
             (series, c.start.into(), full.into())
         }
+        Request::ExInstruments(r) => (Series::ExInstruments, r.start, r.count.into()),
         // 0x0452's page size is the server's own, so no page is known to
         // be short: every empty page of it stays doubtful.
         _ => return None,
@@ -140,6 +155,13 @@ fn records(reply: &Reply) -> Option<usize> {
         Reply::MacGoods(v) => v.len(),
         Reply::MacFileMeta(r) => r.size as usize,
         Reply::MacFileChunk(r) => r.data.len(),
+        Reply::ExMarkets(v) => v.len(),
+        Reply::ExInstrumentCount(n) => *n as usize,
+        Reply::ExInstruments(v) => v.len(),
+        Reply::ExBars(v) | Reply::ExBarsRange(v) => v.len(),
+        Reply::ExQuoteList(v) => v.len(),
+        Reply::ExMinutes(v) | Reply::ExHistoryMinutes(v) => v.len(),
+        Reply::ExTicks(v) | Reply::ExHistoryTicks(v) => v.len(),
         _ => return None,
     })
 }
@@ -158,6 +180,7 @@ impl KnownEnds {
         let Some(n) = records(reply) else { return };
         let end = match request {
             Request::SecurityCount(c) if n > 0 => Some((Series::Codes(c.market), n as u32)),
+            Request::ExInstrumentCount(_) if n > 0 => Some((Series::ExInstruments, n as u32)),
             _ => page(request).and_then(|(series, start, full)| {
                 (n > 0 && (n as u32) < full).then(|| (series, start.saturating_add(n as u32)))
             }),
@@ -282,8 +305,10 @@ mod tests {
     /// new command fails to compile here until it is added.
     fn one_of_each() -> Vec<Request> {
         use crate::proto::commands::*;
+        use crate::proto::ex;
         let sz: SecurityCode = "sz000001".parse().unwrap();
         let date = TradeDate::from_yyyymmdd(20260511).unwrap();
+        let fut: ex::ExCode = "47#IFL0".parse().unwrap();
         let all: Vec<Request> = vec![
             Handshake::default().into(),
             LegacySetup::default().into(),
@@ -343,6 +368,19 @@ mod tests {
             MacGoods { market: 0, start: 0, count: 1000 }.into(),
             MacFileMeta { name: "block_gn.dat".into(), offset: 0 }.into(),
             MacFileChunk { name: "block_gn.dat".into(), index: 1, offset: 0, size: 30_000 }.into(),
+            ex::ExLogin::PYTDX.into(),
+            ex::ExMarkets.into(),
+            ex::ExInstrumentCount.into(),
+            ex::ExInstruments { start: 0, count: 100 }.into(),
+            ex::ExBars { code: fut.clone(), period: ex::ExPeriod::Day, start: 0, count: 800 }.into(),
+            ex::ExQuoteOne { code: fut.clone() }.into(),
+            ex::ExQuoteList { market: 47, start: 0, count: 80 }.into(),
+            ex::ExBarsRange { code: fut.clone(), period: ex::ExPeriod::ExMin1, start: date.date(), end: date.date() }
+                .into(),
+            ex::ExMinutes { code: fut.clone() }.into(),
+            ex::ExHistoryMinutes { date: date.date(), code: fut.clone() }.into(),
+            ex::ExTicks { code: fut.clone(), start: 0, count: 1800 }.into(),
+            ex::ExHistoryTicks { date: date.date(), page: ex::ExTicks { code: fut, start: 0, count: 1800 } }.into(),
         ];
         for request in &all {
             match request {
@@ -393,7 +431,19 @@ mod tests {
                 | Request::MacSparkline(_)
                 | Request::MacGoods(_)
                 | Request::MacFileMeta(_)
-                | Request::MacFileChunk(_) => {}
+                | Request::MacFileChunk(_)
+                | Request::ExLogin(_)
+                | Request::ExMarkets(_)
+                | Request::ExInstrumentCount(_)
+                | Request::ExInstruments(_)
+                | Request::ExBars(_)
+                | Request::ExQuote(_)
+                | Request::ExQuoteList(_)
+                | Request::ExBarsRange(_)
+                | Request::ExMinutes(_)
+                | Request::ExHistoryMinutes(_)
+                | Request::ExTicks(_)
+                | Request::ExHistoryTicks(_) => {}
             }
         }
         all
@@ -420,6 +470,9 @@ mod tests {
         // MAC pages whose count word comes first: zero rows.
         "mac_unusual",
         "mac_goods",
+        // 7727 lists that start with their count word.
+        "ex_markets",
+        "ex_quote_list",
     ];
 
     /// What a server of 2026 sends for every data command (a 2-byte empty
@@ -431,7 +484,10 @@ mod tests {
         let known = KnownEnds::default();
         let (mut parses, mut refused) = (Vec::new(), Vec::new());
         for request in one_of_each() {
-            if matches!(request, Request::Handshake(_) | Request::LegacySetup(_) | Request::Heartbeat(_)) {
+            if matches!(
+                request,
+                Request::Handshake(_) | Request::LegacySetup(_) | Request::Heartbeat(_) | Request::ExLogin(_)
+            ) {
                 continue;
             }
             match request.parse_reply(&[0, 0]) {
@@ -446,7 +502,7 @@ mod tests {
         // Exactly these read two zero bytes as an empty answer; every other
         // command refuses them (a bad reply, retried elsewhere).
         assert_eq!(parses, EMPTY_BODY_PARSES, "the commands that parse an empty body");
-        assert_eq!(parses.len() + refused.len(), one_of_each().len() - 3, "every data command is one or the other");
+        assert_eq!(parses.len() + refused.len(), one_of_each().len() - 4, "every data command is one or the other");
         assert!(!refused.is_empty());
     }
 }

@@ -86,13 +86,22 @@ pub fn money_flow_probe() -> Vec<Request> {
     vec![MoneyFlow { code }.into()]
 }
 
+/// The 7727 pool's probe: the first instrument page (0x23f5, one record),
+/// which eltdx found answered by the hosts that serve data at all (the
+/// count, 0x23f0, is answered even by hosts that serve nothing else).
+pub fn ex_probe() -> Vec<Request> {
+    vec![crate::proto::ex::ExInstruments { start: 0, count: 1 }.into()]
+}
+
 /// Whether a probe reply carries data: a count above zero, at least one
-/// record in a list, a MAC calendar with today's date, a money flow with
-/// days. Replies of other commands are taken as they are.
+/// record in a list (an instrument page on 7727), a MAC calendar with
+/// today's date, a money flow with days. Replies of other commands are taken as they are.
 pub fn judge(reply: &Reply) -> Result<(), RejectReason> {
     let has_data = match reply {
         Reply::MacServerInfo(info) => info.today.is_some(),
         Reply::MoneyFlow(blocks) => blocks.iter().any(|b| !b.days.is_empty()),
+        Reply::ExInstruments(page) => !page.is_empty(),
+        Reply::ExInstrumentCount(n) => *n > 0,
         Reply::SecurityCount(n) => *n > 0,
         Reply::Bars(bars) => !bars.is_empty(),
         Reply::SecurityList(list) => !list.is_empty(),

@@ -10,6 +10,7 @@
 //! [`DateTime`] a date and time); [`Cell::to_json`] and [`Cell`]'s
 //! `Display` are the one text form every surface shares.
 
+mod ex;
 mod mac;
 mod replies;
 

@@ -1,11 +1,12 @@
 //! [`LocalExchange`]: reference servers on 127.0.0.1 inside this process,
-//! on their own runtime, for ordinary tests and examples.
+//! on their own runtime, for ordinary tests and examples: the 7709 servers,
+//! the extended market's EX listener, and (when asked) the F10 gateway.
 
 use std::io;
 use std::sync::Arc;
 
 use tdx_engine::proto::Date;
-use tdx_engine::{Client, ClientBuilder};
+use tdx_engine::{Client, ClientBuilder, Pool};
 
 use crate::f10::{F10Gateway, GatewayFaultHandle, GatewayFaults, GatewayStats};
 use crate::faults::{FaultHandle, FaultKind, Faults};
@@ -32,6 +33,8 @@ use crate::truth::Truth;
 #[derive(Debug)]
 pub struct LocalExchange {
     hosts: Vec<String>,
+    /// The extended market's (7727) listener, `127.0.0.1:PORT`.
+    ex_host: String,
     truth: Truth,
     faults: Vec<FaultHandle>,
     f10: Option<LocalGateway>,
@@ -79,6 +82,12 @@ impl LocalExchange {
         &self.hosts
     }
 
+    /// `127.0.0.1:PORT` of the extended-market (7727, EX) listener over the
+    /// same seed and day (`tdx-sim serve --ex-port`'s).
+    pub fn ex_host(&self) -> &str {
+        &self.ex_host
+    }
+
     /// What every server answers.
     pub fn truth(&self) -> &Truth {
         &self.truth
@@ -90,9 +99,14 @@ impl LocalExchange {
     }
 
     /// A client builder with these servers as its hosts and one
-    /// connection per server in the pool (and the F10 gateway, when it runs).
+    /// connection per server in the pool, the EX listener as the 7727
+    /// pool's host (and the F10 gateway, when it runs).
     pub fn client_builder(&self) -> ClientBuilder {
-        let builder = Client::builder().hosts(self.hosts.iter().cloned()).server_count(self.hosts.len());
+        let builder = Client::builder()
+            .hosts(self.hosts.iter().cloned())
+            .server_count(self.hosts.len())
+            .pool_hosts(Pool::Ex, [self.ex_host.clone()])
+            .pool_servers(Pool::Ex, 1, 2);
         match &self.f10 {
             Some(gateway) => builder.f10_base_url(gateway.base_url.clone()),
             None => builder,
@@ -196,6 +210,13 @@ impl LocalExchangeBuilder {
                 server.run(listener).await
             });
         }
+        let ex_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        ex_listener.set_nonblocking(true)?;
+        let ex_host = ex_listener.local_addr()?.to_string();
+        let world = data.ex_world().clone();
+        runtime.spawn(
+            async move { crate::ex::serve::serve(tokio::net::TcpListener::from_std(ex_listener)?, world).await },
+        );
         let f10 = match self.f10 {
             Some(faults) => {
                 let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
@@ -208,7 +229,7 @@ impl LocalExchangeBuilder {
             }
             None => None,
         };
-        Ok(LocalExchange { hosts, truth: Truth::of(data), faults: handles, f10, runtime: Some(runtime) })
+        Ok(LocalExchange { hosts, ex_host, truth: Truth::of(data), faults: handles, f10, runtime: Some(runtime) })
     }
 }
 

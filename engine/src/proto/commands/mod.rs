@@ -72,6 +72,11 @@ pub use trades::{Tick, Trade, TradeSide, Trades};
 
 pub use super::mac::*;
 
+use super::ex::{
+    ExBars, ExBarsRange, ExHistoryMinutes, ExHistoryTicks, ExInstrumentCount, ExInstruments, ExLogin, ExMarkets,
+    ExMinutes, ExQuoteList, ExQuoteOne, ExRequest, ExTicks,
+};
+
 macro_rules! command_set {
     ($($variant:ident($request:ty)),+ $(,)?) => {
         /// Any supported request.
@@ -248,6 +253,18 @@ command_set! {
     MacGoods(MacGoods),
     MacFileMeta(MacFileMeta),
     MacFileChunk(MacFileChunk),
+    ExLogin(ExLogin),
+    ExMarkets(ExMarkets),
+    ExInstrumentCount(ExInstrumentCount),
+    ExInstruments(ExInstruments),
+    ExBars(ExBars),
+    ExQuote(ExQuoteOne),
+    ExQuoteList(ExQuoteList),
+    ExBarsRange(ExBarsRange),
+    ExMinutes(ExMinutes),
+    ExHistoryMinutes(ExHistoryMinutes),
+    ExTicks(ExTicks),
+    ExHistoryTicks(ExHistoryTicks),
 }
 
 impl Request {
@@ -258,14 +275,54 @@ impl Request {
         encode_request_with(out, self.prefix(), wire_id, REQUEST_CONTROL, self.msg_type(), |out| self.encode_body(out))
     }
 
-    /// The protocol family the request belongs to (its pool of servers).
+    /// The protocol family the request belongs to (its pool of servers):
+    /// the prefix, and for 0x01 the command code ([`Family::of_request`]).
     pub fn family(&self) -> Family {
-        Family::of_prefix(self.prefix()).expect("every command's prefix is a known one")
+        Family::of_request(self.prefix(), self.msg_type()).expect("every command's prefix is a known one")
+    }
+
+    /// This request as the EX codec's own type, for an EX command (a 7727
+    /// server decodes with [`ExRequest`]; the client sends `Request`s).
+    pub fn as_ex(&self) -> Option<ExRequest> {
+        Some(match self {
+            Self::ExLogin(c) => ExRequest::Login(*c),
+            Self::ExMarkets(c) => ExRequest::Markets(*c),
+            Self::ExInstrumentCount(c) => ExRequest::InstrumentCount(*c),
+            Self::ExInstruments(c) => ExRequest::Instruments(*c),
+            Self::ExBars(c) => ExRequest::Bars(c.clone()),
+            Self::ExQuote(c) => ExRequest::Quote(c.clone()),
+            Self::ExQuoteList(c) => ExRequest::QuoteList(*c),
+            Self::ExBarsRange(c) => ExRequest::BarsRange(c.clone()),
+            Self::ExMinutes(c) => ExRequest::Minutes(c.clone()),
+            Self::ExHistoryMinutes(c) => ExRequest::HistoryMinutes(c.clone()),
+            Self::ExTicks(c) => ExRequest::Ticks(c.clone()),
+            Self::ExHistoryTicks(c) => ExRequest::HistoryTicks(c.clone()),
+            _ => return None,
+        })
     }
 
     /// Parses a decoded request frame (server side).
     pub fn decode_frame(frame: &RequestFrame) -> Result<Self, ProtoError> {
         Self::decode_prefixed(frame.header.prefix, frame.header.msg_type, &frame.body)
+    }
+}
+
+impl From<ExRequest> for Request {
+    fn from(request: ExRequest) -> Self {
+        match request {
+            ExRequest::Login(c) => c.into(),
+            ExRequest::Markets(c) => c.into(),
+            ExRequest::InstrumentCount(c) => c.into(),
+            ExRequest::Instruments(c) => c.into(),
+            ExRequest::Bars(c) => c.into(),
+            ExRequest::Quote(c) => c.into(),
+            ExRequest::QuoteList(c) => c.into(),
+            ExRequest::BarsRange(c) => c.into(),
+            ExRequest::Minutes(c) => c.into(),
+            ExRequest::HistoryMinutes(c) => c.into(),
+            ExRequest::Ticks(c) => c.into(),
+            ExRequest::HistoryTicks(c) => c.into(),
+        }
     }
 }
 

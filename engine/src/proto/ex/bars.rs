@@ -87,6 +87,37 @@ impl ExPeriod {
     }
 }
 
+/// The names [`ExPeriod`] prints and reads, in wire-code order: 7709's
+/// [`Period`](crate::proto::commands::Period) names where the bars are the
+/// same, `ex_1m` for pytdx's `KLINE_TYPE_EXHQ_1MIN` (7, what 0x240d is sent
+/// with) and `day_k` for its `KLINE_TYPE_RI_K` (9).
+pub const EX_PERIOD_NAMES: [&str; 12] =
+    ["5m", "15m", "30m", "60m", "day", "week", "month", "ex_1m", "1m", "day_k", "quarter", "year"];
+
+impl std::fmt::Display for ExPeriod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(EX_PERIOD_NAMES[usize::from(self.code())])
+    }
+}
+
+/// Reads a name of [`EX_PERIOD_NAMES`] or a wire code (`0`..=`11`).
+impl std::str::FromStr for ExPeriod {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let code = match EX_PERIOD_NAMES.iter().position(|n| *n == s) {
+            Some(i) => i as u16,
+            None => s.parse::<u16>().ok().filter(|c| usize::from(*c) < EX_PERIOD_NAMES.len()).ok_or_else(|| {
+                format!(
+                    "unknown extended-market period {s:?} (one of {}, or a code 0..=11)",
+                    EX_PERIOD_NAMES.join(", ")
+                )
+            })?,
+        };
+        Self::from_code(code).map_err(|e| e.to_string())
+    }
+}
+
 /// 0x23ff request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExBars {

@@ -221,6 +221,7 @@ impl World {
             max_pending_requests: 1 + rng.below(32) as usize,
             connect_timeout: Duration::from_millis(200 + rng.below(800)),
             heartbeat_timeout: Duration::from_millis(500),
+            heartbeat: Arc::new(Request::from(crate::proto::commands::Heartbeat)),
             heartbeat_interval: if rng.below(2) == 0 {
                 None
             } else {
