@@ -79,7 +79,7 @@ fn ex_quote_prints_what_truth_prints() {
 
 #[test]
 fn ex_bars_print_what_truth_prints() {
-    for code in ["47#IFL0", "31#00001", "74#AAPL"] {
+    for code in ["47#IFL0", "31#00700", "31#00001", "74#AAPL"] {
         let got = local_json(&["ex", "bars", code, "--period", "day"]);
         let want = rows(truth(&["ex-bars", code, "--period", "4"]));
         assert!(!want.is_empty());

@@ -184,7 +184,9 @@ impl ExWorld {
         }
         for i in 0..60u32 {
             let base = 1_000 + 1_000 * (rng.below(500) as u32);
-            add(ExKind::HkStock, 31, format!("{:05}", i * 7 + 1), format!("港股{i:02}"), base, 10, 1);
+            // The last one is 00700, the code users try first (issue 38's checks).
+            let code = if i == 59 { 700 } else { i * 7 + 1 };
+            add(ExKind::HkStock, 31, format!("{code:05}"), format!("港股{i:02}"), base, 10, 1);
         }
         for (i, code) in ["AAPL", "MSFT", "NVDA", "TSLA", "BABA"].into_iter().chain((0..35).map(|_| "")).enumerate() {
             let code = if code.is_empty() { format!("US{i:03}") } else { code.to_string() };
