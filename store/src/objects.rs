@@ -20,7 +20,17 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as Key;
 use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
 
-use crate::store::StoreError;
+/// Why a store on object storage cannot be used; the store's own error
+/// carries it (`StoreError::Url`, `Access`, `Object`).
+#[derive(Debug)]
+pub enum ObjectError {
+    /// The URL is not `s3://BUCKET/PREFIX`.
+    Url { url: String, why: String },
+    /// A variable, the credentials or the bucket.
+    Access { url: String, why: String },
+    /// A request failed after its retries.
+    Request { url: String, why: String },
+}
 
 /// The URL scheme of a store on object storage.
 pub const SCHEME: &str = "s3://";
@@ -107,10 +117,10 @@ impl Objects {
     /// The store at `url` (`s3://BUCKET/PREFIX`), checked: the URL's shape
     /// and the endpoint and credentials of `options` (`AWS_*` names, over
     /// the environment's). Makes no request.
-    pub fn open(url: &str, options: &[(String, String)]) -> Result<Self, StoreError> {
+    pub fn open(url: &str, options: &[(String, String)]) -> Result<Self, ObjectError> {
         let env_of = Settings(options);
-        let bad = |why: String| StoreError::Url { url: url.to_owned(), why };
-        let env = |why: String| StoreError::Access { url: url.to_owned(), why };
+        let bad = |why: String| ObjectError::Url { url: url.to_owned(), why };
+        let env = |why: String| ObjectError::Access { url: url.to_owned(), why };
         let rest = url.strip_prefix(SCHEME).ok_or_else(|| bad(format!("not an {SCHEME}BUCKET/PREFIX URL")))?;
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
@@ -209,17 +219,17 @@ impl Objects {
         Key::from(joined.trim_matches('/'))
     }
 
-    fn fail(&self, relative: &str, e: impl std::error::Error) -> StoreError {
-        StoreError::Object { url: self.url(relative), why: one_line(&e) }
+    fn fail(&self, relative: &str, e: impl std::error::Error) -> ObjectError {
+        ObjectError::Request { url: self.url(relative), why: one_line(&e) }
     }
 
-    fn broke(&self, relative: &str, why: String) -> StoreError {
-        StoreError::Object { url: self.url(relative), why }
+    fn broke(&self, relative: &str, why: String) -> ObjectError {
+        ObjectError::Request { url: self.url(relative), why }
     }
 
     /// Checks that the bucket is there and these credentials may list it:
     /// one clear line before a run writes anything.
-    pub fn probe(&self) -> Result<(), StoreError> {
+    pub fn probe(&self) -> Result<(), ObjectError> {
         let (client, key) = (self.client.clone(), self.key(""));
         let listed =
             block(async move { client.list_with_delimiter(Some(&key)).await }).map_err(|w| self.broke("", w))?;
@@ -237,7 +247,7 @@ impl Objects {
                 || ["AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403 Forbidden"]
                     .iter()
                     .any(|w| full.contains(w));
-        let access = |why: String| StoreError::Access { url: self.url(""), why };
+        let access = |why: String| ObjectError::Access { url: self.url(""), why };
         if missing {
             Err(access(format!("bucket {:?} does not exist at this endpoint (create it first)", self.bucket)))
         } else if refused {
@@ -248,7 +258,7 @@ impl Objects {
     }
 
     /// The object's bytes, or `None` when there is none.
-    pub fn get(&self, relative: &str) -> Result<Option<Bytes>, StoreError> {
+    pub fn get(&self, relative: &str) -> Result<Option<Bytes>, ObjectError> {
         let (client, key) = (self.client.clone(), self.key(relative));
         let got = block(async move {
             match client.get(&key).await {
@@ -262,7 +272,7 @@ impl Objects {
     }
 
     /// The object's size, or `None` when there is none.
-    pub fn size(&self, relative: &str) -> Result<Option<u64>, StoreError> {
+    pub fn size(&self, relative: &str) -> Result<Option<u64>, ObjectError> {
         let (client, key) = (self.client.clone(), self.key(relative));
         let head = block(async move { client.head(&key).await }).map_err(|w| self.broke(relative, w))?;
         match head {
@@ -273,7 +283,7 @@ impl Objects {
     }
 
     /// Puts the whole object: readers see the old one until it completes.
-    pub fn put(&self, relative: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    pub fn put(&self, relative: &str, bytes: &[u8]) -> Result<(), ObjectError> {
         let (client, key) = (self.client.clone(), self.key(relative));
         let payload = PutPayload::from(Bytes::copy_from_slice(bytes));
         let put = block(async move { client.put(&key, payload).await }).map_err(|w| self.broke(relative, w))?;
@@ -281,7 +291,7 @@ impl Objects {
     }
 
     /// Deletes the object (none there is not a failure).
-    pub fn delete(&self, relative: &str) -> Result<(), StoreError> {
+    pub fn delete(&self, relative: &str) -> Result<(), ObjectError> {
         let (client, key) = (self.client.clone(), self.key(relative));
         let deleted = block(async move { client.delete(&key).await }).map_err(|w| self.broke(relative, w))?;
         match deleted {
@@ -291,7 +301,7 @@ impl Objects {
     }
 
     /// The names of the objects directly under `dir` (not deeper).
-    pub fn list(&self, dir: &str) -> Result<Vec<String>, StoreError> {
+    pub fn list(&self, dir: &str) -> Result<Vec<String>, ObjectError> {
         let (client, key) = (self.client.clone(), self.key(dir));
         let listed =
             block(async move { client.list_with_delimiter(Some(&key)).await }).map_err(|w| self.broke(dir, w))?;
@@ -303,11 +313,10 @@ impl Objects {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
 
     fn why(url: &str) -> String {
-        match Store::open(std::path::Path::new(url)) {
-            Err(StoreError::Url { url: got, why }) => {
+        match Objects::open(url, &[]) {
+            Err(ObjectError::Url { url: got, why }) => {
                 assert_eq!(got, url);
                 why
             }
@@ -317,34 +326,20 @@ mod tests {
 
     /// The URL's shape is checked before any variable or request.
     #[test]
-    fn malformed_locations_are_refused_naming_the_part() {
+    fn malformed_urls_are_refused_naming_the_part() {
         assert!(why("s3://").contains("no bucket"));
         assert!(why("s3:///prefix").contains("no bucket"));
         assert!(why("s3://ab/x").contains("not a bucket name"));
         assert!(why("s3://Upper_Case/x").contains("not a bucket name"));
         assert!(why("s3://bucket/a/../b").contains("not a plain"));
         assert!(why("s3://bucket/a//b").contains("not a plain"));
-        assert!(why("gs://bucket/x").contains("gs:// is not a store location"));
-        assert!(why("https://host/x").contains("https:// is not a store location"));
-    }
-
-    #[test]
-    fn directories_and_file_urls_are_local() {
-        for (given, root) in [("store", "store"), ("file:///tmp/s", "/tmp/s"), ("./a:b", "./a:b")] {
-            let store = Store::open(std::path::Path::new(given)).unwrap();
-            assert!(!store.is_remote(), "{given}");
-            assert_eq!(
-                store.path(std::path::Path::new("manifest.json")),
-                std::path::Path::new(root).join("manifest.json")
-            );
-        }
     }
 
     #[test]
     fn an_option_that_is_not_an_aws_setting_is_named() {
         let options = [("endpoint".to_owned(), "http://127.0.0.1:1".to_owned())];
         match Objects::open("s3://bucket/x", &options) {
-            Err(StoreError::Access { why, .. }) => assert!(why.contains("\"endpoint\""), "{why}"),
+            Err(ObjectError::Access { why, .. }) => assert!(why.contains("\"endpoint\""), "{why}"),
             other => panic!("{other:?}"),
         }
     }

@@ -27,7 +27,7 @@ use tdx_engine::proto::commands::{Adjust, Bar, Breadth, CapitalChange, Period};
 use tdx_engine::proto::{Date, DateTime, Price, SecurityCode, TimeOfDay};
 
 pub use crate::manifest::{checksum, Corporate, Coverage, Imported, Manifest, ManifestError, MANIFEST, SCHEMA_VERSION};
-use crate::objects::{self, Objects};
+use crate::objects::{self, ObjectError, Objects};
 use crate::test_hook::{self, Phase};
 
 /// The exchange's time zone: timestamps are stored as instants in it.
@@ -70,6 +70,16 @@ impl StoreError {
     /// failure: it is downloaded again.
     pub fn is_fatal(&self) -> bool {
         matches!(self, Self::Io { .. } | Self::Url { .. } | Self::Access { .. } | Self::Object { .. })
+    }
+}
+
+impl From<ObjectError> for StoreError {
+    fn from(e: ObjectError) -> Self {
+        match e {
+            ObjectError::Url { url, why } => Self::Url { url, why },
+            ObjectError::Access { url, why } => Self::Access { url, why },
+            ObjectError::Request { url, why } => Self::Object { url, why },
+        }
     }
 }
 
@@ -134,7 +144,7 @@ impl Store {
     /// bucket is there and may be listed (object storage).
     pub fn create(&self) -> Result<(), StoreError> {
         match &self.objects {
-            Some(objects) => objects.probe(),
+            Some(objects) => objects.probe().map_err(Into::into),
             None => fs::create_dir_all(&self.root).map_err(io_err(&self.root)),
         }
     }
@@ -172,7 +182,7 @@ impl Store {
     /// The bytes of the file at `relative`, or `None` when there is none.
     pub fn read(&self, relative: &Path) -> Result<Option<bytes::Bytes>, StoreError> {
         if let Some(objects) = &self.objects {
-            return objects.get(&key(relative));
+            return Ok(objects.get(&key(relative))?);
         }
         let path = self.root.join(relative);
         match fs::read(&path) {
@@ -185,7 +195,7 @@ impl Store {
     /// The size of the file at `relative`, or `None` when there is none.
     pub fn size(&self, relative: &Path) -> Result<Option<u64>, StoreError> {
         if let Some(objects) = &self.objects {
-            return objects.size(&key(relative));
+            return Ok(objects.size(&key(relative))?);
         }
         let path = self.root.join(relative);
         match fs::metadata(&path) {
@@ -199,7 +209,7 @@ impl Store {
     /// deeper); empty when there is no such directory.
     pub fn list(&self, relative: &Path) -> Result<Vec<String>, StoreError> {
         if let Some(objects) = &self.objects {
-            return objects.list(&key(relative));
+            return Ok(objects.list(&key(relative))?);
         }
         let dir = self.root.join(relative);
         let entries = match fs::read_dir(&dir) {
@@ -222,7 +232,7 @@ impl Store {
     /// local directory left empty by it goes too.
     pub fn remove(&self, relative: &Path) -> Result<(), StoreError> {
         if let Some(objects) = &self.objects {
-            return objects.delete(&key(relative));
+            return Ok(objects.delete(&key(relative))?);
         }
         let path = self.root.join(relative);
         match fs::remove_file(&path) {
@@ -683,6 +693,27 @@ pub fn encode_finance(rows: &[tdx_engine::proto::commands::Finance]) -> Result<V
         columns.push(Arc::new(Float64Array::from_iter_values(rows.iter().map(|f| f64::from(f.fields[k])))));
     }
     encode_batch(&RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
+
+#[cfg(test)]
+mod location_tests {
+    use super::*;
+
+    #[test]
+    fn other_schemes_are_refused_and_directories_are_local() {
+        for url in ["gs://bucket/x", "https://host/x"] {
+            match Store::open(Path::new(url)) {
+                Err(StoreError::Url { why, .. }) => assert!(why.contains("is not a store location"), "{why}"),
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+        for (given, root) in [("store", "store"), ("file:///tmp/s", "/tmp/s"), ("./a:b", "./a:b")] {
+            let store = Store::open(Path::new(given)).unwrap();
+            assert!(!store.is_remote(), "{given}");
+            assert_eq!(store.path(Path::new("manifest.json")), Path::new(root).join("manifest.json"));
+        }
+        assert!(matches!(Store::open(Path::new("s3://")), Err(StoreError::Url { .. })));
+    }
 }
 
 #[cfg(test)]
