@@ -188,7 +188,7 @@ def _join(store: str, relative: str) -> str:
 def _manifest(store: str, storage_options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     manifest: Dict[str, Any]
     if _remote(store):
-        import fsspec
+        import fsspec  # type: ignore[import-untyped]
 
         with fsspec.open(_join(store, "manifest.json"), "rb", **(storage_options or {})) as f:
             manifest = json.load(f)
