@@ -1320,7 +1320,8 @@ impl NativeClient {
     /// Runs a backfill (the library side of `tdx backfill`) into the store
     /// at `store` on this engine, without the GIL; returns its summary as
     /// a dict. `shard`: `(index, count)`, writing that shard's fragment.
-    #[pyo3(signature = (store, kinds, start, end, codes_=None, markets=None, shard=None, jobs=None))]
+    /// `storage`: S3 settings by their `AWS_*` names (a store at `s3://`).
+    #[pyo3(signature = (store, kinds, start, end, codes_=None, markets=None, shard=None, jobs=None, storage=None))]
     #[allow(clippy::too_many_arguments)]
     fn backfill_shard(
         &self,
@@ -1333,6 +1334,7 @@ impl NativeClient {
         markets: Option<Vec<String>>,
         shard: Option<(u32, u32)>,
         jobs: Option<i64>,
+        storage: Option<std::collections::BTreeMap<String, String>>,
     ) -> PyResult<Py<PyAny>> {
         use tdx_store::backfill::{BackfillError, Kind, Plan};
         let kinds = kinds
@@ -1364,6 +1366,7 @@ impl NativeClient {
             codes: codes("codes", codes_.as_deref().unwrap_or_default())?,
             shard,
             jobs: jobs.map(|j| pages_arg("jobs", j)).transpose()?,
+            storage: storage.unwrap_or_default().into_iter().collect(),
         };
         // The backfill spawns its security-days as tokio tasks: a small runtime for this call.
         let rt = tokio::runtime::Builder::new_multi_thread()

@@ -963,10 +963,13 @@ class Client:
         markets: Optional[Sequence[str]] = None,
         shard: Optional[Tuple[int, int]] = None,
         jobs: Optional[int] = None,
+        storage: Optional[Dict[str, str]] = None,
     ) -> Dict[str, Any]:
         """``tdx backfill`` on this engine: past days' ``"ticks"`` and/or
         ``"minutes"`` from ``start`` to ``end`` (both included) into the
-        store directory ``store``, kill-safe and incremental. ``shard``:
+        store ``store`` (a directory, or ``s3://BUCKET/PREFIX`` with
+        ``storage``: S3 settings by their ``AWS_*`` names, over the
+        environment's), kill-safe and incremental. ``shard``:
         ``(index, count)``, only that shard's securities, its manifest
         fragment instead of the manifest (merge with
         ``tdx_engine.dask.merge_manifests``). Blocks without the GIL; returns
@@ -974,7 +977,8 @@ class Client:
         kinds = [kind] if isinstance(kind, str) else list(kind)
         return self._n.backfill_shard(
             os.fspath(store), kinds, _yyyymmdd(start, "start"), _yyyymmdd(end, "end"),
-            None if codes is None else list(codes), None if markets is None else list(markets), shard, jobs)
+            None if codes is None else list(codes), None if markets is None else list(markets), shard, jobs,
+            storage)
 
     def close(self) -> str:
         """Closes the engine (idempotent); calls in flight raise ``Closed``.

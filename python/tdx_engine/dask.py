@@ -10,12 +10,17 @@ again by Dask: the shard resumes from the files and the fragment the
 killed attempt left, so the store ends with every security-day once.
 
 The store is a directory every worker and the driver reach at the same
-path (a shared filesystem); object storage is not supported yet.
+path (a shared filesystem), or ``s3://BUCKET/PREFIX`` on object storage:
+the workers' engines write it themselves (one PUT per file, the manifest
+last), with the endpoint and credentials of ``storage_options`` (s3fs's
+``key``, ``secret``, ``token``, ``anon``, ``endpoint_url``,
+``client_kwargs``) over the workers' ``AWS_*`` variables.
 
 ``read_ticks``, ``read_minutes`` and ``read_bars`` read what the store's
 manifest names (never the files of a run still going) with
-``dask.dataframe.read_parquet``. Needs ``dask[dataframe]`` and
-``distributed`` (docs/SCALING.md, "Dask").
+``dask.dataframe.read_parquet`` (through fsspec and s3fs for ``s3://``).
+Needs ``dask[dataframe]`` and ``distributed``; ``s3fs`` for object
+storage (docs/SCALING.md, "Dask" and "Object storage").
 """
 
 from __future__ import annotations
@@ -48,30 +53,60 @@ def _engine(hosts: Tuple[str, ...], options: Tuple[Tuple[str, Any], ...]) -> Cli
         return client
 
 
-def _local(store: StorePath) -> str:
+def _location(store: StorePath) -> str:
+    """The store as the engine takes it: an absolute directory or an s3:// URL."""
     path = os.fspath(store)
     if path.startswith("file://"):
         path = path[len("file://"):]
+    if path.startswith("s3://"):
+        return path.rstrip("/")
     if "://" in path:
-        raise ValueError(f"store: {path!r}: only a directory (a shared filesystem) is supported, not object storage")
+        raise ValueError(f"store: {path!r}: a directory (a shared filesystem) or s3://BUCKET/PREFIX")
     return os.path.abspath(path)
+
+
+def _remote(location: str) -> bool:
+    return location.startswith("s3://")
+
+
+def _aws(storage_options: Optional[Dict[str, Any]]) -> Dict[str, str]:
+    """s3fs's ``storage_options`` as the ``AWS_*`` settings the engine's writer takes."""
+    opts = dict(storage_options or {})
+    client_kwargs = dict(opts.get("client_kwargs") or {})
+    out: Dict[str, str] = {}
+    for name, env in (("key", "AWS_ACCESS_KEY_ID"), ("secret", "AWS_SECRET_ACCESS_KEY"),
+                      ("token", "AWS_SESSION_TOKEN")):
+        if opts.get(name):
+            out[env] = str(opts[name])
+    if opts.get("anon"):
+        out["AWS_SKIP_SIGNATURE"] = "true"
+    endpoint = opts.get("endpoint_url") or client_kwargs.get("endpoint_url")
+    if endpoint:
+        out["AWS_ENDPOINT_URL"] = str(endpoint)
+        if str(endpoint).startswith("http://"):
+            out["AWS_ALLOW_HTTP"] = "true"
+    region = client_kwargs.get("region_name") or opts.get("region")
+    if region:
+        out["AWS_REGION"] = str(region)
+    return out
 
 
 def _run_shard(store: str, kinds: List[str], start: int, end: int, codes: Optional[List[str]],
                markets: Optional[List[str]], index: int, count: int, hosts: Tuple[str, ...],
-               options: Tuple[Tuple[str, Any], ...], jobs: Optional[int]) -> Dict[str, Any]:
+               options: Tuple[Tuple[str, Any], ...], jobs: Optional[int], storage: Dict[str, str]) -> Dict[str, Any]:
     """One shard's backfill on this worker process's engine (a Dask task)."""
     summary = _engine(hosts, options).backfill_shard(
-        store, kinds, start=start, end=end, codes=codes, markets=markets, shard=(index, count), jobs=jobs)
+        store, kinds, start=start, end=end, codes=codes, markets=markets, shard=(index, count), jobs=jobs,
+        storage=storage or None)
     summary["shard"] = [index, count]
     summary["pid"] = os.getpid()
     return summary
 
 
-def merge_manifests(store: StorePath) -> Dict[str, int]:
+def merge_manifests(store: StorePath, storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, int]:
     """Merges the shards' fragments into the store's manifest (``tdx sync
     --merge-manifests``): refuses while a shard of the split has none."""
-    shards, bars_files, other_files = _native.merge_manifests(_local(store))
+    shards, bars_files, other_files = _native.merge_manifests(_location(store), _aws(storage_options) or None)
     return {"shards": shards, "bars_files": bars_files, "other_files": other_files}
 
 
@@ -88,6 +123,7 @@ def backfill(
     hosts: Sequence[str],
     retries: int = 3,
     jobs: Optional[int] = None,
+    storage_options: Optional[Dict[str, Any]] = None,
     **client_options: Any,
 ) -> Dict[str, Any]:
     """Backfills past days' ``kind`` (``"ticks"``, ``"minutes"`` or both)
@@ -99,10 +135,13 @@ def backfill(
     ``retries`` times; one whose worker died is run again by Dask. Merges
     the manifest once every shard finished and returns the totals, each
     shard's summary under ``"shards"``; ``"failed"`` lists security-days
-    the servers did not give (run again to fetch only those)."""
+    the servers did not give (run again to fetch only those).
+    ``store``: a directory or ``s3://BUCKET/PREFIX`` (with
+    ``storage_options`` as s3fs takes them)."""
     import distributed
 
-    path = _local(store)
+    path = _location(store)
+    storage = _aws(storage_options)
     kinds = [kind] if isinstance(kind, str) else list(kind)
     for k in kinds:
         if k not in ("ticks", "minutes"):
@@ -119,13 +158,14 @@ def backfill(
             shards = max(1, 2 * len(dask_client.scheduler_info().get("workers", {})))
         if not 1 <= shards <= 4096:
             raise ValueError(f"shards: {shards} is outside 1..=4096")
-        os.makedirs(path, exist_ok=True)
+        if not _remote(path):
+            os.makedirs(path, exist_ok=True)
         run = uuid.uuid4().hex[:8]
         options = tuple(sorted(client_options.items()))
         futures = [
             dask_client.submit(
                 _run_shard, path, kinds, first, last, None if codes is None else list(codes),
-                None if markets is None else list(markets), i, shards, tuple(hosts), options, jobs,
+                None if markets is None else list(markets), i, shards, tuple(hosts), options, jobs, storage,
                 key=f"tdx-backfill-{run}-{i}-of-{shards}", retries=retries, pure=False)
             for i in range(shards)
         ]
@@ -133,7 +173,7 @@ def backfill(
     finally:
         if own:
             dask_client.close()
-    merged = merge_manifests(path)
+    merged = merge_manifests(path, storage_options)
     total: Dict[str, Any] = {"store": path, "merged_shards": merged["shards"], "shards": results}
     for field in ("planned", "calls", "files_written", "rows_written", "bytes_written", "already_stored", "empty"):
         total[field] = sum(int(r[field]) for r in results)
@@ -141,9 +181,20 @@ def backfill(
     return total
 
 
-def _manifest(store: str) -> Dict[str, Any]:
+def _join(store: str, relative: str) -> str:
+    return f"{store}/{relative}" if _remote(store) else os.path.join(store, relative)
+
+
+def _manifest(store: str, storage_options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    manifest: Dict[str, Any]
+    if _remote(store):
+        import fsspec  # type: ignore[import-untyped]
+
+        with fsspec.open(_join(store, "manifest.json"), "rb", **(storage_options or {})) as f:
+            manifest = json.load(f)
+        return manifest
     with open(os.path.join(store, "manifest.json"), "rb") as f:
-        manifest: Dict[str, Any] = json.load(f)
+        manifest = json.load(f)
     return manifest
 
 
@@ -157,48 +208,52 @@ def _code_of(path: str) -> str:
     return path.rsplit("/", 1)[-1][: -len(".parquet")]
 
 
-def _frame(store: str, files: List[str], what: str) -> Any:
+def _frame(store: str, files: List[str], what: str, storage_options: Optional[Dict[str, Any]]) -> Any:
     import dask.dataframe as dd
 
     if not files:
         raise ValueError(f"{store}: the manifest names no {what} files for this selection")
-    return dd.read_parquet([os.path.join(store, f) for f in sorted(files)])
+    paths = [_join(store, f) for f in sorted(files)]
+    if _remote(store):
+        return dd.read_parquet(paths, storage_options=storage_options or {})
+    return dd.read_parquet(paths)
 
 
 def _days(kind: str, store: StorePath, codes: Optional[Sequence[str]], start: Optional[DateLike],
-          end: Optional[DateLike]) -> Any:
-    path = _local(store)
+          end: Optional[DateLike], storage_options: Optional[Dict[str, Any]]) -> Any:
+    path = _location(store)
     first = None if start is None else _yyyymmdd(start, "start")
     last = None if end is None else _yyyymmdd(end, "end")
     wanted = None if codes is None else {c.lower() for c in codes}
-    files = [f for f in _manifest(path).get("files", {})
+    files = [f for f in _manifest(path, storage_options).get("files", {})
              if f.startswith(kind + "/") and _in_range(f, first, last)
              and (wanted is None or _code_of(f) in wanted)]
-    return _frame(path, files, kind)
+    return _frame(path, files, kind, storage_options)
 
 
 def read_ticks(store: StorePath, codes: Optional[Sequence[str]] = None, start: Optional[DateLike] = None,
-               end: Optional[DateLike] = None) -> Any:
+               end: Optional[DateLike] = None, storage_options: Optional[Dict[str, Any]] = None) -> Any:
     """The stored ticks (one partition per security-day) as a Dask
     DataFrame: the files the manifest names, of ``codes`` (default: all)
-    from ``start`` to ``end``. Columns as docs/SYNC.md, "Backfill"."""
-    return _days("ticks", store, codes, start, end)
+    from ``start`` to ``end``. Columns as docs/SYNC.md, "Backfill".
+    ``storage_options``: fsspec's, for a store at ``s3://``."""
+    return _days("ticks", store, codes, start, end, storage_options)
 
 
 def read_minutes(store: StorePath, codes: Optional[Sequence[str]] = None, start: Optional[DateLike] = None,
-                 end: Optional[DateLike] = None) -> Any:
+                 end: Optional[DateLike] = None, storage_options: Optional[Dict[str, Any]] = None) -> Any:
     """The stored minute lines, as ``read_ticks`` reads the ticks."""
-    return _days("minutes", store, codes, start, end)
+    return _days("minutes", store, codes, start, end, storage_options)
 
 
 def read_bars(store: StorePath, period: str = "day", codes: Optional[Sequence[str]] = None,
-              adjust: Optional[str] = None) -> Any:
+              adjust: Optional[str] = None, storage_options: Optional[Dict[str, Any]] = None) -> Any:
     """The stored bars of ``period`` (one partition per security) as a Dask
     DataFrame; ``adjust``: ``"qfq"`` or ``"hfq"`` for the adjusted views
     ``tdx sync --adjust`` keeps. Only files the manifest names."""
-    path = _local(store)
+    path = _location(store)
     wanted = None if codes is None else {c.lower() for c in codes}
-    manifest = _manifest(path)
+    manifest = _manifest(path, storage_options)
     if adjust is None:
         files = [c["file"] for k, c in manifest.get("bars", {}).items() if k.split("/", 1)[0] == period]
     elif adjust in ("qfq", "hfq"):
@@ -206,4 +261,4 @@ def read_bars(store: StorePath, period: str = "day", codes: Optional[Sequence[st
     else:
         raise ValueError(f"adjust: {adjust!r} is not None, 'qfq' or 'hfq'")
     files = [f for f in files if wanted is None or _code_of(f) in wanted]
-    return _frame(path, files, f"{period} bars")
+    return _frame(path, files, f"{period} bars", storage_options)

@@ -5,7 +5,7 @@
 # and the sdist, which pip builds into a venv of its own (Rust on PATH,
 # maturin pinned, no build isolation) and a smoke call checks; the wheel goes
 # into a fresh venv from a shell whose PATH has no cargo or rustc, beside
-# pinned pytest, pyarrow, pandas, polars, mypy, dask and distributed; then the stubs are checked
+# pinned pytest, pyarrow, pandas, polars, mypy, dask, distributed, moto's S3 server and s3fs; then the stubs are checked
 # against the extension (mypy.stubtest, signatures included), the typed
 # example with `mypy --strict`, and pytest runs against `tdx-sim serve`
 # inside a network namespace where only loopback is up. Arguments go to pytest.
@@ -22,7 +22,8 @@ SDIST_VENV="target/py-sdist-venv" # fresh every run: maturin, then the sdist bui
 WHEELS="target/python-dist"
 BUILD_PINS=(maturin==1.16.0)
 PINS=(pytest==9.2.0 pyarrow==26.0.1 pandas==3.1.1 numpy==2.4.6 polars==2.1.0 mypy==2.4.1
-    "dask[dataframe]==2026.8.0" distributed==2026.8.0) # tests/test_dask.py
+    "dask[dataframe]==2026.8.0" distributed==2026.8.0 # tests/test_dask.py
+    "moto[server]==5.2.5" boto3==1.43.117 s3fs==2026.9.0) # tests/test_s3.py: an S3 server on loopback
 
 # PATH without any directory holding cargo or rustc: what a user without
 # Rust has.
@@ -44,7 +45,7 @@ assert all(m.version(k) == v for k, v in pins.items())' "${@:2}" 2>/dev/null
 }
 
 if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
-    cargo build --quiet --locked -p tdx-sim
+    cargo build --quiet --locked -p tdx-sim -p tdx # tests/test_s3.py runs the CLI
     [ -x "$BUILD_VENV/bin/python" ] || python3 -m venv "$BUILD_VENV"
     pinned "$BUILD_VENV" "${BUILD_PINS[@]}" ||
         "$BUILD_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${BUILD_PINS[@]}"
@@ -96,5 +97,6 @@ cd python
 # The pytest script, not `python -m pytest`: -m puts python/ on sys.path,
 # where the source package (without its built extension) would shadow the
 # installed one.
-env PATH="$(no_rust_path)" TDX_SIM="$(cd .. && pwd)/target/debug/tdx-sim" TDX_ENGINE_LOOPBACK_ONLY=1 \
+env PATH="$(no_rust_path)" TDX_SIM="$(cd .. && pwd)/target/debug/tdx-sim" TDX_BIN="$(cd .. && pwd)/target/debug/tdx" \
+    TDX_ENGINE_LOOPBACK_ONLY=1 \
     "../$PYVENV/bin/pytest" -q -p no:cacheprovider tests "$@"

@@ -90,7 +90,8 @@ def test_a_killed_worker_costs_a_rerun_not_rows(tmp_path, truth):
     assert got == want
 
     # A second run finds everything stored and asks for nothing.
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c2:
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  protocol="tcp", host="127.0.0.1") as c2:
         sim2 = Sim(tmp_path, 1)
         try:
             again = tdask.backfill(c2, store, "minutes", start=days[0], end=days[-1], codes=codes, shards=3,
@@ -102,8 +103,8 @@ def test_a_killed_worker_costs_a_rerun_not_rows(tmp_path, truth):
 
 
 def test_bad_arguments_are_refused_before_any_task(tmp_path):
-    with pytest.raises(ValueError, match="object storage"):
-        tdask.backfill(None, "s3://bucket/prefix", start=20261102, end=20261103, hosts=["127.0.0.1:1"])
+    with pytest.raises(ValueError, match="s3://BUCKET/PREFIX"):
+        tdask.backfill(None, "gs://bucket/prefix", start=20261102, end=20261103, hosts=["127.0.0.1:1"])
     with pytest.raises(ValueError, match="after"):
         tdask.backfill(None, tmp_path, start=20261103, end=20261102, hosts=["127.0.0.1:1"])
     with pytest.raises(ValueError, match="kind"):

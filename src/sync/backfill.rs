@@ -14,7 +14,8 @@ use crate::{CliError, Context};
 /// `tdx backfill` options.
 #[derive(Args, Clone, Debug)]
 pub struct BackfillArgs {
-    /// The store's directory (created if missing; the same one `tdx sync` keeps).
+    /// The store (the same one `tdx sync` keeps): a directory (created if
+    /// missing) or s3://BUCKET/PREFIX (docs/SCALING.md).
     #[arg(long, value_parser = crate::directory)]
     pub out: PathBuf,
     /// Every tick of each day, with its order count where the server has it.
@@ -48,6 +49,8 @@ pub struct BackfillArgs {
 pub async fn run(ctx: &Context, args: BackfillArgs) -> Result<(), CliError> {
     let kinds: Vec<Kind> =
         [(args.ticks, Kind::Ticks), (args.minutes, Kind::Minutes)].into_iter().filter(|k| k.0).map(|k| k.1).collect();
+    // The location's errors before any server is asked (the library opens it again).
+    super::open(&args.out)?;
     let plan = Plan {
         out: args.out.clone(),
         kinds,
@@ -57,6 +60,7 @@ pub async fn run(ctx: &Context, args: BackfillArgs) -> Result<(), CliError> {
         codes: args.codes.clone(),
         shard: args.shard,
         jobs: args.jobs,
+        storage: Vec::new(),
     };
     let summary = match backfill::run(&ctx.client, &plan).await {
         Ok(s) => s,

@@ -39,7 +39,8 @@ pub(crate) use tdx_store::{shard, store};
 /// `tdx sync` options.
 #[derive(Args, Clone, Debug)]
 pub struct SyncArgs {
-    /// The store's directory (created if missing).
+    /// The store: a directory (created if missing) or s3://BUCKET/PREFIX
+    /// (endpoint and credentials from the AWS_* variables; docs/SCALING.md).
     #[arg(long, value_parser = crate::directory)]
     pub out: PathBuf,
     /// Periods to keep: day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m.
@@ -123,11 +124,7 @@ fn record(ctx: &Job, relative: &Path, sum: String) {
 fn needs_rewrite(ctx: &Job, relative: &Path) -> Result<bool, Failure> {
     let path = ctx.store.path(relative);
     let key = relative.to_string_lossy().replace('\\', "/");
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
-        Err(e) => return Err(Failure::Store(store::StoreError::Io { path, source: e })),
-    };
+    let Some(bytes) = ctx.store.read(relative).map_err(Failure::Store)? else { return Ok(true) };
     let sum = store::checksum(&bytes);
     match ctx.recorded_files.get(&key) {
         Some(want) if *want == sum => Ok(false),
@@ -193,7 +190,7 @@ async fn sync_security(
             write_views(ctx, code, period, &u.bars, &factors, raw_changes || factors_changed || repaired)?;
         }
         if let (0, 0, true, Some(sum)) = (u.new, u.fixed, had > 0, old_sum) {
-            let bytes = std::fs::metadata(ctx.store.path(&relative)).map(|m| m.len()).unwrap_or(0);
+            let bytes = ctx.store.size(&relative).map_err(Failure::Store)?.unwrap_or(0);
             coverage.push((key, Some(cover(&relative, &u.bars, bytes, sum))));
             ctx.tally.add(period, 0, 0, 0, 0);
             continue;
@@ -327,7 +324,7 @@ async fn calendar_for(
 /// Runs `tdx sync`.
 pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
     let started = Instant::now();
-    let store = Store::new(&args.out);
+    let store = open(&args.out)?;
     let tally = Arc::new(Tally::default());
     let escaped = |e: &dyn std::fmt::Display| CliError::new(crate::output::escape_control(&e.to_string()));
     let manifest = match store.read_manifest() {
@@ -354,7 +351,7 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
     if args.dry_run {
         return dry_run(ctx, &args.periods, &manifest, &codes);
     }
-    std::fs::create_dir_all(&args.out).map_err(|e| escaped(&format_args!("{}: {e}", args.out.display())))?;
+    store.create().map_err(|e| escaped(&e))?;
     match args.shard {
         // Other shards may be writing into the same directories right now.
         Some(shard) => store.remove_leftovers_of(&|name| shard.writes(name)),
@@ -511,7 +508,11 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
 
 /// Runs `tdx sync --merge-manifests` (no server needed).
 pub fn merge(args: &SyncArgs, format: crate::output::Format) -> Result<(), CliError> {
-    let store = Store::new(&args.out);
+    let store = open(&args.out)?;
+    if store.is_remote() {
+        // A missing bucket or refused credentials: that line, not "no fragments".
+        store.create().map_err(|e| CliError::new(crate::output::escape_control(&e.to_string())))?;
+    }
     let merged = shard::merge(&store).map_err(|e| CliError::new(crate::output::escape_control(&e.to_string())))?;
     let out = args.out.display().to_string();
     if format == crate::output::Format::Json {
@@ -529,6 +530,19 @@ pub fn merge(args: &SyncArgs, format: crate::output::Format) -> Result<(), CliEr
         );
     }
     Ok(())
+}
+
+/// The store at `--out`: a malformed location is bad usage (exit 2); a
+/// missing `AWS_*` variable is the run's failure (exit 1).
+pub(crate) fn open(out: &Path) -> Result<Store, CliError> {
+    Store::open(out).map_err(|e| {
+        let line = format!("--out {}", crate::output::escape_control(&e.to_string()));
+        if matches!(e, store::StoreError::Url { .. }) {
+            CliError::usage(line)
+        } else {
+            CliError::new(line)
+        }
+    })
 }
 
 fn snapshot(manifest: &Mutex<Manifest>, job: &Job) -> Manifest {
@@ -568,7 +582,7 @@ async fn sync_f10(
             };
             let (key, relative, hash) = (f10::key(entry, code), f10::file(entry, code), f10::hash(&reply));
             let unchanged = stored.get(&key).is_some_and(|s| s.hash == hash);
-            if unchanged && store.path(&relative).exists() {
+            if unchanged && store.size(&relative).map_err(|e| CliError::new(e.to_string()))?.is_some() {
                 continue;
             }
             let bytes = f10::encode(&reply).map_err(|e| CliError::new(format!("{code}: {e}")))?;

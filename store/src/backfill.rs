@@ -66,7 +66,7 @@ struct Tally {
 /// What to backfill.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// The store's root directory (created if missing).
+    /// The store: a directory (created if missing) or `s3://BUCKET/PREFIX`.
     pub out: PathBuf,
     pub kinds: Vec<Kind>,
     /// First and last day, both included.
@@ -80,6 +80,9 @@ pub struct Plan {
     pub shard: Option<Shard>,
     /// Security-days in flight at once [default: the pool's connections].
     pub jobs: Option<usize>,
+    /// S3 settings by their `AWS_*` names, over the environment's (a store
+    /// at `s3://`); empty for the environment's alone.
+    pub storage: Vec<(String, String)>,
 }
 
 /// What a run did. `failed` security-days are not in the store: a run
@@ -152,7 +155,7 @@ pub async fn run(client: &tdx_engine::Client, plan: &Plan) -> Result<Summary, Ba
     if plan.kinds.is_empty() {
         return Err(BackfillError::NoKind);
     }
-    let store = Store::new(&plan.out);
+    let store = Store::open_with(&plan.out, &plan.storage)?;
     let manifest = match store.read_manifest() {
         Ok(m) => m,
         Err(StoreError::Manifest { source, .. }) if source.is_repairable() => Manifest::default(),
@@ -175,7 +178,7 @@ pub async fn run(client: &tdx_engine::Client, plan: &Plan) -> Result<Summary, Ba
     codes.retain(|c| plan.shard.is_none_or(|s| s.owns(*c)));
     let calendar = client.refresh_calendar(Some(plan.from)).await?;
     let days: Vec<Date> = calendar.calendar.range(Some(plan.from), Some(plan.to)).to_vec();
-    std::fs::create_dir_all(&plan.out).map_err(|e| StoreError::Io { path: plan.out.clone(), source: e })?;
+    store.create()?;
     match plan.shard {
         Some(s) => store.remove_leftovers_of(&|name| s.writes(name)),
         None => store.remove_leftovers(),
@@ -282,16 +285,15 @@ async fn one(
     relative: &str,
 ) -> Result<Option<(String, bool)>, Failure> {
     let path = store.path(std::path::Path::new(relative));
-    match std::fs::read(&path) {
+    match store.read(std::path::Path::new(relative)).map_err(Failure::Store)? {
         // A past day does not change: a file whose bytes are the recorded
         // ones, or a whole one a killed run wrote before its record, stays.
-        Ok(bytes) if recorded.get(relative).is_none_or(|want| *want == checksum(&bytes)) => {
+        Some(bytes) if recorded.get(relative).is_none_or(|want| *want == checksum(&bytes)) => {
             tally.skipped.fetch_add(1, Ordering::Relaxed);
             return Ok(Some((checksum(&bytes), false)));
         }
-        Ok(_) => eprintln!("warning: {}: not the recorded bytes; downloading it again", path.display()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Failure::Store(StoreError::Io { path, source: e })),
+        Some(_) => eprintln!("warning: {}: not the recorded bytes; downloading it again", path.display()),
+        None => {}
     }
     let date = TradeDate::new(day);
     let fail = |e: tdx_engine::Error| Failure::Day(e.to_string());

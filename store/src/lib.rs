@@ -6,6 +6,7 @@
 
 pub mod backfill;
 pub mod manifest;
+pub mod objects;
 pub mod shard;
 pub mod store;
 pub mod test_hook;

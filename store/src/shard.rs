@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -151,10 +150,9 @@ pub enum MergeError {
 /// Reads this shard's own fragment, if an earlier (killed) run of it left one.
 pub fn read_fragment(store: &Store, shard: Shard) -> Result<Option<Manifest>, MergeError> {
     let path = store.path(&shard.fragment_file());
-    match std::fs::read(&path) {
-        Ok(bytes) => parse_fragment(&path, &bytes).map(|(_, m)| Some(m)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(StoreError::Io { path, source: e }.into()),
+    match store.read(&shard.fragment_file())? {
+        Some(bytes) => parse_fragment(&path, &bytes).map(|(_, m)| Some(m)),
+        None => Ok(None),
     }
 }
 
@@ -200,25 +198,20 @@ pub struct Merged {
 pub fn merge(store: &Store) -> Result<Merged, MergeError> {
     let dir = store.path(Path::new(FRAGMENT_DIR));
     let mut fragments: BTreeMap<Shard, (PathBuf, Manifest)> = BTreeMap::new();
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(MergeError::NoFragments { dir }),
-        Err(e) => return Err(StoreError::Io { path: dir, source: e }.into()),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| StoreError::Io { path: dir.clone(), source: e })?;
-        let name = entry.file_name().to_string_lossy().into_owned();
+    for name in store.list(Path::new(FRAGMENT_DIR))? {
         // Temporary copies of a fragment being written are not fragments.
         if !name.ends_with(".json") || name.starts_with('.') {
             continue;
         }
-        let path = entry.path();
-        let bytes = std::fs::read(&path).map_err(|e| StoreError::Io { path: path.clone(), source: e })?;
+        let relative = Path::new(FRAGMENT_DIR).join(&name);
+        let path = store.path(&relative);
+        // Listed a moment ago: gone now means another merge took it.
+        let Some(bytes) = store.read(&relative)? else { continue };
         let (shard, manifest) = parse_fragment(&path, &bytes)?;
-        if path.file_name() != shard.fragment_file().file_name() {
+        if Some(std::ffi::OsStr::new(&name)) != shard.fragment_file().file_name() {
             return Err(MergeError::Fragment { path, why: format!("holds shard {shard} under another name") });
         }
-        fragments.insert(shard, (path, manifest));
+        fragments.insert(shard, (relative, manifest));
     }
     let counts: Vec<u32> =
         fragments.keys().map(|s| s.count).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
@@ -246,11 +239,9 @@ pub fn merge(store: &Store) -> Result<Merged, MergeError> {
         merged.imported.extend(fragment.imported.clone());
     }
     store.write_manifest(&merged)?;
-    for (path, _) in fragments.values() {
-        std::fs::remove_file(path).map_err(|e| StoreError::Io { path: path.clone(), source: e })?;
+    for (relative, _) in fragments.values() {
+        store.remove(relative)?;
     }
-    // Only an empty directory goes: a fragment written meanwhile stays.
-    let _ = std::fs::remove_dir(&dir);
     Ok(Merged { shards: count, bars_files: merged.bars.len(), other_files: merged.files.len() })
 }
 

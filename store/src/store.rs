@@ -1,9 +1,11 @@
-//! The on-disk store of `tdx sync`: Parquet files written kill-safely and
-//! a JSON manifest (layout and schema in docs/SYNC.md).
+//! The store of `tdx sync`: Parquet files written kill-safely and a JSON
+//! manifest (layout and schema in docs/SYNC.md), in a directory or at
+//! `s3://BUCKET/PREFIX` (crate::objects).
 //!
-//! Every file is written to a hidden temporary name in its own directory,
-//! fsynced, renamed over the old one and the directory fsynced, so a
-//! reader or a `kill -9` only ever sees a whole old or a whole new file.
+//! In a directory every file is written to a hidden temporary name in its
+//! own directory, fsynced, renamed over the old one and the directory
+//! fsynced; on object storage it is one PUT of the whole object. Either
+//! way a reader or a `kill -9` only ever sees a whole old or a whole new file.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -25,6 +27,7 @@ use tdx_engine::proto::commands::{Adjust, Bar, Breadth, CapitalChange, Period};
 use tdx_engine::proto::{Date, DateTime, Price, SecurityCode, TimeOfDay};
 
 pub use crate::manifest::{checksum, Corporate, Coverage, Imported, Manifest, ManifestError, MANIFEST, SCHEMA_VERSION};
+use crate::objects::{self, ObjectError, Objects};
 use crate::test_hook::{self, Phase};
 
 /// The exchange's time zone: timestamps are stored as instants in it.
@@ -47,6 +50,17 @@ pub enum StoreError {
     /// A file whose bytes are not the ones the manifest recorded.
     #[error("{path}: its bytes are not the ones the manifest recorded (changed or damaged since)")]
     Checksum { path: PathBuf },
+    /// A store location that is not one: a malformed `s3://` URL, another scheme.
+    #[error("{url}: {why}")]
+    Url { url: String, why: String },
+    /// A store on object storage that cannot be reached as configured: a
+    /// missing `AWS_*` variable, credentials refused, no such bucket (the
+    /// line names the variable or the bucket).
+    #[error("{url}: {why}")]
+    Access { url: String, why: String },
+    /// An object storage request that failed (after its retries).
+    #[error("{url}: {why}")]
+    Object { url: String, why: String },
 }
 
 impl StoreError {
@@ -55,23 +69,84 @@ impl StoreError {
     /// security would fail the same way. A damaged file is not such a
     /// failure: it is downloaded again.
     pub fn is_fatal(&self) -> bool {
-        matches!(self, Self::Io { .. })
+        matches!(self, Self::Io { .. } | Self::Url { .. } | Self::Access { .. } | Self::Object { .. })
     }
+}
+
+impl From<ObjectError> for StoreError {
+    fn from(e: ObjectError) -> Self {
+        match e {
+            ObjectError::Url { url, why } => Self::Url { url, why },
+            ObjectError::Access { url, why } => Self::Access { url, why },
+            ObjectError::Request { url, why } => Self::Object { url, why },
+        }
+    }
+}
+
+/// A relative path as an object key's tail: `/`-separated.
+fn key(relative: &Path) -> String {
+    relative.to_string_lossy().replace('\\', "/")
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
     move |source| StoreError::Io { path: path.to_owned(), source }
 }
 
-/// A store rooted at a directory.
+/// A store rooted at a directory or at `s3://BUCKET/PREFIX`.
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    /// The bucket, for a store on object storage.
+    objects: Option<Arc<Objects>>,
 }
 
 impl Store {
+    /// The store in the directory `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self { root: root.into(), objects: None }
+    }
+
+    /// The store at `location`: `s3://BUCKET/PREFIX` (endpoint and
+    /// credentials from the `AWS_*` variables, checked here without a
+    /// request), `file://DIR` or a directory.
+    pub fn open(location: &Path) -> Result<Self, StoreError> {
+        Self::open_with(location, &[])
+    }
+
+    /// [`open`](Self::open) with S3 settings by their `AWS_*` names
+    /// (over the environment's): the Python package's `storage_options`.
+    pub fn open_with(location: &Path, options: &[(String, String)]) -> Result<Self, StoreError> {
+        let text = location.to_string_lossy();
+        if text.starts_with(objects::SCHEME) {
+            let objects = Objects::open(&text, options)?;
+            return Ok(Self { root: location.to_owned(), objects: Some(Arc::new(objects)) });
+        }
+        if let Some(dir) = text.strip_prefix("file://") {
+            return Ok(Self::new(dir));
+        }
+        if let Some((scheme, _)) = text.split_once("://") {
+            if !scheme.is_empty() && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-') {
+                return Err(StoreError::Url {
+                    url: text.to_string(),
+                    why: format!("{scheme}:// is not a store location (a directory, or s3://BUCKET/PREFIX)"),
+                });
+            }
+        }
+        Ok(Self::new(location))
+    }
+
+    /// True for a store on object storage.
+    pub fn is_remote(&self) -> bool {
+        self.objects.is_some()
+    }
+
+    /// Makes the store's directory (a local store), or checks that the
+    /// bucket is there and may be listed (object storage).
+    pub fn create(&self) -> Result<(), StoreError> {
+        match &self.objects {
+            Some(objects) => objects.probe().map_err(Into::into),
+            None => fs::create_dir_all(&self.root).map_err(io_err(&self.root)),
+        }
     }
 
     /// `bars/period=P/market=M/CODE.parquet`, relative to the root.
@@ -96,8 +171,80 @@ impl Store {
         PathBuf::from(format!("xdxr/market={}/{code}.parquet", code.market().prefix()))
     }
 
+    /// Where `relative` is: a local path, or its `s3://` URL (for messages).
     pub fn path(&self, relative: &Path) -> PathBuf {
-        self.root.join(relative)
+        match &self.objects {
+            Some(objects) => PathBuf::from(objects.url(&key(relative))),
+            None => self.root.join(relative),
+        }
+    }
+
+    /// The bytes of the file at `relative`, or `None` when there is none.
+    pub fn read(&self, relative: &Path) -> Result<Option<bytes::Bytes>, StoreError> {
+        if let Some(objects) = &self.objects {
+            return Ok(objects.get(&key(relative))?);
+        }
+        let path = self.root.join(relative);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes.into())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::Io { path, source: e }),
+        }
+    }
+
+    /// The size of the file at `relative`, or `None` when there is none.
+    pub fn size(&self, relative: &Path) -> Result<Option<u64>, StoreError> {
+        if let Some(objects) = &self.objects {
+            return Ok(objects.size(&key(relative))?);
+        }
+        let path = self.root.join(relative);
+        match fs::metadata(&path) {
+            Ok(meta) => Ok(Some(meta.len())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::Io { path, source: e }),
+        }
+    }
+
+    /// The names of the files directly in the directory `relative` (not
+    /// deeper); empty when there is no such directory.
+    pub fn list(&self, relative: &Path) -> Result<Vec<String>, StoreError> {
+        if let Some(objects) = &self.objects {
+            return Ok(objects.list(&key(relative))?);
+        }
+        let dir = self.root.join(relative);
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::Io { path: dir, source: e }),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(io_err(&dir))?;
+            if entry.file_type().map_err(io_err(&dir))?.is_file() {
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Removes the file at `relative` (none there is not a failure); a
+    /// local directory left empty by it goes too.
+    pub fn remove(&self, relative: &Path) -> Result<(), StoreError> {
+        if let Some(objects) = &self.objects {
+            return Ok(objects.delete(&key(relative))?);
+        }
+        let path = self.root.join(relative);
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::Io { path, source: e }),
+        }
+        // Only an empty directory goes: a file written meanwhile stays.
+        if let Some(dir) = path.parent().filter(|d| *d != self.root) {
+            let _ = fs::remove_dir(dir);
+        }
+        Ok(())
     }
 
     /// Removes temporary files a killed run left behind (they never
@@ -109,7 +256,11 @@ impl Store {
     /// [`remove_leftovers`](Self::remove_leftovers) of the files whose name
     /// `mine` accepts (a temporary copy's original name, `sz000001.parquet`):
     /// a shard leaves the copies other shards are writing right now alone.
+    /// On object storage there are none: a PUT is whole or absent.
     pub fn remove_leftovers_of(&self, mine: &dyn Fn(&str) -> bool) -> Result<usize, StoreError> {
+        if self.objects.is_some() {
+            return Ok(0);
+        }
         fn walk(dir: &Path, mine: &dyn Fn(&str) -> bool, removed: &mut usize) -> Result<(), StoreError> {
             let entries = match fs::read_dir(dir) {
                 Ok(e) => e,
@@ -141,6 +292,13 @@ impl Store {
     /// On a failure (a full disk, a read-only directory) the temporary
     /// copy is removed and the old file, if any, is left as it was.
     pub fn write_atomic(&self, relative: &Path, bytes: &[u8]) -> Result<u64, StoreError> {
+        let phase = if relative == Path::new(MANIFEST) { Phase::Manifest } else { Phase::Write };
+        if let Some(objects) = &self.objects {
+            // Before the PUT: an object is not there until its PUT completes.
+            test_hook::reached(phase, relative.display());
+            objects.put(&key(relative), bytes)?;
+            return Ok(bytes.len() as u64);
+        }
         let path = self.path(relative);
         let dir = path.parent().unwrap_or(&self.root).to_owned();
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
@@ -150,7 +308,6 @@ impl Store {
         } else {
             dir.join(format!(".{name}.tmp-{}", std::process::id()))
         };
-        let phase = if relative == Path::new(MANIFEST) { Phase::Manifest } else { Phase::Write };
         let written = (|| {
             let mut file = File::create(&temp)?;
             let (head, tail) = bytes.split_at(bytes.len() / 2);
@@ -176,11 +333,10 @@ impl Store {
     /// or foreign one is a [`StoreError::Manifest`]; see
     /// [`ManifestError::is_repairable`].
     pub fn read_manifest(&self) -> Result<Manifest, StoreError> {
-        let path = self.root.join(MANIFEST);
-        match fs::read(&path) {
-            Ok(bytes) => Manifest::parse(&bytes).map_err(|source| StoreError::Manifest { path, source }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Manifest::default()),
-            Err(e) => Err(StoreError::Io { path, source: e }),
+        match self.read(Path::new(MANIFEST))? {
+            Some(bytes) => Manifest::parse(&bytes)
+                .map_err(|source| StoreError::Manifest { path: self.path(Path::new(MANIFEST)), source }),
+            None => Ok(Manifest::default()),
         }
     }
 
@@ -206,17 +362,14 @@ impl Store {
         code: SecurityCode,
         recorded: Option<&Coverage>,
     ) -> Result<(Vec<Bar>, Option<String>), StoreError> {
-        let path = self.path(&Self::bars_file(period, code));
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
-            Err(e) => return Err(StoreError::Io { path, source: e }),
-        };
+        let relative = Self::bars_file(period, code);
+        let path = self.path(&relative);
+        let Some(bytes) = self.read(&relative)? else { return Ok((Vec::new(), None)) };
         let sum = checksum(&bytes);
         if recorded.and_then(|c| c.checksum.as_ref()).is_some_and(|want| *want != sum) {
             return Err(StoreError::Checksum { path });
         }
-        let decoded = std::panic::catch_unwind(move || decode_bars(bytes.into()));
+        let decoded = std::panic::catch_unwind(move || decode_bars(bytes));
         let bars = match decoded {
             Ok(Ok(bars)) => bars,
             Ok(Err(why)) => return Err(StoreError::Schema { path, why }),
@@ -231,12 +384,9 @@ impl Store {
     /// stored order; empty when none. A record whose date was not a date
     /// comes back with date 0; the reserved byte is 0 as in every capture.
     pub fn read_xdxr(&self, code: SecurityCode) -> Result<Vec<CapitalChange>, StoreError> {
-        let path = self.path(&Self::xdxr_file(code));
-        let bytes = match fs::read(&path) {
-            Ok(b) => bytes::Bytes::from(b),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(StoreError::Io { path, source: e }),
-        };
+        let relative = Self::xdxr_file(code);
+        let path = self.path(&relative);
+        let Some(bytes) = self.read(&relative)? else { return Ok(Vec::new()) };
         let decode = move || -> Result<Vec<CapitalChange>, String> {
             let reader =
                 ParquetRecordBatchReaderBuilder::try_new(bytes).and_then(|b| b.build()).map_err(|e| e.to_string())?;
@@ -543,6 +693,27 @@ pub fn encode_finance(rows: &[tdx_engine::proto::commands::Finance]) -> Result<V
         columns.push(Arc::new(Float64Array::from_iter_values(rows.iter().map(|f| f64::from(f.fields[k])))));
     }
     encode_batch(&RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
+
+#[cfg(test)]
+mod location_tests {
+    use super::*;
+
+    #[test]
+    fn other_schemes_are_refused_and_directories_are_local() {
+        for url in ["gs://bucket/x", "https://host/x"] {
+            match Store::open(Path::new(url)) {
+                Err(StoreError::Url { why, .. }) => assert!(why.contains("is not a store location"), "{why}"),
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+        for (given, root) in [("store", "store"), ("file:///tmp/s", "/tmp/s"), ("./a:b", "./a:b")] {
+            let store = Store::open(Path::new(given)).unwrap();
+            assert!(!store.is_remote(), "{given}");
+            assert_eq!(store.path(Path::new("manifest.json")), Path::new(root).join("manifest.json"));
+        }
+        assert!(matches!(Store::open(Path::new("s3://")), Err(StoreError::Url { .. })));
+    }
 }
 
 #[cfg(test)]
