@@ -96,7 +96,7 @@ pub struct Global {
 pub enum Flavor {
     /// One runtime; every worker runs any connection.
     Shared,
-    /// A runtime per worker; connections placed by load, hot ones migrate.
+    /// A runtime per worker; connections placed by load (power-of-two-choices).
     PerWorker,
     /// A runtime per worker; connections placed at random.
     PerWorkerRandom,

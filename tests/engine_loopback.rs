@@ -940,65 +940,6 @@ async fn a_slot_panic_retires_only_that_slot_on(flavor: RuntimeFlavor) {
     assert_eq!(client.close().await, CloseState::Closed);
 }
 
-/// Why: with PerWorker P2C, a worker carrying two busy connections hands
-/// one to the idle worker, whose reactor takes the socket over; calls on
-/// the moved connection go on, byte-exact.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn per_worker_migrates_a_hot_slot_and_keeps_serving() {
-    let s = servers(1, |_| Faults::default());
-    let client = Client::builder()
-        .hosts(s.hosts.clone())
-        .server_count(1)
-        .connections_per_server(4)
-        .runtime_workers(2)
-        .runtime_flavor(RuntimeFlavor::PerWorker(Placement::PowerOfTwoChoices))
-        .heartbeat_interval(None)
-        .build()
-        .unwrap();
-    let mut pins = Vec::new();
-    for _ in 0..4 {
-        pins.push(client.pin().await.unwrap());
-    }
-    tokio::time::sleep(Duration::from_millis(60)).await;
-    let placed = client.diagnostics().slot_workers.clone();
-    // Two pinned connections on the same worker.
-    let (hot_worker, hot): (usize, Vec<usize>) = (0..2)
-        .map(|w| (w, (0..4).filter(|&p| placed[pins[p].slot().0 as usize] == Some(w)).collect::<Vec<_>>()))
-        .find(|(_, on)| on.len() >= 2)
-        .expect("four slots on two workers put two on one");
-    let request: Request = SecurityCount { market: Exchange::Sh, client_date: 0 }.into();
-    let want = respond(&s.data, 0, &request);
-    let pins = Arc::new(pins);
-    // Hammer the two hot pins until a slot migrates (waited for, not timed).
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let hammer = |p: usize| {
-        let (pins, request, want, stop) = (pins.clone(), request.clone(), want.clone(), stop.clone());
-        tokio::spawn(async move {
-            let mut calls = 0;
-            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                assert_eq!(pins[p].call_raw(request.clone()).await.unwrap(), want);
-                calls += 1;
-            }
-            calls
-        })
-    };
-    let (a, b) = (hammer(hot[0]), hammer(hot[1]));
-    let migrated = |d: &tdx_engine::EngineDiagnostics| d.workers.iter().map(|w| w.migrations_out).sum::<u64>() >= 1;
-    let d = diagnostics_when(&client, Duration::from_secs(60), migrated).await;
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let calls = a.await.unwrap() + b.await.unwrap();
-    let moved: u64 = d.workers.iter().map(|w| w.migrations_out).sum();
-    assert!(moved >= 1, "a hot slot moved off worker {hot_worker} ({calls} calls): {:?}", d.workers);
-    let now_on: Vec<_> = hot.iter().map(|&p| d.slot_workers[pins[p].slot().0 as usize]).collect();
-    assert!(now_on.iter().any(|w| *w != Some(hot_worker)), "{now_on:?}");
-    // Every pin still answers after the move.
-    for pin in pins.iter() {
-        assert_eq!(pin.call_raw(request.clone()).await.unwrap(), want);
-    }
-    drop(pins);
-    assert_eq!(client.close().await, CloseState::Closed);
-}
-
 /// Why: a push reader waits for pushes (woken, not polling) and parses them
 /// with the refresh that subscribed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! The skew cells (`--only skew/20x8-w2,skew/20x8-w4,skew-moving/20x8-w2,skew-moving/20x8-w4`):
-//! does `PerWorker`'s placement and migration earn its keep when a few
-//! connections carry most of the events?
+//! does `PerWorker`'s placement earn its keep when a few connections carry
+//! most of the events? (Hot-slot migration was measured here too, and
+//! removed: docs/decisions/0015-skew.md.)
 //!
 //! 160 connections (20 servers x 8) on W workers (2 and 4). A seeded 12 of
 //! them (7.5 %) are hot: each is pinned, subscribed to its server's push
@@ -44,22 +45,18 @@ const FLOOD: &str = "200:16384";
 enum SkewFlavor {
     Shared,
     Random,
-    /// Power-of-two-choices placement, migration off.
-    P2cFixed,
-    /// Power-of-two-choices placement and migration (the default `PerWorker`).
-    P2cMigrating,
+    /// Power-of-two-choices placement (the default `PerWorker`).
+    P2c,
 }
 
 impl SkewFlavor {
-    const ALL: [SkewFlavor; 4] =
-        [SkewFlavor::Shared, SkewFlavor::Random, SkewFlavor::P2cFixed, SkewFlavor::P2cMigrating];
+    const ALL: [SkewFlavor; 3] = [SkewFlavor::Shared, SkewFlavor::Random, SkewFlavor::P2c];
 
     fn name(self) -> &'static str {
         match self {
             SkewFlavor::Shared => "shared",
             SkewFlavor::Random => "per-worker-random",
-            SkewFlavor::P2cFixed => "per-worker-p2c-fixed",
-            SkewFlavor::P2cMigrating => "per-worker-p2c-migrating",
+            SkewFlavor::P2c => "per-worker-p2c",
         }
     }
 
@@ -67,7 +64,7 @@ impl SkewFlavor {
         match self {
             SkewFlavor::Shared => RuntimeFlavor::Shared,
             SkewFlavor::Random => RuntimeFlavor::PerWorker(Placement::Random),
-            SkewFlavor::P2cFixed | SkewFlavor::P2cMigrating => RuntimeFlavor::PerWorker(Placement::PowerOfTwoChoices),
+            SkewFlavor::P2c => RuntimeFlavor::PerWorker(Placement::PowerOfTwoChoices),
         }
     }
 }
@@ -94,7 +91,6 @@ struct SkewSample {
     event_share: Option<f64>,
     /// Busiest worker thread's CPU time over the mean of the W busiest.
     cpu_share: Option<f64>,
-    migrations: u64,
 }
 
 /// Runs the skew cells `named` asks for (none unless named: they are not
@@ -147,7 +143,6 @@ fn run_one(
         .connections_per_server(POOL.1)
         .runtime_flavor(flavor.runtime())
         .runtime_workers(workers)
-        .migration(flavor != SkewFlavor::P2cFixed)
         .heartbeat_interval(None)
         .max_pending_requests(1024)
         .build()
@@ -239,7 +234,6 @@ fn run_one(
             seconds: after.at.duration_since(before.at).as_secs_f64(),
             event_share: max_over_mean(&deltas(&before.events, &after.events)).filter(|_| flavor != SkewFlavor::Shared),
             cpu_share: max_over_mean(&busiest(thread_deltas(&before.threads, &after.threads), workers)),
-            migrations: after.migrations.saturating_sub(before.migrations),
         }
     });
     drop(client);
@@ -285,7 +279,6 @@ fn choose_sets(slot_workers: &[Option<usize>], workers: usize, sets: usize, flav
 struct Snapshot {
     at: Instant,
     events: Vec<u64>,
-    migrations: u64,
     /// CPU clock ticks of each engine worker thread, by thread id.
     threads: Vec<(u32, u64)>,
 }
@@ -296,7 +289,6 @@ impl Snapshot {
         Snapshot {
             at: Instant::now(),
             events: d.workers.iter().map(|w| w.events_total).collect(),
-            migrations: d.migrations,
             threads: worker_thread_ticks(),
         }
     }
@@ -367,16 +359,14 @@ fn record(out: &mut Vec<Value>, rep: usize, (scenario, pool, flavor): (&str, &st
         "p999_us": percentile(&s.light_us, 0.999),
         "event_share": s.event_share.map(|x| round(x, 3)),
         "cpu_share": s.cpu_share.map(|x| round(x, 3)),
-        "migrations": s.migrations,
     }));
     eprintln!(
-        "  {scenario:<11} {pool:<9} {flavor:<25} light {light_rps:>8.0} req/s  p50 {:>6} us  p99 {:>6} us  p99.9 {:>6} us  hot {hot_rps:>6.0} req/s  events max/mean {}  cpu max/mean {}  migrations {}",
+        "  {scenario:<11} {pool:<9} {flavor:<25} light {light_rps:>8.0} req/s  p50 {:>6} us  p99 {:>6} us  p99.9 {:>6} us  hot {hot_rps:>6.0} req/s  events max/mean {}  cpu max/mean {}",
         percentile(&s.light_us, 0.50),
         percentile(&s.light_us, 0.99),
         percentile(&s.light_us, 0.999),
         s.event_share.map_or("-".into(), |x| format!("{x:.2}")),
         s.cpu_share.map_or("-".into(), |x| format!("{x:.2}")),
-        s.migrations,
     );
 }
 
@@ -386,8 +376,8 @@ pub(super) fn print_table(rows: &[Value]) {
     if skew.is_empty() {
         return;
     }
-    println!("| scenario | pool | flavor | light p50 us | light p99 us | light p99.9 us | light req/s | hot req/s | events max/mean | CPU max/mean | migrations |");
-    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| scenario | pool | flavor | light p50 us | light p99 us | light p99.9 us | light req/s | hot req/s | events max/mean | CPU max/mean |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut cells: Vec<(&Value, &Value, &Value)> = Vec::new();
     for r in &skew {
         let cell = (&r["scenario"], &r["pool"], &r["flavor"]);
@@ -410,7 +400,7 @@ pub(super) fn print_table(rows: &[Value]) {
             }
         };
         println!(
-            "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} | {:.0} |",
+            "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} |",
             scenario.as_str().unwrap_or(""),
             pool.as_str().unwrap_or(""),
             flavor.as_str().unwrap_or(""),
@@ -421,7 +411,6 @@ pub(super) fn print_table(rows: &[Value]) {
             of("hot_rps"),
             share("event_share"),
             share("cpu_share"),
-            of("migrations"),
         );
     }
 }

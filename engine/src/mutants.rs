@@ -75,14 +75,11 @@ pub enum Mutant {
     SyncManifestBeforeFiles,
     /// The store writes a file in place instead of to a temporary then renamed.
     StoreRenameSkipped,
-    /// A connection moved to another worker forgets the request in flight:
-    /// its reply is taken for a push and the caller times out.
-    MigrationForgetsRequest,
 }
 
 impl Mutant {
     /// Every mutant, in declaration order.
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 24] = [
         Mutant::CancelReleasesSlot,
         Mutant::GenerationCheckSkipped,
         Mutant::ReplyCompletedTwice,
@@ -107,7 +104,6 @@ impl Mutant {
         Mutant::CapitalChangesPrefixLost,
         Mutant::SyncManifestBeforeFiles,
         Mutant::StoreRenameSkipped,
-        Mutant::MigrationForgetsRequest,
     ];
 
     /// Its name on the command line (snake case).
@@ -137,7 +133,6 @@ impl Mutant {
             Mutant::CapitalChangesPrefixLost => "capital_changes_prefix_lost",
             Mutant::SyncManifestBeforeFiles => "sync_manifest_before_files",
             Mutant::StoreRenameSkipped => "store_rename_skipped",
-            Mutant::MigrationForgetsRequest => "migration_forgets_request",
         }
     }
 

@@ -103,9 +103,9 @@ enum Command {
         #[arg(long, value_parser = parse_shard)]
         shard: Option<Shard>,
     },
-    /// Run the migration world (slots moved between workers under skew)
-    /// for seeds S..S+N, printing each trace hash; exits non-zero if any fails.
-    Migration {
+    /// Run the placement world (slots placed on several workers under
+    /// skew) for seeds S..S+N, printing each trace hash; exits non-zero if any fails.
+    Placement {
         /// How many seeds.
         #[arg(long, default_value_t = 1)]
         seeds: u64,
@@ -345,7 +345,7 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Replay { seed, trace } => replay(seed, trace),
-        Command::Migration { seeds, start, trace } => match run_migration(start, seeds, trace) {
+        Command::Placement { seeds, start, trace } => match run_placement(start, seeds, trace) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,
             Err(e) => Err(e),
@@ -406,17 +406,17 @@ fn parse_shard(s: &str) -> Result<Shard, String> {
 }
 
 /// `tdx-sim run`, whole or one shard; the shard's range is printed first.
-/// The migration world's seeds one after another: a hash per seed, or the failure.
-fn run_migration(start: u64, n: u64, trace: bool) -> Result<bool, String> {
+/// The placement world's seeds one after another: a hash per seed, or the failure.
+fn run_placement(start: u64, n: u64, trace: bool) -> Result<bool, String> {
     let end = start.checked_add(n).ok_or("--start plus --seeds overflows")?;
     std::panic::set_hook(Box::new(|_| {}));
     let mut passed = true;
     for seed in start..end {
-        let (lines, verdict) = match simulation::migration::run(seed, trace) {
+        let (lines, verdict) = match simulation::placement::run(seed, trace) {
             Ok(o) => (o.trace, format!("seed {seed}: ok, trace hash {:016x}, {} calls", o.trace_hash, o.calls)),
             Err(f) => {
                 passed = false;
-                (f.trace.clone(), format!("FAIL migration {f} (trace hash {:016x})", f.trace_hash))
+                (f.trace.clone(), format!("FAIL placement {f} (trace hash {:016x})", f.trace_hash))
             }
         };
         for line in lines {
@@ -675,9 +675,6 @@ mod mutants {
     /// Seeds of the client tier (composite commands against the embedded
     /// exchange in turmoil) per mutant, after the model and the simulation.
     const CLIENT_SEEDS: u64 = 4;
-    /// Seeds of the migration tier (slots moved between workers under
-    /// skew, [`simulation::migration`]), after the client tier.
-    const MIGRATION_SEEDS: u64 = 4;
 
     /// What caught a mutant, and after how many seeds.
     enum Verdict {
@@ -694,21 +691,18 @@ mod mutants {
         Simulation,
         /// Composite commands through the client ([`CLIENT_SEEDS`]).
         Client,
-        /// Slots moved between workers under skew ([`MIGRATION_SEEDS`]).
-        Migration,
         /// The store at a kill, through the `tdx` binary.
         Sync,
     }
 
     impl Tier {
-        const ALL: [Tier; 5] = [Tier::Model, Tier::Simulation, Tier::Client, Tier::Migration, Tier::Sync];
+        const ALL: [Tier; 4] = [Tier::Model, Tier::Simulation, Tier::Client, Tier::Sync];
 
         fn name(self) -> &'static str {
             match self {
                 Tier::Model => "model",
                 Tier::Simulation => "simulation",
                 Tier::Client => "client",
-                Tier::Migration => "migration",
                 Tier::Sync => "sync",
             }
         }
@@ -739,7 +733,6 @@ mod mutants {
                 | Mutant::MacTimeoutKeepsConnection
                 | Mutant::MacReplyMatchedByEngineId => Tier::Simulation,
                 Mutant::CapitalChangesPrefixLost => Tier::Client,
-                Mutant::MigrationForgetsRequest => Tier::Migration,
                 Mutant::SyncManifestBeforeFiles | Mutant::StoreRenameSkipped => Tier::Sync,
             }
         }
@@ -818,8 +811,8 @@ mod mutants {
                     match by {
                         Tier::Model => model_used = model_used.max(seeds),
                         Tier::Simulation => sim_used = sim_used.max(seeds),
-                        // The client, migration and store tiers run whole in every control.
-                        Tier::Client | Tier::Migration | Tier::Sync => {}
+                        // The client and store tiers run whole in every control.
+                        Tier::Client | Tier::Sync => {}
                     }
                     let why: String = why.chars().take(140).collect();
                     println!("{} caught by {} seed {seed} after {seeds} seeds: {why}", mutant.name(), by.name());
@@ -837,9 +830,7 @@ mod mutants {
             println!("control: the build without mutants fails {} seed {seed}: {why}", by.name());
             return Ok(false);
         }
-        println!(
-            "control: no mutant, {model_used} model, {sim_used} simulation, {CLIENT_SEEDS} client and {MIGRATION_SEEDS} migration seeds pass"
-        );
+        println!("control: no mutant, {model_used} model, {sim_used} simulation and {CLIENT_SEEDS} client seeds pass");
         Ok(survived == 0)
     }
 
@@ -885,8 +876,8 @@ mod mutants {
 
     /// The mutant's home tier first (the one built to catch it, so the
     /// run does not pay for the slow tiers before it), then the others in
-    /// [`Tier::ALL`]'s order: cheap model worlds, the simulation, the client,
-    /// migration and store checks.
+    /// [`Tier::ALL`]'s order: cheap model worlds, the simulation, the client
+    /// and store checks.
     fn hunt(model_seeds: u64, sim_seeds: u64, tdx: &Path, mutant: Option<Mutant>) -> Verdict {
         let home = mutant.map_or(Tier::Model, Tier::home_of);
         let order = std::iter::once(home).chain(Tier::ALL.into_iter().filter(|&t| t != home));
@@ -917,8 +908,6 @@ mod mutants {
             Tier::Client => {
                 (0..CLIENT_SEEDS).find_map(|seed| client_check(seed).err().and_then(|why| caught(seed, why)))
             }
-            Tier::Migration => (0..MIGRATION_SEEDS)
-                .find_map(|seed| simulation::migration::run(seed, false).err().and_then(|f| caught(seed, f.message))),
             Tier::Sync => sync_check(tdx, mutant).err().and_then(|why| caught(0, why)),
         }
     }

@@ -229,20 +229,11 @@ impl ClientBuilder {
         self
     }
     /// `External` only: place slots on `n` workers that are all the
-    /// caller's runtime, by power-of-two-choices, and migrate hot ones
-    /// between them (a simulation covers `PerWorker`'s placement and
-    /// migration this way). Default 1.
+    /// caller's runtime, by power-of-two-choices (a simulation covers
+    /// `PerWorker`'s placement this way). Default 1.
     #[doc(hidden)]
     pub fn external_workers(mut self, n: usize) -> Self {
         self.knobs.external_workers = n;
-        self
-    }
-    /// Whether power-of-two-choices placement also migrates hot slots
-    /// (default true); off, slots stay where they were placed. For the skew
-    /// benchmark, which measures what migration adds.
-    #[doc(hidden)]
-    pub fn migration(mut self, on: bool) -> Self {
-        self.knobs.migration = on;
         self
     }
     /// Deadline of every call, from admission to its reply: queueing,

@@ -20,13 +20,6 @@ pub trait Connector: Send + Sync + 'static {
     /// Connects within `timeout`.
     fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> impl Future<Output = io::Result<Self::Stream>> + Send;
 
-    /// Takes a connection off the current runtime's reactor so another
-    /// runtime can [`attach`](Self::attach) it (`PerWorker` migration).
-    /// The default keeps connections where they are.
-    fn detach(&self, stream: Self::Stream) -> Detach<Self::Stream> {
-        Detach::Kept(stream)
-    }
-
     /// Registers `waker` to be woken when `stream` has bytes to read, and
     /// says whether it has some already. A borrowed connection goes back
     /// to its slot task this way without waking it. The default cannot
@@ -35,12 +28,6 @@ pub trait Connector: Send + Sync + 'static {
     fn read_ready(&self, stream: &Self::Stream, waker: &Waker) -> bool {
         let _ = (stream, waker);
         true
-    }
-
-    /// Registers a detached socket with the current runtime's reactor.
-    fn attach(&self, socket: std::net::TcpStream) -> io::Result<Self::Stream> {
-        drop(socket);
-        Err(io::Error::new(io::ErrorKind::Unsupported, "this connector cannot move connections"))
     }
 
     /// Lends `stream` to a caller's own thread, which then waits in its
@@ -71,17 +58,6 @@ pub trait Connector: Send + Sync + 'static {
 /// looks whether its request ended elsewhere and its caller whether it was
 /// cancelled (Ctrl+C in Python), so both are noticed within this.
 pub const THREAD_READ_SLICE: Duration = Duration::from_millis(25);
-
-/// What [`Connector::detach`] did.
-#[derive(Debug)]
-pub enum Detach<S> {
-    /// The socket is off its reactor, ready to attach elsewhere.
-    Moved(std::net::TcpStream),
-    /// This kind of connection cannot move; here it is back.
-    Kept(S),
-    /// Deregistering failed; the connection is lost.
-    Failed(io::Error),
-}
 
 fn socket_addr(endpoint: &Endpoint) -> io::Result<SocketAddr> {
     let ip = endpoint.ip().ok_or_else(|| {
@@ -131,17 +107,6 @@ impl Connector for TcpConnector {
             socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive)?;
         }
         Ok(stream)
-    }
-
-    fn detach(&self, stream: Self::Stream) -> Detach<Self::Stream> {
-        match stream.into_std() {
-            Ok(socket) => Detach::Moved(socket),
-            Err(e) => Detach::Failed(e),
-        }
-    }
-
-    fn attach(&self, socket: std::net::TcpStream) -> io::Result<Self::Stream> {
-        tokio::net::TcpStream::from_std(socket)
     }
 
     /// Tokio keeps one read waker per socket for `poll_*` readers: this

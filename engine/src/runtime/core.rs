@@ -483,19 +483,11 @@ impl Core {
         self.apply(Input::ProbeDone { epoch, latencies }, Applier::Other, None, |state| state.ranking = Some(ranking));
     }
 
-    /// Every `DIAGNOSTICS_REFRESH`: worker load, an advisory migration, and
-    /// the diagnostics snapshot when anything changed.
+    /// Every `DIAGNOSTICS_REFRESH`: worker load, and the diagnostics
+    /// snapshot when anything changed.
     pub(super) fn refresh(&self, seconds: f64) {
         let mut state = self.lock();
         state.workers.tick(seconds);
-        if let Some((slot, to)) = state.workers.plan_migration() {
-            // Advisory: only while Send and Retire keep their room. The
-            // slot task books the move once it has made it (`moved`).
-            if let Some(entry) = state.slots[slot.index()].as_ref().filter(|e| e.commands.capacity() > 2) {
-                tracing::debug!(slot = slot.0, "moving a hot slot to a cooler worker");
-                let _ = entry.commands.try_send(SlotCommand::Migrate { to });
-            }
-        }
         if std::mem::take(&mut state.dirty) {
             let snapshot = self.snapshot(&state);
             drop(state);
@@ -525,7 +517,6 @@ impl Core {
             lent_panics: self.budgets.lent_panics.load(std::sync::atomic::Ordering::Relaxed),
             slot_command_overflows: state.slot_command_overflows,
             bytes_read: self.budgets.bytes_read.load(std::sync::atomic::Ordering::Relaxed),
-            migrations: self.budgets.migrations.load(std::sync::atomic::Ordering::Relaxed),
             lent_exchanges: state.lent_exchanges,
             core_locks: state.locks,
             core_lock_waits: state.lock_waits,
@@ -807,16 +798,6 @@ impl SlotCore for Core {
         let mut state = self.lock();
         if let Some(entry) = state.slots[at.slot.index()].as_mut().filter(|e| e.at == at) {
             entry.lender = Some((lender, runtime));
-        }
-    }
-
-    /// Books a move its slot task made; a generation that has ended since
-    /// no longer weighs on any worker.
-    fn moved(&self, at: SlotRef, worker: usize) {
-        let mut state = self.lock();
-        if state.slots[at.slot.index()].as_ref().is_some_and(|e| e.at == at) {
-            state.workers.moved(at.slot, worker);
-            state.dirty = true;
         }
     }
 }

@@ -57,10 +57,6 @@ pub struct EngineDiagnostics {
     pub slot_command_overflows: u64,
     /// Bytes read from the servers since start.
     pub bytes_read: u64,
-    /// Connections moved to another worker (`PerWorker` migration),
-    /// counted when done: a planned move of a connection that is lent or
-    /// not yet ready is skipped.
-    pub migrations: u64,
     /// Exchanges a caller did itself on a connection lent to it (callers
     /// on the connections' runtime; see docs/decisions/0002-lending.md).
     pub lent_exchanges: u64,
@@ -90,7 +86,6 @@ impl EngineDiagnostics {
             lent_panics: 0,
             slot_command_overflows: 0,
             bytes_read: 0,
-            migrations: 0,
             lent_exchanges: 0,
             core_locks: 0,
             core_lock_waits: 0,

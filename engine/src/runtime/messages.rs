@@ -25,9 +25,9 @@ pub(crate) struct Outgoing {
 
 /// Commands a slot task may have queued: one `Send` (a connection carries
 /// one exchange at a time, the next is sent only after the reply the task
-/// read, and a send caused by the task's own input is written inline), one
-/// `Retire`, and `Migrate` only while two places are free.
-pub(crate) const SLOT_COMMANDS_MAX: usize = 4;
+/// read, and a send caused by the task's own input is written inline) and
+/// one `Retire`.
+pub(crate) const SLOT_COMMANDS_MAX: usize = 2;
 
 /// What the core tells a slot task: the sends caused by others' inputs, and
 /// its end. (Each generation has its own channel, so commands carry none.)
@@ -37,20 +37,6 @@ pub(crate) enum SlotCommand {
     Send(Outgoing),
     /// Close the socket and end the task.
     Retire,
-    /// Move this connection to another worker runtime (`PerWorker`
-    /// migration): the socket is re-registered with that runtime's reactor
-    /// and the task goes on there, its state intact. Ignored before the
-    /// slot is ready, while the connection is lent, and by connectors that
-    /// cannot move connections.
-    Migrate { to: Destination },
-}
-
-/// A worker a connection may move to: its runtime, and its index among
-/// the engine's workers (the move is booked there once made).
-#[derive(Debug, Clone)]
-pub(crate) struct Destination {
-    pub(crate) handle: tokio::runtime::Handle,
-    pub(crate) worker: usize,
 }
 
 /// Who holds a connection while applying its input, for what may come
@@ -100,8 +86,4 @@ pub(crate) enum End {
     /// Someone else ended this generation and reported it (a borrower whose
     /// exchange failed, or the slot task retiring it): report nothing.
     ReportedElsewhere,
-    /// The task moved to another runtime, which reports its end.
-    Migrated,
-    /// Asked to move (internal: the exchange loop hands this to its caller).
-    Migrate(Destination),
 }

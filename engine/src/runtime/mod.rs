@@ -79,13 +79,11 @@ pub enum RuntimeFlavor {
 pub(crate) struct PlacementKnobs {
     /// `External`: this many workers, all the caller's runtime (at least 1).
     pub(crate) external_workers: usize,
-    /// Power-of-two-choices placement also migrates hot slots.
-    pub(crate) migration: bool,
 }
 
 impl Default for PlacementKnobs {
     fn default() -> Self {
-        Self { external_workers: 1, migration: true }
+        Self { external_workers: 1 }
     }
 }
 
@@ -134,8 +132,6 @@ impl Drop for Engine {
 pub(crate) struct Threads {
     handles: Vec<tokio::runtime::Handle>,
     placement: Placement,
-    /// Hot slots migrate (power-of-two-choices placement only).
-    migration: bool,
     /// The runtime whose (possibly simulated) clock rules; `None`: the real clock.
     time_source: Option<tokio::runtime::Handle>,
     /// The one runtime every connection runs on (`Shared`, `External`).
@@ -300,8 +296,7 @@ pub(crate) fn start_threads(
         RuntimeFlavor::PerWorker(_) => None,
         RuntimeFlavor::Shared | RuntimeFlavor::External(_) => Some(handles[0].clone()),
     };
-    let migration = knobs.migration;
-    Ok(Threads { handles, placement, migration, time_source, callers_runtime, runtime_workers, seed, _owned: owned })
+    Ok(Threads { handles, placement, time_source, callers_runtime, runtime_workers, seed, _owned: owned })
 }
 
 impl Threads {
@@ -356,8 +351,7 @@ pub(crate) fn start_engine<C: Connector>(
     let diagnostics =
         DiagnosticsCell::new(EngineDiagnostics::starting(sup.diagnostics(), budgets.diagnostics(), runtime_workers));
     // Each pool weighs its own slots over the shared workers.
-    let workers = Workers::new(threads.handles.clone(), threads.placement, pool_size, threads.seed)
-        .with_migration(threads.migration);
+    let workers = Workers::new(threads.handles.clone(), threads.placement, pool_size, threads.seed);
     let launch = Launcher {
         connector,
         endpoints: Arc::new(sup.config().endpoints.clone()),

@@ -57,8 +57,6 @@ pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     fn as_any(&self) -> &dyn Any;
     /// The same, to read or write.
     fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// Back to the concrete stream (to move it to another runtime).
-    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
 }
 
 impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Stream for T {
@@ -67,10 +65,6 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Stream for T {
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
         self
     }
 }
@@ -87,8 +81,6 @@ pub(crate) struct EngineShared {
     pub(crate) lent_panics: Arc<AtomicUsize>,
     /// Bytes read from every socket since start.
     pub(crate) bytes_read: Arc<AtomicU64>,
-    /// Connections moved to another worker (counted when done).
-    pub(crate) migrations: Arc<AtomicU64>,
 }
 
 impl EngineShared {
@@ -99,7 +91,6 @@ impl EngineShared {
             slot_panics: Arc::default(),
             lent_panics: Arc::default(),
             bytes_read: Arc::default(),
-            migrations: Arc::default(),
         }
     }
 
@@ -333,38 +324,6 @@ impl Session {
         }
         full
     }
-
-    /// Forgets the request in flight (only the mutant
-    /// `MigrationForgetsRequest` does: a moved session must keep it).
-    pub(crate) fn forget_request(&mut self) {
-        self.awaiting = None;
-    }
-
-    /// Splits off the stream, for moving it to another runtime.
-    pub(crate) fn into_parts(self) -> (Box<dyn Stream>, Detached) {
-        let Session { conn, awaiting, frames_staged, wire_this_round, thread_lent } = self;
-        let Conn { stream, decoder, buf, budgets, raw, .. } = conn;
-        (stream, Detached { decoder, buf, budgets, raw, awaiting, frames_staged, wire_this_round, thread_lent })
-    }
-
-    /// A session again, around `stream` (the same socket, re-registered).
-    pub(crate) fn from_parts(stream: Box<dyn Stream>, parts: Detached) -> Self {
-        let Detached { decoder, buf, budgets, raw, awaiting, frames_staged, wire_this_round, thread_lent } = parts;
-        let conn = Conn { stream, decoder, buf, budgets, raw, wire: Vec::new(), frames: Vec::new() };
-        Session { conn, awaiting, frames_staged, wire_this_round, thread_lent }
-    }
-}
-
-/// A session without its stream, in transit between runtimes.
-pub(crate) struct Detached {
-    decoder: FrameDecoder,
-    buf: Vec<u8>,
-    budgets: EngineShared,
-    raw: Reservation,
-    awaiting: Option<(Sent, Arc<Request>)>,
-    frames_staged: bool,
-    wire_this_round: usize,
-    thread_lent: bool,
 }
 
 /// Waits before retrying a budget. Boxed: it is the rare path, and a

@@ -18,19 +18,18 @@
 //! reported as a failure of that slot only.
 
 use std::future::{poll_fn, Future};
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use tracing::{debug, Instrument};
+use tracing::Instrument;
 
 use super::catch_panic::CatchPanic;
-use super::connector::{Connector, Detach};
+use super::connector::Connector;
 use super::loan::{ConnectorOps, Lender};
 use super::messages::{Applied, End, Holder, Outgoing, Reports, SlotCommand};
-use super::session::{Conn, Ctx, Detached, EngineShared, SentAt, Session};
+use super::session::{Conn, Ctx, EngineShared, SentAt, Session};
 use crate::proto::Request;
 use crate::supervisor::{Endpoint, Input, SlotError, SlotRef};
 use crate::sync::Closed;
@@ -41,9 +40,6 @@ pub(crate) trait SlotCore: Reports {
     /// Offers the ready connection at `at` to callers on the current
     /// runtime, through `lender`.
     fn offer(&self, at: SlotRef, lender: Arc<Lender>);
-    /// The connection at `at` moved to `worker`: the move is booked only
-    /// now (a move asked for may be refused).
-    fn moved(&self, at: SlotRef, worker: usize);
 }
 
 /// Everything a slot task needs for one generation.
@@ -67,42 +63,6 @@ impl<C: Connector> SlotTask<C> {
         let (at, core, budgets) = (self.at, self.core.clone(), self.budgets.clone());
         let outcome = CatchPanic(Box::pin(self.serve(commands).instrument(span))).await;
         report_end(at, &*core, &budgets, outcome);
-    }
-
-    /// Goes on with a migrated connection on the current runtime. (A boxed
-    /// `Send` future: migration makes the task's future recursive.)
-    fn resume(
-        self,
-        carried: Carried<C::Stream>,
-        parts: Detached,
-        commands: mpsc::Receiver<SlotCommand>,
-    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
-        Box::pin(async move {
-            let span = self.span();
-            let (at, core, budgets) = (self.at, self.core.clone(), self.budgets.clone());
-            let outcome = CatchPanic(Box::pin(
-                async move {
-                    let stream = match carried {
-                        Carried::Socket(socket) => match self.connector.attach(socket) {
-                            Ok(stream) => stream,
-                            Err(e) => {
-                                return End::Failed(SlotError::Io(format!("cannot attach a migrated connection: {e}")))
-                            }
-                        },
-                        Carried::Stream(stream) => stream,
-                    };
-                    debug!("connection migrated to this worker");
-                    let mut session = Session::from_parts(Box::new(stream), parts);
-                    if crate::mutants::on(crate::mutants::Mutant::MigrationForgetsRequest) {
-                        session.forget_request();
-                    }
-                    self.exchange_phase(Box::new(session), commands, None).await
-                }
-                .instrument(span),
-            ))
-            .await;
-            report_end(at, &*core, &budgets, outcome);
-        })
     }
 
     fn span(&self) -> tracing::Span {
@@ -135,60 +95,26 @@ impl<C: Connector> SlotTask<C> {
             Ok(Err(error)) => return End::Failed(error),
             Err(end) => return end,
         }
-        let ready = Input::SlotReady { at: self.at };
-        self.exchange_phase(Box::new(Session::new(conn)), commands, Some(ready)).await
+        self.exchange_phase(Box::new(Session::new(conn)), commands).await
     }
 
-    /// Serves a ready connection until it ends, moving it when asked. The
-    /// connection is offered for lending (on the runtime it is registered
-    /// with) before `ready` is applied, so the first request the Supervisor
-    /// sends on it may already be a caller's own exchange.
-    async fn exchange_phase(
-        self,
-        session: Box<Session>,
-        mut commands: mpsc::Receiver<SlotCommand>,
-        ready: Option<Input>,
-    ) -> End {
+    /// Serves a ready connection until it ends. The connection is offered
+    /// for lending (on the runtime it is registered with) before
+    /// `SlotReady` is applied, so the first request the Supervisor sends on
+    /// it may already be a caller's own exchange.
+    async fn exchange_phase(self, session: Box<Session>, mut commands: mpsc::Receiver<SlotCommand>) -> End {
         let ops = Arc::new(ConnectorOps(self.connector.clone()));
         let lender = Arc::new(Lender::new(self.at, self.budgets.clone(), ops));
         // However the task ends (a panic unwinding included), nothing is
         // lent afterwards and a parked connection is closed.
         let _closed = CloseOnDrop(&lender);
         self.core.offer(self.at, lender.clone());
-        let first = match ready.map(|input| self.report(input)) {
-            Some(Ok(outgoing)) => outgoing,
-            Some(Err(end)) => return self.end(&lender, end),
-            None => None,
+        let first = match self.report(Input::SlotReady { at: self.at }) {
+            Ok(outgoing) => outgoing,
+            Err(end) => return self.end(&lender, end),
         };
-        let mut session = session;
-        let mut first = first;
-        loop {
-            let (end, kept) = self.drive(&lender, session, &mut commands, first.take()).await;
-            let (End::Migrate(to), Some(kept)) = (&end, kept) else { return self.end(&lender, end) };
-            let (stream, parts) = kept.into_parts();
-            let Ok(stream) = stream.into_any().downcast::<C::Stream>() else {
-                unreachable!("a slot task's stream is its connector's")
-            };
-            let carried = match self.connector.detach(*stream) {
-                Detach::Moved(socket) => Carried::Socket(socket),
-                // A stream tied to no reactor of its own (simulated) moves
-                // with its task only to this same runtime (a simulation's workers).
-                Detach::Kept(stream) if same_runtime(&to.handle) => Carried::Stream(stream),
-                Detach::Kept(stream) => {
-                    session = Box::new(Session::from_parts(Box::new(stream), parts));
-                    continue;
-                }
-                Detach::Failed(e) => {
-                    return self.end(&lender, End::Failed(SlotError::Io(format!("cannot move the connection: {e}"))))
-                }
-            };
-            // Nothing to report for this runtime: the moved task reports its end.
-            let _ = lender.cell.close();
-            self.core.moved(self.at, to.worker);
-            self.budgets.migrations.fetch_add(1, Ordering::Relaxed);
-            to.handle.clone().spawn(self.resume(carried, parts, commands));
-            return End::Migrated;
-        }
+        let end = self.drive(&lender, session, &mut commands, first).await;
+        self.end(&lender, end)
     }
 
     /// Closes the loan cell as the generation ends; the end is reported
@@ -203,8 +129,8 @@ impl<C: Connector> SlotTask<C> {
     /// A ready connection's work, in the order it is done each time its
     /// task wakes (quinn's `ConnectionDriver::poll` has this shape):
     ///
-    /// 1. the core's commands: write a request others' inputs caused,
-    ///    retire, or move to another runtime;
+    /// 1. the core's commands: write a request others' inputs caused, or
+    ///    retire;
     /// 2. the socket's bytes: decode a round, apply each frame to the core
     ///    (the reply parsed outside the lock), and write at once the request
     ///    an applied frame made this connection send;
@@ -212,19 +138,19 @@ impl<C: Connector> SlotTask<C> {
     ///
     /// Between the steps the connection is parked with its lender, so a
     /// caller on this runtime may borrow it for its own request
-    /// ([`super::loan`]). Hands the session back only with `End::Migrate`.
+    /// ([`super::loan`]).
     async fn drive(
         &self,
         lender: &Lender,
         session: Box<Session>,
         commands: &mut mpsc::Receiver<SlotCommand>,
         first: Option<Outgoing>,
-    ) -> (End, Option<Box<Session>>) {
+    ) -> End {
         let ctx = Ctx { at: self.at, core: &*self.core, budgets: &self.budgets, own: None };
         let mut session = session;
         if let Some(outgoing) = first {
             if let Err(end) = session.write(outgoing, SentAt::Now(ctx.core)).await {
-                return (end, None);
+                return end;
             }
         }
         lender.cell.park(session);
@@ -235,26 +161,20 @@ impl<C: Connector> SlotTask<C> {
                     Some(SlotCommand::Send(outgoing)) => {
                         // Parked, or back from a borrower soon (it gives it back when its reply is in).
                         let Some(mut session) = poll_fn(|cx| lender.cell.poll_take(cx)).await else {
-                            return (End::ReportedElsewhere, None);
+                            return End::ReportedElsewhere;
                         };
                         if let Err(end) = session.write(outgoing, SentAt::Now(ctx.core)).await {
-                            return (end, None);
+                            return end;
                         }
                         lender.cell.park(session);
                     }
-                    Some(SlotCommand::Migrate { to }) => {
-                        // Advisory: a lent connection stays where it is.
-                        if let Some(session) = lender.cell.try_take() {
-                            return (End::Migrate(to), Some(session));
-                        }
-                    }
-                    other => return (retired_or_gone(other), None),
+                    other => return retired_or_gone(other),
                 },
                 work = poll_fn(|cx| lender.cell.poll_work(cx, |session, cx| session.poll_fill(cx))) => {
                     // Closed by a borrower whose exchange failed (it reported that).
-                    let Some((mut session, read)) = work else { return (End::ReportedElsewhere, None) };
+                    let Some((mut session, read)) = work else { return End::ReportedElsewhere };
                     if let Err(end) = session.serve(read, &ctx).await {
-                        return (end, None);
+                        return end;
                     }
                     let yield_now = session.round_full();
                     lender.cell.park(session);
@@ -265,19 +185,6 @@ impl<C: Connector> SlotTask<C> {
             }
         }
     }
-}
-
-/// A connection on its way to another worker.
-enum Carried<S> {
-    /// A socket off its old reactor, to attach to the new one.
-    Socket(std::net::TcpStream),
-    /// A stream that needs no re-registering (the same runtime).
-    Stream(S),
-}
-
-/// Whether `to` is the runtime this task runs on.
-fn same_runtime(to: &tokio::runtime::Handle) -> bool {
-    tokio::runtime::Handle::try_current().is_ok_and(|here| here.id() == to.id())
 }
 
 /// Closes a loan cell when dropped (the normal ends close it first, to
@@ -294,8 +201,7 @@ impl Drop for CloseOnDrop<'_> {
 /// `SlotFailed` otherwise (a panic included, counted apart).
 fn report_end(at: SlotRef, core: &dyn Reports, budgets: &EngineShared, outcome: Result<End, String>) {
     let input = match outcome {
-        Ok(End::EngineGone | End::Migrated | End::ReportedElsewhere) => return,
-        Ok(End::Migrate(_)) => unreachable!("exchange_phase handles migration requests"),
+        Ok(End::EngineGone | End::ReportedElsewhere) => return,
         Ok(End::Retired) => Input::SlotClosed { at },
         Ok(End::Failed(error)) => Input::SlotFailed { at, error },
         Err(panic) => {
@@ -310,20 +216,14 @@ fn report_end(at: SlotRef, core: &dyn Reports, budgets: &EngineShared, outcome: 
 }
 
 /// Runs `work` (connect or handshake) to its end unless the engine retires
-/// the slot first. A migration request is ignored: a slot that is not ready
-/// stays where it is. `work` is polled from one pinned future, so a command
-/// arriving midway never restarts it (a restarted handshake would be sent twice).
+/// the slot first. `work` is polled from one pinned future, so it is never
+/// restarted (a restarted handshake would be sent twice).
 async fn before_ready<T>(commands: &mut mpsc::Receiver<SlotCommand>, work: impl Future<Output = T>) -> Result<T, End> {
     tokio::pin!(work);
-    loop {
-        tokio::select! {
-            biased;
-            command = commands.recv() => match command {
-                Some(SlotCommand::Migrate { .. }) => continue,
-                other => return Err(retired_or_gone(other)),
-            },
-            done = &mut work => return Ok(done),
-        }
+    tokio::select! {
+        biased;
+        command = commands.recv() => Err(retired_or_gone(command)),
+        done = &mut work => Ok(done),
     }
 }
 
@@ -332,8 +232,6 @@ fn retired_or_gone(command: Option<SlotCommand>) -> End {
         Some(SlotCommand::Retire) => End::Retired,
         // A Send before the slot is ready cannot happen; treat it as retire.
         Some(SlotCommand::Send { .. }) => End::Retired,
-        // Callers handle migration themselves; reaching here is a stay.
-        Some(SlotCommand::Migrate { .. }) => End::Retired,
         None => End::EngineGone,
     }
 }
@@ -350,7 +248,7 @@ mod tests {
     use crate::proto::frame::encode_response;
     use crate::proto::{Compression, Market, Reply, Request, RequestDecoder};
     use crate::runtime::connector::TcpConnector;
-    use crate::runtime::messages::{Destination, Finished};
+    use crate::runtime::messages::{Finished, SLOT_COMMANDS_MAX};
     use crate::supervisor::{Epoch, FrameBody, Generation, SlotId};
 
     /// Answers handshakes and count requests (with 42) on every connection.
@@ -411,98 +309,49 @@ mod tests {
 
     impl SlotCore for Inputs {
         fn offer(&self, _: SlotRef, _: Arc<Lender>) {}
-        fn moved(&self, _: SlotRef, _: usize) {}
     }
 
-    fn worker(name: &str) -> (tokio::runtime::Handle, std::thread::JoinHandle<()>, tokio::sync::oneshot::Sender<()>) {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let handle = rt.handle().clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || {
-                rt.block_on(async {
-                    let _ = stopped.await;
-                });
-            })
-            .unwrap();
-        (handle, thread, stop)
-    }
-
-    /// Why: PerWorker migration moves a live connection to another
-    /// runtime's reactor; the exchange must go on there, state intact, and
-    /// the old runtime must no longer be needed.
-    #[test]
-    fn a_ready_slot_migrates_to_another_runtime() {
-        let (a, a_thread, a_stop) = worker("test-worker-a");
-        let a_stop = std::cell::Cell::new(Some(a_stop));
-        let (b, b_thread, b_stop) = worker("test-worker-b");
-        let addr = {
-            let _entered = b.enter();
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            listener.set_nonblocking(true).unwrap();
-            let addr = listener.local_addr().unwrap();
-            b.spawn(async move { responder(tokio::net::TcpListener::from_std(listener).unwrap()).await });
-            addr
+    /// Why: a slot task is the only writer of its connection's requests
+    /// that others' inputs cause; each reply must come back as one `Frame`
+    /// input carrying its request's send, whether the client encoded the
+    /// frame or the task did, and a retire must end it with `SlotClosed`.
+    #[tokio::test]
+    async fn a_ready_slot_serves_its_commands_and_retires() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(responder(listener));
+        let (events_tx, mut events) = mpsc::unbounded_channel();
+        let (commands, rx) = mpsc::channel(SLOT_COMMANDS_MAX);
+        let task = SlotTask {
+            at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation: Generation(0) },
+            endpoint: Endpoint::new("127.0.0.1", addr.port()),
+            connect_timeout: Duration::from_secs(5),
+            connector: Arc::new(TcpConnector::default()),
+            core: Arc::new(Inputs(events_tx)),
+            budgets: EngineShared::new(1 << 20, 1 << 20),
+            setup: Arc::new([Request::from(crate::proto::commands::Handshake::default())]),
         };
-        let main = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        main.block_on(async {
-            let (events_tx, mut events) = mpsc::unbounded_channel();
-            let (commands, rx) = mpsc::channel(4);
-            let task = SlotTask {
-                at: SlotRef { slot: SlotId(0), epoch: Epoch(0), generation: Generation(0) },
-                endpoint: Endpoint::new("127.0.0.1", addr.port()),
-                connect_timeout: Duration::from_secs(5),
-                connector: Arc::new(TcpConnector::default()),
-                core: Arc::new(Inputs(events_tx)),
-                budgets: EngineShared::new(1 << 20, 1 << 20),
-                setup: Arc::new([Request::from(crate::proto::commands::Handshake::default())]),
-            };
-            a.spawn(task.run(rx));
-            assert!(matches!(next(&mut events).await, Input::SlotConnected { .. }));
-            assert!(matches!(next(&mut events).await, Input::SlotReady { .. }));
-            let request = Arc::new(Request::from(SecurityCount { market: Market::Sz, client_date: 0 }));
-            for (round, msg_id) in [(0, 7u32), (1, 8)] {
-                if round == 1 {
-                    // Move to runtime b, then stop runtime a altogether.
-                    commands
-                        .send(SlotCommand::Migrate { to: Destination { handle: b.clone(), worker: 1 } })
-                        .await
-                        .unwrap();
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    a_stop.take_and_stop();
+        let running = tokio::spawn(task.run(rx));
+        assert!(matches!(next(&mut events).await, Input::SlotConnected { .. }));
+        assert!(matches!(next(&mut events).await, Input::SlotReady { .. }));
+        let request = Arc::new(Request::from(SecurityCount { market: Market::Sz, client_date: 0 }));
+        for (round, msg_id) in [(0, 7u32), (1, 8)] {
+            // The first round sends the client's encoding, the second encodes here.
+            let mut frame = Vec::new();
+            request.encode_frame(0, &mut frame).unwrap();
+            let frame = (round == 0).then_some(frame);
+            commands.send(SlotCommand::Send(Outgoing { msg_id, request: request.clone(), frame })).await.unwrap();
+            match next(&mut events).await {
+                Input::Frame { header, body: FrameBody::Reply(reply), sent: Some(sent), .. } => {
+                    assert_eq!(header.msg_id, msg_id);
+                    assert_eq!(sent.msg_id, msg_id, "the reply carries its request's send");
+                    assert_eq!(*reply, Reply::SecurityCount(42));
                 }
-                // The first round sends the client's encoding, the second encodes here.
-                let mut frame = Vec::new();
-                request.encode_frame(0, &mut frame).unwrap();
-                let frame = (round == 0).then_some(frame);
-                commands.send(SlotCommand::Send(Outgoing { msg_id, request: request.clone(), frame })).await.unwrap();
-                match next(&mut events).await {
-                    Input::Frame { header, body: FrameBody::Reply(reply), sent: Some(sent), .. } => {
-                        assert_eq!(header.msg_id, msg_id);
-                        assert_eq!(sent.msg_id, msg_id, "the reply carries its request's send");
-                        assert_eq!(*reply, Reply::SecurityCount(42));
-                    }
-                    other => panic!("expected the reply, got {other:?}"),
-                }
-            }
-            commands.send(SlotCommand::Retire).await.unwrap();
-            assert!(matches!(next(&mut events).await, Input::SlotClosed { .. }));
-        });
-        a_thread.join().unwrap();
-        let _ = b_stop.send(());
-        b_thread.join().unwrap();
-    }
-
-    trait TakeAndStop {
-        fn take_and_stop(&self);
-    }
-
-    impl TakeAndStop for std::cell::Cell<Option<tokio::sync::oneshot::Sender<()>>> {
-        fn take_and_stop(&self) {
-            if let Some(stop) = self.take() {
-                let _ = stop.send(());
+                other => panic!("expected the reply, got {other:?}"),
             }
         }
+        commands.send(SlotCommand::Retire).await.unwrap();
+        assert!(matches!(next(&mut events).await, Input::SlotClosed { .. }));
+        running.await.unwrap();
     }
 }

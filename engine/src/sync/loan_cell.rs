@@ -119,7 +119,8 @@ impl<T> LoanCell<T> {
         Poll::Pending
     }
 
-    /// The value if it is parked now.
+    /// The value if it is parked now (tests look without registering a waker).
+    #[cfg(test)]
     pub(crate) fn try_take(&self) -> Option<T> {
         let mut inner = self.lock();
         if inner.closed {

@@ -25,7 +25,7 @@
 //! runs (and machines, for one build).
 
 mod counting;
-pub mod migration;
+pub mod placement;
 mod plan;
 mod world;
 
@@ -75,8 +75,6 @@ pub struct Outcome {
     /// Exchanges callers did themselves on a lent connection (the callers
     /// run on the engine's runtime, so the lending path is under test).
     pub lent_exchanges: u64,
-    /// Slots moved between workers (the migration world; 0 elsewhere).
-    pub migrations: u64,
     /// The trace, when asked for.
     pub trace: Vec<String>,
 }
@@ -130,8 +128,6 @@ struct Shared {
     calls: Mutex<(u64, u64)>,
     /// Exchanges callers did themselves on lent connections.
     lent: std::sync::atomic::AtomicU64,
-    /// Slots moved between workers (the migration world).
-    migrations: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -184,7 +180,6 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
         calls,
         replies,
         lent_exchanges,
-        migrations: 0,
         trace: if keep_trace { trace } else { Vec::new() },
     })
 }

@@ -1,32 +1,26 @@
-//! Migration under skew: the engine's `PerWorker` placement and hot-slot
-//! migration inside turmoil. The engine runs on the client host's runtime
-//! as `External`, split into several workers that are all that runtime
+//! Placement under skew: the engine's `PerWorker` placement inside turmoil.
+//! The engine runs on the client host's runtime as `External`, split into
+//! several workers that are all that runtime
 //! (`ClientBuilder::external_workers`): slots are placed on them by
-//! power-of-two-choices, and a worker over its high-water mark hands a hot
-//! slot to a cooler one, which moves the connection's task with its
-//! exchange state (request in flight, decoder, partial frame) as a real
-//! migration does; only the socket's re-registration, which turmoil has no
-//! reactor for, is left to the loopback tests.
+//! power-of-two-choices and stay there (the per-worker bookkeeping, the
+//! load events and the lending are `PerWorker`'s; only separate reactors
+//! are not, which turmoil has none of).
 //!
 //! Heat: every server floods the connections that asked for a quote
 //! refresh, and a heater subscribes one more connection every second or
-//! so (different connections go hot over time), while callers send light
-//! and heavy requests on every connection (mostly borrowing them as lent
-//! exchanges) and idle connections send heartbeats (on their slot tasks'
-//! path), every reply some milliseconds late, so moves find requests in
-//! flight. No faults otherwise, so everything must succeed. Checked (a failure
-//! names the seed):
-//! - a moved slot loses no request: every call ends with its truth,
-//!   nothing times out, no connection is lost or reopened (each slot keeps
-//!   its one generation);
-//! - it keeps its order: per slot, the pushes arrive in the order the
-//!   server sent them, and none is lost unless the push buffer said so;
-//! - a slot is never moved while lent (the move takes only a parked
-//!   connection) nor mid-frame (a move happens between rounds: a frame is
-//!   never half written, and half-read bytes travel in the decoder), which
-//!   the two checks above would see;
-//! - the premise: callers did borrow connections; and over a sweep, slots
-//!   moved (a world whose placement left nothing to move is fair).
+//! so (heat arrives after placement, and moves over time), while callers
+//! send light and heavy requests on every connection (mostly borrowing them
+//! as lent exchanges) and idle connections send heartbeats (on their slot
+//! tasks' path), every reply some milliseconds late. No faults otherwise,
+//! so everything must succeed. Checked (a failure names the seed):
+//! - no request is lost: every call ends with its truth, nothing times
+//!   out, no connection is lost or reopened (each slot keeps its one
+//!   generation);
+//! - order: per slot, the pushes arrive in the order the server sent them,
+//!   and none is lost unless the push buffer said so;
+//! - the layout: each worker's slot count equals the slots placed on it,
+//!   they add up to the pool, and P2C spread them over more than one worker;
+//! - the premise: callers did borrow connections.
 //!
 //! A separate world from [`super::run`]'s seeds, so their trace hashes stay.
 
@@ -59,7 +53,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// The first push msg_id a reference server sends on a connection.
 const PUSH_MSG_ID_FIRST: u32 = 0x5000_0001;
 
-/// One migration world, drawn from its seed.
+/// One placement world, drawn from its seed.
 #[derive(Debug, Clone)]
 struct Skew {
     seed: u64,
@@ -94,7 +88,7 @@ impl Skew {
             reply_latency: Duration::from_millis(10 + rng.below(40)),
             heartbeat_interval: Duration::from_millis(80 + rng.below(120)),
             // More callers than connections: queued requests go out on the
-            // slot tasks' path (not lent), so moves find requests in flight.
+            // slot tasks' path too (not lent).
             callers: pool + 2 + rng.below(pool as u64) as usize,
             ops_per_caller: 40 + rng.below(40) as usize,
             hot: 2 + rng.below(3) as usize,
@@ -103,7 +97,7 @@ impl Skew {
     }
 }
 
-/// Runs the migration world of `seed`; `keep_trace` returns the trace too.
+/// Runs the placement world of `seed`; `keep_trace` returns the trace too.
 pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
     tdx_engine::runtime::check_invariants_always(true);
     let skew = Skew::from_seed(seed);
@@ -114,12 +108,11 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
     let trace_hash = fnv(&trace);
     let trace = if keep_trace { trace } else { Vec::new() };
     if let Some(message) = message {
-        return Err(Failure { seed, message: format!("migration world: {message}"), trace_hash, trace });
+        return Err(Failure { seed, message: format!("placement world: {message}"), trace_hash, trace });
     }
     let (calls, replies) = *shared.calls.lock().unwrap_or_else(|e| e.into_inner());
     let lent_exchanges = shared.lent.load(Ordering::SeqCst);
-    let migrations = shared.migrations.load(Ordering::SeqCst);
-    Ok(Outcome { trace_hash, calls, replies, lent_exchanges, migrations, trace })
+    Ok(Outcome { trace_hash, calls, replies, lent_exchanges, trace })
 }
 
 fn simulate(skew: &Skew, shared: &Arc<Shared>) -> Result<(), String> {
@@ -190,9 +183,10 @@ async fn engine_world(skew: &Skew, shared: &Arc<Shared>, data: &Arc<MarketData>)
     }
     let d = client.diagnostics();
     let c = &d.supervisor.counters;
+    let per_worker: Vec<usize> = d.workers.iter().map(|w| w.slots).collect();
     shared.at(format_args!(
-        "done migrations={} lent={} connects={} timeouts={} pushes={}",
-        d.migrations, d.lent_exchanges, c.connects, c.timeouts, c.pushes
+        "done slots per worker {per_worker:?} lent={} connects={} timeouts={} pushes={}",
+        d.lent_exchanges, c.connects, c.timeouts, c.pushes
     ));
     shared.lent.store(d.lent_exchanges, Ordering::SeqCst);
     if c.connects as usize != pool {
@@ -204,9 +198,8 @@ async fn engine_world(skew: &Skew, shared: &Arc<Shared>, data: &Arc<MarketData>)
     if d.slot_panics > 0 {
         return Err(format!("{} slot tasks panicked", d.slot_panics));
     }
-    // The premise: callers borrowed. (Whether slots moved is the sweep's
-    // premise: a world whose placement left nothing to move is fair.)
-    shared.migrations.store(d.migrations, Ordering::SeqCst);
+    check_layout(&d, skew.workers, pool)?;
+    // The premise: callers borrowed.
     if d.lent_exchanges == 0 {
         return Err("premise: no caller borrowed a connection".into());
     }
@@ -222,6 +215,29 @@ async fn engine_world(skew: &Skew, shared: &Arc<Shared>, data: &Arc<MarketData>)
     let sockets = sockets.load(Ordering::SeqCst);
     if sockets != 0 {
         return Err(format!("{sockets} sockets still open after close"));
+    }
+    Ok(())
+}
+
+/// Each worker's slot count against the slots placed on it: they agree,
+/// cover the pool (every connection is up), and more than one worker
+/// carries slots (P2C places the second slot on an emptier worker).
+fn check_layout(d: &tdx_engine::EngineDiagnostics, workers: usize, pool: usize) -> Result<(), String> {
+    if d.workers.len() != workers {
+        return Err(format!("{} workers reported for {workers}", d.workers.len()));
+    }
+    for w in &d.workers {
+        let placed = d.slot_workers.iter().filter(|&&on| on == Some(w.worker)).count();
+        if placed != w.slots {
+            return Err(format!("worker {} counts {} slots, {placed} are placed on it", w.worker, w.slots));
+        }
+    }
+    let placed: usize = d.workers.iter().map(|w| w.slots).sum();
+    if placed != pool {
+        return Err(format!("{placed} slots placed for a pool of {pool}"));
+    }
+    if d.workers.iter().filter(|w| w.slots > 0).count() < 2 {
+        return Err(format!("every slot on one worker: {:?}", d.workers));
     }
     Ok(())
 }
