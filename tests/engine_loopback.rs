@@ -931,7 +931,11 @@ async fn a_slot_panic_retires_only_that_slot_on(flavor: RuntimeFlavor) {
         let reply = client.count(Exchange::Sz).await;
         assert!(reply.is_ok(), "{reply:?}");
     }
-    let d = diagnostics_when(&client, Duration::from_secs(2), |d| d.slot_panics > 0).await;
+    // The panic is counted before its retirement is applied: wait for both.
+    let d = diagnostics_when(&client, Duration::from_secs(30), |d| {
+        d.slot_panics > 0 && d.supervisor.counters.retirements >= 1
+    })
+    .await;
     assert_eq!(d.slot_panics, 1, "{:?}", d.supervisor.slots);
     let lent = matches!(flavor, RuntimeFlavor::External(_));
     assert_eq!(d.lent_panics, usize::from(lent), "the panic was caught where the exchange ran");
