@@ -788,14 +788,16 @@ class ExApi(_Namespace):
         return self._n.ex_instrument_count()
 
     def instruments(self, market: Union[int, str, None] = None, *, start: Optional[int] = None,
-                    count: int = 1000) -> Table:
+                    count: Optional[int] = None) -> Table:
         """The instrument table (0x23f5): every page, or only ``market`` (an id
         or a name such as ``"cffex"``); with ``start``, one page of ``count``
-        from that offset over every market."""
+        (default 1000) from that offset over every market."""
         if start is not None:
             if market is not None:
                 raise ValueError("market: give either market or start")
-            return self._n.ex_instruments(_int(start, "start"), _int(count, "count"))
+            return self._n.ex_instruments(_int(start, "start"), _int(1000 if count is None else count, "count"))
+        if count is not None:
+            raise ValueError("count: a page's size, given only with start")
         return self._n.all_ex_instruments(None if market is None else str(market))
 
     def quote(self, code: str) -> Table:
@@ -812,10 +814,11 @@ class ExApi(_Namespace):
         ``month``, ``quarter``, ``year``."""
         return self._n.ex_bars(code, period, _int(start, "start"), _int(count, "count"))
 
-    def bars_range(self, code: str, start: DateLike, end: DateLike, period: str = "ex_1m") -> Table:
-        """Bars from ``start`` to ``end`` (0x240d, at most 2000), each stamped
-        with a date and minute."""
-        return self._n.ex_bars_range(code, period, _yyyymmdd(start, "start"), _yyyymmdd(end, "end"))
+    def bars_range(self, code: str, start_date: DateLike, end_date: DateLike, period: str = "ex_1m") -> Table:
+        """Bars from ``start_date`` to ``end_date`` (0x240d, at most 2000),
+        each stamped with a date and minute."""
+        return self._n.ex_bars_range(code, period, _yyyymmdd(start_date, "start_date"),
+                                     _yyyymmdd(end_date, "end_date"))
 
     def minutes(self, code: str, date: Optional[DateLike] = None) -> Table:
         """A day's minute line: today's (0x240b) or a past day's (0x240c)."""

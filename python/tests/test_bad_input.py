@@ -51,8 +51,17 @@ BAD = {
 FREE = {"filename", "name", "all_pages", "include_summary", "detail_type", "record_id"}
 
 
-def good(param: str, past_day: int):
+# The extended markets (`client.ex`) write codes and markets their own way,
+# and take a period's wire code as well as its name.
+GOOD_EX = {"code": "47#IFL0", "market": "47"}
+# Its instrument offsets are 32-bit (the table outgrows 16 bits).
+BAD_EX = {"period": ["fortnight", "", "99"], "market": ["xx", "", "s z", "300"], "start": [-1, 2**32, 10**12]}
+
+
+def good(param: str, past_day: int, space: str = ""):
     """A value each required parameter accepts."""
+    if space == "ex" and param in GOOD_EX:
+        return GOOD_EX[param]
     return {
         "code": "sz000001",
         "codes": ["sz000001"],
@@ -66,6 +75,7 @@ def good(param: str, past_day: int):
         "entry": "company_profile",
         "detail_type": "sjqd",
         "start_date": past_day,
+        "end_date": past_day,
         "record_id": "20011",
     }[param]
 
@@ -84,14 +94,15 @@ def cases(client, past_day):
     out, unknown = [], {}
     for space, name, sig in methods(client):
         params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-        required = {p.name: good(p.name, past_day) for p in params if p.default is inspect.Parameter.empty}
+        required = {p.name: good(p.name, past_day, space) for p in params if p.default is inspect.Parameter.empty}
+        bad = {**BAD, **BAD_EX} if space == "ex" else BAD
         for p in params:
             if p.name in FREE:
                 continue
-            if p.name not in BAD:
+            if p.name not in bad:
                 unknown.setdefault(p.name, []).append(f"{space}.{name}")
                 continue
-            for value in BAD[p.name]:
+            for value in bad[p.name]:
                 out.append((f"{space}.{name}", {**required, p.name: value}, p.name))
     return out, unknown
 
