@@ -104,19 +104,19 @@ impl F10Table {
     /// Column names made unique for records: a blank name becomes
     /// `col_N` (its index), a repeated one `NAME__2`, `NAME__3`, ...
     pub fn unique_columns(&self) -> Vec<String> {
-        let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut used: std::collections::HashSet<String> = std::collections::HashSet::new();
         self.columns
             .iter()
             .enumerate()
             .map(|(i, name)| {
                 let base = if name.is_empty() { format!("col_{i}") } else { name.clone() };
-                let n = seen.entry(base.clone()).or_insert(0);
-                *n += 1;
-                if *n == 1 {
-                    base
-                } else {
-                    format!("{base}__{n}")
-                }
+                // A server may also send a name like `T1__2` literally: skip taken ones.
+                let name = (1..)
+                    .map(|n| if n == 1 { base.clone() } else { format!("{base}__{n}") })
+                    .find(|candidate| !used.contains(candidate))
+                    .expect("an unbounded range has an unused name");
+                used.insert(name.clone());
+                name
             })
             .collect()
     }
@@ -272,6 +272,17 @@ mod tests {
         assert_eq!(meta.unique_columns(), ["nyear", "flag", "col_2"]);
         assert_eq!(meta.value(0, "nyear").and_then(F10Value::as_f64), Some(2026.0));
         assert_eq!(reply.to_json()["tables"][0]["rows"][0]["T120__2"], "x");
+    }
+
+    #[test]
+    fn a_name_sent_as_a_renamed_one_stays_unique() {
+        // The fuzz smoke's find (f10_reply): a literal `T1__2` beside two `T1`s.
+        let columns: Vec<String> = ["T1", "T1__2", "T1", "T1", ""].iter().map(|c| (*c).to_owned()).collect();
+        let t = F10Table { key: "t".into(), columns, rows: Vec::new() };
+        assert_eq!(t.unique_columns(), ["T1", "T1__2", "T1__3", "T1__4", "col_4"]);
+        let columns: Vec<String> = ["a", "a", "a__2"].iter().map(|c| (*c).to_owned()).collect();
+        let t = F10Table { key: "t".into(), columns, rows: Vec::new() };
+        assert_eq!(t.unique_columns(), ["a", "a__2", "a__2__2"]);
     }
 
     #[test]
