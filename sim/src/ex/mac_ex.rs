@@ -177,14 +177,7 @@ pub fn mac_bars(world: &ExWorld, l: &ExListing, period: Period, start: u32, coun
 
 /// The 0x122E page; an unknown instrument gets no bars and an empty summary.
 pub fn bars(world: &ExWorld, q: &MacBars) -> MacBarPage {
-    let (code, _) = q.period.wire();
-    let mut page = MacBarPage {
-        symbol: q.symbol.clone(),
-        head_raw: [code as u8, 0, 0],
-        start: q.start,
-        bars: Vec::new(),
-        summary: Some(SecuritySummary::empty()),
-    };
+    let mut page = crate::mac::series::empty_bar_page(q);
     let Some(l) = listing(world, &q.symbol) else { return page };
     page.bars = mac_bars(world, l, q.period, q.start, q.count);
     page.summary = Some(summary(world, l, world.today()));

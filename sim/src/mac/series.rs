@@ -113,17 +113,23 @@ pub fn summary(market: &Market, l: &Listing, date: Date) -> SecuritySummary {
     }
 }
 
-/// The 0x122E page: 0x052d's page of the same period, adjustment (modes
-/// 0, 1, 2) and window, in MAC's form; an unknown code gets no bars.
-pub fn bars(market: &Market, q: &MacBars) -> MacBarPage {
+/// A 0x122E page with no bars and an empty summary: what an unknown
+/// instrument gets, on 7709's MAC channel and on 7727's MAC-EX alike.
+pub fn empty_bar_page(q: &MacBars) -> MacBarPage {
     let (code, _) = q.period.wire();
-    let mut page = MacBarPage {
+    MacBarPage {
         symbol: q.symbol.clone(),
         head_raw: [code as u8, 0, 0],
         start: q.start,
         bars: Vec::new(),
         summary: Some(SecuritySummary::empty()),
-    };
+    }
+}
+
+/// The 0x122E page: 0x052d's page of the same period, adjustment (modes
+/// 0, 1, 2) and window, in MAC's form; an unknown code gets no bars.
+pub fn bars(market: &Market, q: &MacBars) -> MacBarPage {
+    let mut page = empty_bar_page(q);
     let Some(l) = listing(market, &q.symbol) else { return page };
     let start = u16::try_from(q.start).unwrap_or(u16::MAX);
     let count = q.count.min(MAC_BARS_PER_PAGE_MAX);
