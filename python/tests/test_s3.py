@@ -188,7 +188,9 @@ def test_bad_locations_are_one_line_naming_the_field(sim, s3):
         (f"s3://missing-{BUCKET}/x", {}, (), 1, "does not exist"),
         (f"s3://{BUCKET}/x", {}, ("AWS_ACCESS_KEY_ID",), 1, "AWS_ACCESS_KEY_ID is not set"),
         (f"s3://{BUCKET}/x", {"AWS_ALLOW_HTTP": "false"}, (), 1, "AWS_ALLOW_HTTP"),
-        (f"s3://{BUCKET}/x", {"AWS_ENDPOINT_URL": "http://192.0.2.1:9"}, (), 1, "TDX_ENGINE_LOOPBACK_ONLY"),
+        # Not a loopback address to the guard, yet 127.0.0.1 underneath: had the
+        # guard let it through, nothing would have left the machine.
+        (f"s3://{BUCKET}/x", {"AWS_ENDPOINT_URL": "http://[::ffff:127.0.0.1]:9"}, (), 1, "TDX_ENGINE_LOOPBACK_ONLY"),
     ]
     for out, extra, drop, code, words in cases:
         for command in (["sync", "--codes", "sz000001"], ["backfill", "--minutes", "--from", "20261102",

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as Key;
 use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
+use tdx_engine::runtime::connector::{loopback_only, LOOPBACK_ONLY_ENV};
 
 /// Why a store on object storage cannot be used; the store's own error
 /// carries it (`StoreError::Url`, `Access`, `Object`).
@@ -149,7 +150,7 @@ impl Objects {
             }
         }
         // The rule the engine's sockets keep: with it set, no request leaves loopback.
-        if std::env::var("TDX_ENGINE_LOOPBACK_ONLY").is_ok_and(|v| !v.is_empty() && v != "0") {
+        if loopback_only() {
             let host = endpoint.as_deref().and_then(|e| e.split_once("://")).map(|(_, rest)| {
                 let authority = rest.split('/').next().unwrap_or_default();
                 let host = authority.rsplit_once(':').map_or(authority, |(h, _)| h);
@@ -160,9 +161,9 @@ impl Objects {
             if !loopback {
                 return Err(env(match endpoint {
                     Some(e) => format!(
-                        "AWS_ENDPOINT_URL {e:?}: refused, TDX_ENGINE_LOOPBACK_ONLY is set and this is not a loopback address"
+                        "AWS_ENDPOINT_URL {e:?}: refused, {LOOPBACK_ONLY_ENV} is set and this is not a loopback address"
                     ),
-                    None => "AWS_ENDPOINT_URL is not set (AWS itself): refused, TDX_ENGINE_LOOPBACK_ONLY is set".into(),
+                    None => format!("AWS_ENDPOINT_URL is not set (AWS itself): refused, {LOOPBACK_ONLY_ENV} is set"),
                 }));
             }
         }

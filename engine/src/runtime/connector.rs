@@ -75,7 +75,9 @@ fn socket_addr(endpoint: &Endpoint) -> io::Result<SocketAddr> {
 /// no test ever reaches a real server.
 pub const LOOPBACK_ONLY_ENV: &str = "TDX_ENGINE_LOOPBACK_ONLY";
 
-pub(crate) fn loopback_only() -> bool {
+/// Whether [`LOOPBACK_ONLY_ENV`] is set: every client the project runs
+/// (TCP, the F10 gateway, the store's object storage) keeps to loopback then.
+pub fn loopback_only() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var(LOOPBACK_ONLY_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
 }
