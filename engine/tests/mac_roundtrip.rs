@@ -442,7 +442,7 @@ fn arb_auction() -> BoxedStrategy<(Request, Reply)> {
 fn arb_unusual() -> BoxedStrategy<(Request, Reply)> {
     (any::<u16>(), any::<u16>(), 1u16..=600, any::<[u16; 6]>())
         .prop_flat_map(|(market, start, count, params)| {
-            let name = arb_name(16).prop_filter("names are not empty", |n| !n.is_empty());
+            let name = arb_name(16);
             let record = (
                 (arb_symbol(6), any::<u8>(), any::<u8>(), any::<u8>(), any::<u16>(), any::<u16>()),
                 (any::<[u8; 13]>(), any::<u8>(), arb_time(), name),

@@ -190,7 +190,9 @@ impl Command for MacUnusual {
         let text = r.rest();
         let end = text.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         let (text, _) = GBK.decode_without_bom_handling(&text[..end]);
-        for (m, name) in moves.iter_mut().zip(text.trim_matches(',').split(',')) {
+        // One trailing comma ends the list; an empty name between commas stays empty.
+        let text = text.strip_suffix(',').unwrap_or(&text);
+        for (m, name) in moves.iter_mut().zip(text.split(',')) {
             m.name = name.to_owned();
         }
         Ok(moves)
@@ -208,8 +210,14 @@ impl Command for MacUnusual {
             out.put_u16_le(u16::from(m.time.minute()) * 100 + u16::from(m.time.second()));
         }
         let names: Vec<&str> = reply.iter().map(|m| m.name.as_str()).collect();
-        if names.iter().any(|n| n.contains(',')) {
-            return Err(ProtoError::ValueOutOfRange { what: "comma in an unusual-move name", value: 0x2c });
+        // A comma would split the name and a NUL would end the text: the parser could not give either back.
+        for separator in [b',', 0] {
+            if names.iter().any(|n| n.as_bytes().contains(&separator)) {
+                return Err(ProtoError::ValueOutOfRange {
+                    what: "separator in an unusual-move name",
+                    value: separator.into(),
+                });
+            }
         }
         let text = names.join(",");
         let (bytes, _, unmappable) = GBK.encode(&text);
@@ -218,5 +226,51 @@ impl Command for MacUnusual {
         }
         out.extend_from_slice(&bytes);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str) -> MacUnusualMove {
+        MacUnusualMove {
+            symbol: MacSymbol::new(0, "000001".to_owned()),
+            reserved_a: 0,
+            kind: 0x14,
+            reserved_b: 0,
+            index: 1,
+            reserved_c: 0,
+            data: [0; 13],
+            reserved_d: 0,
+            time: TimeOfDay::new(10, 0, 2, 0).unwrap(),
+            name: name.to_owned(),
+        }
+    }
+
+    #[test]
+    fn empty_names_keep_their_places() {
+        let request = MacUnusual::new(0, 0, 3);
+        let reply = vec![record(""), record("平安银行"), record("")];
+        let mut payload = Vec::new();
+        request.encode_reply(&reply, &mut payload).unwrap();
+        assert_eq!(request.parse_reply(&payload).unwrap(), reply);
+    }
+
+    /// The fuzz find (CI, 2026-12-03): names text `平安银行,NUL x7,` used to
+    /// parse as two names and encode back as one.
+    #[test]
+    fn a_name_the_text_cannot_carry_is_refused_on_encode() {
+        let request = MacUnusual::new(0, 0, 2);
+        let mut payload = Vec::new();
+        request.encode_reply(&vec![record("平安银行"), record("")], &mut payload).unwrap();
+        payload.extend_from_slice(&[0; 7]);
+        payload.push(b',');
+        let parsed = request.parse_reply(&payload).unwrap();
+        assert_eq!(parsed[1].name, "\0".repeat(7));
+        assert!(matches!(request.encode_reply(&parsed, &mut Vec::new()), Err(ProtoError::ValueOutOfRange { .. })));
+        for bad in ["a,b", "a\0"] {
+            assert!(request.encode_reply(&vec![record(bad)], &mut Vec::new()).is_err(), "{bad:?}");
+        }
     }
 }
