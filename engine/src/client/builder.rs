@@ -142,7 +142,9 @@ impl ClientBuilder {
     /// Requests per second sent to one server at most (all connections to
     /// it together), or `None` for no cap. Default: off for explicit
     /// `hosts` and `candidates`, [`PUBLIC_RATE_CAP_PER_SEC`] for the
-    /// bundled public list. A request waits for its turn within its own
+    /// bundled public list. Another pool given no servers of its own uses
+    /// these hosts and this cap (unless [`pool_rate_cap`](Self::pool_rate_cap)
+    /// sets its own). A request waits for its turn within its own
     /// deadline; `PoolBusy` is unchanged.
     pub fn rate_cap(mut self, per_sec: Option<u32>) -> Self {
         self.main.rate_cap_per_sec = Some(per_sec);
@@ -492,8 +494,12 @@ impl ClientBuilder {
             canary_probe: canary_probe.into_iter().map(Arc::new).collect(),
             second_opinion: self.second_opinion,
             rate_cap_per_sec: settings.rate_cap_per_sec.unwrap_or_else(|| {
-                let public = settings.hosts.is_empty() && settings.candidates.is_none();
-                public.then_some(PUBLIC_RATE_CAP_PER_SEC)
+                let own_servers = !settings.hosts.is_empty() || settings.candidates.is_some();
+                if pool != Pool::Main && !own_servers && !self.main.hosts.is_empty() {
+                    // On the main pool's hosts: the same servers, so the same cap per server.
+                    return self.main.rate_cap_per_sec.flatten();
+                }
+                (!own_servers).then_some(PUBLIC_RATE_CAP_PER_SEC)
             }),
             connect_concurrency: self.connect_concurrency,
             connects_per_host: self.connects_per_host,
@@ -589,4 +595,25 @@ struct PoolSettings {
 /// One `hosts` or `candidates` entry, parsed by [`Endpoint`]'s `FromStr`.
 fn parse_host(host: &str, field: &'static str) -> Result<Endpoint, ConfigError> {
     host.parse().map_err(|e: crate::endpoint::EndpointError| ConfigError { field, reason: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Client;
+
+    #[test]
+    fn a_pool_on_the_main_pools_hosts_keeps_its_rate_cap() {
+        // Seed 106092 of the simulation: the MAC pool reached a capped server uncapped.
+        let capped = Client::builder().hosts(["127.0.0.1:7709"]).rate_cap(Some(16));
+        for pool in [Pool::Mac, Pool::MoneyFlow, Pool::Ex] {
+            assert_eq!(capped.supervisor_config(pool, None).unwrap().rate_cap_per_sec, Some(16), "{pool}");
+        }
+        let own = capped.clone().pool_hosts(Pool::Mac, ["127.0.0.1:7710"]);
+        assert_eq!(own.supervisor_config(Pool::Mac, None).unwrap().rate_cap_per_sec, None, "its own servers");
+        let set = capped.pool_rate_cap(Pool::Mac, Some(3));
+        assert_eq!(set.supervisor_config(Pool::Mac, None).unwrap().rate_cap_per_sec, Some(3), "its own cap");
+        let uncapped = Client::builder().hosts(["127.0.0.1:7709"]);
+        assert_eq!(uncapped.supervisor_config(Pool::Mac, None).unwrap().rate_cap_per_sec, None);
+    }
 }
