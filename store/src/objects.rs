@@ -19,7 +19,7 @@ use bytes::Bytes;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as Key;
 use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
-use tdx_engine::runtime::connector::{loopback_only, LOOPBACK_ONLY_ENV};
+use tdx_engine::runtime::connector::{is_loopback_host, loopback_only, LOOPBACK_ONLY_ENV};
 
 /// Why a store on object storage cannot be used; the store's own error
 /// carries it (`StoreError::Url`, `Access`, `Object`).
@@ -153,12 +153,12 @@ impl Objects {
         if loopback_only() {
             let host = endpoint.as_deref().and_then(|e| e.split_once("://")).map(|(_, rest)| {
                 let authority = rest.split('/').next().unwrap_or_default();
-                let host = authority.rsplit_once(':').map_or(authority, |(h, _)| h);
-                host.trim_start_matches('[').trim_end_matches(']').to_owned()
+                match authority.strip_prefix('[').and_then(|a| a.split_once(']')) {
+                    Some((v6, _)) => v6,
+                    None => authority.split(':').next().unwrap_or_default(),
+                }
             });
-            let loopback = host
-                .is_some_and(|h| h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()));
-            if !loopback {
+            if !host.is_some_and(is_loopback_host) {
                 return Err(env(match endpoint {
                     Some(e) => format!(
                         "AWS_ENDPOINT_URL {e:?}: refused, {LOOPBACK_ONLY_ENV} is set and this is not a loopback address"

@@ -176,9 +176,7 @@ impl Transport {
             None => None,
         };
         if crate::runtime::connector::loopback_only() {
-            let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
-            let loopback = host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-            if !loopback {
+            if !crate::runtime::connector::is_loopback_host(url.host_str().unwrap_or_default()) {
                 return Err(F10Error::Connect {
                     url: url.to_string(),
                     reason: format!(

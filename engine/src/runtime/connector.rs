@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -80,6 +80,15 @@ pub const LOOPBACK_ONLY_ENV: &str = "TDX_ENGINE_LOOPBACK_ONLY";
 pub fn loopback_only() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var(LOOPBACK_ONLY_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
+}
+
+/// Whether a URL's host (`127.0.0.1`, `[::1]`, `localhost`) names this
+/// machine: the check the HTTP clients (the F10 gateway, the store's object
+/// storage) make under [`loopback_only`]. A v4-mapped `[::ffff:127.0.0.1]`
+/// is not loopback here, as the standard library says.
+pub fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Tokio TCP: no Nagle delay, keepalive probes, a connect timeout.
@@ -178,5 +187,20 @@ impl Connector for TurmoilConnector {
     fn begin_thread_loan(&self, stream: &Self::Stream, first: bool) -> bool {
         let _ = (stream, first);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_host;
+
+    #[test]
+    fn loopback_hosts_are_this_machine_only() {
+        for host in ["127.0.0.1", "127.8.9.10", "[::1]", "::1", "localhost", "LOCALHOST"] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in ["[::ffff:127.0.0.1]", "192.0.2.1", "localhost.example", "", "[::]", "example.com"] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
     }
 }
