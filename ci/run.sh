@@ -44,10 +44,14 @@ keep_dev_null() {
     fi
 }
 
+step_started=()
+step_names=()
 step() {
     keep_dev_null
     # Minutes since the start: where a slow run spends its time.
     printf '\n==> %s  [%d:%02d]\n' "$*" $((SECONDS / 60)) $((SECONDS % 60))
+    step_started+=("$SECONDS")
+    step_names+=("$*")
 }
 
 step "toolchain"
@@ -196,6 +200,13 @@ bash tests/gateway/run.sh
 step "tests"
 cargo test --workspace --locked 2>&1 | tee target/test.log
 printf '\nci: %d:%02d in all\n' $((SECONDS / 60)) $((SECONDS % 60))
+# Each step's seconds, slowest first: the end of the log is what a CI page
+# shows, and this says where the run's time went.
+for i in "${!step_started[@]}"; do
+    next=$((i + 1))
+    ended="${step_started[next]:-$SECONDS}"
+    printf '%6d s  %s\n' $((ended - step_started[i])) "${step_names[i]:0:90}"
+done | sort -rn | sed -n 1,12p
 # One closing line for the whole run (cargo prints one per test binary,
 # and the last of those is a doc-test binary that may hold none; pytest
 # prints one summary line, "N passed, M failed in S").
