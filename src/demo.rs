@@ -116,8 +116,8 @@ async fn store_demo(
     let args = crate::sync::SyncArgs {
         out: dir.to_owned(),
         periods: vec![Period::Day],
-        markets: vec![Market::Sz, Market::Sh, Market::Bj],
-        codes,
+        markets: [Market::Sz, Market::Sh, Market::Bj].map(crate::sync::ex::SyncMarket::Stock).to_vec(),
+        codes: codes.into_iter().map(crate::sync::ex::SyncCode::Stock).collect(),
         with: Vec::new(),
         since: None,
         jobs: None,

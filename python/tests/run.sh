@@ -5,7 +5,7 @@
 # and the sdist, which pip builds into a venv of its own (Rust on PATH,
 # maturin pinned, no build isolation) and a smoke call checks; the wheel goes
 # into a fresh venv from a shell whose PATH has no cargo or rustc, beside
-# pinned pytest, pyarrow, pandas, polars, mypy, dask, distributed, moto's S3 server and s3fs; then the stubs are checked
+# pinned pytest, pyarrow, pandas, polars, mypy, dask, distributed, moto's S3 server, s3fs and duckdb; then the stubs are checked
 # against the extension (mypy.stubtest, signatures included), the typed
 # example with `mypy --strict`, and pytest runs against `tdx-sim serve`
 # inside a network namespace where only loopback is up. Arguments go to pytest.
@@ -23,7 +23,8 @@ WHEELS="target/python-dist"
 BUILD_PINS=(maturin==1.16.0)
 PINS=(pytest==9.2.0 pyarrow==26.0.1 pandas==3.1.1 numpy==2.4.6 polars==2.1.0 mypy==2.4.1
     "dask[dataframe]==2026.8.0" distributed==2026.8.0 # tests/test_dask.py
-    "moto[server]==5.2.5" boto3==1.43.117 s3fs==2026.9.0) # tests/test_s3.py: an S3 server on loopback
+    "moto[server]==5.2.5" boto3==1.43.117 s3fs==2026.9.0 # tests/test_s3.py: an S3 server on loopback
+    duckdb==2.0.1) # tests/test_sync_ex.py: the store read by DuckDB
 
 # PATH without any directory holding cargo or rustc: what a user without
 # Rust has.

@@ -17,7 +17,8 @@ use clap::Args;
 use tdx_engine::adjust::AdjustmentFactors;
 use tdx_engine::calendar::TradingCalendar;
 use tdx_engine::proto::commands::{Adjust, Bar, CapitalChange, Period};
-use tdx_engine::proto::{Category, Date, Market, SecurityCode};
+use tdx_engine::proto::ex::ExCode;
+use tdx_engine::proto::{Category, Date, SecurityCode};
 use tdx_engine::Client;
 
 use crate::{CliError, Context};
@@ -27,6 +28,7 @@ use store::{Corporate, Coverage, Manifest, Store};
 use update::update;
 
 pub(crate) mod backfill;
+pub(crate) mod ex;
 mod f10;
 mod report;
 mod update;
@@ -46,12 +48,14 @@ pub struct SyncArgs {
     /// Periods to keep: day, week, month, quarter, year, 1m, 5m, 15m, 30m, 60m.
     #[arg(long, value_delimiter = ',', default_value = "day", value_parser = crate::parse_period)]
     pub periods: Vec<Period>,
-    /// Markets whose listed securities to keep.
-    #[arg(long, value_delimiter = ',', default_value = "sz,sh,bj")]
-    pub markets: Vec<Market>,
-    /// Only these securities (instead of every listed one of --markets).
-    #[arg(long, value_delimiter = ',')]
-    pub codes: Vec<SecurityCode>,
+    /// Markets whose listed securities to keep: sz, sh, bj, and extended
+    /// markets (7727) by id or name (47 or cffex, 31 or hk_main).
+    #[arg(long, value_delimiter = ',', default_value = "sz,sh,bj", value_parser = ex::parse_market)]
+    pub markets: Vec<ex::SyncMarket>,
+    /// Only these securities (instead of every listed one of --markets):
+    /// sz000001, or extended-market instruments MARKET#CODE (47#IFL0).
+    #[arg(long, value_delimiter = ',', value_parser = ex::parse_code)]
+    pub codes: Vec<ex::SyncCode>,
     /// Also store: xdxr (raw capital-change records), finance (one table),
     /// f10:ENTRY (an F10 gateway entry per stock, e.g. f10:finance_report).
     #[arg(long = "with", value_delimiter = ',', value_parser = f10::parse_with)]
@@ -268,6 +272,8 @@ struct Job {
     store: Store,
     periods: Vec<Period>,
     since: Option<u32>,
+    /// `--periods` as the extended markets' periods (for their instruments).
+    ex_periods: Vec<(Period, tdx_engine::proto::ex::ExPeriod)>,
     xdxr: bool,
     /// `--views`: qfq, hfq.
     views: Vec<Adjust>,
@@ -286,18 +292,36 @@ struct Job {
     written: Mutex<BTreeMap<String, String>>,
 }
 
-/// The securities to keep: `--codes`, or every listed one of `--markets`.
-async fn securities(ctx: &Context, args: &SyncArgs, tally: &Tally) -> Result<Vec<(SecurityCode, bool)>, CliError> {
+/// The securities and extended-market instruments to keep: `--codes`, or
+/// every listed one of `--markets`.
+async fn securities(
+    ctx: &Context,
+    args: &SyncArgs,
+    tally: &Tally,
+) -> Result<(Vec<(SecurityCode, bool)>, Vec<ExCode>), CliError> {
+    let (mut out, mut instruments) = (Vec::new(), Vec::new());
     if !args.codes.is_empty() {
-        return Ok(args.codes.iter().map(|c| (*c, c.category() == Category::AShare)).collect());
+        for code in &args.codes {
+            match code {
+                ex::SyncCode::Stock(c) => out.push((*c, c.category() == Category::AShare)),
+                ex::SyncCode::Ex(c) => instruments.push(c.clone()),
+            }
+        }
+        return Ok((out, instruments));
     }
-    let mut out = Vec::new();
+    let mut ex_markets = Vec::new();
     for &market in &args.markets {
-        let list = ctx.client.all_codes(market, None).await?;
-        tally.requests.fetch_add(list.len() as u64 / 1600 + 1, Ordering::Relaxed);
-        out.extend(list.into_iter().map(|s| (s.code, s.code.category() == Category::AShare)));
+        match market {
+            ex::SyncMarket::Stock(market) => {
+                let list = ctx.client.all_codes(market, None).await?;
+                tally.requests.fetch_add(list.len() as u64 / 1600 + 1, Ordering::Relaxed);
+                out.extend(list.into_iter().map(|s| (s.code, s.code.category() == Category::AShare)));
+            }
+            ex::SyncMarket::Ex(id) => ex_markets.push(id),
+        }
     }
-    Ok(out)
+    instruments.extend(ex::instruments(ctx, &ex_markets, &tally.requests).await?);
+    Ok((out, instruments))
 }
 
 /// The trading calendar back to the oldest day this run needs: the
@@ -344,12 +368,19 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         Some(shard) => with_fragment(manifest, shard::read_fragment(&store, shard).map_err(|e| escaped(&e))?),
         None => manifest,
     };
-    let mut codes = securities(ctx, &args, &tally).await?;
+    // Bad --periods for extended instruments is bad usage, found before any request.
+    let named_ex = args.codes.iter().any(|c| matches!(c, ex::SyncCode::Ex(_)));
+    let listed_ex = args.codes.is_empty() && args.markets.iter().any(|m| matches!(m, ex::SyncMarket::Ex(_)));
+    let ex_periods = if named_ex || listed_ex { ex::ex_periods(&args.periods)? } else { Vec::new() };
+    let (mut codes, mut instruments) = securities(ctx, &args, &tally).await?;
     if let Some(shard) = args.shard {
         codes.retain(|(code, _)| shard.owns(*code));
+        instruments.retain(|code| shard.owns_ex(code));
     }
+    let items: Vec<ex::Item> =
+        codes.iter().map(|(c, _)| ex::Item::Stock(*c)).chain(instruments.iter().cloned().map(ex::Item::Ex)).collect();
     if args.dry_run {
-        return dry_run(ctx, &args.periods, &manifest, &codes);
+        return dry_run(ctx, &args.periods, &manifest, &items);
     }
     store.create().map_err(|e| escaped(&e))?;
     match args.shard {
@@ -370,13 +401,15 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
             changes.entry(*code).or_default();
         }
     }
-    let calendar = calendar_for(ctx, &args, &manifest, &codes, &tally).await;
+    // The A-share calendar sizes A-share updates only.
+    let calendar = if codes.is_empty() { None } else { calendar_for(ctx, &args, &manifest, &codes, &tally).await };
     let jobs = args.jobs.unwrap_or_else(|| ctx.client.diagnostics().supervisor.slots.len()).max(1);
     let job = Arc::new(Job {
         client: ctx.client.clone(),
         store: store.clone(),
         periods: args.periods.clone(),
         since: args.since.map(Date::yyyymmdd),
+        ex_periods,
         xdxr: args.with.iter().any(|w| w == "xdxr"),
         views: args.views.clone(),
         calendar,
@@ -388,10 +421,10 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         written: Mutex::new(BTreeMap::new()),
     });
     let manifest = Arc::new(Mutex::new(Manifest { schema_version: store::SCHEMA_VERSION, ..manifest }));
-    let progress = progress_bar(codes.len() as u64, ctx.format)?;
-    let queue = Arc::new(Mutex::new(codes.iter().map(|(c, _)| *c).collect::<std::collections::VecDeque<_>>()));
+    let progress = progress_bar(items.len() as u64, ctx.format)?;
+    let queue = Arc::new(Mutex::new(items.iter().cloned().collect::<std::collections::VecDeque<_>>()));
     let changes = Arc::new(changes);
-    let failed: Arc<Mutex<Vec<(SecurityCode, String)>>> = Arc::default();
+    let failed: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
     // The first store failure: every worker stops at its next security.
     let stopped: Arc<Mutex<Option<store::StoreError>>> = Arc::default();
     let mut workers = tokio::task::JoinSet::new();
@@ -407,8 +440,12 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         );
         workers.spawn(async move {
             loop {
-                let Some(code) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else { break };
-                match sync_security(&job, code, changes.get(&code).map(Vec::as_slice)).await {
+                let Some(item) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else { break };
+                let done = match &item {
+                    ex::Item::Stock(code) => sync_security(&job, *code, changes.get(code).map(Vec::as_slice)).await,
+                    ex::Item::Ex(code) => ex::sync_instrument(&job, code).await,
+                };
+                match done {
                     Ok(coverage) => {
                         let mut m = manifest.lock().unwrap_or_else(|e| e.into_inner());
                         for (key, c) in coverage {
@@ -419,7 +456,7 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
                         }
                     }
                     Err(Failure::Security(e)) => {
-                        failed.lock().unwrap_or_else(|e| e.into_inner()).push((code, e.to_string()))
+                        failed.lock().unwrap_or_else(|e| e.into_inner()).push((item.to_string(), e.to_string()))
                     }
                     Err(Failure::Store(e)) => {
                         queue.lock().unwrap_or_else(|e| e.into_inner()).clear();
@@ -491,16 +528,16 @@ pub async fn run(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
         CliError::new(format!("cannot write the store: {}", crate::output::escape_control(&e.to_string())))
     })?;
     let failed = std::mem::take(&mut *failed.lock().unwrap_or_else(|e| e.into_inner()));
-    summary(ctx, &args.out, &tally, codes.len(), &failed, started.elapsed())?;
+    summary(ctx, &args.out, &tally, items.len(), &failed, started.elapsed())?;
     if failed.is_empty() {
         return Ok(());
     }
-    let names: Vec<String> = failed.iter().take(20).map(|(c, _)| c.to_string()).collect();
+    let names: Vec<String> = failed.iter().take(20).map(|(c, _)| c.clone()).collect();
     let more = if failed.len() > 20 { format!(" and {} more", failed.len() - 20) } else { String::new() };
     Err(CliError::new(format!(
         "{} of {} securities failed ({}{more}); run again to resume: {}",
         failed.len(),
-        codes.len(),
+        items.len(),
         names.join(", "),
         failed[0].1
     )))
@@ -565,7 +602,7 @@ async fn sync_f10(
     entries: &[&str],
     stocks: &[SecurityCode],
     tally: &Tally,
-    failed: &mut Vec<(SecurityCode, String)>,
+    failed: &mut Vec<(String, String)>,
 ) -> Result<(), CliError> {
     let f10 = ctx.client.f10();
     for entry in entries {
@@ -576,7 +613,7 @@ async fn sync_f10(
             let reply = match f10.query(&query).await {
                 Ok(reply) => reply,
                 Err(e) => {
-                    failed.push((code, format!("f10:{entry}: {e}")));
+                    failed.push((code.to_string(), format!("f10:{entry}: {e}")));
                     continue;
                 }
             };

@@ -11,7 +11,6 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use tdx_engine::proto::commands::Period;
-use tdx_engine::proto::SecurityCode;
 
 use super::store::Manifest;
 use crate::output::{Cell, Format, Table};
@@ -61,7 +60,7 @@ pub fn summary(
     out_dir: &Path,
     tally: &Tally,
     securities: usize,
-    failed: &[(SecurityCode, String)],
+    failed: &[(String, String)],
     elapsed: Duration,
 ) -> Result<(), CliError> {
     let periods = tally.periods.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -85,7 +84,7 @@ pub fn summary(
             "bytes_read": read,
             "retries": retries,
             "timeouts": timeouts,
-            "failed": failed.iter().map(|(c, e)| json!({"code": c.to_string(), "error": e})).collect::<Vec<_>>(),
+            "failed": failed.iter().map(|(c, e)| json!({"code": c, "error": e})).collect::<Vec<_>>(),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())?;
         return Ok(());
@@ -123,14 +122,21 @@ pub fn dry_run(
     ctx: &Context,
     periods: &[Period],
     manifest: &Manifest,
-    codes: &[(SecurityCode, bool)],
+    codes: &[super::ex::Item],
 ) -> Result<(), CliError> {
     let mut table = Table::new(&["period", "full downloads", "updates", "stored bars", "updates since"]);
     let mut rows = Vec::new();
     for &period in periods {
         let (mut full, mut updates, mut stored, mut oldest_last) = (0i64, 0i64, 0i64, None::<String>);
-        for (code, _) in codes {
-            match manifest.bars.get(&Manifest::key(period, *code)) {
+        for item in codes {
+            let key = match item {
+                super::ex::Item::Stock(code) => Manifest::key(period, *code),
+                super::ex::Item::Ex(code) => match super::ex::ex_period(period) {
+                    Some(p) => tdx_store::manifest::ex_key(p, code),
+                    None => continue,
+                },
+            };
+            match manifest.bars.get(&key) {
                 Some(c) if c.rows > 0 => {
                     updates += 1;
                     stored += c.rows as i64;

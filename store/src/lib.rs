@@ -5,6 +5,7 @@
 //! Layout, schemas and the atomicity promise: docs/SYNC.md.
 
 pub mod backfill;
+pub mod ex;
 pub mod manifest;
 pub mod objects;
 pub mod shard;

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use tdx_engine::proto::commands::Period;
+use tdx_engine::proto::ex::{ExCode, ExMarket, ExPeriod};
 use tdx_engine::proto::SecurityCode;
 
 /// Bumped when a column changes meaning.
@@ -141,6 +142,16 @@ impl Manifest {
         let entry = |key: &str, why: String| ManifestError::Entry { key: key.to_owned(), why };
         for (key, coverage) in &manifest.bars {
             let (period, code) = key.split_once('/').ok_or_else(|| entry(key, "not PERIOD/CODE".into()))?;
+            if code.contains('#') {
+                // An extended-market instrument (`day/47#IFL0`).
+                let period: ExPeriod = period.parse().map_err(|e| entry(key, e))?;
+                let code: ExCode = code.parse().map_err(|e| entry(key, format!("{e}")))?;
+                let want = ex_bars_path(period, &code);
+                if coverage.file != want {
+                    return Err(entry(key, format!("file {:?} is not {want:?}", coverage.file)));
+                }
+                continue;
+            }
             let period: Period = period.parse().map_err(|e| entry(key, format!("{e}")))?;
             let code: SecurityCode = code.parse().map_err(|e| entry(key, format!("{e}")))?;
             let want = bars_path(period, code);
@@ -183,6 +194,59 @@ impl Manifest {
 /// `bars/period=P/market=M/CODE.parquet`, the relative path of a bars file.
 pub fn bars_path(period: Period, code: SecurityCode) -> String {
     format!("bars/period={period}/market={}/{code}.parquet", code.market().prefix())
+}
+
+/// The manifest key of an extended-market instrument's bars: `day/47#IFL0`.
+pub fn ex_key(period: ExPeriod, code: &ExCode) -> String {
+    format!("{period}/{code}")
+}
+
+/// The `market=` partition of an extended market: its short name
+/// (`cffex`, `hk_main`, `us_stock`), or `exID` for an id the table lacks;
+/// none of them is an A-share market's `sz`, `sh` or `bj`.
+pub fn ex_market_dir(market_id: u8) -> String {
+    ExMarket::from_id(market_id).map_or_else(|| format!("ex{market_id}"), |m| m.name().to_owned())
+}
+
+/// The file name stem of an instrument: `47_IFL0`. Bytes of the code other
+/// than ASCII letters, digits, `_` and `-` are written `~XX` (hex), so a
+/// server's code never makes a path component (`/`, `..`) or a hidden file.
+pub fn ex_file_stem(code: &ExCode) -> String {
+    let mut out = format!("{}_", code.market_id());
+    for b in code.code().bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("~{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The instrument of an [`ex_file_stem`], `None` for any other name.
+pub fn ex_code_of_stem(stem: &str) -> Option<ExCode> {
+    let (market, escaped) = stem.split_once('_')?;
+    if market.is_empty() || !market.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut code = Vec::new();
+    let mut bytes = escaped.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'~' {
+            let hex = [bytes.next()?, bytes.next()?];
+            code.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
+        } else {
+            code.push(b);
+        }
+    }
+    let code = ExCode::new(market.parse().ok()?, std::str::from_utf8(&code).ok()?).ok()?;
+    (ex_file_stem(&code) == stem).then_some(code)
+}
+
+/// `bars/period=P/market=NAME/ID_CODE.parquet`, the relative path of an
+/// extended-market instrument's bars file (`market=cffex/47_IFL0.parquet`).
+pub fn ex_bars_path(period: ExPeriod, code: &ExCode) -> String {
+    format!("bars/period={period}/market={}/{}.parquet", ex_market_dir(code.market_id()), ex_file_stem(code))
 }
 
 /// `f10/ENTRY/market=M/CODE.parquet`, the relative path of an F10 answer.
@@ -266,6 +330,40 @@ mod tests {
         }
         assert!(Manifest::parse(b"").is_err());
         assert!(Manifest::parse(b"\x00\xff garbage").is_err());
+    }
+
+    #[test]
+    fn extended_market_entries_read_back_and_their_paths_are_plain() {
+        let mut m = one();
+        for text in ["47#IFL0", "31#00700", "74#BRK.B", "2#../x", "47#A/B~"] {
+            let code: ExCode = text.parse().unwrap();
+            let stem = ex_file_stem(&code);
+            assert_eq!(ex_code_of_stem(&stem), Some(code.clone()), "{stem}");
+            let path = ex_bars_path(ExPeriod::Day, &code);
+            assert!(!path.contains("..") && path.split('/').count() == 4, "{path}");
+            let coverage = Coverage {
+                file: path,
+                rows: 1,
+                first: "2026-11-27".into(),
+                last: "2026-11-27".into(),
+                bytes: 1,
+                checksum: None,
+            };
+            m.bars.insert(ex_key(ExPeriod::Day, &code), coverage);
+        }
+        assert_eq!(
+            ex_bars_path(ExPeriod::Day, &"47#IFL0".parse().unwrap()),
+            "bars/period=day/market=cffex/47_IFL0.parquet"
+        );
+        assert_eq!(ex_bars_path(ExPeriod::Min5, &"2#X".parse().unwrap()), "bars/period=5m/market=ex2/2_X.parquet");
+        assert_eq!(ex_code_of_stem("47_IFL0"), Some("47#IFL0".parse().unwrap()));
+        for other in ["sz000001", "47_", "x_IF", "47_A~2", "47_A~2e", "47_A.B"] {
+            assert_eq!(ex_code_of_stem(other), None, "{other}");
+        }
+        assert_eq!(Manifest::parse(&m.to_bytes()).unwrap(), m);
+        let text = String::from_utf8(m.to_bytes()).unwrap();
+        let moved = text.replace("market=cffex/47_IFL0", "market=sz/47_IFL0");
+        assert!(matches!(Manifest::parse(moved.as_bytes()), Err(ManifestError::Entry { .. })));
     }
 
     #[test]

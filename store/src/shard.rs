@@ -15,6 +15,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use tdx_engine::proto::ex::ExCode;
 use tdx_engine::proto::SecurityCode;
 
 use crate::manifest::{Manifest, ManifestError};
@@ -58,9 +59,15 @@ impl Shard {
     /// code's text, modulo `count`. Other tools (the Dask driver) compute
     /// the same split from this definition.
     pub fn of(code: SecurityCode, count: u32) -> u32 {
+        Self::of_text(&code.to_string(), count)
+    }
+
+    /// [`of`](Self::of) for any code's text: an extended-market
+    /// instrument's is `47#IFL0`.
+    pub fn of_text(code: &str, count: u32) -> u32 {
         assert!(count >= 1, "a split has at least one shard");
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in code.to_string().bytes() {
+        for b in code.bytes() {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
@@ -70,6 +77,11 @@ impl Shard {
     pub fn owns(&self, code: SecurityCode) -> bool {
         debug_assert!(self.index < self.count);
         Self::of(code, self.count) == self.index
+    }
+
+    /// True when this shard keeps the extended-market instrument `code`.
+    pub fn owns_ex(&self, code: &ExCode) -> bool {
+        Self::of_text(&code.to_string(), self.count) == self.index
     }
 
     /// `shards/I-of-N.json`, relative to the store's root.
@@ -86,15 +98,22 @@ impl Shard {
             return true;
         }
         let stem = name.strip_suffix(".parquet").unwrap_or(name);
+        if let Some(code) = crate::manifest::ex_code_of_stem(stem) {
+            return self.owns_ex(&code);
+        }
         stem.parse::<SecurityCode>().is_ok_and(|code| self.owns(code))
     }
 
     /// The entries of `manifest` that belong to this shard's securities.
     pub fn restrict(&self, manifest: &Manifest) -> Manifest {
         let by_code = |code: Option<SecurityCode>| code.is_some_and(|c| self.owns(c));
+        let bars_entry = |key: &str| match entry_ex_code(key) {
+            Some(code) => self.owns_ex(&code),
+            None => by_code(entry_code(key)),
+        };
         Manifest {
             schema_version: manifest.schema_version,
-            bars: keep(&manifest.bars, |k| by_code(entry_code(k))),
+            bars: keep(&manifest.bars, bars_entry),
             corporate: keep(&manifest.corporate, |k| by_code(k.parse().ok())),
             files: keep(&manifest.files, |k| by_code(path_code(k))),
             f10: keep(&manifest.f10, |k| by_code(entry_code(k))),
@@ -110,6 +129,11 @@ fn keep<V: Clone>(map: &BTreeMap<String, V>, mine: impl Fn(&str) -> bool) -> BTr
 /// The code of a `PERIOD/CODE` or `ENTRY/CODE` key.
 fn entry_code(key: &str) -> Option<SecurityCode> {
     key.rsplit_once('/')?.1.parse().ok()
+}
+
+/// The instrument of an extended-market `PERIOD/MARKET#CODE` key (its code may hold `/`).
+fn entry_ex_code(key: &str) -> Option<ExCode> {
+    key.split_once('/')?.1.parse().ok()
 }
 
 /// The code a per-security file's name carries (`.../sz000001.parquet`);

@@ -468,7 +468,7 @@ pub fn epoch_millis(t: DateTime) -> i64 {
     (seconds - UTC_OFFSET_SECONDS) * 1000 + i64::from(t.time.millis())
 }
 
-fn from_epoch_millis(ms: i64) -> Option<DateTime> {
+pub(crate) fn from_epoch_millis(ms: i64) -> Option<DateTime> {
     let local = ms + UTC_OFFSET_SECONDS * 1000;
     let days = local.div_euclid(86_400_000);
     let rest = local.rem_euclid(86_400_000);
@@ -570,7 +570,7 @@ pub fn encode_bars(code: SecurityCode, bars: &[Bar]) -> Result<Vec<u8>, parquet:
     encode_batch(&batch)
 }
 
-fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, String> {
+pub(crate) fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, String> {
     batch.column_by_name(name).ok_or_else(|| format!("no column {name}"))?.as_any().downcast_ref::<T>().ok_or_else(
         || {
             format!(
