@@ -8,7 +8,9 @@
 use clap::{Subcommand, ValueEnum};
 use tdx_engine::proto::commands::{Adjust, Period};
 use tdx_engine::proto::ex::{ExBars, ExCode, ExHistoryTicks, ExPeriod, ExTick, ExTicks, MacEx, OnEx};
-use tdx_engine::proto::limits::{EX_BARS_PER_PAGE_MAX, EX_TICKS_PER_PAGE_MAX, MAC_BARS_PER_PAGE_MAX, MAC_TICKS_PER_PAGE_MAX};
+use tdx_engine::proto::limits::{
+    EX_BARS_PER_PAGE_MAX, EX_TICKS_PER_PAGE_MAX, MAC_BARS_PER_PAGE_MAX, MAC_TICKS_PER_PAGE_MAX,
+};
 use tdx_engine::proto::mac::{FieldBitmap, MacBar, MacField, MacGoods, MacTick};
 use tdx_engine::proto::TradeDate;
 use tdx_engine::table::{Table, Tabular};

@@ -193,7 +193,8 @@ fn ex_via_mac_ex_prints_what_truth_prints() {
         let got: Vec<Value> = got.iter().map(|r| Value::Object(pick(r, &keys))).collect();
         assert!(same(&Value::Array(got.clone()), &Value::Array(want.clone())), "{code}: {got:?}\n{want:?}");
     }
-    let got = local_json(&["ex", "bars", "47#IFL0", "--period", "5m", "--start", "7", "--count", "30", "--via", "mac-ex"]);
+    let got =
+        local_json(&["ex", "bars", "47#IFL0", "--period", "5m", "--start", "7", "--count", "30", "--via", "mac-ex"]);
     let want = rows(truth(&["ex-mac-bars", "47#IFL0", "--period", "0", "--start", "7", "--count", "30"]));
     assert_eq!(got.len(), 30);
     let keys = ["date", "time", "open", "high", "low", "close", "amount", "volume"];
@@ -223,8 +224,10 @@ fn ex_via_mac_ex_prints_what_truth_prints() {
         let got = local_json(&args);
         let want = rows(truth(&words));
         assert!(!want.is_empty());
-        let got: Vec<Value> = got.iter().map(|r| Value::Object(pick(r, &["time", "price", "avg_price", "volume"]))).collect();
-        let want: Vec<Value> = want.iter().map(|r| Value::Object(pick(r, &["time", "price", "avg_price", "volume"]))).collect();
+        let got: Vec<Value> =
+            got.iter().map(|r| Value::Object(pick(r, &["time", "price", "avg_price", "volume"]))).collect();
+        let want: Vec<Value> =
+            want.iter().map(|r| Value::Object(pick(r, &["time", "price", "avg_price", "volume"]))).collect();
         assert!(same(&Value::Array(got), &Value::Array(want)), "{date:?}");
     }
 

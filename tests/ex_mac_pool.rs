@@ -122,13 +122,20 @@ async fn every_mac_ex_method_agrees_with_the_world(client: &Client, w: &ExWorld,
     assert_eq!(got.len(), days.len().min(700));
     for (mac, ex) in got.iter().zip(&days[days.len() - got.len()..]) {
         assert_eq!(ExBarTime::Day(mac.date), ex.at);
-        assert_eq!((mac.open, mac.high, mac.low, mac.close, mac.amount), (ex.open, ex.high, ex.low, ex.close, ex.amount));
+        assert_eq!(
+            (mac.open, mac.high, mac.low, mac.close, mac.amount),
+            (ex.open, ex.high, ex.low, ex.close, ex.amount)
+        );
     }
     let page = client.ex_mac_bars(&fut, Period::Min5, Adjust::None, Page::new(3, 40)).await.unwrap();
     assert_eq!(page.iter().map(|b| b.0).collect::<Vec<_>>(), tdx_sim::ex::mac_ex::mac_bars(w, l, Period::Min5, 3, 40));
     assert_eq!(page.len(), 40);
-    let all = client.all_pages(MacEx(tdx_engine::proto::commands::MacBars::new(&fut, Period::Day, 0, 0, Adjust::None)), None);
-    assert_eq!(all.await.unwrap().iter().map(|b| b.0).collect::<Vec<_>>(), tdx_sim::ex::mac_ex::mac_bars(w, l, Period::Day, 0, u16::MAX));
+    let all =
+        client.all_pages(MacEx(tdx_engine::proto::commands::MacBars::new(&fut, Period::Day, 0, 0, Adjust::None)), None);
+    assert_eq!(
+        all.await.unwrap().iter().map(|b| b.0).collect::<Vec<_>>(),
+        tdx_sim::ex::mac_ex::mac_bars(w, l, Period::Day, 0, u16::MAX)
+    );
 
     // Minutes: the day's EX minute line, today's and a past day's.
     let past = w.days()[w.days().len() - 3];
@@ -163,12 +170,8 @@ async fn every_mac_ex_method_agrees_with_the_world(client: &Client, w: &ExWorld,
     // Goods: the market's listings in the table's order, or (as the free
     // servers of 2026) none.
     let goods = client.ex_mac_goods(47, Page::new(0, 1000)).await.unwrap();
-    let listed: Vec<String> = w
-        .listings()
-        .iter()
-        .filter(|l| l.info.code.market_id() == 47)
-        .map(|l| l.info.code.code().to_owned())
-        .collect();
+    let listed: Vec<String> =
+        w.listings().iter().filter(|l| l.info.code.market_id() == 47).map(|l| l.info.code.code().to_owned()).collect();
     if goods_listed {
         assert_eq!(goods.iter().map(|g| g.code.clone()).collect::<Vec<_>>(), listed);
     } else {
@@ -191,7 +194,10 @@ async fn every_mac_ex_method_answers_what_the_reference_exchange_holds() {
     let l = w.listing(&hk).unwrap();
     assert_eq!(pinned.ex_quote(&hk).await.unwrap(), w.quote(l));
     let line = pinned.ex_mac_minutes(&hk, None).await.unwrap();
-    assert_eq!(line.points.iter().map(|p| p.price).collect::<Vec<_>>(), w.minutes(l, w.today()).iter().map(|m| m.price).collect::<Vec<_>>());
+    assert_eq!(
+        line.points.iter().map(|p| p.price).collect::<Vec<_>>(),
+        w.minutes(l, w.today()).iter().map(|m| m.price).collect::<Vec<_>>()
+    );
     assert_eq!(pinned.ex_instrument_count().await.unwrap() as usize, w.listings().len());
     drop(pinned);
 
@@ -199,10 +205,11 @@ async fn every_mac_ex_method_answers_what_the_reference_exchange_holds() {
     let blocking = client.blocking();
     let us = ex("74#AAPL");
     let want = tdx_sim::ex::mac_ex::mac_bars(&w, w.listing(&us).unwrap(), Period::Week, 0, 700);
-    let got = tokio::task::spawn_blocking(move || blocking.ex_mac_bars(&us, Period::Week, Adjust::None, Page::new(0, 700)))
-        .await
-        .unwrap()
-        .unwrap();
+    let got =
+        tokio::task::spawn_blocking(move || blocking.ex_mac_bars(&us, Period::Week, Adjust::None, Page::new(0, 700)))
+            .await
+            .unwrap()
+            .unwrap();
     assert_eq!(got.iter().map(|b| b.0).collect::<Vec<_>>(), want);
 
     let d = client.pool_diagnostics(Pool::Ex).unwrap();
@@ -264,7 +271,8 @@ async fn a_mixed_ex_and_mac_ex_burst_loses_and_mismatches_nothing() {
                 match (round + i) % 4 {
                     0 => assert_eq!(client.ex_quote(&code).await.unwrap(), w.quote(l), "{code}"),
                     1 => {
-                        let rows = client.ex_mac_quotes(std::slice::from_ref(&code), FieldBitmap::of(FIELDS)).await.unwrap();
+                        let rows =
+                            client.ex_mac_quotes(std::slice::from_ref(&code), FieldBitmap::of(FIELDS)).await.unwrap();
                         assert_eq!(ex_symbol_text(&rows[0].symbol), code.to_string());
                         assert_eq!(f32_of(&rows[0], MacField::CLOSE), w.quote(l).price, "{code}");
                     }
@@ -274,7 +282,8 @@ async fn a_mixed_ex_and_mac_ex_burst_loses_and_mismatches_nothing() {
                         assert_eq!(bars, all[all.len().saturating_sub(20)..], "{code}");
                     }
                     _ => {
-                        let bars = client.ex_mac_bars(&code, Period::Day, Adjust::None, Page::new(0, 20)).await.unwrap();
+                        let bars =
+                            client.ex_mac_bars(&code, Period::Day, Adjust::None, Page::new(0, 20)).await.unwrap();
                         let want = tdx_sim::ex::mac_ex::mac_bars(&w, l, Period::Day, 0, 20);
                         assert_eq!(bars.iter().map(|b| b.0).collect::<Vec<_>>(), want, "{code}");
                     }
