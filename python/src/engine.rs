@@ -1238,7 +1238,8 @@ impl NativeClient {
     }
 
     fn ex_mac_quotes(&self, py: Python<'_>, codes_: Vec<String>, fields_: &str) -> PyResult<Table> {
-        let cs = codes_.iter().map(|c| ex_code(c).map_err(|_| value_error("codes", format!("{c:?} is not MARKET#CODE"))));
+        let cs =
+            codes_.iter().map(|c| ex_code(c).map_err(|_| value_error("codes", format!("{c:?} is not MARKET#CODE"))));
         let (cs, f) = (cs.collect::<PyResult<Vec<_>>>()?, fields(fields_)?);
         if cs.is_empty() || cs.len() > tdx_engine::proto::limits::MAC_QUOTE_CODES_MAX {
             return Err(value_error("codes", format!("{} instruments: give 1 to 80 per call", cs.len())));
@@ -1268,7 +1269,14 @@ impl NativeClient {
     }
 
     #[pyo3(signature = (code_, yyyymmdd, start, count))]
-    fn ex_mac_ticks(&self, py: Python<'_>, code_: &str, yyyymmdd: Option<u32>, start: i64, count: i64) -> PyResult<Table> {
+    fn ex_mac_ticks(
+        &self,
+        py: Python<'_>,
+        code_: &str,
+        yyyymmdd: Option<u32>,
+        start: i64,
+        count: i64,
+    ) -> PyResult<Table> {
         let (c, d) = (ex_code(code_)?, optional_trade_date("date", yyyymmdd)?);
         let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
         wait(py, self.client.ex_mac_ticks(&c, d, Page::new(s, n))).map(|r| convert::tabular(&r))
