@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use tdx_engine::proto::commands::{Adjust, AuxKind, CompanySection, Period, QuoteCategory};
 use tdx_engine::proto::ex::bars::EX_PERIOD_NAMES;
 use tdx_engine::proto::ex::{ExCode, ExMarket, ExPeriod};
+use tdx_engine::proto::limits::MAC_QUOTE_CODES_MAX;
 use tdx_engine::proto::mac::FieldBitmap;
 use tdx_engine::proto::{Market, SecurityCode, TradeDate};
 use tdx_engine::table::Table;
@@ -169,6 +170,12 @@ pub fn params(info: &CommandInfo) -> Vec<Param> {
                 ParamKind::Text,
                 None,
                 "The extended-market instrument, MARKET#CODE, e.g. 47#IFL0 or cffex#IFL0.",
+            )),
+            ArgKind::ExCodes => out.push(param(
+                name,
+                ParamKind::Text,
+                None,
+                format!("Extended-market instruments, comma-separated (at most {MAC_QUOTE_CODES_MAX}), e.g. 47#IFL0,74#AAPL."),
             )),
             ArgKind::ExPeriod => out.push(param(name, names(EX_PERIOD_NAMES), Some("day".into()), "The bar period.")),
             ArgKind::ExMarket => {
@@ -408,6 +415,18 @@ pub fn parse(info: &'static CommandInfo, given: &[(String, String)], reserved: &
                 length: integer("length", required("length")?)? as u32,
             }),
             ArgKind::ExCode => ArgValue::ExCode(parsed::<ExCode>(name, required(name)?)?),
+            ArgKind::ExCodes => {
+                let codes = required(name)?
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| parsed::<ExCode>(name, s))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if codes.is_empty() || codes.len() > MAC_QUOTE_CODES_MAX {
+                    return Err(bad(name, format!("give 1 to {MAC_QUOTE_CODES_MAX} instruments, not {}", codes.len())));
+                }
+                ArgValue::ExCodes(codes)
+            }
             ArgKind::ExPeriod => ArgValue::ExPeriod(parsed::<ExPeriod>(name, required(name)?)?),
             ArgKind::ExMarket => ArgValue::ExMarket(ex_market(required(name)?).map_err(|e| bad(name, e))?),
         };

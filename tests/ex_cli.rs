@@ -160,3 +160,99 @@ fn tables_csv_and_unknown_instruments() {
 fn truth_err(words: &[&str]) -> bool {
     tdx_sim::truth::Truth::new(1).query(words.iter().copied()).is_err()
 }
+
+/// `tdx ex ... --via mac-ex`: MAC-EX through the engine's 7727 pool prints
+/// what truth holds: a quote's fields are the EX quote's, bars and ticks
+/// `truth ex-mac-bars` / `ex-mac-ticks`, a minute line and sparkline the
+/// EX minutes.
+#[test]
+fn ex_via_mac_ex_prints_what_truth_prints() {
+    let got = local_json(&["ex", "quote", "47#IFL0", "74#AAPL", "--via", "mac-ex"]);
+    assert_eq!(got.len(), 2);
+    for (row, code) in got.iter().zip(["47#IFL0", "74#AAPL"]) {
+        let want = truth(&["ex-quote", code]);
+        assert_eq!(row["code"], Value::from(code));
+        for (column, field) in [
+            ("pre_close", "pre_close"),
+            ("open", "open"),
+            ("high", "high"),
+            ("low", "low"),
+            ("close", "price"),
+            ("volume", "volume"),
+            ("amount", "amount"),
+        ] {
+            assert!(same(&row[column], &want[field]), "{code} {column}: {} vs {}", row[column], want[field]);
+        }
+    }
+
+    for code in ["47#IFL0", "31#00700", "74#AAPL"] {
+        let got = local_json(&["ex", "bars", code, "--period", "day", "--count", "700", "--via", "mac-ex"]);
+        let want = rows(truth(&["ex-mac-bars", code, "--period", "4", "--count", "700"]));
+        assert!(!want.is_empty());
+        let keys = ["date", "time", "open", "high", "low", "close", "amount", "volume"];
+        let got: Vec<Value> = got.iter().map(|r| Value::Object(pick(r, &keys))).collect();
+        assert!(same(&Value::Array(got.clone()), &Value::Array(want.clone())), "{code}: {got:?}\n{want:?}");
+    }
+    let got =
+        local_json(&["ex", "bars", "47#IFL0", "--period", "5m", "--start", "7", "--count", "30", "--via", "mac-ex"]);
+    let want = rows(truth(&["ex-mac-bars", "47#IFL0", "--period", "0", "--start", "7", "--count", "30"]));
+    assert_eq!(got.len(), 30);
+    let keys = ["date", "time", "open", "high", "low", "close", "amount", "volume"];
+    let got: Vec<Value> = got.iter().map(|r| Value::Object(pick(r, &keys))).collect();
+    assert!(same(&Value::Array(got), &Value::Array(want)));
+
+    let days = rows(truth(&["ex-bars", "47#IFL0", "--period", "4"]));
+    let past = days[days.len() - 2]["at"].as_str().unwrap().replace('-', "");
+    for date in [None, Some(past.as_str())] {
+        let mut args = vec!["ex", "trades", "30#CUL0", "--via", "mac-ex"];
+        let mut words = vec!["ex-mac-ticks", "30#CUL0"];
+        if let Some(d) = date {
+            args.extend(["--date", d]);
+            words.extend(["--date", d]);
+        }
+        let got = local_json(&args);
+        let want = rows(truth(&words));
+        assert!(!want.is_empty());
+        assert!(same(&Value::Array(got), &Value::Array(want)), "{date:?}");
+
+        let mut args = vec!["ex", "minutes", "47#IFL0", "--via", "mac-ex"];
+        let mut words = vec!["ex-minutes", "47#IFL0"];
+        if let Some(d) = date {
+            args.extend(["--date", d]);
+            words.extend(["--date", d]);
+        }
+        let got = local_json(&args);
+        let want = rows(truth(&words));
+        assert!(!want.is_empty());
+        let got: Vec<Value> =
+            got.iter().map(|r| Value::Object(pick(r, &["time", "price", "avg_price", "volume"]))).collect();
+        let want: Vec<Value> =
+            want.iter().map(|r| Value::Object(pick(r, &["time", "price", "avg_price", "volume"]))).collect();
+        assert!(same(&Value::Array(got), &Value::Array(want)), "{date:?}");
+    }
+
+    let got = local_json(&["ex", "sparkline", "47#IFL0"]);
+    let want: Vec<Value> =
+        rows(truth(&["ex-minutes", "47#IFL0"])).iter().map(|m| serde_json::json!({"price": m["price"]})).collect();
+    assert!(same(&Value::Array(got), &Value::Array(want)));
+
+    let got = local_json(&["ex", "goods", "--market", "cffex"]);
+    let want: Vec<Value> = rows(truth(&["ex-instruments", "--market", "47"]))
+        .iter()
+        .map(|i| Value::from(i["code"].as_str().unwrap().split_once('#').unwrap().1))
+        .collect();
+    assert_eq!(got.iter().map(|g| g["code"].clone()).collect::<Vec<_>>(), want);
+}
+
+/// Why: MAC-EX-only options over EX are refused, not silently ignored.
+#[test]
+fn mac_ex_options_need_via_mac_ex() {
+    for args in [
+        vec!["--local", "ex", "quote", "47#IFL0", "--fields", "close"],
+        vec!["--local", "ex", "bars", "47#IFL0", "--adjust", "qfq"],
+    ] {
+        let out = tdx(&args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--via mac-ex"), "{args:?}");
+    }
+}

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tdx_engine::proto::commands::*;
 use tdx_engine::proto::ex::{
     ExBars, ExBarsRange, ExCode, ExHistoryMinutes, ExHistoryTicks, ExInstrumentCount, ExInstruments, ExMarkets,
-    ExMinutes, ExPeriod, ExQuoteList, ExQuoteOne, ExTicks,
+    ExMinutes, ExPeriod, ExQuoteList, ExQuoteOne, ExTicks, MacEx,
 };
 use tdx_engine::proto::{Market as Exchange, SecurityCode, TradeDate};
 use tdx_engine::table::Tabular;
@@ -497,6 +497,47 @@ fn every_command_equals_truth() {
         &format!("/api/ex_history_ticks?code={f}&date={d}&start=0&count=100"),
         typed(&t, ExHistoryTicks { date: ex_day, page: ticks }),
     );
+    // MAC-EX on the same listener.
+    let ex_fields: FieldBitmap = "pre_close,open,high,low,close,volume,amount".parse().unwrap();
+    let aapl: ExCode = "74#AAPL".parse().unwrap();
+    whole(
+        "ex_mac_quotes",
+        &format!("/api/ex_mac_quotes?codes={f},74%23AAPL&fields={ex_fields}"),
+        typed(&t, MacEx(MacQuotes { fields: ex_fields, symbols: vec![(&fut).into(), (&aapl).into()] })),
+    );
+    whole(
+        "ex_mac_bars",
+        &format!("/api/ex_mac_bars?code={f}&period=day&adjust=none&start=2&count=60"),
+        typed(&t, MacEx(MacBars::new(&fut, Period::Day, 2, 60, Adjust::None))),
+    );
+    whole(
+        "ex_mac_minutes",
+        &format!("/api/ex_mac_minutes?code={f}&date={d}"),
+        typed(&t, MacEx(MacMinutes { symbol: (&fut).into(), date: Some(trade_date) })),
+    );
+    whole(
+        "ex_mac_ticks",
+        &format!("/api/ex_mac_ticks?code={f}&start=5&count=40"),
+        typed(&t, MacEx(MacTicks { symbol: (&fut).into(), date: None, start: 5, count: 40 })),
+    );
+    whole(
+        "ex_mac_sparkline",
+        &format!("/api/ex_mac_sparkline?code={f}"),
+        typed(&t, MacEx(MacSparkline { symbol: (&fut).into() })),
+    );
+    whole(
+        "ex_mac_goods",
+        "/api/ex_mac_goods?market=cffex&start=0&count=20",
+        typed(&t, MacEx(MacGoods { market: 47, start: 0, count: 20 })),
+    );
+    checked.extend([
+        "ex_mac_quotes",
+        "ex_mac_bars",
+        "ex_mac_minutes",
+        "ex_mac_ticks",
+        "ex_mac_sparkline",
+        "ex_mac_goods",
+    ]);
     checked.extend([
         "ex_markets",
         "ex_instrument_count",

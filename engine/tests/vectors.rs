@@ -504,7 +504,13 @@ fn check_reply(v: &Value, payload: &[u8]) {
         | Reply::ExMinutes(_)
         | Reply::ExHistoryMinutes(_)
         | Reply::ExTicks(_)
-        | Reply::ExHistoryTicks(_) => {
+        | Reply::ExHistoryTicks(_)
+        | Reply::MacExQuotes(_)
+        | Reply::MacExBars(_)
+        | Reply::MacExMinutes(_)
+        | Reply::MacExTicks(_)
+        | Reply::MacExSparkline(_)
+        | Reply::MacExGoods(_) => {
             panic!("no vector exists yet for {command}; its codec tests and round trips cover it")
         }
         Reply::Auction(points) => {

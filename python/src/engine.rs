@@ -1237,6 +1237,62 @@ impl NativeClient {
         }
     }
 
+    fn ex_mac_quotes(&self, py: Python<'_>, codes_: Vec<String>, fields_: &str) -> PyResult<Table> {
+        let cs =
+            codes_.iter().map(|c| ex_code(c).map_err(|_| value_error("codes", format!("{c:?} is not MARKET#CODE"))));
+        let (cs, f) = (cs.collect::<PyResult<Vec<_>>>()?, fields(fields_)?);
+        if cs.is_empty() || cs.len() > tdx_engine::proto::limits::MAC_QUOTE_CODES_MAX {
+            return Err(value_error("codes", format!("{} instruments: give 1 to 80 per call", cs.len())));
+        }
+        wait(py, self.client.ex_mac_quotes(&cs, f)).map(|r| convert::tabular(&r))
+    }
+
+    #[pyo3(signature = (code_, period_, adjust_, start, count))]
+    fn ex_mac_bars(
+        &self,
+        py: Python<'_>,
+        code_: &str,
+        period_: &str,
+        adjust_: Option<&str>,
+        start: i64,
+        count: i64,
+    ) -> PyResult<Table> {
+        let (c, p, a) = (ex_code(code_)?, period(period_)?, mac_adjust(adjust_)?);
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        wait(py, self.client.ex_mac_bars(&c, p, a, Page::new(s, n))).map(|r| convert::tabular(&r))
+    }
+
+    #[pyo3(signature = (code_, yyyymmdd=None))]
+    fn ex_mac_minutes(&self, py: Python<'_>, code_: &str, yyyymmdd: Option<u32>) -> PyResult<Table> {
+        let (c, d) = (ex_code(code_)?, optional_trade_date("date", yyyymmdd)?);
+        wait(py, self.client.ex_mac_minutes(&c, d)).map(|r| convert::tabular(&r))
+    }
+
+    #[pyo3(signature = (code_, yyyymmdd, start, count))]
+    fn ex_mac_ticks(
+        &self,
+        py: Python<'_>,
+        code_: &str,
+        yyyymmdd: Option<u32>,
+        start: i64,
+        count: i64,
+    ) -> PyResult<Table> {
+        let (c, d) = (ex_code(code_)?, optional_trade_date("date", yyyymmdd)?);
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        wait(py, self.client.ex_mac_ticks(&c, d, Page::new(s, n))).map(|r| convert::tabular(&r))
+    }
+
+    fn ex_mac_sparkline(&self, py: Python<'_>, code_: &str) -> PyResult<Table> {
+        let c = ex_code(code_)?;
+        wait(py, self.client.ex_mac_sparkline(&c)).map(|r| convert::tabular(&r))
+    }
+
+    fn ex_mac_goods(&self, py: Python<'_>, market_: &str, start: i64, count: i64) -> PyResult<Table> {
+        let m = ex_market(market_)?;
+        let (s, n) = (u16_arg("start", start)?, count_arg("count", count)?);
+        wait(py, self.client.ex_mac_goods(m, Page::new(s, n))).map(|r| convert::tabular(&r))
+    }
+
     /// One push frame, waiting up to `timeout` seconds (`None`: until one
     /// arrives or the engine closes); `None` if none came.
     #[pyo3(signature = (timeout=Some(0.0), parse=false), text_signature = "(self, /, timeout=0.0, parse=False)")]

@@ -85,6 +85,12 @@ COMMANDS: Dict[str, Optional[str]] = {
     "ex_history_minutes": "ex.minutes",
     "ex_ticks": "ex.trades",
     "ex_history_ticks": "ex.trades",
+    "mac_ex_quotes": "ex.mac_quotes",
+    "mac_ex_bars": "ex.mac_bars",
+    "mac_ex_minutes": "ex.mac_minutes",
+    "mac_ex_ticks": "ex.mac_ticks",
+    "mac_ex_sparkline": "ex.mac_sparkline",
+    "mac_ex_goods": "ex.mac_goods",
 }
 
 
@@ -773,11 +779,17 @@ class MacApi(_Namespace):
         return self._n.mac_file_chunk(filename, _int(index, "index"), _int(offset, "offset"), _int(size, "size"))
 
 
+# eltdx 3.3's MacExClient default quote fields, what it measured foreign stocks to answer.
+MAC_EX_DEFAULT_FIELDS = ("pre_close", "open", "high", "low", "close", "volume", "amount")
+
+
 class ExApi(_Namespace):
     """The 7727 extended markets over EX (futures, options, Hong Kong, US,
     funds), a pool of its own; instruments are written ``MARKET#CODE``
     (``"47#IFL0"``, ``"31#00700"``, ``"74#AAPL"``, or ``"cffex#IFL0"``).
-    Shaped like eltdx 3.3's ``eltdx.ex.ExTdxClient``."""
+    Shaped like eltdx 3.3's ``eltdx.ex.ExTdxClient``; the ``mac_*`` methods
+    are MAC-EX (eltdx's ``MacExClient``), the MAC commands the free 7727
+    servers answer since 2026, on the same pool."""
 
     def markets(self) -> Table:
         """The server's market table (0x23f4): id, category, names."""
@@ -828,6 +840,38 @@ class ExApi(_Namespace):
         """One page of a day's ticks from the first: today's (0x23fc) or a
         past day's (0x2406)."""
         return self._n.ex_ticks(code, _optional_day(date, "date"), _int(start, "start"), _int(count, "count"))
+
+    def mac_quotes(self, codes: Codes, *, fields: Union[str, Sequence[str]] = MAC_EX_DEFAULT_FIELDS) -> Table:
+        """MAC-EX quotes (0x122B on 7727) of up to 80 instruments with the
+        fields named, prices in each instrument's currency (eltdx's
+        ``goods_quotes``)."""
+        return self._n.ex_mac_quotes(_code_list(codes), _fields(fields))
+
+    def mac_bars(self, code: str, *, period: str = "day", adjust: Optional[str] = None, start: int = 0,
+                 count: int = 700) -> Table:
+        """One page of MAC-EX bars (0x122E on 7727), ``start`` back from the
+        newest, oldest first, stamped with each bar's start (eltdx's
+        ``goods_kline``); ``adjust``: ``None``, ``"qfq"`` or ``"hfq"``."""
+        return self._n.ex_mac_bars(code, period, adjust, _int(start, "start"), _int(count, "count"))
+
+    def mac_minutes(self, code: str, date: Optional[DateLike] = None) -> Table:
+        """One day's MAC-EX minute line (0x122D on 7727), today's without ``date``."""
+        return self._n.ex_mac_minutes(code, _optional_day(date, "date"))
+
+    def mac_ticks(self, code: str, date: Optional[DateLike] = None, *, start: int = 0, count: int = 1000) -> Table:
+        """One page of a day's MAC-EX ticks (0x122F on 7727) from the first,
+        to the second with sides and trade counts."""
+        return self._n.ex_mac_ticks(code, _optional_day(date, "date"), _int(start, "start"), _int(count, "count"))
+
+    def mac_sparkline(self, code: str) -> Table:
+        """Today's MAC-EX sparkline (0x254D on 7727), one price a minute."""
+        return self._n.ex_mac_sparkline(code)
+
+    def mac_goods(self, market: Union[int, str], *, start: int = 0, count: int = 1000) -> Table:
+        """One page of a market's MAC-EX goods list (0x2562 on 7727); the
+        free servers of 2026 answer it with no records (``instruments``
+        lists the same over EX)."""
+        return self._n.ex_mac_goods(str(market), _int(start, "start"), _int(count, "count"))
 
 
 class MoneyFlowApi(_Namespace):

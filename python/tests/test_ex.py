@@ -80,3 +80,29 @@ def test_quote_bars_minutes_trades(ex_client, truth):
         ex_client.ex.quote("IFL0")
     with pytest.raises(ValueError, match="period"):
         ex_client.ex.bars(code, "daily")
+
+
+def test_mac_ex_quotes_bars_minutes_ticks(ex_client, truth):
+    """MAC-EX (`client.ex.mac_*`) through the same pool: quotes are the EX
+    quote's fields, bars and ticks `truth ex-mac-bars` / `ex-mac-ticks`,
+    minute lines and sparklines the EX minutes."""
+    rows = ex_client.ex.mac_quotes(["47#IFL0", "74#AAPL"]).to_pylist()
+    assert [r["code"] for r in rows] == ["47#IFL0", "74#AAPL"]
+    for row in rows:
+        w = truth("ex-quote", row["code"])
+        for col, key in [("pre_close", "pre_close"), ("open", "open"), ("close", "price"), ("amount", "amount")]:
+            assert f32(row[col]) == f32(w[key]), (col, row, w)
+        assert row["volume"] == w["volume"]
+    same_rows(ex_client.ex.mac_bars("31#00700", count=700).to_pylist(),
+              truth("ex-mac-bars", "31#00700", "--period", "4", "--count", "700"),
+              ["date", "time", "open", "high", "low", "close", "amount", "volume"])
+    same_rows(ex_client.ex.mac_minutes("47#IFL0").to_pylist(), truth("ex-minutes", "47#IFL0"),
+              ["time", "price", "avg_price", "volume"])
+    same_rows(ex_client.ex.mac_ticks("30#CUL0", count=40).to_pylist(), truth("ex-mac-ticks", "30#CUL0")[:40],
+              ["time", "price", "volume", "trade_count", "side"])
+    prices = [p["price"] for p in ex_client.ex.mac_sparkline("47#IFL0").to_pylist()]
+    assert [f32(p) for p in prices] == [f32(m["price"]) for m in truth("ex-minutes", "47#IFL0")]
+    goods = [g["code"] for g in ex_client.ex.mac_goods("cffex").to_pylist()]
+    assert goods == [i["code"].split("#")[1] for i in truth("ex-instruments", "--market", "47")][:1000]
+    with pytest.raises(ValueError, match="codes"):
+        ex_client.ex.mac_quotes(["47#IFL0"] * 81)

@@ -193,6 +193,12 @@ pub fn respond(data: &MarketData, server: usize, request: &Request) -> Reply {
         | Request::ExHistoryMinutes(_)
         | Request::ExTicks(_)
         | Request::ExHistoryTicks(_) => ex_reply(data, request),
+        Request::MacExQuotes(_)
+        | Request::MacExBars(_)
+        | Request::MacExMinutes(_)
+        | Request::MacExTicks(_)
+        | Request::MacExSparkline(_)
+        | Request::MacExGoods(_) => mac_ex_reply(data, request),
         Request::FileRead(r) => Reply::FileRead(
             data.boards()
                 .file(&r.path)
@@ -249,6 +255,14 @@ fn ex_reply(data: &MarketData, request: &Request) -> Reply {
         Request::ExLogin(_) => Reply::ExLogin(ExLoginReply { payload: vec![1, 0] }),
         _ => Reply::ExBars(Vec::new()),
     }
+}
+
+/// A MAC-EX request answered as the 7727 listener answers it, from the
+/// same extended market.
+fn mac_ex_reply(data: &MarketData, request: &Request) -> Reply {
+    // Only the MAC-EX variants come here, and `respond` answers each with its own reply.
+    let mac_ex = request.as_mac_ex().expect("a MAC-EX request");
+    mac_ex.to_mac_ex_reply(crate::ex::mac_ex::respond(data.ex_world(), &mac_ex)).expect("its own reply")
 }
 
 /// Every listing of a 0x054b category, sorted as `q` asks: code order

@@ -49,6 +49,8 @@ pub enum ArgKind {
     Section,
     /// A 7727 instrument ([`ExCode`], `47#IFL0`).
     ExCode,
+    /// Several 7727 instruments, in order.
+    ExCodes,
     /// A 7727 bar period ([`ExPeriod`]).
     ExPeriod,
     /// A 7727 market id (`u8`; [`ExMarket`](crate::proto::ex::ExMarket) names one).
@@ -105,6 +107,8 @@ pub enum ArgValue {
     Section(CompanySection),
     /// [`ArgKind::ExCode`].
     ExCode(ExCode),
+    /// [`ArgKind::ExCodes`].
+    ExCodes(Vec<ExCode>),
     /// [`ArgKind::ExPeriod`].
     ExPeriod(ExPeriod),
     /// [`ArgKind::ExMarket`].
@@ -131,6 +135,7 @@ impl ArgValue {
             Self::Fields(_) => ArgKind::Fields,
             Self::Section(_) => ArgKind::Section,
             Self::ExCode(_) => ArgKind::ExCode,
+            Self::ExCodes(_) => ArgKind::ExCodes,
             Self::ExPeriod(_) => ArgKind::ExPeriod,
             Self::ExMarket(_) => ArgKind::ExMarket,
         }
@@ -175,6 +180,7 @@ args! {
     FieldBitmap => Fields(f) *f;
     &'a CompanySection => Section(s) s;
     &'a ExCode => ExCode(c) c;
+    &'a [ExCode] => ExCodes(c) c.as_slice();
     ExPeriod => ExPeriod(p) *p;
     u8 => ExMarket(m) *m;
 }

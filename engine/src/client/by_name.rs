@@ -143,6 +143,7 @@ mod tests {
                 length: 10,
             }),
             ArgKind::ExCode => ArgValue::ExCode("47#IFL0".parse().unwrap()),
+            ArgKind::ExCodes => ArgValue::ExCodes(vec!["47#IFL0".parse().unwrap(), "74#AAPL".parse().unwrap()]),
             ArgKind::ExPeriod => ArgValue::ExPeriod(crate::proto::ex::ExPeriod::Day),
             ArgKind::ExMarket => ArgValue::ExMarket(47),
         }

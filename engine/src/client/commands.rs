@@ -38,7 +38,7 @@ use crate::proto::commands::*;
 use crate::proto::ex::{
     ExBar, ExBars, ExBarsRange, ExCode, ExHistoryMinutes, ExHistoryTicks, ExInstrument, ExInstrumentCount,
     ExInstruments, ExMarketInfo, ExMarkets, ExMinute, ExMinutes, ExPeriod, ExQuote, ExQuoteList, ExQuoteOne, ExTick,
-    ExTicks,
+    ExTicks, MacEx, OnEx,
 };
 use crate::proto::limits::{
     BARS_PER_PAGE_MAX, HISTORY_TRADES_PER_PAGE_MAX, MAC_AUCTION_POINTS_MAX, MAC_BARS_PER_PAGE_MAX,
@@ -550,6 +550,43 @@ commands! {
         ExHistoryTicks { date: date.date(), page: ExTicks { code: code.clone(), start: page.start.into(), count: page.count } }
     }, paged FromFirst EX_TICKS_PER_PAGE_MAX,
     |r, p| ExHistoryTicks { page: ExTicks { start: p.start.into(), count: p.count, ..r.page }, ..r };
+    /// MAC-EX quotes (0x122B on 7727, what free 7727 servers answer since
+    /// 2026) of up to 80 instruments with the fields of `fields`, prices in
+    /// each instrument's currency; each row reads its fields with
+    /// [`MacQuoteRow::value`].
+    ex_mac_quotes(codes: &[ExCode], fields: FieldBitmap) -> Vec<OnEx<MacQuoteRow>> = MacEx<MacQuotes> {
+        MacEx(MacQuotes { fields, symbols: codes.iter().map(MacSymbol::from).collect() })
+    }, rows |r| r.rows.into_iter().map(OnEx).collect();
+    /// One page of an instrument's MAC-EX bars (0x122E on 7727):
+    /// `page.start` back from the newest, at most 700, oldest first,
+    /// stamped with each bar's start.
+    ex_mac_bars(code: &ExCode, period: Period, adjust: Adjust, page: Page) -> Vec<OnEx<MacBar>> = MacEx<MacBars> {
+        MacEx(MacBars::new(code, period, page.start.into(), page.count, adjust))
+    }, rows |r| r.bars.into_iter().map(OnEx).collect(),
+    paged FromNewest MAC_BARS_PER_PAGE_MAX, |r, p| MacEx(MacBars { start: p.start.into(), count: p.count, ..r.0 });
+    /// One day's MAC-EX minute line of an instrument (0x122D on 7727),
+    /// today's without a date.
+    ex_mac_minutes(code: &ExCode, date: Option<TradeDate>) -> OnEx<MacMinuteLine> = MacEx<MacMinutes> {
+        MacEx(MacMinutes { symbol: code.into(), date })
+    }, rows |r| OnEx(r);
+    /// One page of a day's MAC-EX ticks of an instrument (0x122F on 7727)
+    /// from the first of the day, at most 1000; today's without a date.
+    ex_mac_ticks(code: &ExCode, date: Option<TradeDate>, page: Page) -> Vec<OnEx<MacTick>> = MacEx<MacTicks> {
+        MacEx(MacTicks { symbol: code.into(), date, start: page.start.into(), count: page.count })
+    }, rows |r| r.ticks.into_iter().map(OnEx).collect(),
+    paged FromFirst MAC_TICKS_PER_PAGE_MAX, |r, p| MacEx(MacTicks { start: p.start.into(), count: p.count, ..r.0 });
+    /// Today's MAC-EX sparkline of an instrument (0x254D on 7727), prices
+    /// in its currency.
+    ex_mac_sparkline(code: &ExCode) -> Vec<OnEx<f32>> = MacEx<MacSparkline> {
+        MacEx(MacSparkline { symbol: code.into() })
+    }, rows |r| r.prices.into_iter().map(OnEx).collect();
+    /// One page of a 7727 market's MAC-EX goods list (0x2562 on 7727; the
+    /// free servers of 2026 answer it with no records: the instrument
+    /// table is [`Client::all_ex_instruments`]).
+    ex_mac_goods(market: u8, page: Page) -> Vec<MacGood> = MacEx<MacGoods> {
+        MacEx(MacGoods { market: market.into(), start: page.start.into(), count: page.count.into() })
+    }, paged FromFirst MAC_GOODS_PER_PAGE_MAX as u16,
+    |r, p| MacEx(MacGoods { start: p.start.into(), count: p.count.into(), ..r.0 });
 }
 
 macro_rules! composites {

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::error::Error;
 use crate::proto::commands::{Handshake, Heartbeat, LegacySetup};
-use crate::proto::ex::{ExInstrumentCount, ExLogin};
+use crate::proto::ex::{ExInstrumentCount, EX_POOL_LOGIN};
 use crate::proto::{Family, Request};
 use crate::runtime::connector::Connector;
 use crate::runtime::{start_engine, Engine, EngineConfig, Threads};
@@ -26,8 +26,9 @@ pub enum Pool {
     Mac,
     /// The 7709 servers that answer money flow (0x0ffc).
     MoneyFlow,
-    /// The 7727 extended-market servers (EX: futures, options, Hong Kong,
-    /// US; 0x01 requests after a 0x2454 login).
+    /// The 7727 extended-market servers (EX and MAC-EX: futures, options,
+    /// Hong Kong, US, funds; 0x01 requests after a 0x2454 login). EX and
+    /// MAC-EX requests share its connections, one exchange at a time.
     Ex,
 }
 
@@ -70,7 +71,8 @@ impl Pool {
     /// What a new connection sends before it is ready: the 7709 handshake;
     /// on the MAC channel the two handshakes and the setup eltdx's MAC
     /// client sends (the servers answer them as 7709 commands); on 7727
-    /// pytdx's 0x2454 login.
+    /// eltdx's 0x2454 login ([`EX_POOL_LOGIN`]: the one free servers are
+    /// known to keep answering after, for EX and MAC-EX alike).
     pub(crate) fn setup(self) -> Arc<[Request]> {
         match self {
             Self::Main | Self::MoneyFlow => Arc::new([Request::from(Handshake::default())]),
@@ -79,7 +81,7 @@ impl Pool {
                 Request::from(Handshake { step: 2 }),
                 Request::from(LegacySetup::default()),
             ]),
-            Self::Ex => Arc::new([Request::from(ExLogin::PYTDX)]),
+            Self::Ex => Arc::new([Request::from(EX_POOL_LOGIN)]),
         }
     }
 

@@ -32,6 +32,14 @@ pub fn is_ex_msg_type(msg_type: u16) -> bool {
     matches!(msg_type, 0x23f0..=0x240d | 0x2454)
 }
 
+/// True for the MAC command codes MAC-EX sends on 7727 (0x122B quotes,
+/// 0x122D minutes, 0x122E bars, 0x122F ticks, 0x254D sparkline, 0x2562
+/// goods): under prefix 0x01 they are 7727 requests, not MAC head flags
+/// (only 0x1218 takes those).
+pub fn is_mac_ex_msg_type(msg_type: u16) -> bool {
+    matches!(msg_type, 0x122b | 0x122d | 0x122e | 0x122f | 0x254d | 0x2562)
+}
+
 /// The protocol family a request belongs to, told by its first byte: the
 /// engine keeps one pool of servers per family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,10 +55,11 @@ pub enum Family {
 }
 
 impl Family {
-    /// The family of a request from its prefix and command code: an EX code
-    /// under prefix 0x01 is [`Family::Ex`], anything else as [`Family::of_prefix`].
+    /// The family of a request from its prefix and command code: an EX or
+    /// MAC-EX code under prefix 0x01 is [`Family::Ex`] (a 7727 request),
+    /// anything else as [`Family::of_prefix`].
     pub fn of_request(prefix: u8, msg_type: u16) -> Option<Self> {
-        if prefix == MAC_HEAD_1_PREFIX && is_ex_msg_type(msg_type) {
+        if prefix == MAC_HEAD_1_PREFIX && (is_ex_msg_type(msg_type) || is_mac_ex_msg_type(msg_type)) {
             return Some(Self::Ex);
         }
         Self::of_prefix(prefix)
@@ -355,6 +364,8 @@ mod tests {
         assert_eq!(Family::of_request(0x01, 0x23ff), Some(Family::Ex));
         assert_eq!(Family::of_request(0x01, 0x2454), Some(Family::Ex));
         assert_eq!(Family::of_request(0x01, 0x1218), Some(Family::Mac));
+        assert_eq!(Family::of_request(0x01, 0x122b), Some(Family::Ex), "MAC-EX");
+        assert_eq!(Family::of_request(0x1c, 0x122b), Some(Family::Mac));
         assert_eq!(Family::of_request(0x0c, 0x23ff), Some(Family::Std));
         assert_eq!(Family::of_request(0x1c, 0x2562), Some(Family::Mac));
         assert_eq!(Family::of_request(0x0d, 0x23ff), None);

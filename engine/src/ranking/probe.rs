@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::proto::commands::Handshake;
-use crate::proto::ex::ExLogin;
+use crate::proto::ex::EX_POOL_LOGIN;
 use crate::proto::text::server_message;
 use crate::proto::{Family, FrameDecoder, Request};
 use crate::runtime::connector::Connector;
@@ -93,10 +93,11 @@ pub async fn probe<C: Connector>(
 }
 
 /// What a probe connection sends first: the 7709 handshake, or the 0x2454
-/// login when the queries are 7727 EX commands (a 7727 server speaks no 7709).
+/// login the `ex` pool sends ([`EX_POOL_LOGIN`]) when the queries are 7727
+/// commands (a 7727 server speaks no 7709).
 fn opening(queries: &[Request]) -> Request {
     match queries.first().map(Request::family) {
-        Some(Family::Ex) => Request::from(ExLogin::PYTDX),
+        Some(Family::Ex) => Request::from(EX_POOL_LOGIN),
         _ => Request::from(Handshake::default()),
     }
 }

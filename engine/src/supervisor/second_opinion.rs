@@ -18,6 +18,8 @@
 //! - on 7727 (EX): a count of zero, an instrument page (known end as
 //!   above, the count ending the table), a market list, quote list, bar
 //!   page, minute line or tick page with nothing in it;
+//! - MAC-EX on 7727 as MAC: a quote list shorter than the codes asked, a
+//!   bar or tick page, minute line, sparkline or goods page with nothing;
 //! - on the MAC and money-flow pools: a quote list shorter than the codes
 //!   asked, and any other reply with nothing in it (a calendar without
 //!   today, a flow without days, a page, a board list, unusual moves).
@@ -139,20 +141,20 @@ fn records(reply: &Reply) -> Option<usize> {
         Reply::FileRead(v) => v.len(),
         Reply::MoneyFlow(v) => v.iter().map(|b| b.days.len()).sum(),
         Reply::MacServerInfo(r) => usize::from(r.today.is_some()),
-        Reply::MacQuotes(t) | Reply::MacBoardMembers(t) => t.rows.len(),
+        Reply::MacQuotes(t) | Reply::MacBoardMembers(t) | Reply::MacExQuotes(t) => t.rows.len(),
         Reply::MacSnapshot(r) => usize::from(r.date.is_some() || !r.name.is_empty()),
-        Reply::MacBars(p) => p.bars.len(),
-        Reply::MacMinutes(m) => m.points.len(),
+        Reply::MacBars(p) | Reply::MacExBars(p) => p.bars.len(),
+        Reply::MacMinutes(m) | Reply::MacExMinutes(m) => m.points.len(),
         Reply::MacMultiDayMinutes(m) => m.points.len(),
-        Reply::MacTicks(p) => p.ticks.len(),
+        Reply::MacTicks(p) | Reply::MacExTicks(p) => p.ticks.len(),
         Reply::MacBoardList(r) => r.boards.len(),
         Reply::MacStockBoards(r) => r.boards.len(),
         Reply::MacCapitalFlow(r) => usize::from(r.flow.is_some()),
         Reply::MacAuction(r) => r.points.len(),
         Reply::MacUnusual(v) => v.len(),
         Reply::MacBarOffset(r) => r.total as usize,
-        Reply::MacSparkline(r) => r.prices.len(),
-        Reply::MacGoods(v) => v.len(),
+        Reply::MacSparkline(r) | Reply::MacExSparkline(r) => r.prices.len(),
+        Reply::MacGoods(v) | Reply::MacExGoods(v) => v.len(),
         Reply::MacFileMeta(r) => r.size as usize,
         Reply::MacFileChunk(r) => r.data.len(),
         Reply::ExMarkets(v) => v.len(),
@@ -201,6 +203,7 @@ impl KnownEnds {
             Request::Quotes(q) => n < q.targets.len(),
             Request::Snapshots(s) => n < s.targets.len(),
             Request::MacQuotes(q) => n < q.symbols.len(),
+            Request::MacExQuotes(q) => n < q.symbols.len(),
             Request::CapitalChanges(c) => n == 0 && !c.codes.is_empty(),
             Request::FinanceInfo(f) => n == 0 && !f.codes.is_empty(),
             _ => match page(request) {
@@ -380,7 +383,14 @@ mod tests {
             ex::ExMinutes { code: fut.clone() }.into(),
             ex::ExHistoryMinutes { date: date.date(), code: fut.clone() }.into(),
             ex::ExTicks { code: fut.clone(), start: 0, count: 1800 }.into(),
-            ex::ExHistoryTicks { date: date.date(), page: ex::ExTicks { code: fut, start: 0, count: 1800 } }.into(),
+            ex::ExHistoryTicks { date: date.date(), page: ex::ExTicks { code: fut.clone(), start: 0, count: 1800 } }
+                .into(),
+            ex::MacEx(MacQuotes { fields: FieldBitmap::of([MacField::CLOSE]), symbols: vec![(&fut).into()] }).into(),
+            ex::MacEx(MacBars::new(&fut, Period::Day, 0, 700, Adjust::None)).into(),
+            ex::MacEx(MacMinutes { symbol: (&fut).into(), date: None }).into(),
+            ex::MacEx(MacTicks { symbol: (&fut).into(), date: None, start: 0, count: 1000 }).into(),
+            ex::MacEx(MacSparkline { symbol: (&fut).into() }).into(),
+            ex::MacEx(MacGoods { market: 47, start: 0, count: 1000 }).into(),
         ];
         for request in &all {
             match request {
@@ -443,7 +453,13 @@ mod tests {
                 | Request::ExMinutes(_)
                 | Request::ExHistoryMinutes(_)
                 | Request::ExTicks(_)
-                | Request::ExHistoryTicks(_) => {}
+                | Request::ExHistoryTicks(_)
+                | Request::MacExQuotes(_)
+                | Request::MacExBars(_)
+                | Request::MacExMinutes(_)
+                | Request::MacExTicks(_)
+                | Request::MacExSparkline(_)
+                | Request::MacExGoods(_) => {}
             }
         }
         all
@@ -473,6 +489,8 @@ mod tests {
         // 7727 lists that start with their count word.
         "ex_markets",
         "ex_quote_list",
+        // MAC-EX's goods list, as MAC's.
+        "mac_ex_goods",
     ];
 
     /// What a server of 2026 sends for every data command (a 2-byte empty

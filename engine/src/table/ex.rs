@@ -6,7 +6,10 @@
 
 use super::replies::{f32_decimal, Rows};
 use super::{Table, Tabular};
-use crate::proto::ex::{ExBar, ExBarTime, ExInstrument, ExMarket, ExMarketInfo, ExMinute, ExQuote, ExTick};
+use crate::proto::ex::{
+    ex_symbol_text, ExBar, ExBarTime, ExInstrument, ExMarket, ExMarketInfo, ExMinute, ExQuote, ExTick, OnEx,
+};
+use crate::proto::mac::{FieldKind, FieldValue, MacBar, MacField, MacMinuteLine, MacQuoteRow, MacTick};
 
 /// An instrument count (0x23f0): one row.
 impl Tabular for u32 {
@@ -116,5 +119,80 @@ impl Rows for ExTick {
             .int("oi_change", |t| i64::from(t.oi_change))
             .int("nature", |t| i64::from(t.nature))
             .build()
+    }
+}
+
+/// A MAC-EX quote row: the code as `47#IFL0`, its name, then one column
+/// per field of the first row's bitmap (a reply's rows share it), floats
+/// as the wire's float (any currency, any decimals), integers as integers.
+impl Rows for OnEx<MacQuoteRow> {
+    fn table(rows: &[Self]) -> Table {
+        let fields: Vec<MacField> = rows.first().map(|r| r.fields.slots().collect()).unwrap_or_default();
+        let mut t = Table::of(rows).text("code", |r| ex_symbol_text(&r.symbol)).text("name", |r| r.name.clone());
+        for field in fields {
+            t = match field.kind() {
+                FieldKind::F32 => t.float(field.to_string(), move |r| match r.value(field) {
+                    Some(FieldValue::F32(v)) => Some(f32_decimal(v)),
+                    _ => None,
+                }),
+                FieldKind::U32 | FieldKind::I32 => {
+                    t.int(field.to_string(), move |r| r.value(field).map(|v| v.as_f64() as i64))
+                }
+            };
+        }
+        t.build()
+    }
+}
+
+/// A MAC-EX bar, stamped with its start (`date`, `time`) as `truth
+/// ex-mac-bars` prints it.
+impl Rows for OnEx<MacBar> {
+    fn table(rows: &[Self]) -> Table {
+        Table::of(rows)
+            .date("date", |b| b.date)
+            .time("time", |b| b.time)
+            .float("open", |b| f32_decimal(b.open))
+            .float("high", |b| f32_decimal(b.high))
+            .float("low", |b| f32_decimal(b.low))
+            .float("close", |b| f32_decimal(b.close))
+            .float("amount", |b| f32_decimal(b.amount))
+            .float("volume", |b| f32_decimal(b.volume))
+            .float("float_shares", |b| f32_decimal(b.float_shares))
+            .build()
+    }
+}
+
+/// A MAC-EX minute line: one row a minute, named as `truth ex-minutes`
+/// names what it shares with EX's.
+impl Tabular for OnEx<MacMinuteLine> {
+    fn table(&self) -> Table {
+        Table::of(&self.points)
+            .time("time", |p| p.time())
+            .float("price", |p| f32_decimal(p.price))
+            .float("avg_price", |p| f32_decimal(p.average))
+            .int("volume", |p| i64::from(p.volume))
+            .float("momentum", |p| f32_decimal(p.momentum))
+            .build()
+    }
+}
+
+/// A MAC-EX tick as `truth ex-mac-ticks` prints it (`side` raw: 0 buy,
+/// 1 sell, 2 neither).
+impl Rows for OnEx<MacTick> {
+    fn table(rows: &[Self]) -> Table {
+        Table::of(rows)
+            .time("time", |t| t.time)
+            .float("price", |t| f32_decimal(t.price))
+            .int("volume", |t| i64::from(t.volume))
+            .int("trade_count", |t| i64::from(t.trade_count))
+            .int("side", |t| i64::from(t.side_raw))
+            .build()
+    }
+}
+
+/// A MAC-EX sparkline's prices, one row each.
+impl Rows for OnEx<f32> {
+    fn table(rows: &[Self]) -> Table {
+        Table::of(rows).float("price", |p| f32_decimal(p.0)).build()
     }
 }

@@ -74,7 +74,7 @@ pub use super::mac::*;
 
 use super::ex::{
     ExBars, ExBarsRange, ExHistoryMinutes, ExHistoryTicks, ExInstrumentCount, ExInstruments, ExLogin, ExMarkets,
-    ExMinutes, ExQuoteList, ExQuoteOne, ExRequest, ExTicks,
+    ExMinutes, ExQuoteList, ExQuoteOne, ExRequest, ExTicks, MacEx, MacExRequest,
 };
 
 macro_rules! command_set {
@@ -265,6 +265,12 @@ command_set! {
     ExHistoryMinutes(ExHistoryMinutes),
     ExTicks(ExTicks),
     ExHistoryTicks(ExHistoryTicks),
+    MacExQuotes(MacEx<MacQuotes>),
+    MacExBars(MacEx<MacBars>),
+    MacExMinutes(MacEx<MacMinutes>),
+    MacExTicks(MacEx<MacTicks>),
+    MacExSparkline(MacEx<MacSparkline>),
+    MacExGoods(MacEx<MacGoods>),
 }
 
 impl Request {
@@ -276,7 +282,8 @@ impl Request {
     }
 
     /// The protocol family the request belongs to (its pool of servers):
-    /// the prefix, and for 0x01 the command code ([`Family::of_request`]).
+    /// the prefix, and for 0x01 the command code ([`Family::of_request`]:
+    /// EX and MAC-EX codes are [`Family::Ex`], 0x1218's head flag MAC).
     pub fn family(&self) -> Family {
         Family::of_request(self.prefix(), self.msg_type()).expect("every command's prefix is a known one")
     }
@@ -299,6 +306,12 @@ impl Request {
             Self::ExHistoryTicks(c) => ExRequest::HistoryTicks(c.clone()),
             _ => return None,
         })
+    }
+
+    /// This request as the server side's [`MacExRequest`], for a MAC-EX
+    /// command (a MAC command the `ex` pool sends with prefix 0x01).
+    pub fn as_mac_ex(&self) -> Option<MacExRequest> {
+        MacExRequest::from_mac_ex_request(self)
     }
 
     /// Parses a decoded request frame (server side).

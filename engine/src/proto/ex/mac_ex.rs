@@ -10,10 +10,12 @@
 //! codes ([`is_ex_msg_type`]) are EX, any other code under prefix 0x01 is
 //! MAC-EX ([`ExPortRequest::decode`]). The two code sets are disjoint.
 
-use super::{ExLogin, ExRequest};
+use std::ops::Deref;
+
+use super::{ExCode, ExLogin, ExRequest};
 use crate::proto::command::Command;
 use crate::proto::commands::{
-    MacBars, MacGoods, MacMinutes, MacQuotes, MacSparkline, MacTicks, Reply, Request, TypedCommand,
+    MacBars, MacGoods, MacMinutes, MacQuotes, MacSparkline, MacSymbol, MacTicks, Reply, Request, TypedCommand,
 };
 use crate::proto::frame::{
     encode_request_with, is_ex_msg_type, RequestFrame, MAC_HEAD_1_PREFIX, MAC_REQUEST_PREFIX, REQUEST_CONTROL,
@@ -39,8 +41,85 @@ pub fn encode_mac_ex_frame<C: Command>(command: &C, msg_id: u32, out: &mut Vec<u
     })
 }
 
+/// A MAC command MAC-EX uses, with its name as a MAC-EX command.
+pub trait MacExCommand: Command + Clone {
+    /// The name of its MAC-EX form (`mac_ex_quotes`).
+    const MAC_EX_NAME: &'static str;
+}
+
+/// A MAC command sent to a 7727 server (MAC-EX): the engine's `Request`
+/// variant (`Request::MacExQuotes(MacEx(..))`), so it goes to the `ex`
+/// pool. The body, reply and limits are `C`'s; the frame is MAC's with
+/// prefix 0x01 and msg_id 0, byte for byte eltdx's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MacEx<C>(pub C);
+
+impl<C: MacExCommand> Command for MacEx<C> {
+    const MSG_TYPE: u16 = C::MSG_TYPE;
+    const PREFIX: u8 = MAC_EX_REQUEST_PREFIX;
+    const NAME: &'static str = C::MAC_EX_NAME;
+    const RETRY_SAFE: bool = C::RETRY_SAFE;
+    type Reply = C::Reply;
+
+    // eltdx sends MAC's customize 0 and reads replies in order; a MAC-EX
+    // reply therefore carries 0 and cannot be told from a late one by id.
+    fn wire_msg_id(_msg_id: u32) -> u32 {
+        0
+    }
+
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        self.0.encode_body(out)
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, ProtoError> {
+        C::decode_body(body).map(Self)
+    }
+
+    fn parse_reply(&self, payload: &[u8]) -> Result<C::Reply, ProtoError> {
+        self.0.parse_reply(payload)
+    }
+
+    fn encode_reply(&self, reply: &C::Reply, out: &mut Vec<u8>) -> Result<(), ProtoError> {
+        self.0.encode_reply(reply, out)
+    }
+}
+
+impl<C> Deref for MacEx<C> {
+    type Target = C;
+    fn deref(&self) -> &C {
+        &self.0
+    }
+}
+
+/// A value of a MAC-EX reply: MAC's type, its prices in the instrument's
+/// currency (any number of decimals, so its tables keep the wire's float
+/// rather than MAC's milli-yuan) and its symbols EX codes (`47#IFL0`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OnEx<T>(pub T);
+
+impl<T> Deref for OnEx<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl From<&ExCode> for MacSymbol {
+    fn from(code: &ExCode) -> Self {
+        MacSymbol::new(code.market_id().into(), code.code())
+    }
+}
+
+/// `47#IFL0` for a symbol an EX code can name, else MAC's own form.
+pub fn ex_symbol_text(symbol: &MacSymbol) -> String {
+    u8::try_from(symbol.market)
+        .ok()
+        .and_then(|m| ExCode::new(m, &symbol.code).ok())
+        .map_or_else(|| symbol.to_string(), |c| c.to_string())
+}
+
 macro_rules! mac_ex_set {
-    ($($variant:ident($command:ty)),+ $(,)?) => {
+    ($($variant:ident($command:ty) => $request:ident),+ $(,)?) => {
         /// A MAC command that eltdx's MAC-EX client sends on 7727.
         #[derive(Debug, Clone, PartialEq)]
         pub enum MacExRequest {
@@ -87,6 +166,31 @@ macro_rules! mac_ex_set {
                 match self { $(Self::$variant(c) => c.clone().into(),)+ }
             }
 
+            /// This request as the engine's [`Request`]: its MAC-EX
+            /// variant, which the `ex` pool sends with prefix 0x01.
+            pub fn to_mac_ex_request(&self) -> Request {
+                match self { $(Self::$variant(c) => Request::$request(MacEx(c.clone())),)+ }
+            }
+
+            /// The MAC-EX request a [`Request`]'s MAC-EX variant holds,
+            /// `None` for any other request.
+            pub fn from_mac_ex_request(request: &Request) -> Option<Self> {
+                match request {
+                    $(Request::$request(c) => Some(Self::$variant(c.0.clone())),)+
+                    _ => None,
+                }
+            }
+
+            /// `reply` (MAC's, as [`Self::parse_reply`] gives it) as the
+            /// reply to [`Self::to_mac_ex_request`]; `None` when it answers
+            /// another command.
+            pub fn to_mac_ex_reply(&self, reply: Reply) -> Option<Reply> {
+                match (self, reply) {
+                    $((Self::$variant(_), Reply::$variant(r)) => Some(Reply::$request(r)),)+
+                    _ => None,
+                }
+            }
+
             /// The MAC-EX form of a MAC request, `None` for a command
             /// MAC-EX does not use.
             pub fn from_request(request: Request) -> Option<Self> {
@@ -125,12 +229,35 @@ macro_rules! mac_ex_set {
 }
 
 mac_ex_set! {
-    MacQuotes(MacQuotes),
-    MacBars(MacBars),
-    MacMinutes(MacMinutes),
-    MacTicks(MacTicks),
-    MacSparkline(MacSparkline),
-    MacGoods(MacGoods),
+    MacQuotes(MacQuotes) => MacExQuotes,
+    MacBars(MacBars) => MacExBars,
+    MacMinutes(MacMinutes) => MacExMinutes,
+    MacTicks(MacTicks) => MacExTicks,
+    MacSparkline(MacSparkline) => MacExSparkline,
+    MacGoods(MacGoods) => MacExGoods,
+}
+
+impl From<MacExRequest> for Request {
+    fn from(request: MacExRequest) -> Self {
+        request.to_mac_ex_request()
+    }
+}
+
+macro_rules! mac_ex_names {
+    ($($command:ty => $name:literal),+ $(,)?) => {$(
+        impl MacExCommand for $command {
+            const MAC_EX_NAME: &'static str = $name;
+        }
+    )+};
+}
+
+mac_ex_names! {
+    MacQuotes => "mac_ex_quotes",
+    MacBars => "mac_ex_bars",
+    MacMinutes => "mac_ex_minutes",
+    MacTicks => "mac_ex_ticks",
+    MacSparkline => "mac_ex_sparkline",
+    MacGoods => "mac_ex_goods",
 }
 
 impl MacExRequest {
@@ -279,6 +406,47 @@ mod tests {
                 Err(e) => assert!(matches!(e, ProtoError::CountOutOfRange { .. }), "{e}"),
             }
         }
+    }
+
+    /// Why: the engine's MAC-EX requests (the `ex` pool's) must go out as
+    /// eltdx's frames, whatever id the engine gives them, and belong to
+    /// the 7727 family.
+    #[test]
+    fn the_engines_mac_ex_requests_are_eltdxs_frames() {
+        for (bytes, want) in ELTDX_FRAMES.iter().map(|s| hex(s)).zip(eltdx_requests()) {
+            let request = want.to_mac_ex_request();
+            assert_eq!(request.family(), crate::proto::Family::Ex, "{}", request.name());
+            assert_eq!((request.prefix(), request.wire_msg_id(77)), (MAC_EX_REQUEST_PREFIX, 0));
+            assert_eq!(request.as_mac_ex().as_ref(), Some(&want));
+            assert!(request.as_ex().is_none());
+            let mut out = Vec::new();
+            match request.encode_frame(12345, &mut out) {
+                Ok(()) => assert_eq!(out, bytes, "{}", request.name()),
+                Err(e) => assert!(matches!(e, ProtoError::CountOutOfRange { .. }), "{e}"),
+            }
+            // A server reading the engine's request decodes the same command.
+            if !out.is_empty() {
+                assert_eq!(Request::decode_frame(&frame_of(&out)), Ok(request.clone()));
+            }
+        }
+        let codes: Vec<u16> = MacExRequest::MSG_TYPES.to_vec();
+        for code in 0..=u16::MAX {
+            assert_eq!(crate::proto::frame::is_mac_ex_msg_type(code), codes.contains(&code), "{code:#x}");
+        }
+        let names: Vec<&str> = eltdx_requests().iter().map(|r| r.to_mac_ex_request().name()).collect();
+        assert_eq!(
+            names,
+            ["mac_ex_quotes", "mac_ex_bars", "mac_ex_minutes", "mac_ex_ticks", "mac_ex_sparkline", "mac_ex_goods"]
+        );
+    }
+
+    #[test]
+    fn ex_codes_are_mac_ex_symbols() {
+        let code: ExCode = "47#IFL0".parse().unwrap();
+        let symbol = MacSymbol::from(&code);
+        assert_eq!(symbol, MacSymbol::new(47, "IFL0"));
+        assert_eq!(ex_symbol_text(&symbol), "47#IFL0");
+        assert_eq!(ex_symbol_text(&MacSymbol::new(300, "X")), MacSymbol::new(300, "X").to_string());
     }
 
     #[test]

@@ -28,16 +28,19 @@ pub mod ticks;
 pub use bars::{ExBar, ExBarTime, ExBars, ExBarsRange, ExPeriod};
 pub use bisect::MarketBisect;
 pub use listing::{ExInstrument, ExInstrumentCount, ExInstruments, ExMarketInfo, ExMarkets};
-pub use mac_ex::{encode_mac_ex_frame, ExPortRequest, MacExRequest, MAC_EX_LOGIN, MAC_EX_REQUEST_PREFIX};
+pub use mac_ex::{
+    encode_mac_ex_frame, ex_symbol_text, ExPortRequest, MacEx, MacExCommand, MacExRequest, OnEx, MAC_EX_LOGIN,
+    MAC_EX_REQUEST_PREFIX,
+};
 pub use market::{ExCode, ExMarket, ParseExCodeError};
 pub use minutes::{ExHistoryMinutes, ExMinute, ExMinutes};
 pub use quote::{ExLevel, ExQuote, ExQuoteList, ExQuoteOne};
-pub use session::{ExLogin, ExLoginReply};
+pub use session::{ExLogin, ExLoginReply, EX_POOL_LOGIN};
 pub use ticks::{ExHistoryTicks, ExTick, ExTicks};
 
 use super::command::Command;
 pub use super::frame::is_ex_msg_type;
-use super::frame::{encode_request_with, Family, RequestFrame};
+use super::frame::{encode_request_with, RequestFrame};
 use super::ProtoError;
 
 /// First byte of every EX request frame (pytdx 1.72 `exhq.py`, eltdx 3.3.0 `ex/`).
@@ -84,7 +87,7 @@ impl ExRequest {
     /// another family or an EX code not listed here is a typed error.
     pub fn decode(frame: &RequestFrame) -> Result<Self, ProtoError> {
         let (prefix, msg_type) = (frame.header.prefix, frame.header.msg_type);
-        if Family::of_request(prefix, msg_type) != Some(Family::Ex) {
+        if prefix != EX_REQUEST_PREFIX || !is_ex_msg_type(msg_type) {
             return Err(ProtoError::WrongPrefix { msg_type, prefix });
         }
         Self::decode_body(msg_type, &frame.body)

@@ -46,6 +46,14 @@ impl ExLogin {
     pub const ELTDX: Self = Self { body: ELTDX_LOGIN_BODY };
 }
 
+/// The login the engine's `ex` pool opens every 7727 connection with, for
+/// EX and MAC-EX alike: eltdx's. eltdx 3.3.0 (`docs/EXTENDED_MARKET.md`,
+/// measured 2026-10) reports that pytdx's setup (easy_tdx's
+/// `EX_SETUP_CMD`, [`ExLogin::PYTDX`]) gets one 299-byte reply and then
+/// silence, while its `MacExClient` logs in with this body and has EX's
+/// count and pages and every MAC-EX command answered on that connection.
+pub const EX_POOL_LOGIN: ExLogin = ExLogin::ELTDX;
+
 /// A login reply: its payload kept as sent, since no source reads it past
 /// its length.
 #[derive(Debug, Clone, PartialEq, Eq)]
