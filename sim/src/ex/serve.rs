@@ -42,18 +42,7 @@ pub enum ExMode {
 impl ExMode {
     /// The reply payload `mode` sends to `request`; `None` leaves it unanswered.
     pub fn answer(self, world: &ExWorld, request: &ExPortRequest) -> Result<Option<Vec<u8>>, ProtoError> {
-        let listing = matches!(
-            request,
-            ExPortRequest::Ex(ExRequest::Login(_) | ExRequest::InstrumentCount(_) | ExRequest::Instruments(_))
-        );
-        let answered = match (self, request) {
-            (Self::Normal, _) => true,
-            (Self::SilentAfterLogin, r) => matches!(r, ExPortRequest::Ex(ExRequest::Login(_))),
-            (Self::CountsOnly, _) => listing,
-            (Self::MacOnly, ExPortRequest::MacEx(_)) => true,
-            (Self::MacOnly, _) => listing,
-        };
-        if !answered {
+        if !self.answers(request) {
             return Ok(None);
         }
         match request {
@@ -68,6 +57,23 @@ impl ExMode {
                 r.encode_reply(&reply, &mut out)?;
                 Ok(Some(out))
             }
+        }
+    }
+}
+
+impl ExMode {
+    /// Whether `self` answers `request` at all.
+    pub fn answers(self, request: &ExPortRequest) -> bool {
+        let listing = matches!(
+            request,
+            ExPortRequest::Ex(ExRequest::Login(_) | ExRequest::InstrumentCount(_) | ExRequest::Instruments(_))
+        );
+        match (self, request) {
+            (Self::Normal, _) => true,
+            (Self::SilentAfterLogin, r) => matches!(r, ExPortRequest::Ex(ExRequest::Login(_))),
+            (Self::CountsOnly, _) => listing,
+            (Self::MacOnly, ExPortRequest::MacEx(_)) => true,
+            (Self::MacOnly, _) => listing,
         }
     }
 }
