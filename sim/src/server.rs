@@ -26,7 +26,7 @@ use tdx_engine::proto::{Compression, Family, Reply, Request, RequestDecoder};
 
 use tdx_engine::proto::ex::ExPortRequest;
 
-use crate::ex::serve::ExMode;
+use crate::ex::mode::ExMode;
 use crate::faults::{FaultHandle, Faults, MISMATCH_MESSAGE, THROTTLE_STALL};
 use crate::market_data::MarketData;
 use crate::responder::{refresh_record, respond};

@@ -1,5 +1,6 @@
-//! The reference exchange's extended market (7727, EX): seeded futures with
-//! open interest, Hong Kong and US stocks and open-end fund NAVs, and the
+//! The reference exchange's extended market (7727, EX): seeded futures and
+//! stock options with open interest, Hong Kong and US stocks, open-end fund
+//! NAVs and currency pairs, and the
 //! EX answers built from them (docs/PROTOCOL.md, Extended markets (7727)).
 //!
 //! Everything derives from one tape of ticks per instrument and day, in
@@ -10,6 +11,7 @@
 //! instrument agree.
 
 pub mod mac_ex;
+pub mod mode;
 pub mod serve;
 pub mod truth;
 

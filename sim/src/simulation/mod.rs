@@ -52,7 +52,7 @@ use tdx_engine::runtime::connector::TurmoilConnector;
 use tdx_engine::supervisor::{CloseState, RequestError, Verdict};
 use tdx_engine::{Client, Error, Pool, RuntimeFlavor};
 
-use crate::ex::serve::ExMode;
+use crate::ex::mode::ExMode;
 use crate::ex::ExWorld;
 use crate::market::Market;
 use crate::market_data::MarketData;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tdx_engine::runtime::{DECODED_BUDGET_BYTES_MIN, PUSH_QUEUE_BYTES_MIN, RAW_BUDGET_BYTES_MIN};
 
-use crate::ex::serve::ExMode;
+use crate::ex::mode::ExMode;
 use crate::faults::{FaultKind, Faults, PushFlood};
 use crate::rng::Rng;
 

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::ex::serve::ExMode;
+use crate::ex::mode::ExMode;
 use crate::faults::{FaultHandle, Faults};
 use crate::market_data::MarketData;
 use crate::server::{ReferenceServer, ServerStats};
