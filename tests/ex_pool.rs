@@ -139,6 +139,65 @@ async fn every_ex_method_answers_what_the_reference_exchange_holds() {
     assert_eq!(client.close().await, CloseState::Closed);
 }
 
+/// Why: the extended market has options and forex too (issue 38): every EX
+/// method answers an SSE stock option (open interest, expiry and strike in
+/// its name) and a currency pair (traded round the clock) as the world holds them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_option_and_a_currency_pair_answer_every_ex_method() {
+    let w = world();
+    let host = ex_listener(w.clone()).await;
+    let client = Client::builder()
+        .hosts(["127.0.0.1:9"])
+        .pool_hosts(Pool::Ex, [host])
+        .pool_servers(Pool::Ex, 1, 1)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let markets = client.ex_markets().await.unwrap();
+    assert!(markets.iter().any(|m| m.market == 8) && markets.iter().any(|m| m.market == 10), "{markets:?}");
+
+    let option = ex("8#10008001");
+    let fx = ex("10#USDCNY");
+    let today = TradeDate::from_yyyymmdd(w.today().yyyymmdd()).unwrap();
+    let past = w.days()[w.days().len() - 2];
+    let past_day = TradeDate::from_yyyymmdd(past.yyyymmdd()).unwrap();
+    for code in [&option, &fx] {
+        let l = w.listing(code).unwrap_or_else(|| panic!("{code} is listed"));
+        let quote = client.ex_quote(code).await.unwrap();
+        assert_eq!(quote, w.quote(l), "{code}");
+        assert!(quote.price > 0.0 && quote.volume > 0, "{code}: {quote:?}");
+        let days = w.bars(l, ExPeriod::Day);
+        assert_eq!(days.len(), w.days().len());
+        assert_eq!(client.ex_bars(code, ExPeriod::Day, Page::new(0, 800)).await.unwrap(), days, "{code}");
+        assert_eq!(client.ex_bars(code, ExPeriod::Min5, Page::new(0, 100)).await.unwrap(), {
+            let all = w.bars(l, ExPeriod::Min5);
+            all[all.len() - 100..].to_vec()
+        });
+        let range = client.ex_bars_range(code, ExPeriod::Day, past_day, today).await.unwrap();
+        assert_eq!(range, tdx_sim::ex::range_bars(days.clone(), past, w.today()), "{code}");
+        assert_eq!(range.len(), 2);
+        assert_eq!(client.ex_minutes(code).await.unwrap(), w.minutes(l, w.today()), "{code}");
+        assert_eq!(client.ex_history_minutes(code, past_day).await.unwrap(), w.minutes(l, past), "{code}");
+        assert_eq!(client.ex_ticks(code, Page::new(0, 50)).await.unwrap(), w.ticks(l, w.today())[..50], "{code}");
+        assert_eq!(
+            client.ex_history_ticks(code, past_day, Page::new(5, 50)).await.unwrap(),
+            w.ticks(l, past)[5..55],
+            "{code}"
+        );
+        let list = client.ex_quote_list(code.market_id(), Page::new(0, 200)).await.unwrap();
+        assert_eq!(list.first(), Some(&quote), "{code}: the first of its market");
+    }
+    // An option carries open interest and is named by expiry and strike;
+    // a currency pair has none and trades past midnight.
+    let l = w.listing(&option).unwrap();
+    assert!(w.quote(l).open_interest > 0);
+    assert!(l.info.name.contains('月') && l.info.name.ends_with(char::is_numeric), "{}", l.info.name);
+    let l = w.listing(&fx).unwrap();
+    assert_eq!(w.quote(l).open_interest, 0);
+    assert_eq!(w.minutes(l, past).first().map(|m| m.time.minutes()), Some(0));
+    assert_eq!(client.close().await, CloseState::Closed);
+}
+
 /// What a 2026 host does: answers the 0x2454 login, then never answers
 /// anything again. Returns its address; each connection is held open.
 async fn silent_after_login() -> String {

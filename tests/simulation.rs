@@ -141,3 +141,39 @@ fn a_seed_replays_the_same_whatever_ran_before_it() {
         .collect();
     assert!(hashes.iter().all(|h| *h == hashes[0]), "trace hashes differ by history: {hashes:x?}");
 }
+
+/// Why: a quarter of the seeds add 7727 servers and EX traffic through the
+/// `ex` pool, checked like the other pools' (every reply equal to the
+/// extended market's truth, deadlines, liveness after the heal). Seed 15
+/// puts a server that answers the login and then goes silent first in the
+/// pool's list: the data canary's instrument page must reject it
+/// (`Stalled`) and the pool serve from the next one; seed 20's servers
+/// answer the instrument table only, so its quotes and bars time out (a
+/// typed error) and only the table is asked after the heal.
+#[test]
+fn seven_seven_two_seven_servers_join_the_simulation() {
+    use tdx_sim::ex::serve::ExMode;
+    let plan = simulation::Plan::from_seed(15);
+    let ex = plan.ex.as_ref().expect("seed 15 has 7727 servers");
+    assert_eq!(ex.modes[0], ExMode::SilentAfterLogin, "{:?}", ex.modes);
+    let outcome = simulation::run(15, true).unwrap_or_else(|f| panic!("{f}"));
+    let ex_ok = outcome.trace.iter().filter(|l| l.contains(" ex ") && l.ends_with(" ok")).count();
+    assert!(ex_ok > 5, "EX calls answered and checked: {ex_ok}");
+    let counters = outcome.trace.iter().find(|l| l.starts_with("ex counters")).expect("the ex pool's counters");
+    assert!(counters.contains(" data_rejections=1"), "the silent server rejected once: {counters}");
+
+    let plan = simulation::Plan::from_seed(20);
+    let ex = plan.ex.as_ref().expect("seed 20 has 7727 servers");
+    assert!(ex.modes.iter().all(|m| *m == ExMode::CountsOnly), "{:?}", ex.modes);
+    let outcome = simulation::run(20, true).unwrap_or_else(|f| panic!("{f}"));
+    let timed_out = outcome.trace.iter().filter(|l| l.contains(" ex ") && l.ends_with(" TimedOut")).count();
+    assert!(timed_out > 0, "a counts-only server leaves quotes unanswered");
+    let healed: Vec<&String> = outcome.trace.iter().filter(|l| l.contains("healed ex ")).collect();
+    assert!(!healed.is_empty(), "EX requests after the heal");
+    assert!(healed.iter().all(|l| l.contains("healed ex instrument")), "{healed:?}");
+
+    // Seeds without 7727 servers start no ex pool.
+    let plain = (0..40).find(|&s| simulation::Plan::from_seed(s).ex.is_none()).expect("a seed without");
+    let outcome = simulation::run(plain, true).unwrap_or_else(|f| panic!("{f}"));
+    assert!(!outcome.trace.iter().any(|l| l.contains(" ex ") || l.starts_with("ex ")), "seed {plain}");
+}

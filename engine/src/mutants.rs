@@ -75,11 +75,14 @@ pub enum Mutant {
     SyncManifestBeforeFiles,
     /// The store writes a file in place instead of to a temporary then renamed.
     StoreRenameSkipped,
+    /// The 7727 pool's data canary asks nothing (its probe is empty), so a
+    /// host that answers the login and then goes silent is accepted.
+    ExSilentServerAccepted,
 }
 
 impl Mutant {
     /// Every mutant, in declaration order.
-    pub const ALL: [Mutant; 24] = [
+    pub const ALL: [Mutant; 25] = [
         Mutant::CancelReleasesSlot,
         Mutant::GenerationCheckSkipped,
         Mutant::ReplyCompletedTwice,
@@ -104,6 +107,7 @@ impl Mutant {
         Mutant::CapitalChangesPrefixLost,
         Mutant::SyncManifestBeforeFiles,
         Mutant::StoreRenameSkipped,
+        Mutant::ExSilentServerAccepted,
     ];
 
     /// Its name on the command line (snake case).
@@ -133,6 +137,7 @@ impl Mutant {
             Mutant::CapitalChangesPrefixLost => "capital_changes_prefix_lost",
             Mutant::SyncManifestBeforeFiles => "sync_manifest_before_files",
             Mutant::StoreRenameSkipped => "store_rename_skipped",
+            Mutant::ExSilentServerAccepted => "ex_silent_server_accepted",
         }
     }
 

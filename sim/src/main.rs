@@ -731,7 +731,8 @@ mod mutants {
                 | Mutant::BorrowerFailureUnreported
                 | Mutant::ThreadLoanNotGivenBack
                 | Mutant::MacTimeoutKeepsConnection
-                | Mutant::MacReplyMatchedByEngineId => Tier::Simulation,
+                | Mutant::MacReplyMatchedByEngineId
+                | Mutant::ExSilentServerAccepted => Tier::Simulation,
                 Mutant::CapitalChangesPrefixLost => Tier::Client,
                 Mutant::SyncManifestBeforeFiles | Mutant::StoreRenameSkipped => Tier::Sync,
             }

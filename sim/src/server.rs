@@ -24,6 +24,9 @@ use tdx_engine::proto::commands::{Command, Refresh, RefreshReply};
 use tdx_engine::proto::frame::{encode_response, ResponseHeader};
 use tdx_engine::proto::{Compression, Family, Reply, Request, RequestDecoder};
 
+use tdx_engine::proto::ex::ExPortRequest;
+
+use crate::ex::mode::ExMode;
 use crate::faults::{FaultHandle, Faults, MISMATCH_MESSAGE, THROTTLE_STALL};
 use crate::market_data::MarketData;
 use crate::responder::{refresh_record, respond};
@@ -102,6 +105,11 @@ pub struct ReferenceServer {
     /// (`None`: it goes on until the connection ends). Not a fault: heat
     /// that moves between connections, for the skew benchmark.
     push_flood_for: Option<Duration>,
+    /// A 7727 server in this mode ([`ExMode`]):
+    /// it answers only the EX requests the mode answers, and closes a
+    /// connection that sends a request of another family (a real 7727
+    /// server speaks no 7709).
+    ex_mode: Option<ExMode>,
 }
 
 /// What a server saw, shared across restarts when given to
@@ -118,6 +126,9 @@ pub struct ServerStats {
     pub requests: AtomicU64,
     /// Connections stalled and closed for going over the throttle rate.
     pub throttled: AtomicU64,
+    /// Requests of another family a 7727 server received (it closes the
+    /// connection): the engine must never mix families on a connection.
+    pub foreign: AtomicU64,
 }
 
 impl ReferenceServer {
@@ -129,7 +140,15 @@ impl ReferenceServer {
     /// A server whose faults and stats outlive it: a simulation restarts
     /// servers and keeps steering and counting them.
     pub fn with_handles(data: Arc<MarketData>, index: usize, faults: FaultHandle, stats: Arc<ServerStats>) -> Self {
-        Self { data, index, faults, stats, push_flood_for: None }
+        Self { data, index, faults, stats, push_flood_for: None, ex_mode: None }
+    }
+
+    /// Serves as a 7727 server in `mode` instead of a 7709 one: EX requests
+    /// only (answered from the same extended market as the 7709 server's),
+    /// those `mode` leaves unanswered left without a reply.
+    pub fn as_ex(mut self, mode: ExMode) -> Self {
+        self.ex_mode = Some(mode);
+        self
     }
 
     /// Ends each connection's push flood `after` its last refresh (a new
@@ -244,6 +263,15 @@ impl ReferenceServer {
                                 return Err(invalid(e));
                             }
                         };
+                        let ex_answered = match (self.ex_mode, request.as_ex()) {
+                            (None, _) => true,
+                            (Some(mode), Some(ex)) => mode.answers(&ExPortRequest::Ex(ex)),
+                            (Some(_), None) => {
+                                warn!(server = self.index, msg_type = frame.header.msg_type, "a 7727 server got another family's request; closing");
+                                self.stats.foreign.fetch_add(1, Ordering::Relaxed);
+                                return Ok(());
+                            }
+                        };
                         if answered > 0 {
                             // It came in the same read as one not yet answered then.
                             self.stats.pipelined.fetch_add(1, Ordering::Relaxed);
@@ -275,9 +303,16 @@ impl ReferenceServer {
                         if rng.chance(faults.stall_per_mille) {
                             tokio::time::sleep(faults.stall).await;
                         }
+                        if !ex_answered {
+                            // The 2026 mode leaves it unanswered on an open connection.
+                            continue;
+                        }
                         let session = matches!(request, Request::Handshake(_) | Request::LegacySetup(_));
                         let payload = if faults.fail_handshake && matches!(request, Request::Handshake(_)) {
                             vec![0u8; 10]
+                        } else if faults.fail_handshake && matches!(request, Request::ExLogin(_)) {
+                            // Shorter than any login reply.
+                            vec![0u8; 1]
                         } else if faults.mismatch && session && faults.hostile_text {
                             crate::hostile::hostile_mismatch_payload()
                         } else if faults.mismatch && session {

@@ -175,8 +175,8 @@ fn ex_daily_record(kind: ExKind, bar: &ExBar) -> ExDailyRecord {
         ExBarTime::Minute(at) => at.date,
     };
     let amount_bits = match kind {
-        ExKind::Future => bar.open_interest,
-        ExKind::HkStock | ExKind::UsStock => bar.amount.to_bits(),
+        ExKind::Future | ExKind::Option => bar.open_interest,
+        ExKind::HkStock | ExKind::UsStock | ExKind::Forex => bar.amount.to_bits(),
         ExKind::Fund => 0,
     };
     ExDailyRecord {
@@ -261,8 +261,10 @@ mod tests {
                     (b.at, b.open, b.high, b.low, b.close, b.volume)
                 );
                 match listing.kind {
-                    ExKind::Future => assert_eq!(r.amount_integer(), b.open_interest, "{code}"),
-                    ExKind::HkStock | ExKind::UsStock => assert_eq!(r.amount_float(), b.amount, "{code}"),
+                    ExKind::Future | ExKind::Option => assert_eq!(r.amount_integer(), b.open_interest, "{code}"),
+                    ExKind::HkStock | ExKind::UsStock | ExKind::Forex => {
+                        assert_eq!(r.amount_float(), b.amount, "{code}")
+                    }
                     ExKind::Fund => assert_eq!(r.amount_bits, 0, "{code}"),
                 }
             }

@@ -90,6 +90,9 @@ pub fn money_flow_probe() -> Vec<Request> {
 /// which eltdx found answered by the hosts that serve data at all (the
 /// count, 0x23f0, is answered even by hosts that serve nothing else).
 pub fn ex_probe() -> Vec<Request> {
+    if crate::mutants::on(crate::mutants::Mutant::ExSilentServerAccepted) {
+        return Vec::new();
+    }
     vec![crate::proto::ex::ExInstruments { start: 0, count: 1 }.into()]
 }
 

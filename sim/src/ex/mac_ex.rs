@@ -65,8 +65,9 @@ pub fn ex_period(period: Period) -> Option<ExPeriod> {
 /// The end of an instrument's trading day, as its summary's time.
 fn close_time(kind: ExKind) -> TimeOfDay {
     let minutes = match kind {
-        ExKind::Future | ExKind::Fund => 900,
+        ExKind::Future | ExKind::Fund | ExKind::Option => 900,
         ExKind::HkStock | ExKind::UsStock => 960,
+        ExKind::Forex => 1439,
     };
     TimeOfDay::from_minutes(minutes).expect("a minute of the day")
 }

@@ -1,5 +1,6 @@
-//! The reference exchange's extended market (7727, EX): seeded futures with
-//! open interest, Hong Kong and US stocks and open-end fund NAVs, and the
+//! The reference exchange's extended market (7727, EX): seeded futures and
+//! stock options with open interest, Hong Kong and US stocks, open-end fund
+//! NAVs and currency pairs, and the
 //! EX answers built from them (docs/PROTOCOL.md, Extended markets (7727)).
 //!
 //! Everything derives from one tape of ticks per instrument and day, in
@@ -10,6 +11,7 @@
 //! instrument agree.
 
 pub mod mac_ex;
+pub mod mode;
 pub mod serve;
 pub mod truth;
 
@@ -33,6 +35,18 @@ pub enum ExKind {
     UsStock,
     /// An open-end fund: one NAV a day, no volume, no ticks.
     Fund,
+    /// A stock option (Shanghai, 50ETF and 300ETF calls and puts): open
+    /// interest, a contract unit of 10,000, its expiry and strike in its name.
+    Option,
+    /// A currency pair (basic exchange rates): traded round the clock, in lots.
+    Forex,
+}
+
+impl ExKind {
+    /// Whether its ticks carry open interest (futures and options).
+    pub fn has_open_interest(self) -> bool {
+        matches!(self, Self::Future | Self::Option)
+    }
 }
 
 /// One instrument of the extended market.
@@ -106,6 +120,9 @@ pub struct ExWorld {
 const FUTURE_SESSIONS: &[(u16, u16)] = &[(570, 690), (780, 900)];
 const HK_SESSIONS: &[(u16, u16)] = &[(570, 720), (780, 960)];
 const US_SESSIONS: &[(u16, u16)] = &[(570, 960)];
+const OPTION_SESSIONS: &[(u16, u16)] = &[(570, 690), (780, 900)];
+/// Forex trades round the clock: the whole day, midnight to 23:59.
+const FOREX_SESSIONS: &[(u16, u16)] = &[(0, 1440)];
 
 fn milli(v: u32) -> f32 {
     (f64::from(v) / 1000.0) as f32
@@ -132,6 +149,8 @@ impl ExWorld {
             short_name: short.into(),
         };
         let markets = vec![
+            market(8, 12, "上海个股期权", "QQ"),
+            market(10, 4, "基本汇率", "FE"),
             market(28, 3, "郑州商品", "QZ"),
             market(29, 3, "大连商品", "QD"),
             market(30, 3, "上海期货", "QS"),
@@ -147,6 +166,8 @@ impl ExWorld {
                 ExKind::Future => 3,
                 ExKind::HkStock | ExKind::UsStock => 2,
                 ExKind::Fund => 1,
+                ExKind::Option => 12,
+                ExKind::Forex => 4,
             };
             let code = ExCode::new(market, &code).expect("generated codes are valid");
             let label = listings.len() as u64 + 1;
@@ -197,6 +218,35 @@ impl ExWorld {
             let base = 800 + rng.below(2_000) as u32;
             add(ExKind::Fund, 33, format!("{:06}", 1_000 + i * 3), format!("基金{i:02}"), base, 1, 1);
         }
+        // Drawn after the rest, so every other instrument keeps its tape.
+        // Options: calls and puts at five strikes for two expiries, coded
+        // as the exchange numbers them (eight digits), named by underlying,
+        // side, expiry month and strike ("50ETF购3月2800").
+        let mut number = 10_008_001u32;
+        for (underlying, spot) in [("50ETF", 2_800u32), ("300ETF", 4_000)] {
+            for month in [3u32, 6] {
+                for k in 0..5u32 {
+                    let strike = spot - 200 + k * 100;
+                    for (side, sign) in [("购", 1i64), ("沽", -1)] {
+                        // In the money is worth more: intrinsic value plus time value.
+                        let intrinsic = (sign * (i64::from(spot) - i64::from(strike))).max(0) as u32;
+                        let base = intrinsic + 30 + 10 * month + rng.below(40) as u32;
+                        let name = format!("{underlying}{side}{month}月{strike}");
+                        add(ExKind::Option, 8, number.to_string(), name, base, 1, 10_000);
+                        number += 1;
+                    }
+                }
+            }
+        }
+        for (code, name, base) in [
+            ("USDCNY", "美元人民币", 7_120u32),
+            ("EURUSD", "欧元美元", 1_085),
+            ("USDJPY", "美元日元", 149_800),
+            ("GBPUSD", "英镑美元", 1_270),
+            ("USDHKD", "美元港币", 7_810),
+        ] {
+            add(ExKind::Forex, 10, code.to_string(), name.to_string(), base + rng.below(20) as u32, 1, 1);
+        }
         // Real servers list by market ascending (eltdx's MAC-EX client
         // bisects the table by market); labels, hence tapes, keep their draw order.
         listings.sort_by_key(|l| l.info.code.market_id());
@@ -235,9 +285,11 @@ impl ExWorld {
             ExKind::HkStock => HK_SESSIONS,
             ExKind::UsStock => US_SESSIONS,
             ExKind::Fund => &[],
+            ExKind::Option => OPTION_SESSIONS,
+            ExKind::Forex => FOREX_SESSIONS,
         };
         let mut price = l.base_milli;
-        let mut oi: u32 = if l.kind == ExKind::Future { 50_000 + (l.label as u32 % 97) * 1_000 } else { 0 };
+        let mut oi: u32 = if l.kind.has_open_interest() { 50_000 + (l.label as u32 % 97) * 1_000 } else { 0 };
         let mut out = Vec::with_capacity(self.days.len());
         for (i, &date) in self.days.iter().enumerate() {
             let mut rng = Rng::derive(self.seed ^ l.label.wrapping_mul(0x9e37_79b9_7f4a_7c15), i as u64);
@@ -254,12 +306,13 @@ impl ExWorld {
                     for k in 0..n {
                         let step = rng.range(-2, 2) * i64::from(l.step_milli);
                         price = (i64::from(price) + step).max(i64::from(l.step_milli)) as u32;
-                        // Futures trade in contracts, stocks in board lots of 100.
+                        // Futures and options trade in contracts, forex in
+                        // lots, stocks in board lots of 100.
                         let volume = match l.kind {
-                            ExKind::Future => 1 + rng.below(20) as u32,
+                            ExKind::Future | ExKind::Option | ExKind::Forex => 1 + rng.below(20) as u32,
                             _ => 100 * (1 + rng.below(50) as u32),
                         };
-                        let oi_change = if l.kind == ExKind::Future {
+                        let oi_change = if l.kind.has_open_interest() {
                             let c = rng.range(-i64::from(volume), i64::from(volume)) as i32;
                             if c < 0 && c.unsigned_abs() > oi {
                                 0
@@ -385,7 +438,8 @@ impl ExWorld {
                 let mut index: Vec<u16> = tape.ticks.iter().map(|t| t.minute).collect();
                 index.dedup();
                 for t in &tape.ticks {
-                    let k = index.iter().position(|&m| m == t.minute).unwrap_or_default() as u16 / n;
+                    // A tape's minutes ascend, so `index` is sorted.
+                    let k = index.binary_search(&t.minute).unwrap_or_default() as u16 / n;
                     match groups.last_mut() {
                         Some((g, ticks)) if *g == k => ticks.push(*t),
                         _ => groups.push((k, vec![*t])),

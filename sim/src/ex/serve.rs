@@ -13,47 +13,19 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tracing::debug;
 
 use tdx_engine::proto::commands::Reply;
-use tdx_engine::proto::ex::{ExPortRequest, ExRequest, MacExRequest};
+use tdx_engine::proto::ex::{ExPortRequest, MacExRequest};
 use tdx_engine::proto::frame::encode_response;
 use tdx_engine::proto::{Compression, ProtoError, RequestDecoder};
 
 use super::{mac_ex, ExWorld};
 use crate::server::Listener;
 
-/// Which commands a 7727 server answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum ExMode {
-    /// Every EX and MAC-EX command.
-    #[default]
-    Normal,
-    /// eltdx's `MAC_EX_HOSTS` in 2026: the login, the instrument count and
-    /// pages and every MAC-EX command, with 0x2562 answering no records;
-    /// the other EX commands (markets, quotes, bars, minutes, ticks) go
-    /// unanswered.
-    MacOnly,
-    /// eltdx's `KNOWN_EX_HOSTS` in 2026: the login, the instrument count
-    /// and pages; nothing else is answered.
-    CountsOnly,
-    /// The login is answered, then nothing (a server that accepts and
-    /// goes silent).
-    SilentAfterLogin,
-}
+pub use super::mode::ExMode;
 
 impl ExMode {
     /// The reply payload `mode` sends to `request`; `None` leaves it unanswered.
     pub fn answer(self, world: &ExWorld, request: &ExPortRequest) -> Result<Option<Vec<u8>>, ProtoError> {
-        let listing = matches!(
-            request,
-            ExPortRequest::Ex(ExRequest::Login(_) | ExRequest::InstrumentCount(_) | ExRequest::Instruments(_))
-        );
-        let answered = match (self, request) {
-            (Self::Normal, _) => true,
-            (Self::SilentAfterLogin, r) => matches!(r, ExPortRequest::Ex(ExRequest::Login(_))),
-            (Self::CountsOnly, _) => listing,
-            (Self::MacOnly, ExPortRequest::MacEx(_)) => true,
-            (Self::MacOnly, _) => listing,
-        };
-        if !answered {
+        if !self.answers(request) {
             return Ok(None);
         }
         match request {

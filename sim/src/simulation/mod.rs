@@ -35,7 +35,7 @@ use std::time::Duration;
 
 pub use counting::{Counted, Counting};
 pub(crate) use plan::swarm;
-pub use plan::{Fault, FaultEvent, Mix, Plan, Scheduled, Window, THROTTLE_SLACK};
+pub use plan::{ExPlan, Fault, FaultEvent, Mix, Plan, Scheduled, Window, THROTTLE_SLACK};
 pub(crate) use world::{endpoints, Shape, World, CLIENT_HOST};
 
 use tdx_engine::proto::commands::{
@@ -43,11 +43,17 @@ use tdx_engine::proto::commands::{
     HistoryTrades, MacBars, MacCapitalFlow, MacField, MacMinutes, MacQuotes, MacServerInfo, MacTicks, MacUnusual,
     MinuteAux, MoneyFlow, Period, Quotes, SecurityCount, SecurityList, Sparkline,
 };
+use tdx_engine::proto::ex::{
+    ExBars, ExBarsRange, ExHistoryMinutes, ExHistoryTicks, ExInstrumentCount, ExInstruments, ExMarkets, ExMinutes,
+    ExPeriod, ExQuoteList, ExQuoteOne, ExTicks,
+};
 use tdx_engine::proto::{Market as Exchange, Request, SecurityCode, TradeDate};
 use tdx_engine::runtime::connector::TurmoilConnector;
-use tdx_engine::supervisor::{CloseState, RequestError};
-use tdx_engine::{Client, Error, RuntimeFlavor};
+use tdx_engine::supervisor::{CloseState, RequestError, Verdict};
+use tdx_engine::{Client, Error, Pool, RuntimeFlavor};
 
+use crate::ex::mode::ExMode;
+use crate::ex::ExWorld;
 use crate::market::Market;
 use crate::market_data::MarketData;
 use crate::responder::respond;
@@ -167,6 +173,12 @@ pub fn run(seed: u64, keep_trace: bool) -> Result<Outcome, Failure> {
     if plan.mix.mac > 0 {
         shared.trace(format!("plan mac={}", plan.mix.mac));
     }
+    if let Some(ex) = &plan.ex {
+        shared.trace(format!(
+            "plan ex={} servers={:?} pool={}x{}",
+            plan.mix.ex, ex.modes, ex.server_count, ex.connections_per_server
+        ));
+    }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| simulate(&plan, &shared)));
     let (trace, message) = world_end(result, &shared);
     if let Some(message) = message {
@@ -204,7 +216,9 @@ fn shared_market_data(seed: u64) -> Arc<MarketData> {
 fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
     let horizon = plan.fault_phase + plan.timeout * 4 + HEAL_WITHIN + Duration::from_secs(30);
     let data = shared_market_data(plan.seed);
-    let shape = Shape { seed: plan.seed, servers: plan.servers, latency: plan.latency, horizon, tick: TICK };
+    let ex_modes = plan.ex.as_ref().map_or_else(Vec::new, |ex| ex.modes.clone());
+    let shape = Shape { seed: plan.seed, servers: plan.servers, ex_modes, latency: plan.latency, horizon, tick: TICK };
+    let ex_faults = plan.ex.as_ref().map_or(&[][..], |ex| &ex.faults[..]);
     let mut world = World::new(&shape, &data);
     {
         let (plan, shared, data) = (plan.clone(), shared.clone(), data.clone());
@@ -217,7 +231,7 @@ fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
     }
 
     // Drive the simulation, applying faults on schedule, then heal.
-    let mut next = 0;
+    let (mut next, mut next_ex) = (0, 0);
     let mut healed = false;
     loop {
         let now = world.sim.elapsed();
@@ -227,11 +241,17 @@ fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
             world.apply(&event);
             next += 1;
         }
+        while next_ex < ex_faults.len() && ex_faults[next_ex].at <= now {
+            let event = &ex_faults[next_ex].event;
+            shared.trace(format!("{:>8} ex fault {event:?}", now.as_millis()));
+            world.apply_ex(event);
+            next_ex += 1;
+        }
         if !healed && now >= plan.fault_phase {
             healed = true;
             shared.trace(format!("{:>8} heal", now.as_millis()));
             world.heal();
-            next = plan.faults.len();
+            (next, next_ex) = (plan.faults.len(), ex_faults.len());
             shared.healed.store(true, Ordering::SeqCst);
         }
         match world.sim.step() {
@@ -241,6 +261,7 @@ fn simulate(plan: &Plan, shared: &Arc<Shared>) -> Result<(), String> {
         }
     }
     world.check_throttling(plan.rate_cap.is_some())?;
+    world.check_families()?;
     world.check_no_pipelining()
 }
 
@@ -339,6 +360,69 @@ fn mac_request_of(kind: u64, rng: &mut Rng, market: &Market) -> (Request, &'stat
     }
 }
 
+/// EX request kinds that every 7727 mode but silent-after-login answers
+/// (the instrument count and pages): [`ex_request_of`]'s first two.
+const EX_LISTING_KINDS: u64 = 2;
+/// Every EX request kind [`ex_request_of`] draws.
+const EX_KINDS: u64 = 11;
+
+/// An EX request of kind `kind` (0..[`EX_KINDS`]) for the 7727 servers,
+/// which differs per caller and op: the table (count, pages, markets),
+/// quotes and quote lists, bars by count and by date range, minute lines
+/// and ticks, today's and past days'.
+fn ex_request_of(kind: u64, rng: &mut Rng, world: &ExWorld) -> (Request, &'static str) {
+    let listings = world.listings();
+    let code = listings[rng.below(listings.len() as u64) as usize].info.code.clone();
+    let days = world.days();
+    let date = days[rng.below(days.len() as u64) as usize];
+    let period = [
+        ExPeriod::Min5,
+        ExPeriod::Min15,
+        ExPeriod::Hour1,
+        ExPeriod::Day,
+        ExPeriod::Week,
+        ExPeriod::Month,
+        ExPeriod::ExMin1,
+        ExPeriod::Min1,
+        ExPeriod::DayK,
+    ][rng.below(9) as usize];
+    match kind {
+        0 => (ExInstrumentCount.into(), "ex instrument count"),
+        1 => {
+            // Now and then past the table's end.
+            let start = rng.below(listings.len() as u64 + 40) as u32;
+            (ExInstruments { start, count: 1 + rng.below(150) as u16 }.into(), "ex instruments")
+        }
+        2 => (ExMarkets.into(), "ex markets"),
+        3 => (ExQuoteOne { code }.into(), "ex quote"),
+        4 => {
+            let markets = world.markets();
+            let market = markets[rng.below(markets.len() as u64) as usize].market;
+            let (start, count) = (rng.below(70) as u16, 1 + rng.below(80) as u16);
+            (ExQuoteList { market, start, count }.into(), "ex quote list")
+        }
+        5 => {
+            let (start, count) = (rng.below(3) as u32 * 700, 1 + rng.below(800) as u16);
+            (ExBars { code, period, start, count }.into(), "ex bars")
+        }
+        6 => {
+            let other = days[rng.below(days.len() as u64) as usize];
+            let (start, end) = (date.min(other), date.max(other));
+            (ExBarsRange { code, period, start, end }.into(), "ex bars range")
+        }
+        7 => (ExMinutes { code }.into(), "ex minutes"),
+        8 => (ExHistoryMinutes { date, code }.into(), "ex history minutes"),
+        9 => {
+            let (start, count) = (rng.below(800) as u32, 1 + rng.below(1000) as u16);
+            (ExTicks { code, start, count }.into(), "ex ticks")
+        }
+        _ => {
+            let (start, count) = (rng.below(800) as u32, 1 + rng.below(1000) as u16);
+            (ExHistoryTicks { date, page: ExTicks { code, start, count } }.into(), "ex history ticks")
+        }
+    }
+}
+
 /// What one call ended with, for the trace.
 fn describe(result: &Result<tdx_engine::proto::Reply, Error>) -> String {
     match result {
@@ -390,7 +474,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, data: &Arc<MarketData>)
     let tasks_before = runtime.metrics().num_alive_tasks();
     let hosts = endpoints(plan.servers);
     let sockets = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let client = Client::builder()
+    let mut builder = Client::builder()
         .hosts(hosts)
         .server_count(plan.server_count)
         .connections_per_server(plan.connections_per_server)
@@ -405,7 +489,14 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, data: &Arc<MarketData>)
         .rng_seed(plan.seed)
         .available_cpus(plan.cpus)
         .rate_cap(plan.rate_cap)
-        .runtime_flavor(RuntimeFlavor::External(runtime.clone()))
+        .runtime_flavor(RuntimeFlavor::External(runtime.clone()));
+    if let Some(ex) = &plan.ex {
+        builder = builder
+            .pool_hosts(Pool::Ex, world::ex_endpoints(ex.modes.len()))
+            .pool_servers(Pool::Ex, ex.server_count, ex.connections_per_server)
+            .pool_rate_cap(Pool::Ex, plan.rate_cap);
+    }
+    let client = builder
         .build_with(Counting::new(TurmoilConnector, sockets.clone()))
         .map_err(|e| format!("engine did not start: {e}"))?;
 
@@ -447,7 +538,13 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, data: &Arc<MarketData>)
         }
         // MAC seeds: every other request goes to the MAC or money-flow pool,
         // which must serve again too.
-        let (request, kind) = if plan.mix.mac > 0 && streak % 2 == 1 {
+        // 7727 seeds: every fourth goes to the `ex` pool (only the table,
+        // which every server it may use answers, when one answers no more).
+        let (request, kind) = if let (Some(ex), 3) = (&plan.ex, streak % 4) {
+            let kinds = if ex.listing_only() { EX_LISTING_KINDS } else { EX_KINDS };
+            let kind = rng.below(kinds);
+            ex_request_of(kind, &mut rng, data.ex_world())
+        } else if plan.mix.mac > 0 && streak % 2 == 1 {
             mac_request(&mut rng, data.market())
         } else {
             request(&mut rng, plan, data.market())
@@ -519,7 +616,7 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, data: &Arc<MarketData>)
         counters.demotions,
         d.lent_exchanges
     ));
-    for pool in [tdx_engine::Pool::Mac, tdx_engine::Pool::MoneyFlow] {
+    for pool in [Pool::Mac, Pool::MoneyFlow, Pool::Ex] {
         if let Some(d) = client.pool_diagnostics(pool) {
             let c = &d.supervisor.counters;
             shared.trace(format!(
@@ -537,6 +634,9 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, data: &Arc<MarketData>)
             }
         }
     }
+    if let Some(ex) = &plan.ex {
+        check_ex_verdicts(ex, &client)?;
+    }
     drop(client);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let sockets = sockets.load(Ordering::SeqCst);
@@ -546,6 +646,23 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, data: &Arc<MarketData>)
     let tasks = runtime.metrics().num_alive_tasks();
     if tasks > tasks_before {
         return Err(format!("{} tasks still alive after close", tasks - tasks_before));
+    }
+    Ok(())
+}
+
+/// No 7727 server that answers the login and then goes silent was ever
+/// accepted by the `ex` pool: the data canary's instrument page must find
+/// it out (its verdict is a rejection, or none if never tried).
+fn check_ex_verdicts(ex: &ExPlan, client: &Client) -> Result<(), String> {
+    let Some(d) = client.pool_diagnostics(Pool::Ex) else { return Ok(()) };
+    let verdicts = &d.supervisor.verdicts;
+    if verdicts.len() != ex.modes.len() {
+        return Err(format!("the ex pool has {} verdicts for {} servers", verdicts.len(), ex.modes.len()));
+    }
+    for (i, (mode, verdict)) in ex.modes.iter().zip(verdicts).enumerate() {
+        if *mode == ExMode::SilentAfterLogin && *verdict == Some(Verdict::Good) {
+            return Err(format!("ex-server-{i} answers only the login, yet the ex pool found it good"));
+        }
     }
     Ok(())
 }
@@ -577,7 +694,7 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
     let mix = plan.mix;
     for op in 0..plan.ops_per_caller {
         let tag = format!("caller {caller} op {op}");
-        let roll = rng.below((mix.light + mix.heavy + mix.paging + mix.pins + mix.cancels + mix.mac).max(1));
+        let roll = rng.below((mix.light + mix.heavy + mix.paging + mix.pins + mix.cancels + mix.mac + mix.ex).max(1));
         let started = tokio::time::Instant::now();
         if roll < mix.light + mix.heavy {
             let (request, kind) = request(&mut rng, plan, market);
@@ -628,6 +745,25 @@ async fn caller_ops(caller: usize, client: &Client, plan: &Plan, shared: &Shared
                     settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout);
                 }
                 Err(_) => shared.at(format_args!("{tag} {kind} cancelled")),
+            }
+        } else if roll >= mix.light + mix.heavy + mix.paging + mix.pins + mix.cancels + mix.mac {
+            // EX through the `ex` pool to the 7727 servers: a run of one kind,
+            // as for MAC, a quarter abandoned after a while.
+            let kind = rng.below(EX_KINDS);
+            for _ in 0..1 + rng.below(3) {
+                let (request, name) = ex_request_of(kind, &mut rng, data.ex_world());
+                let what = format!("{tag} {name}");
+                let started = tokio::time::Instant::now();
+                if rng.below(4) == 0 {
+                    let patience = Duration::from_millis(rng.below(plan.timeout.as_millis() as u64));
+                    match tokio::time::timeout(patience, client.call_raw(request.clone())).await {
+                        Ok(result) => settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout),
+                        Err(_) => shared.at(format_args!("{what} cancelled")),
+                    }
+                } else {
+                    let result = client.call_raw(request.clone()).await;
+                    settle(shared, data, &what, &request, &result, started.elapsed(), plan.timeout);
+                }
             }
         } else {
             // MAC or money flow, through its own pool: a run of up to three

@@ -119,7 +119,7 @@ fn simulate(skew: &Skew, shared: &Arc<Shared>) -> Result<(), String> {
     let data = shared_market_data(skew.seed);
     let horizon = Duration::from_secs(300);
     let latency = (Duration::from_micros(100), Duration::from_millis(2));
-    let shape = Shape { seed: skew.seed, servers: skew.servers, latency, horizon, tick: TICK };
+    let shape = Shape { seed: skew.seed, servers: skew.servers, ex_modes: Vec::new(), latency, horizon, tick: TICK };
     let mut world = World::new(&shape, &data);
     // A flood reaches only the connections that asked for a refresh.
     for i in 0..skew.servers {

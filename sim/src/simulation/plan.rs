@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tdx_engine::runtime::{DECODED_BUDGET_BYTES_MIN, PUSH_QUEUE_BYTES_MIN, RAW_BUDGET_BYTES_MIN};
 
+use crate::ex::mode::ExMode;
 use crate::faults::{FaultKind, Faults, PushFlood};
 use crate::rng::Rng;
 
@@ -29,6 +30,23 @@ pub enum FaultEvent {
     Set(usize, Faults),
     /// Behave again.
     Clear(usize),
+}
+
+impl FaultEvent {
+    /// The same event on server `i + offset` (a 7727 server's events are
+    /// drawn by its index among them; the world counts them after the 7709 ones).
+    pub(crate) fn on_server_offset(&self, offset: usize) -> FaultEvent {
+        match self {
+            Self::Partition(i) => Self::Partition(i + offset),
+            Self::Repair(i) => Self::Repair(i + offset),
+            Self::Hold(i) => Self::Hold(i + offset),
+            Self::Release(i) => Self::Release(i + offset),
+            Self::Crash(i) => Self::Crash(i + offset),
+            Self::Bounce(i) => Self::Bounce(i + offset),
+            Self::Set(i, faults) => Self::Set(i + offset, faults.clone()),
+            Self::Clear(i) => Self::Clear(i + offset),
+        }
+    }
 }
 
 /// A fault at a time.
@@ -56,6 +74,31 @@ pub struct Mix {
     /// A MAC request or a money-flow one, through their own pools
     /// (sometimes abandoned too); zero on most seeds.
     pub mac: u64,
+    /// An EX request through the `ex` pool to the 7727 servers (sometimes
+    /// abandoned too); zero unless the plan has [`ExPlan`].
+    pub ex: u64,
+}
+
+/// The 7727 servers of a world and the `ex` pool's shape (a quarter of the seeds).
+#[derive(Debug, Clone)]
+pub struct ExPlan {
+    /// Each 7727 server's mode: what it is, so it holds after the heal.
+    /// At least `server_count` of them answer more than the login.
+    pub modes: Vec<ExMode>,
+    /// Servers the `ex` pool uses at once.
+    pub server_count: usize,
+    /// Connections per server.
+    pub connections_per_server: usize,
+    /// Faults on the 7727 servers (indices among them), within the fault phase.
+    pub faults: Vec<Scheduled>,
+}
+
+impl ExPlan {
+    /// Whether a server the pool may use answers the instrument table only
+    /// (its quotes, bars, minutes and ticks go unanswered).
+    pub fn listing_only(&self) -> bool {
+        self.modes.iter().any(|m| matches!(m, ExMode::CountsOnly | ExMode::MacOnly))
+    }
 }
 
 /// Everything about one world.
@@ -100,6 +143,8 @@ pub struct Plan {
     /// servers then allow the cap plus [`THROTTLE_SLACK`]: they must never
     /// trip.
     pub rate_cap: Option<u32>,
+    /// 7727 servers and traffic, when drawn.
+    pub ex: Option<ExPlan>,
 }
 
 /// Requests a connection sends that the rate cap does not count, within
@@ -116,8 +161,15 @@ impl Plan {
         let connections_per_server = 1 + rng.below(4) as usize;
         let pool = server_count * connections_per_server;
         let mut weight = |max: u64| if rng.below(4) == 0 { 0 } else { 1 + rng.below(max) };
-        let mut mix =
-            Mix { light: weight(10), heavy: weight(6), paging: weight(3), pins: weight(2), cancels: weight(3), mac: 0 };
+        let mut mix = Mix {
+            light: weight(10),
+            heavy: weight(6),
+            paging: weight(3),
+            pins: weight(2),
+            cancels: weight(3),
+            mac: 0,
+            ex: 0,
+        };
         if mix.light + mix.heavy + mix.paging == 0 {
             mix.light = 1;
         }
@@ -143,6 +195,7 @@ impl Plan {
             latency: (min_latency, min_latency + Duration::from_micros(rng.below(30_000))),
             cpus: 0,
             rate_cap: None,
+            ex: None,
         };
         // Drawn last, so the draws above keep their worlds.
         plan.cpus = 1 + rng.below(16) as usize;
@@ -178,8 +231,47 @@ impl Plan {
         if rng.below(3) == 0 {
             plan.mix.mac = 1 + rng.below(4);
         }
+        // 7727 servers and EX traffic on a quarter of the seeds (drawn after
+        // everything else, for the same reason).
+        if rng.below(4) == 0 {
+            plan.mix.ex = 1 + rng.below(4);
+            plan.ex = Some(ex_plan(&mut rng, fault_phase));
+        }
         plan
     }
+}
+
+/// 1 to 4 7727 servers, some (on half the draws) in a mode of 2026: answering
+/// the login and then nothing (the data canary must keep them out), or the
+/// instrument table only; and swarm faults on them as on the 7709 servers.
+fn ex_plan(rng: &mut Rng, phase: Duration) -> ExPlan {
+    let servers = 1 + rng.below(4) as usize;
+    let server_count = 1 + rng.below(servers.min(2) as u64) as usize;
+    let connections_per_server = 1 + rng.below(2) as usize;
+    let mut modes = vec![ExMode::Normal; servers];
+    if rng.below(2) == 0 {
+        for mode in &mut modes {
+            *mode = match rng.below(6) {
+                0 | 1 => ExMode::SilentAfterLogin,
+                2 => ExMode::CountsOnly,
+                3 => ExMode::MacOnly,
+                _ => ExMode::Normal,
+            };
+        }
+        // Enough servers that answer more than the login for the pool.
+        let mut serving = modes.iter().filter(|m| **m != ExMode::SilentAfterLogin).count();
+        for mode in modes.iter_mut().rev() {
+            if serving >= server_count {
+                break;
+            }
+            if *mode == ExMode::SilentAfterLogin {
+                *mode = ExMode::Normal;
+                serving += 1;
+            }
+        }
+    }
+    let faults = schedule(rng, servers, server_count, phase);
+    ExPlan { modes, server_count, connections_per_server, faults }
 }
 
 /// What a fault window does to one server while it is open.

@@ -330,6 +330,7 @@ impl SimExchangeBuilder {
         let shape = Shape {
             seed,
             servers: self.servers,
+            ex_modes: Vec::new(),
             latency: (self.latency, self.latency + self.jitter),
             horizon: self.time_limit,
             tick: TICK,
