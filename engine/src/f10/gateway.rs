@@ -175,16 +175,16 @@ impl Transport {
             }
             None => None,
         };
-        if crate::runtime::connector::loopback_only() {
-            if !crate::runtime::connector::is_loopback_host(url.host_str().unwrap_or_default()) {
-                return Err(F10Error::Connect {
-                    url: url.to_string(),
-                    reason: format!(
-                        "refused, {} is set and this is not a loopback address",
-                        crate::runtime::connector::LOOPBACK_ONLY_ENV
-                    ),
-                });
-            }
+        if crate::runtime::connector::loopback_only()
+            && !crate::runtime::connector::is_loopback_host(url.host_str().unwrap_or_default())
+        {
+            return Err(F10Error::Connect {
+                url: url.to_string(),
+                reason: format!(
+                    "refused, {} is set and this is not a loopback address",
+                    crate::runtime::connector::LOOPBACK_ONLY_ENV
+                ),
+            });
         }
         Ok((url, host_header))
     }
