@@ -53,9 +53,14 @@ FREE = {"filename", "name", "all_pages", "include_summary", "detail_type", "reco
 
 # The extended markets (`client.ex`) write codes and markets their own way,
 # and take a period's wire code as well as its name.
-GOOD_EX = {"code": "47#IFL0", "market": "47"}
+GOOD_EX = {"code": "47#IFL0", "codes": ["47#IFL0"], "market": "47"}
 # Its instrument offsets are 32-bit (the table outgrows 16 bits).
-BAD_EX = {"period": ["fortnight", "", "99"], "market": ["xx", "", "s z", "300"], "start": [-1, 2**32, 10**12]}
+BAD_EX = {
+    "codes": [["47#IFL0", "xx"], ["47#IFL0", 5], [""], ["sz000001"]],
+    "period": ["fortnight", "", "99"],
+    "market": ["xx", "", "s z", "300"],
+    "start": [-1, 2**32, 10**12],
+}
 
 
 def good(param: str, past_day: int, space: str = ""):
