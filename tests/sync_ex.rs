@@ -31,8 +31,15 @@ fn scratch(name: &str) -> PathBuf {
 
 /// `tdx --local -o json sync --out DIR ARGS`, which must succeed.
 fn sync(dir: &Path, args: &[&str]) -> Value {
+    sync_as_of(dir, None, args)
+}
+
+/// [`sync`] with the embedded exchange serving its market as of `day`.
+fn sync_as_of(dir: &Path, day: Option<&str>, args: &[&str]) -> Value {
     let out = dir.to_str().unwrap();
-    let mut all = vec!["--local", "-o", "json", "sync", "--out", out];
+    let mut all = vec!["--local"];
+    all.extend(day.map(|d| ["--as-of", d]).iter().flatten());
+    all.extend(["-o", "json", "sync", "--out", out]);
     all.extend(args);
     let result = tdx(&all).output().expect("tdx runs");
     assert!(result.status.success(), "tdx {all:?}: {}", String::from_utf8_lossy(&result.stderr));
@@ -174,6 +181,22 @@ fn a_re_run_fetches_only_the_missing_bars() {
     for dir in [a, b] {
         std::fs::remove_dir_all(dir).unwrap();
     }
+}
+
+/// A sync as of one day, then as of the next: the next run appends that
+/// day to each file and rewrites none of the days before it (the reference
+/// exchange's past does not move with its `today`).
+#[test]
+fn the_next_day_appends_and_keeps_the_past() {
+    const CODES: &str = "47#IFL0,30#CU2705,31#00700,10#USDCNY,33#001000";
+    let dir = scratch("next-day");
+    let first = sync_as_of(&dir, Some("2026-11-26"), &["--codes", CODES, "--periods", "day"]);
+    assert_eq!(first["periods"]["day"]["files_written"], 5, "{first}");
+    let next = sync_as_of(&dir, Some("2026-11-27"), &["--codes", CODES, "--periods", "day"]);
+    assert_eq!(next["periods"]["day"]["new_bars"], 5, "one new day per file: {next}");
+    assert_eq!(next["periods"]["day"]["fixed_bars"], 0, "no past day changed: {next}");
+    assert_eq!(next["files_repaired"], 0, "{next}");
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

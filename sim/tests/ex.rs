@@ -104,7 +104,26 @@ async fn a_futures_day_agrees_across_quote_minutes_bars_and_ticks() {
     let oi_moves: i64 = ticks.iter().map(|t| i64::from(t.oi_change)).sum();
     let yesterday = &days[days.len() - 2];
     assert_eq!(i64::from(yesterday.open_interest) + oi_moves, i64::from(today.open_interest));
-    assert_eq!(quote.pre_close, yesterday.close);
+    // A future's quote measures from yesterday's settlement: the
+    // volume-weighted price of its ticks on the 0.2 step, not its close.
+    let before = w.days()[w.days().len() - 2];
+    let mut past = Vec::new();
+    loop {
+        let page = ExTicks { code: code.clone(), start: past.len() as u32, count: 1800 };
+        let got = ask(addr, ExRequest::HistoryTicks, ExHistoryTicks { date: before, page }).await;
+        let done = got.len() < 1800;
+        past.extend(got);
+        if done {
+            break;
+        }
+    }
+    let (amount, volume) = past
+        .iter()
+        .fold((0u64, 0u64), |(a, v), t| (a + u64::from(t.price_milli) * u64::from(t.volume), v + u64::from(t.volume)));
+    assert_eq!(volume, u64::from(yesterday.volume));
+    let settlement = ((amount + volume / 2) / volume + 100) / 200 * 200;
+    assert_eq!(quote.pre_close, settlement as f32 / 1000.0);
+    assert!(yesterday.low <= quote.pre_close && quote.pre_close <= yesterday.high);
     assert_eq!(minutes.len(), 240);
     assert!(ticks.iter().all(|t| t.nature % 10_000 < 60 && t.nature / 10_000 < 3));
 
@@ -449,4 +468,66 @@ async fn the_2026_modes_leave_commands_unanswered() {
     let mut port = Port::open(serve_mode(w.clone(), ExMode::MacOnly).await).await;
     let goods = MacGoods { market: 47, start: 0, count: 10 };
     assert_eq!(port.mac(goods).await, tdx_engine::proto::commands::Reply::MacGoods(Vec::new()));
+}
+
+#[test]
+fn every_day_starts_where_the_day_before_ended() {
+    let w = world();
+    for l in w.listings() {
+        let tapes = w.tapes(l);
+        let days = w.bars(l, ExPeriod::Day);
+        for (i, pair) in tapes.windows(2).enumerate() {
+            let (before, tape) = (&pair[0], &pair[1]);
+            let end_oi = before.ticks.iter().fold(before.oi_start, |oi, t| oi.wrapping_add_signed(t.oi_change));
+            assert_eq!(tape.oi_start, end_oi, "{} on {}: open interest carries over", l.info.code, tape.date);
+            let want = if l.kind.has_open_interest() { before.settlement_milli } else { before.nav_milli };
+            assert_eq!(tape.pre_close_milli, want, "{} on {}", l.info.code, tape.date);
+            if l.kind != ExKind::Fund {
+                let close = (f64::from(before.nav_milli) / 1000.0) as f32;
+                assert_eq!(days[i].close, close, "{}: the day closes on its close", l.info.code);
+            }
+            for t in &tape.ticks {
+                assert!(
+                    t.oi_change.unsigned_abs() <= t.volume,
+                    "{}: an open-interest change within its trade",
+                    l.info.code
+                );
+            }
+        }
+        assert_eq!(tapes.iter().map(|t| t.date).collect::<Vec<_>>(), w.days());
+        for date in [w.days()[0], w.today()] {
+            let one = w.tape_of(l, date).unwrap();
+            let all = &tapes[w.days().iter().position(|d| *d == date).unwrap()];
+            assert_eq!(
+                (one.pre_close_milli, one.settlement_milli, one.oi_start, &one.ticks),
+                (all.pre_close_milli, all.settlement_milli, all.oi_start, &all.ticks)
+            );
+        }
+    }
+}
+
+/// A later `today` adds a day and drops the oldest; the days both hold are
+/// the same days (so `tdx sync --as-of` never rewrites a stored bar).
+#[test]
+fn a_later_today_keeps_every_past_day() {
+    let before = world();
+    let after = ExWorld::new(7, Date::new(2026, 12, 4).unwrap());
+    assert_eq!(&after.days()[..after.days().len() - 1], &before.days()[1..]);
+    let shared = &before.days()[1..];
+    for (a, b) in before.listings().iter().zip(after.listings()) {
+        assert_eq!(a.info, b.info);
+        for period in [ExPeriod::Day, ExPeriod::Min5] {
+            let keep = |bars: Vec<ExBar>| -> Vec<ExBar> {
+                bars.into_iter()
+                    .filter(|bar| match bar.at {
+                        ExBarTime::Day(d) => shared.contains(&d),
+                        ExBarTime::Minute(at) => shared.contains(&at.date),
+                    })
+                    .collect()
+            };
+            assert_eq!(keep(before.bars(a, period)), keep(after.bars(b, period)), "{} {period:?}", a.info.code);
+        }
+        let day = shared[0];
+        assert_eq!(before.ticks(a, day), after.ticks(b, day), "{} on {day}", a.info.code);
+    }
 }

@@ -78,14 +78,7 @@ pub fn summary(world: &ExWorld, l: &ExListing, date: Date) -> SecuritySummary {
     let Some(day) = world.bars(l, ExPeriod::Day).into_iter().find(|b| b.at == ExBarTime::Day(date)) else {
         return SecuritySummary::empty();
     };
-    let pre_close = if l.kind == ExKind::Fund {
-        let days = world.days();
-        let i = days.iter().position(|d| *d == date).unwrap_or_default();
-        let tapes = world.tapes(l);
-        i.checked_sub(1).and_then(|j| tapes.get(j)).map_or(tapes[i].pre_close_milli, |t| t.nav_milli)
-    } else {
-        world.tape_of(l, date).map_or(0, |t| t.pre_close_milli)
-    };
+    let pre_close = world.tape_of(l, date).map_or(0, |t| t.pre_close_milli);
     let units = f64::from(day.volume) * f64::from(l.multiplier);
     SecuritySummary {
         name: l.info.name.clone(),

@@ -98,8 +98,13 @@ pub struct TapeTick {
 pub struct DayTape {
     /// The day.
     pub date: Date,
-    /// The previous day's close (the base price before the first day).
+    /// What the day's change is measured from, as a quote's `pre_close`
+    /// carries it: the previous trading day's settlement for futures and
+    /// options, its close (a fund's NAV) for the rest.
     pub pre_close_milli: u32,
+    /// The day's settlement price: its ticks' volume-weighted mean at the
+    /// price step for futures and options, the close for the rest.
+    pub settlement_milli: u32,
     /// Open interest before the first tick.
     pub oi_start: u32,
     /// Ticks in time order (none for funds).
@@ -123,6 +128,21 @@ const US_SESSIONS: &[(u16, u16)] = &[(570, 960)];
 const OPTION_SESSIONS: &[(u16, u16)] = &[(570, 690), (780, 900)];
 /// Forex trades round the clock: the whole day, midnight to 23:59.
 const FOREX_SESSIONS: &[(u16, u16)] = &[(0, 1440)];
+
+/// Trading days between the knots of a listing's close and open interest
+/// (see [`ExWorld::close_milli`]).
+const KNOT_DAYS: i64 = 8;
+/// How far a close wanders from the listing's base price, in per mille.
+const CLOSE_SWING_PER_MILLE: i64 = 60;
+/// How far open interest wanders from its base: at most 2 x 800 / 8 = 200
+/// contracts a day, below the 240 one-contract ticks of the shortest
+/// futures or options day, so a day's ticks can always carry the move.
+const OI_SWING: i64 = 800;
+/// Keeps a listing's tick, knot and jitter streams apart.
+const LABEL_MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+const KNOT_STREAM: u64 = 0xc1_05e;
+const OI_KNOT_STREAM: u64 = 0x01_c1_05e;
+const JITTER_STREAM: u64 = 0x71_77e4;
 
 fn milli(v: u32) -> f32 {
     (f64::from(v) / 1000.0) as f32
@@ -280,69 +300,158 @@ impl ExWorld {
 
     /// Every day's tape of `l`, oldest first.
     pub fn tapes(&self, l: &ExListing) -> Vec<DayTape> {
-        let sessions = match l.kind {
-            ExKind::Future => FUTURE_SESSIONS,
-            ExKind::HkStock => HK_SESSIONS,
-            ExKind::UsStock => US_SESSIONS,
-            ExKind::Fund => &[],
-            ExKind::Option => OPTION_SESSIONS,
-            ExKind::Forex => FOREX_SESSIONS,
-        };
-        let mut price = l.base_milli;
-        let mut oi: u32 = if l.kind.has_open_interest() { 50_000 + (l.label as u32 % 97) * 1_000 } else { 0 };
+        let settles = l.kind.has_open_interest();
+        let first = previous_trading_day(self.days[0]);
+        // The previous day's settlement, carried so each session is drawn once.
+        let mut settlement = if settles { self.settlement(l, &self.session(l, first), first) } else { 0 };
         let mut out = Vec::with_capacity(self.days.len());
-        for (i, &date) in self.days.iter().enumerate() {
-            let mut rng = Rng::derive(self.seed ^ l.label.wrapping_mul(0x9e37_79b9_7f4a_7c15), i as u64);
-            let pre_close = price;
-            let oi_start = oi;
-            let mut ticks = Vec::new();
-            if l.kind == ExKind::Fund {
-                let delta = rng.range(-15, 15);
-                price = (i64::from(price) + delta).max(100) as u32;
-            }
-            for &(from, to) in sessions {
-                for minute in from..to {
-                    let n = 1 + rng.below(3) as u8;
-                    for k in 0..n {
-                        let step = rng.range(-2, 2) * i64::from(l.step_milli);
-                        price = (i64::from(price) + step).max(i64::from(l.step_milli)) as u32;
-                        // Futures and options trade in contracts, forex in
-                        // lots, stocks in board lots of 100.
-                        let volume = match l.kind {
-                            ExKind::Future | ExKind::Option | ExKind::Forex => 1 + rng.below(20) as u32,
-                            _ => 100 * (1 + rng.below(50) as u32),
-                        };
-                        let oi_change = if l.kind.has_open_interest() {
-                            let c = rng.range(-i64::from(volume), i64::from(volume)) as i32;
-                            if c < 0 && c.unsigned_abs() > oi {
-                                0
-                            } else {
-                                c
-                            }
-                        } else {
-                            0
-                        };
-                        oi = oi.wrapping_add_signed(oi_change);
-                        let second = (k * 60 / n).min(59) + rng.below(u64::from(60 / n).max(1)) as u8;
-                        let side = rng.below(3) as u8;
-                        ticks.push(TapeTick {
-                            minute,
-                            second: second.min(59),
-                            price_milli: price,
-                            volume,
-                            oi_change,
-                            side,
-                        });
-                    }
-                }
-            }
-            out.push(DayTape { date, pre_close_milli: pre_close, oi_start, ticks, nav_milli: price });
+        for &date in &self.days {
+            let ticks = self.session(l, date);
+            let pre_close = if settles { settlement } else { self.close_milli(l, previous_trading_day(date)) };
+            settlement = self.settlement(l, &ticks, date);
+            out.push(self.tape(l, date, pre_close, settlement, ticks));
         }
         out
     }
 
-    fn tape_of(&self, l: &ExListing, date: Date) -> Option<DayTape> {
-        self.tapes(l).into_iter().find(|t| t.date == date)
+    /// `date`'s tape of `l`, if `date` is one of the trading days.
+    pub fn tape_of(&self, l: &ExListing, date: Date) -> Option<DayTape> {
+        if !self.days.contains(&date) {
+            return None;
+        }
+        let before = previous_trading_day(date);
+        let pre_close = if l.kind.has_open_interest() {
+            self.settlement(l, &self.session(l, before), before)
+        } else {
+            self.close_milli(l, before)
+        };
+        let ticks = self.session(l, date);
+        Some(self.tape(l, date, pre_close, self.settlement(l, &ticks, date), ticks))
+    }
+
+    fn tape(&self, l: &ExListing, date: Date, pre_close: u32, settlement: u32, ticks: Vec<TapeTick>) -> DayTape {
+        DayTape {
+            date,
+            pre_close_milli: pre_close,
+            settlement_milli: settlement,
+            oi_start: self.oi_end(l, previous_trading_day(date)),
+            ticks,
+            nav_milli: self.close_milli(l, date),
+        }
+    }
+
+    /// A value in -1000..=1000 for day `day` (days since the epoch): a
+    /// straight line between seeded knots every [`KNOT_DAYS`] days, so it
+    /// moves a little each day, never drifts away, and depends on the date
+    /// alone (a later `today` leaves every earlier day as it was).
+    fn wander(&self, l: &ExListing, stream: u64, day: i64) -> i64 {
+        let knot =
+            |k: i64| Rng::derive(self.seed ^ l.label.wrapping_mul(LABEL_MIX) ^ stream, k as u64).range(-1000, 1000);
+        let (k, r) = (day.div_euclid(KNOT_DAYS), day.rem_euclid(KNOT_DAYS));
+        (knot(k) * (KNOT_DAYS - r) + knot(k + 1) * r) / KNOT_DAYS
+    }
+
+    /// `l`'s close on `date` (a fund's NAV), on its price step: the base
+    /// price moved by [`ExWorld::wander`] and a few steps of the day's own.
+    pub fn close_milli(&self, l: &ExListing, date: Date) -> u32 {
+        let day = date.days_since_epoch();
+        let (base, step) = (i64::from(l.base_milli), i64::from(l.step_milli));
+        let jitter = Rng::derive(self.seed ^ l.label.wrapping_mul(LABEL_MIX) ^ JITTER_STREAM, day as u64).range(-3, 3);
+        let level = base + base * CLOSE_SWING_PER_MILLE * self.wander(l, KNOT_STREAM, day) / 1_000_000;
+        ((level / step + jitter) * step).max(step) as u32
+    }
+
+    /// Open interest at the end of `date` (futures and options; 0 for the rest).
+    fn oi_end(&self, l: &ExListing, date: Date) -> u32 {
+        if !l.kind.has_open_interest() {
+            return 0;
+        }
+        let base = 50_000 + i64::from(l.label as u32 % 97) * 1_000;
+        (base + OI_SWING * self.wander(l, OI_KNOT_STREAM, date.days_since_epoch()) / 1000) as u32
+    }
+
+    /// The settlement price of a day with `ticks`: their volume-weighted
+    /// mean on the price step for futures and options, else the close.
+    fn settlement(&self, l: &ExListing, ticks: &[TapeTick], date: Date) -> u32 {
+        let volume: u64 = ticks.iter().map(|t| u64::from(t.volume)).sum();
+        if !l.kind.has_open_interest() || volume == 0 {
+            return self.close_milli(l, date);
+        }
+        let amount: u64 = ticks.iter().map(|t| u64::from(t.price_milli) * u64::from(t.volume)).sum();
+        let step = u64::from(l.step_milli);
+        let mean = (amount + volume / 2) / volume;
+        (((mean + step / 2) / step) * step) as u32
+    }
+
+    /// `date`'s ticks of `l`: a seeded walk from the previous close to
+    /// this one (bent linearly to end there), its open-interest changes
+    /// adjusted, the latest first, to add up to the day's move.
+    fn session(&self, l: &ExListing, date: Date) -> Vec<TapeTick> {
+        let sessions = match l.kind {
+            ExKind::Future => FUTURE_SESSIONS,
+            ExKind::HkStock => HK_SESSIONS,
+            ExKind::UsStock => US_SESSIONS,
+            ExKind::Fund => return Vec::new(),
+            ExKind::Option => OPTION_SESSIONS,
+            ExKind::Forex => FOREX_SESSIONS,
+        };
+        let before = previous_trading_day(date);
+        let mut rng = Rng::derive(self.seed ^ l.label.wrapping_mul(LABEL_MIX), date.days_since_epoch() as u64);
+        let mut price = self.close_milli(l, before);
+        let mut ticks = Vec::new();
+        for &(from, to) in sessions {
+            for minute in from..to {
+                let n = 1 + rng.below(3) as u8;
+                for k in 0..n {
+                    let step = rng.range(-2, 2) * i64::from(l.step_milli);
+                    price = (i64::from(price) + step).max(i64::from(l.step_milli)) as u32;
+                    // Futures and options trade in contracts, forex in
+                    // lots, stocks in board lots of 100.
+                    let volume = match l.kind {
+                        ExKind::Future | ExKind::Option | ExKind::Forex => 1 + rng.below(20) as u32,
+                        _ => 100 * (1 + rng.below(50) as u32),
+                    };
+                    let oi_change = if l.kind.has_open_interest() {
+                        rng.range(-i64::from(volume), i64::from(volume)) as i32
+                    } else {
+                        0
+                    };
+                    let second = (k * 60 / n).min(59) + rng.below(u64::from(60 / n).max(1)) as u8;
+                    let side = rng.below(3) as u8;
+                    ticks.push(TapeTick {
+                        minute,
+                        second: second.min(59),
+                        price_milli: price,
+                        volume,
+                        oi_change,
+                        side,
+                    });
+                }
+            }
+        }
+        // Bend the walk to end on the day's close: tick i moves by (i + 1) / n of the gap.
+        let (step, n) = (i64::from(l.step_milli), ticks.len() as i64);
+        let gap = (i64::from(self.close_milli(l, date)) - i64::from(ticks.last().map_or(0, |t| t.price_milli))) / step;
+        for (i, t) in ticks.iter_mut().enumerate() {
+            let moved = i64::from(t.price_milli) + gap * (i as i64 + 1) / n * step;
+            t.price_milli = moved.max(step) as u32;
+        }
+        if l.kind.has_open_interest() {
+            let drawn: i64 = ticks.iter().map(|t| i64::from(t.oi_change)).sum();
+            let mut rest = i64::from(self.oi_end(l, date)) - i64::from(self.oi_end(l, before)) - drawn;
+            // Each tick's change stays within its volume; the days' volume covers OI_SWING's daily move.
+            for t in ticks.iter_mut().rev() {
+                if rest == 0 {
+                    break;
+                }
+                let room = i64::from(t.volume) - i64::from(t.oi_change) * rest.signum();
+                let by = room.min(rest.abs()) * rest.signum();
+                t.oi_change += by as i32;
+                rest -= by;
+            }
+            debug_assert_eq!(rest, 0, "a day's open-interest move exceeds its volume");
+        }
+        ticks
     }
 
     /// A day's minute line (0x240b / 0x240c).
@@ -492,8 +601,7 @@ impl ExWorld {
 
     /// Today's quote (0x23fa, 0x2400).
     pub fn quote(&self, l: &ExListing) -> ExQuote {
-        let tapes = self.tapes(l);
-        let tape = tapes.last().expect("HISTORY_DAYS > 0");
+        let tape = &self.tape_of(l, self.today()).expect("today is a trading day");
         let day = self.fold(l, ExBarTime::Day(tape.date), &tape.ticks, tape.oi_start, tape.nav_milli);
         let (inner, outer) = tape.ticks.iter().fold((0, 0), |(i, o), t| match t.side {
             0 => (i, o + t.volume),
@@ -511,11 +619,7 @@ impl ExWorld {
         ExQuote {
             code: l.info.code.clone(),
             activity: tape.ticks.len() as u32,
-            pre_close: milli(if l.kind == ExKind::Fund {
-                tapes.iter().rev().nth(1).map_or(tape.pre_close_milli, |t| t.nav_milli)
-            } else {
-                tape.pre_close_milli
-            }),
+            pre_close: milli(tape.pre_close_milli),
             open: day.open,
             high: day.high,
             low: day.low,
@@ -620,4 +724,14 @@ pub fn range_bars(all: Vec<ExBar>, start: Date, end: Date) -> Vec<ExBar> {
 /// Ticks `start..start + count`, counted from the day's first tick.
 fn page(ticks: Vec<ExTick>, p: &ExTicks) -> Vec<ExTick> {
     ticks.into_iter().skip(p.start as usize).take(p.count.into()).collect()
+}
+
+/// The weekday before `date` (the reference exchange trades every weekday).
+pub fn previous_trading_day(date: Date) -> Date {
+    let mut day = date.days_since_epoch() - 1;
+    // 1970-01-01 was a Thursday: day 2 of every 7 is a Saturday.
+    while (day + 3).rem_euclid(7) >= 5 {
+        day -= 1;
+    }
+    Date::from_days_since_epoch(day).unwrap_or(date)
 }
