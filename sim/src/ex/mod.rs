@@ -140,9 +140,9 @@ const CLOSE_SWING_PER_MILLE: i64 = 60;
 const OI_SWING: i64 = 800;
 /// Keeps a listing's tick, knot and jitter streams apart.
 const LABEL_MIX: u64 = 0x9e37_79b9_7f4a_7c15;
-const KNOT_STREAM: u64 = 0xc1_05e;
-const OI_KNOT_STREAM: u64 = 0x01_c1_05e;
-const JITTER_STREAM: u64 = 0x71_77e4;
+const KNOT_STREAM: u64 = 0x000c_105e;
+const OI_KNOT_STREAM: u64 = 0x001c_105e;
+const JITTER_STREAM: u64 = 0x0071_77e4;
 
 fn milli(v: u32) -> f32 {
     (f64::from(v) / 1000.0) as f32
