@@ -99,5 +99,5 @@ cd python
 # where the source package (without its built extension) would shadow the
 # installed one.
 env PATH="$(no_rust_path)" TDX_SIM="$(cd .. && pwd)/target/debug/tdx-sim" TDX_BIN="$(cd .. && pwd)/target/debug/tdx" \
-    TDX_ENGINE_LOOPBACK_ONLY=1 \
+    TDX_ENGINE_LOOPBACK_ONLY=1 TDX_PYTEST_NO_SKIPS=1 \
     "../$PYVENV/bin/pytest" -q -p no:cacheprovider tests "$@"

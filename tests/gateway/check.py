@@ -200,6 +200,17 @@ async def check_mcp(tdx, sim):
             for field in ["code", "name", "date", "time", "pre_close", "open", "high", "low", "close", "volume"]:
                 eq(f"mcp mac_snapshot {field}", rows[0][field], want[field])
 
+            # The extended-market (7727) pool through MCP: a future's quote
+            # (pre_close its previous settlement) and an EX day bar page.
+            result = await session.call_tool("ex_quote", {"code": "47#IFL0"})
+            rows, _ = table_rows(result)
+            want = truth(sim, "ex-quote", "47#IFL0")
+            for field in ["code", "volume", "open_interest", "opened", "inner", "outer"]:
+                eq(f"mcp ex_quote {field}", rows[0][field], want[field])
+            for field in ["pre_close", "open", "high", "low", "price"]:
+                check(f"mcp ex_quote {field}", math.isclose(rows[0][field], want[field], rel_tol=1e-6),
+                      f"{rows[0][field]} != {want[field]}")
+
             # A bound: a long result is cut, and says so.
             result = await session.call_tool("codes", {"market": "sz", "all": True})
             rows, data = table_rows(result)
