@@ -352,7 +352,7 @@ impl ExWorld {
     }
 
     /// `l`'s close on `date` (a fund's NAV), on its price step: the base
-    /// price moved by [`ExWorld::wander`] and a few steps of the day's own.
+    /// price moved by its dated wander (`wander`) and a few steps of the day's own.
     pub fn close_milli(&self, l: &ExListing, date: Date) -> u32 {
         let day = date.days_since_epoch();
         let (base, step) = (i64::from(l.base_milli), i64::from(l.step_milli));
