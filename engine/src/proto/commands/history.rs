@@ -423,6 +423,29 @@ fn read_points(r: &mut Reader<'_>, count: usize, what: &'static str) -> Result<V
     Ok(points)
 }
 
+/// Whether `count` points with positive prices end `body` exactly, as
+/// [`read_points`] would read them: the 2026 form's test of an offset,
+/// made without building the points (it runs at up to 129 offsets, and
+/// most fail on their first price).
+fn positive_points_end(body: &[u8], count: usize) -> bool {
+    if count * MINUTE_POINT_BYTES_MIN > body.len() {
+        return false;
+    }
+    let mut r = Reader::new(body);
+    let mut price_raw = 0i64;
+    for _ in 0..count {
+        let Ok(next) = r.varint().and_then(|delta| running("minute price", price_raw, delta)) else {
+            return false;
+        };
+        price_raw = next;
+        if !HISTORY_SCALE.to_price(price_raw).is_ok_and(|p| p.milli() > 0) || r.varint().is_err() || r.varint().is_err()
+        {
+            return false;
+        }
+    }
+    r.remaining() == 0
+}
+
 fn put_points(out: &mut Vec<u8>, points: &[HistoryMinutePoint]) -> Result<(), ProtoError> {
     let mut previous = 0i64;
     for point in points {
@@ -460,15 +483,11 @@ impl Command for LegacyMinutes {
         if count > 0 && rest.len() > 7 && rest[..7] == self.code.marker() {
             // The 2026 form: the first offset whose points end the payload exactly.
             let body = &rest[7..];
-            for start in 0..=body.len().min(EXTENDED_BLOCK_MAX) {
-                let mut points_reader = Reader::new(&body[start..]);
-                match read_points(&mut points_reader, count, "legacy minutes payload") {
-                    Ok(points) if points.iter().all(|p| p.price.milli() > 0) => {
-                        let form = LegacyMinutesForm::Extended { block_raw: body[..start].to_vec() };
-                        return Ok(LegacyMinuteLine { reserved, form, points });
-                    }
-                    _ => continue,
-                }
+            let found = (0..=body.len().min(EXTENDED_BLOCK_MAX)).find(|&at| positive_points_end(&body[at..], count));
+            if let Some(start) = found {
+                let points = read_points(&mut Reader::new(&body[start..]), count, "legacy minutes payload")?;
+                let form = LegacyMinutesForm::Extended { block_raw: body[..start].to_vec() };
+                return Ok(LegacyMinuteLine { reserved, form, points });
             }
         }
         let points = read_points(&mut r, count, "legacy minutes payload")?;
@@ -657,5 +676,34 @@ mod tests {
         assert!(t.encode_body(&mut Vec::new()).is_ok());
         let too_many = HistoryTrades { count: HISTORY_TRADES_PER_PAGE_MAX + 1, ..t };
         assert!(too_many.encode_body(&mut Vec::new()).is_err());
+    }
+    proptest::proptest! {
+        /// The offset search's quick test picks the offset that building
+        /// and checking the points at every offset picks (points encoded
+        /// after a random block, a few random bytes after them, a count
+        /// one off either way).
+        #[test]
+        fn the_quick_offset_test_agrees_with_parsing_every_offset(
+            block in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+            points in proptest::collection::vec((-300i64..3000, -5i64..5, 0i64..100_000), 0..12),
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..3),
+            count_off in -1i64..=1,
+        ) {
+            let mut body = block;
+            for (delta, reserved, volume) in &points {
+                put_varint(&mut body, *delta);
+                put_varint(&mut body, *reserved);
+                put_varint(&mut body, *volume);
+            }
+            body.extend(tail);
+            let count = (points.len() as i64 + count_off).max(0) as usize;
+            let offsets = 0..=body.len().min(EXTENDED_BLOCK_MAX);
+            let slow = offsets.clone().find(|&at| {
+                read_points(&mut Reader::new(&body[at..]), count, "test")
+                    .is_ok_and(|points| points.iter().all(|p| p.price.milli() > 0))
+            });
+            let quick = offsets.clone().find(|&at| positive_points_end(&body[at..], count));
+            proptest::prop_assert_eq!(slow, quick);
+        }
     }
 }
