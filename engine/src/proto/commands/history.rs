@@ -446,6 +446,23 @@ fn positive_points_end(body: &[u8], count: usize) -> bool {
     r.remaining() == 0
 }
 
+/// The first offset (at most [`EXTENDED_BLOCK_MAX`]) from which `count`
+/// points with positive prices end `body` exactly. A varint ends at each
+/// byte without its 0x80 bit, so only offsets whose rest holds 3 x count
+/// such bytes are walked: at most one varint's length of them.
+fn first_points_offset(body: &[u8], count: usize) -> Option<usize> {
+    let mut ends = body.iter().filter(|b| **b & 0x80 == 0).count();
+    for at in 0..=body.len().min(EXTENDED_BLOCK_MAX) {
+        if at > 0 && body[at - 1] & 0x80 == 0 {
+            ends -= 1;
+        }
+        if ends == 3 * count && positive_points_end(&body[at..], count) {
+            return Some(at);
+        }
+    }
+    None
+}
+
 fn put_points(out: &mut Vec<u8>, points: &[HistoryMinutePoint]) -> Result<(), ProtoError> {
     let mut previous = 0i64;
     for point in points {
@@ -483,8 +500,7 @@ impl Command for LegacyMinutes {
         if count > 0 && rest.len() > 7 && rest[..7] == self.code.marker() {
             // The 2026 form: the first offset whose points end the payload exactly.
             let body = &rest[7..];
-            let found = (0..=body.len().min(EXTENDED_BLOCK_MAX)).find(|&at| positive_points_end(&body[at..], count));
-            if let Some(start) = found {
+            if let Some(start) = first_points_offset(body, count) {
                 let points = read_points(&mut Reader::new(&body[start..]), count, "legacy minutes payload")?;
                 let form = LegacyMinutesForm::Extended { block_raw: body[..start].to_vec() };
                 return Ok(LegacyMinuteLine { reserved, form, points });
@@ -698,11 +714,11 @@ mod tests {
             body.extend(tail);
             let count = (points.len() as i64 + count_off).max(0) as usize;
             let offsets = 0..=body.len().min(EXTENDED_BLOCK_MAX);
-            let slow = offsets.clone().find(|&at| {
+            let slow = offsets.into_iter().find(|&at| {
                 read_points(&mut Reader::new(&body[at..]), count, "test")
                     .is_ok_and(|points| points.iter().all(|p| p.price.milli() > 0))
             });
-            let quick = offsets.clone().find(|&at| positive_points_end(&body[at..], count));
+            let quick = first_points_offset(&body, count);
             proptest::prop_assert_eq!(slow, quick);
         }
     }
