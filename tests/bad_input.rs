@@ -87,6 +87,7 @@ fn good_value(value_name: &str, scratch: &str) -> String {
         "ENTRY" => "company_profile".into(),
         "BOARD" => "881001".into(),
         "EX_CODE" => "47#IFL0".into(),
+        "EX_MARKET" => "47".into(),
         "FROM" | "TO" => "20261127".into(),
         "OUT" | "DIR" | "SAVE" | "STORE" => scratch.into(),
         other => panic!("no good value for required <{other}>: add one here"),
