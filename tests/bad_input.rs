@@ -70,6 +70,7 @@ fn bad_values(value_name: &str) -> Option<Vec<&'static str>> {
         "EX_CODE" => vec!["IFL0", "256#X", "47#", "47#ABCDEFGHIJ", "47#A B", "zz#IFL0", "\u{1b}[2J47#IFL0"],
         "EX_MARKET" => vec!["256", "-1", "zz", ""],
         "EX_PERIOD" => vec!["12", "7m", "daily", ""],
+        "VIA" => vec!["mac", "zz", ""],
         _ => return None,
     })
 }

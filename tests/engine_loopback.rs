@@ -1419,13 +1419,21 @@ async fn mac_and_money_flow_pools_pass_over_a_server_without_data() {
             assert_eq!(reply, respond(&s.data, 0, request), "{}: an answer with data", request.name());
         }
     }
+    // Diagnostics are published as they change, up to 25 ms late: wait for the judgement.
     for pool in [Pool::Mac, Pool::MoneyFlow] {
-        let d = client.pool_diagnostics(pool).unwrap();
-        assert!(
-            d.supervisor.counters.data_rejections >= 1,
-            "{pool}: the empty server was judged: {:?}",
-            d.supervisor.counters
-        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let d = client.pool_diagnostics(pool).unwrap();
+            if d.supervisor.counters.data_rejections >= 1 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{pool}: the empty server was judged: {:?}",
+                d.supervisor.counters
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
     assert_eq!(client.close().await, CloseState::Closed);
 }
