@@ -423,41 +423,23 @@ fn read_points(r: &mut Reader<'_>, count: usize, what: &'static str) -> Result<V
     Ok(points)
 }
 
-/// Whether `count` points with positive prices end `body` exactly, as
-/// [`read_points`] would read them: the 2026 form's test of an offset,
-/// made without building the points (it runs at up to 129 offsets, and
-/// most fail on their first price).
-fn positive_points_end(body: &[u8], count: usize) -> bool {
-    if count * MINUTE_POINT_BYTES_MIN > body.len() {
-        return false;
-    }
-    let mut r = Reader::new(body);
-    let mut price_raw = 0i64;
-    for _ in 0..count {
-        let Ok(next) = r.varint().and_then(|delta| running("minute price", price_raw, delta)) else {
-            return false;
-        };
-        price_raw = next;
-        if !HISTORY_SCALE.to_price(price_raw).is_ok_and(|p| p.milli() > 0) || r.varint().is_err() || r.varint().is_err()
-        {
-            return false;
-        }
-    }
-    r.remaining() == 0
-}
-
 /// The first offset (at most [`EXTENDED_BLOCK_MAX`]) from which `count`
-/// points with positive prices end `body` exactly. A varint ends at each
-/// byte without its 0x80 bit, so only offsets whose rest holds 3 x count
-/// such bytes are walked: at most one varint's length of them.
-fn first_points_offset(body: &[u8], count: usize) -> Option<usize> {
+/// points with positive prices end `body` exactly, with the points. A
+/// varint ends at each byte without its 0x80 bit, so only offsets whose
+/// rest holds 3 x count such bytes are read: at most one varint's length
+/// of them, where the search used to read up to 129.
+fn first_points_offset(body: &[u8], count: usize) -> Option<(usize, Vec<HistoryMinutePoint>)> {
     let mut ends = body.iter().filter(|b| **b & 0x80 == 0).count();
     for at in 0..=body.len().min(EXTENDED_BLOCK_MAX) {
         if at > 0 && body[at - 1] & 0x80 == 0 {
             ends -= 1;
         }
-        if ends == 3 * count && positive_points_end(&body[at..], count) {
-            return Some(at);
+        if ends != 3 * count {
+            continue;
+        }
+        match read_points(&mut Reader::new(&body[at..]), count, "legacy minutes payload") {
+            Ok(points) if points.iter().all(|p| p.price.milli() > 0) => return Some((at, points)),
+            _ => {}
         }
     }
     None
@@ -500,8 +482,7 @@ impl Command for LegacyMinutes {
         if count > 0 && rest.len() > 7 && rest[..7] == self.code.marker() {
             // The 2026 form: the first offset whose points end the payload exactly.
             let body = &rest[7..];
-            if let Some(start) = first_points_offset(body, count) {
-                let points = read_points(&mut Reader::new(&body[start..]), count, "legacy minutes payload")?;
+            if let Some((start, points)) = first_points_offset(body, count) {
                 let form = LegacyMinutesForm::Extended { block_raw: body[..start].to_vec() };
                 return Ok(LegacyMinuteLine { reserved, form, points });
             }
@@ -718,7 +699,7 @@ mod tests {
                 read_points(&mut Reader::new(&body[at..]), count, "test")
                     .is_ok_and(|points| points.iter().all(|p| p.price.milli() > 0))
             });
-            let quick = first_points_offset(&body, count);
+            let quick = first_points_offset(&body, count).map(|(at, _)| at);
             proptest::prop_assert_eq!(slow, quick);
         }
     }
