@@ -140,6 +140,7 @@ const CLOSE_SWING_PER_MILLE: i64 = 60;
 const OI_SWING: i64 = 800;
 /// Keeps a listing's tick, knot and jitter streams apart.
 const LABEL_MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+const TICK_STREAM: u64 = 0;
 const KNOT_STREAM: u64 = 0x000c_105e;
 const OI_KNOT_STREAM: u64 = 0x001c_105e;
 const JITTER_STREAM: u64 = 0x0071_77e4;
@@ -300,15 +301,14 @@ impl ExWorld {
 
     /// Every day's tape of `l`, oldest first.
     pub fn tapes(&self, l: &ExListing) -> Vec<DayTape> {
-        let settles = l.kind.has_open_interest();
-        let first = previous_trading_day(self.days[0]);
-        // The previous day's settlement, carried so each session is drawn once.
-        let mut settlement = if settles { self.settlement(l, &self.session(l, first), first) } else { 0 };
+        // A day's settlement is the next day's pre_close: carried, so each session is drawn once.
+        let mut carried = None;
         let mut out = Vec::with_capacity(self.days.len());
         for &date in &self.days {
+            let pre_close = carried.unwrap_or_else(|| self.pre_close(l, date));
             let ticks = self.session(l, date);
-            let pre_close = if settles { settlement } else { self.close_milli(l, previous_trading_day(date)) };
-            settlement = self.settlement(l, &ticks, date);
+            let settlement = self.settlement(l, &ticks, date);
+            carried = l.kind.has_open_interest().then_some(settlement);
             out.push(self.tape(l, date, pre_close, settlement, ticks));
         }
         out
@@ -319,14 +319,24 @@ impl ExWorld {
         if !self.days.contains(&date) {
             return None;
         }
+        let ticks = self.session(l, date);
+        Some(self.tape(l, date, self.pre_close(l, date), self.settlement(l, &ticks, date), ticks))
+    }
+
+    /// What `date`'s change is measured from: the previous trading day's
+    /// settlement for futures and options, its close for the rest.
+    fn pre_close(&self, l: &ExListing, date: Date) -> u32 {
         let before = previous_trading_day(date);
-        let pre_close = if l.kind.has_open_interest() {
+        if l.kind.has_open_interest() {
             self.settlement(l, &self.session(l, before), before)
         } else {
             self.close_milli(l, before)
-        };
-        let ticks = self.session(l, date);
-        Some(self.tape(l, date, pre_close, self.settlement(l, &ticks, date), ticks))
+        }
+    }
+
+    /// `l`'s random stream `stream` at `index` (a day, or a knot).
+    fn rng(&self, l: &ExListing, stream: u64, index: i64) -> Rng {
+        Rng::derive(self.seed ^ l.label.wrapping_mul(LABEL_MIX) ^ stream, index as u64)
     }
 
     fn tape(&self, l: &ExListing, date: Date, pre_close: u32, settlement: u32, ticks: Vec<TapeTick>) -> DayTape {
@@ -345,8 +355,7 @@ impl ExWorld {
     /// moves a little each day, never drifts away, and depends on the date
     /// alone (a later `today` leaves every earlier day as it was).
     fn wander(&self, l: &ExListing, stream: u64, day: i64) -> i64 {
-        let knot =
-            |k: i64| Rng::derive(self.seed ^ l.label.wrapping_mul(LABEL_MIX) ^ stream, k as u64).range(-1000, 1000);
+        let knot = |k: i64| self.rng(l, stream, k).range(-1000, 1000);
         let (k, r) = (day.div_euclid(KNOT_DAYS), day.rem_euclid(KNOT_DAYS));
         (knot(k) * (KNOT_DAYS - r) + knot(k + 1) * r) / KNOT_DAYS
     }
@@ -356,7 +365,7 @@ impl ExWorld {
     pub fn close_milli(&self, l: &ExListing, date: Date) -> u32 {
         let day = date.days_since_epoch();
         let (base, step) = (i64::from(l.base_milli), i64::from(l.step_milli));
-        let jitter = Rng::derive(self.seed ^ l.label.wrapping_mul(LABEL_MIX) ^ JITTER_STREAM, day as u64).range(-3, 3);
+        let jitter = self.rng(l, JITTER_STREAM, day).range(-3, 3);
         let level = base + base * CLOSE_SWING_PER_MILLE * self.wander(l, KNOT_STREAM, day) / 1_000_000;
         ((level / step + jitter) * step).max(step) as u32
     }
@@ -396,7 +405,7 @@ impl ExWorld {
             ExKind::Forex => FOREX_SESSIONS,
         };
         let before = previous_trading_day(date);
-        let mut rng = Rng::derive(self.seed ^ l.label.wrapping_mul(LABEL_MIX), date.days_since_epoch() as u64);
+        let mut rng = self.rng(l, TICK_STREAM, date.days_since_epoch());
         let mut price = self.close_milli(l, before);
         let mut ticks = Vec::new();
         for &(from, to) in sessions {
