@@ -156,31 +156,42 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
     done
 fi
 
+step "release build (tdx and tdx-sim, the deliberate bugs compiled in, none switched on)"
+# One invocation for the sweep, the soak and the mutants: cargo unifies
+# features per invocation, and `-p tdx-sim` and `--bin tdx` built apart gave
+# tokio's macros (and so tokio, hyper, rustls and the rest) two feature sets,
+# so the release tree was built twice. With no mutant switched on the runs
+# are the shipped engine's (seeds 1000, 1001 and 1017 replay to the same
+# trace hashes with and without the feature).
+cargo build --release --locked -p tdx -p tdx-sim --features tdx/mutants,tdx-sim/mutants
+
 step "simulation sweep (${SIM_SEEDS} seeds, release)"
 if [ "$SIM_SEEDS" -gt 0 ]; then
     # Seeds 1000.. here; `cargo test` runs 0..24 in debug. Both check the
     # Supervisor's invariants after every input.
-    # The release build the mutant step needs anyway: the deliberate bugs
-    # are compiled in and none is switched on, so the runs are the shipped
-    # engine's (same trace hashes) and the engine builds once in release.
-    cargo run --release --locked -p tdx-sim --features mutants -- run --seeds "$SIM_SEEDS" --start 1000 | tail -n 20
+    target/release/tdx-sim run --seeds "$SIM_SEEDS" --start 1000 | tail -n 20
 fi
 
 step "soak (30 s: the engine against tdx-sim serve with every fault kind on; ci/soak.sh 1800 is the long one)"
-SOAK_FEATURES=mutants bash ci/soak.sh 30
+TDX_SIM=target/release/tdx-sim bash ci/soak.sh 30
 
 step "mutants (every deliberate bug must be caught)"
 # Each mutant against the Supervisor model's seeds, then simulation seeds,
 # the client tier and the store's tier (which runs the `tdx` built beside
 # it with the mutants); one line per mutant; fails if any survives.
-cargo build --release --locked --features mutants --bin tdx
-cargo run --release --locked -p tdx-sim --features mutants -- mutants
+target/release/tdx-sim mutants
+
+step "debug build (tdx, tdx-sim, the examples and every test binary, as \`cargo test\` resolves them)"
+# The interop, Python and gateway scripts and the examples run these
+# binaries; ci/debug-build.sh is their one build command, so none of them
+# builds the debug tree a second time.
+bash ci/debug-build.sh
 
 step "interop (pytdx 1.72, eltdx 3.3.0, tdxrs 0.6.7 against tdx-sim; tdx sync read by pyarrow 26.0.1; loopback-only network namespace)"
 bash tests/interop/run.sh
 
 step "examples (against the embedded exchange, no network)"
-cargo build --examples --locked --quiet
+bash ci/debug-build.sh
 target/debug/examples/quickstart
 target/debug/examples/download_all --limit 200
 target/debug/examples/watch --batches 2

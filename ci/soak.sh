@@ -14,13 +14,17 @@
 #   ci/soak.sh 1800                 # the long soak (30 minutes)
 #   ci/soak.sh 1800 --rate 400 --callers 128
 #
-#   SOAK_FEATURES=mutants ci/soak.sh 30   # the build ci/run.sh already has
-#                         (the deliberate bugs compiled in, none switched on)
+#   TDX_SIM=target/release/tdx-sim ci/soak.sh 30   # a binary already built
+#                         (ci/run.sh's release build, the deliberate bugs
+#                         compiled in, none switched on); nothing is built
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${1:-60}"
 shift || true
-cargo build --release --locked --quiet -p tdx-sim ${SOAK_FEATURES:+--features "$SOAK_FEATURES"}
+if [ -z "${TDX_SIM:-}" ]; then
+    cargo build --release --locked --quiet -p tdx-sim
+    TDX_SIM=target/release/tdx-sim
+fi
 echo "soak: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown), started $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-target/release/tdx-sim soak --seconds "$seconds" "$@"
+"$TDX_SIM" soak --seconds "$seconds" "$@"

@@ -46,7 +46,7 @@ assert all(m.version(k) == v for k, v in pins.items())' "${@:2}" 2>/dev/null
 }
 
 if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
-    cargo build --quiet --locked -p tdx-sim -p tdx # tests/test_s3.py runs the CLI
+    bash ci/debug-build.sh # tdx-sim serves the tests; tests/test_s3.py runs the CLI
     [ -x "$BUILD_VENV/bin/python" ] || python3 -m venv "$BUILD_VENV"
     pinned "$BUILD_VENV" "${BUILD_PINS[@]}" ||
         "$BUILD_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${BUILD_PINS[@]}"

@@ -22,7 +22,7 @@ PINS=(pyarrow==26.0.1 mcp==2.3.0 openapi-spec-validator==0.9.0)
 VENDORED="src/gateway/page/vendor/lightweight-charts.standalone.production.js"
 
 if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
-    cargo build --quiet --locked -p tdx -p tdx-sim
+    bash ci/debug-build.sh
     [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
     if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys
 pins = dict(p.split("==") for p in sys.argv[1:])

@@ -18,7 +18,7 @@ source tests/interop/lib.sh
 SEED="${INTEROP_SEED:-7}"
 SERVERS=3
 
-[ "${TDX_LOOPBACK_NETNS:-}" = 1 ] || cargo build --quiet -p tdx-sim -p tdx
+[ "${TDX_LOOPBACK_NETNS:-}" = 1 ] || bash ci/debug-build.sh
 loopback_only "$0" "$@"
 make_scratch
 SIM="$(pwd)/target/debug/tdx-sim"
