@@ -13,7 +13,7 @@
 #                   release or bench builds): a check that the harness runs,
 #                   never numbers to report
 #
-# `run.sh market [--codes-limit N]`: the whole-market job instead. Every
+# `run.sh market [--codes-limit N] [--clients A,B]`: the whole-market job instead. Every
 # daily bar of every SZ and SH security (or of the first N of each market)
 # through each client's own bulk path (peers.py --workload market: pytdx
 # with 8 threads, tdxrs's Downloader, eltdx's batch call, tdx_engine's
@@ -24,7 +24,8 @@
 # beside the bound the servers set: bar pages (each security's full pages
 # and the short one that ends it) x mean latency / connections, and per
 # client the securities whose bar count differs from most clients'; fails
-# if tdx_engine's or tdx sync's does.
+# if tdx_engine's or tdx sync's does. `--clients` runs only those of pytdx,
+# tdxrs, eltdx, tdx_engine, tdx_sync (tdxrs alone takes about 50 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=tests/interop/lib.sh
@@ -33,6 +34,7 @@ source tests/interop/lib.sh
 ARGS=("$@")
 MODE=rates
 CODES_LIMIT=""
+CLIENTS=""
 if [ "${1:-}" = market ]; then
     MODE=market
     shift
@@ -40,7 +42,8 @@ fi
 while [ $# -gt 0 ]; do
     case "$1" in
         --codes-limit) CODES_LIMIT="$2"; shift 2 ;;
-        *) echo "usage: run.sh [market [--codes-limit N]]" >&2; exit 2 ;;
+        --clients) CLIENTS="$2"; shift 2 ;;
+        *) echo "usage: run.sh [market [--codes-limit N] [--clients A,B]]" >&2; exit 2 ;;
     esac
 done
 SECONDS_PER="${SECONDS_PER:-3}"
@@ -79,16 +82,17 @@ if [ "$MODE" = market ]; then
     done
     hosts="$(sed -n 's/^listening //p' "$scratch/ports" | paste -sd, -)"
     [ "$(grep -c '^listening 127.0.0.1:' "$scratch/ports" || true)" -ge 2 ] || { cat "$scratch/server.log" >&2; exit 1; }
-    limit=()
+    extra=()
     if [ -n "$CODES_LIMIT" ]; then
         codes="$(for m in sz sh; do "$SIM" truth --seed 7 codes "$m" --start 0 --limit "$CODES_LIMIT"; done |
             python3 -c 'import json,sys; print(",".join(i["code"] for l in sys.stdin for i in json.loads(l)["items"]))')"
-        limit=(--market-codes "$codes")
+        extra=(--market-codes "$codes")
     fi
+    [ -n "$CLIENTS" ] && extra+=(--clients "$CLIENTS")
     mkdir -p "$scratch/home" "$scratch/eltdx" target/bench
     out=target/bench/peers-market.jsonl
     HOME="$scratch/home" XDG_DATA_HOME="$scratch/home" ELTDX_DATA_DIR="$scratch/eltdx" \
-        "$VENV/bin/python" benches/peers/peers.py --workload market --hosts "$hosts" "${limit[@]}" \
+        "$VENV/bin/python" benches/peers/peers.py --workload market --hosts "$hosts" "${extra[@]}" \
         --tdx target/release/tdx --scratch "$scratch" >"$out"
     python3 - "$out" "$LATENCY_MS" "$JITTER_MS" <<'PY'
 import collections, json, sys

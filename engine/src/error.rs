@@ -27,6 +27,15 @@ pub enum Error {
         /// What did not match.
         reason: String,
     },
+    /// The pages of a bar series did not join: a page shared no bar with
+    /// the page before it even when asked again further back (the servers'
+    /// copies of the series differ by more than a page, or it changed
+    /// between requests). Asking again usually succeeds.
+    #[error("the pages of {series} did not join (the servers' copies differ); ask again")]
+    SeriesMoved {
+        /// The series: code and period.
+        series: String,
+    },
     /// The engine broke one of its own rules (for example it answered a
     /// request with another command's reply). Not the caller's fault, nor
     /// the server's: please report it.

@@ -78,11 +78,14 @@ pub enum Mutant {
     /// The 7727 pool's data canary asks nothing (its probe is empty), so a
     /// host that answers the login and then goes silent is accepted.
     ExSilentServerAccepted,
+    /// Bar pages keep the bar they overlap on twice (the joined series
+    /// repeats one bar per page).
+    BarPagesJoinKeepsOverlap,
 }
 
 impl Mutant {
     /// Every mutant, in declaration order.
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 26] = [
         Mutant::CancelReleasesSlot,
         Mutant::GenerationCheckSkipped,
         Mutant::ReplyCompletedTwice,
@@ -108,6 +111,7 @@ impl Mutant {
         Mutant::SyncManifestBeforeFiles,
         Mutant::StoreRenameSkipped,
         Mutant::ExSilentServerAccepted,
+        Mutant::BarPagesJoinKeepsOverlap,
     ];
 
     /// Its name on the command line (snake case).
@@ -138,6 +142,7 @@ impl Mutant {
             Mutant::SyncManifestBeforeFiles => "sync_manifest_before_files",
             Mutant::StoreRenameSkipped => "store_rename_skipped",
             Mutant::ExSilentServerAccepted => "ex_silent_server_accepted",
+            Mutant::BarPagesJoinKeepsOverlap => "bar_pages_join_keeps_overlap",
         }
     }
 

@@ -23,7 +23,7 @@ create_exception!(
     _native,
     ServerError,
     TdxError,
-    "The server failed the request: the connection was lost after its retry, a pin was lost, or a server file did not match its metadata."
+    "The server failed the request: the connection was lost after its retry, a pin was lost, a server file did not match its metadata, or the pages of a bar series did not join."
 );
 
 /// The Python exception for an engine error.
@@ -33,7 +33,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Config(c) => PyValueError::new_err(format!("{}: {}", c.field, c.reason)),
         Error::InvalidRequest(_) => PyValueError::new_err(msg),
         Error::Internal(_) => TdxError::new_err(msg),
-        Error::BadFile { .. } => ServerError::new_err(msg),
+        Error::BadFile { .. } | Error::SeriesMoved { .. } => ServerError::new_err(msg),
         Error::F10(f) => match f {
             F10Error::TimedOut => Timeout::new_err(msg),
             F10Error::Closed => Closed::new_err(msg),
@@ -67,6 +67,7 @@ pub fn _exception_for(py: Python<'_>, kind: &str) -> PyResult<Py<PyAny>> {
         "bad_reply" => Error::Request(RequestError::BadReply("short body".into())),
         "pin_lost" => Error::Request(RequestError::PinLost),
         "bad_file" => Error::BadFile { file: "block.dat".into(), reason: "md5".into() },
+        "series_moved" => Error::SeriesMoved { series: "sz000001 day".into() },
         "fatal" => Error::Request(RequestError::Fatal("engine gone".into())),
         "invalid_request" => Error::InvalidRequest("too many codes".into()),
         "config" => Error::Config(ConfigError { field: "pool_size", reason: "too small".into() }),

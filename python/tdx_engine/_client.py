@@ -247,7 +247,8 @@ class BarApi(_Namespace):
 
     def all(self, code: Codes, *, period: str = "day", adjust: Optional[str] = None,
             max_pages: int = 200, bar_time: str = "start", progress: bool = False) -> Table:
-        """Every bar the server has (800 per page, at most ``max_pages`` pages), oldest first;
+        """Every bar the server has (800 in the first page, 799 new in each page after it,
+        which overlaps the one before by a bar; at most ``max_pages`` pages), oldest first;
         ``bar_time`` and lists of codes as in ``get``. ``progress=True``: a
         progress bar over the codes (with tqdm installed; none without it)."""
         bar_time = _bar_time(bar_time)

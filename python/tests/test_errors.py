@@ -102,6 +102,7 @@ def test_closed(sim):
     ("bad_reply", tdx_engine.ProtocolError),
     ("pin_lost", tdx_engine.ServerError),
     ("bad_file", tdx_engine.ServerError),
+    ("series_moved", tdx_engine.ServerError),
     ("fatal", tdx_engine.TdxError),
     ("invalid_request", ValueError),
     ("config", ValueError),

@@ -658,7 +658,7 @@ mod mutants {
     use std::process::{Command, Stdio};
 
     use tdx_engine::mutants::{select, Mutant};
-    use tdx_engine::proto::commands::CapitalChangeBlock;
+    use tdx_engine::proto::commands::{Adjust, Bar, CapitalChangeBlock, Period};
     use tdx_engine::proto::{Market as Exchange, SecurityCode};
     use tdx_engine::supervisor::testing::run_seed;
     use tdx_engine::CAPITAL_CHANGES_BATCH;
@@ -733,7 +733,7 @@ mod mutants {
                 | Mutant::MacTimeoutKeepsConnection
                 | Mutant::MacReplyMatchedByEngineId
                 | Mutant::ExSilentServerAccepted => Tier::Simulation,
-                Mutant::CapitalChangesPrefixLost => Tier::Client,
+                Mutant::CapitalChangesPrefixLost | Mutant::BarPagesJoinKeepsOverlap => Tier::Client,
                 Mutant::SyncManifestBeforeFiles | Mutant::StoreRenameSkipped => Tier::Sync,
             }
         }
@@ -1032,17 +1032,37 @@ mod mutants {
         }
         let want: Vec<CapitalChangeBlock> =
             codes.iter().map(|&code| CapitalChangeBlock { code, records: records(code) }).collect();
+        // Whole bar series, joined from overlapping pages.
+        let series = codes[..2].to_vec();
+        let bars_want: Vec<Vec<Bar>> = series.iter().map(|&c| truth.all_bars(c, Period::Day, Adjust::None)).collect();
         let run = SimExchange::builder()
             .seed(seed)
             .market_seed(1)
-            .try_run(move |client| async move { client.capital_changes(&codes).await })
+            .try_run(move |client| async move {
+                let changes = client.capital_changes(&codes).await?;
+                let mut bars = Vec::new();
+                for code in series {
+                    bars.push(client.all_bars(code, Period::Day, Adjust::None, None).await?);
+                }
+                Ok::<_, tdx_engine::Error>((changes, bars))
+            })
             .map_err(|f| f.message)?;
-        if run.value != want {
-            let got: usize = run.value.len();
+        let (changes, bars) = run.value;
+        if changes != want {
+            let got: usize = changes.len();
             return Err(format!(
                 "capital changes of {} codes came back as {got} blocks, not the exchange's",
                 want.len()
             ));
+        }
+        for (got, want) in bars.iter().zip(&bars_want) {
+            if got != want {
+                return Err(format!(
+                    "a whole bar series came back as {} bars, not the exchange's {}",
+                    got.len(),
+                    want.len()
+                ));
+            }
         }
         Ok(())
     }

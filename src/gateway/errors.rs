@@ -75,6 +75,7 @@ impl ApiError {
             },
             Error::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "InvalidRequest"),
             Error::BadFile { .. } => (StatusCode::BAD_GATEWAY, "BadFile"),
+            Error::SeriesMoved { .. } => (StatusCode::BAD_GATEWAY, "SeriesMoved"),
             Error::Config(_) => (StatusCode::INTERNAL_SERVER_ERROR, "Config"),
             Error::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "Internal"),
             Error::F10(f) => match f {

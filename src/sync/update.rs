@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tdx_engine::calendar::TradingCalendar;
+use tdx_engine::client::{BarPages, SeriesMoved};
 use tdx_engine::proto::commands::{Adjust, Bar, Period};
 use tdx_engine::proto::limits::BARS_PER_PAGE_MAX;
 use tdx_engine::proto::{Date, SecurityCode};
@@ -108,21 +109,18 @@ pub async fn update(
 ) -> Result<Update, CliError> {
     if old.len() < 2 {
         // First download: every page, or back to --since.
-        let mut pages: Vec<Vec<Bar>> = Vec::new();
-        let mut fetched = 0u32;
-        let mut count =
+        let first =
             since.and_then(Date::from_yyyymmdd).map_or(BARS_PER_PAGE_MAX, |s| first_since_page(period, s, calendar));
-        loop {
-            let p = page(client, requests, code, period, fetched, count).await?;
-            count = BARS_PER_PAGE_MAX;
-            let done = p.is_empty() || since.is_some_and(|s| p[0].time.date.yyyymmdd() < s);
-            fetched += p.len() as u32;
-            pages.push(p);
-            if done {
-                break;
+        let mut pages = BarPages::new(first);
+        while let Some(next) = pages.next_page() {
+            let p = page(client, requests, code, period, next.start.into(), next.count).await?;
+            let series = || format!("{code} {period}");
+            pages.received(p).map_err(|SeriesMoved| tdx_engine::Error::SeriesMoved { series: series() })?;
+            if since.is_some_and(|s| pages.oldest().is_some_and(|b| b.time.date.yyyymmdd() < s)) {
+                pages.stop();
             }
         }
-        let mut bars: Vec<Bar> = pages.into_iter().rev().flatten().collect();
+        let mut bars = pages.into_bars();
         if let Some(s) = since {
             bars.retain(|b| b.time.date.yyyymmdd() >= s);
         }

@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::bar_pages::{BarPages, SeriesMoved};
 use super::commands::{Page, PageOrder, Paged};
 use super::Client;
 use crate::adjust::AdjustmentFactors;
@@ -13,7 +14,7 @@ use crate::mutants::{on as mutant, Mutant};
 use crate::proto::blockfile::{parse_block_file, Board, BoardKind};
 use crate::proto::commands::*;
 use crate::proto::ex::ExInstrument;
-use crate::proto::limits::EX_INSTRUMENTS_PER_PAGE_MAX;
+use crate::proto::limits::{BARS_PER_PAGE_MAX, EX_INSTRUMENTS_PER_PAGE_MAX};
 use crate::proto::{Date, Market, SecurityCode, TradeDate};
 use crate::supervisor::RequestError;
 
@@ -78,8 +79,10 @@ impl Client {
     }
 
     /// Every bar of `period`, adjusted as `adjust` asks, oldest first
-    /// (0x052d pages of 800 back from the newest). For an anchored
-    /// adjustment, [`all_pages`](Self::all_pages) a [`Bars`] with its `anchor_date`.
+    /// (0x052d pages back from the newest: 800 bars, then pages of 800 that
+    /// overlap the one before by a bar, so at most `800 + 799 * (max_pages - 1)`
+    /// bars; [`BarPages`] says why). For an anchored adjustment,
+    /// [`all_pages`](Self::all_pages) a [`Bars`] with its `anchor_date`.
     pub async fn all_bars(
         &self,
         code: SecurityCode,
@@ -87,7 +90,18 @@ impl Client {
         adjust: Adjust,
         max_pages: Option<usize>,
     ) -> Result<Vec<Bar>, Error> {
-        self.all_pages(Bars { adjust, ..Bars::new(code, period, 0, 0) }, max_pages).await
+        let request = Bars { adjust, ..Bars::new(code, period, 0, 0) };
+        let mut pages = BarPages::new(BARS_PER_PAGE_MAX);
+        let mut asked = 0;
+        while let Some(page) = pages.next_page() {
+            if max_pages.is_some_and(|max| asked >= max) {
+                break;
+            }
+            asked += 1;
+            let bars = self.call_listed(request.at_page(page)).await?;
+            pages.received(bars).map_err(|SeriesMoved| Error::SeriesMoved { series: format!("{code} {period}") })?;
+        }
+        Ok(pages.into_bars())
     }
 
     /// Every tick of a past day, oldest first (0x0fb5 pages of 2000 back from the newest).

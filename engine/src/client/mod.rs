@@ -44,6 +44,7 @@ use crate::runtime::{Engine, EngineDiagnostics, Threads};
 use crate::supervisor::{CloseState, Endpoint};
 
 pub mod args;
+pub mod bar_pages;
 pub mod blocking;
 pub mod builder;
 pub mod by_name;
@@ -57,6 +58,7 @@ pub mod pools;
 pub mod push;
 
 pub use args::{ArgInfo, ArgKind, ArgValue, InvocationError};
+pub use bar_pages::{BarPages, SeriesMoved, REJOIN_BACK};
 pub use blocking::{BlockingClient, BLOCKING_WAKE};
 pub use builder::{ClientBuilder, PUBLIC_RATE_CAP_PER_SEC};
 pub use by_name::Invocation;
