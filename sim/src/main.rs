@@ -1013,7 +1013,8 @@ mod mutants {
     /// What one request cannot show, through the client's composite
     /// commands against two reference servers in turmoil: capital changes
     /// of codes whose 0x000f replies stop at a prefix of the batch must
-    /// still come back whole, equal to the exchange's records code by code.
+    /// still come back whole, equal to the exchange's records code by code,
+    /// and whole bar series, joined from overlapping pages, equal to its bars.
     fn client_check(seed: u64) -> Result<(), String> {
         let truth = Truth::new(1);
         let market = truth.market();
