@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tdx_engine::calendar::TradingCalendar;
-use tdx_engine::client::{BarPages, SeriesMoved};
+use tdx_engine::client::BarPages;
 use tdx_engine::proto::commands::{Adjust, Bar, Period};
 use tdx_engine::proto::limits::BARS_PER_PAGE_MAX;
 use tdx_engine::proto::{Date, SecurityCode};
@@ -114,8 +114,7 @@ pub async fn update(
         let mut pages = BarPages::new(first);
         while let Some(next) = pages.next_page() {
             let p = page(client, requests, code, period, next.start.into(), next.count).await?;
-            let series = || format!("{code} {period}");
-            pages.received(p).map_err(|SeriesMoved| tdx_engine::Error::SeriesMoved { series: series() })?;
+            pages.received(p).map_err(|e| e.of(code, period))?;
             if since.is_some_and(|s| pages.oldest().is_some_and(|b| b.time.date.yyyymmdd() < s)) {
                 pages.stop();
             }

@@ -18,9 +18,11 @@
 //!   again a few bars further back, then further ([`REJOIN_BACK`]).
 
 use super::commands::Page;
+use crate::error::Error;
 use crate::mutants::{on as mutant, Mutant};
-use crate::proto::commands::Bar;
+use crate::proto::commands::{Bar, Period};
 use crate::proto::limits::BARS_PER_PAGE_MAX;
+use crate::proto::SecurityCode;
 
 /// How far back a page that did not join is asked again, for the first,
 /// second and third time in a row; a fourth miss gives the series up as
@@ -30,6 +32,13 @@ pub const REJOIN_BACK: [u16; 3] = [8, 64, BARS_PER_PAGE_MAX - 1];
 /// The pages of a series did not join after every step of [`REJOIN_BACK`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SeriesMoved;
+
+impl SeriesMoved {
+    /// The caller's error for the series of `code` and `period`.
+    pub fn of(self, code: SecurityCode, period: Period) -> Error {
+        Error::SeriesMoved { series: format!("{code} {period}") }
+    }
+}
 
 /// Where a series' paging stands: the next page to ask, and the bars
 /// joined so far.
@@ -61,30 +70,26 @@ impl BarPages {
     /// returned. Refused when too many pages did not join.
     pub fn received(&mut self, bars: Vec<Bar>) -> Result<(), SeriesMoved> {
         let Some((start, count)) = self.next else { return Ok(()) };
-        let short = bars.len() < usize::from(count);
-        let Some(oldest_held) = self.oldest().map(|b| b.time) else {
-            // The first page: an empty or short one is the whole series.
-            self.next = (!short).then(|| (start + bars.len() as u32 - 1, BARS_PER_PAGE_MAX));
-            if !bars.is_empty() {
-                self.pages.push(bars);
+        // The bars older than every bar held: all of the first page.
+        let older = match self.oldest().map(|b| b.time) {
+            None => bars.len(),
+            Some(oldest_held) if bars.last().is_none_or(|newest| newest.time < oldest_held) => {
+                // Nothing at or after the oldest bar held: bars in between
+                // may be missing. Ask again from further back.
+                let step = *REJOIN_BACK.get(self.misses).ok_or(SeriesMoved)?;
+                self.misses += 1;
+                self.next = Some((start.saturating_sub(u32::from(step)), BARS_PER_PAGE_MAX));
+                return Ok(());
             }
-            return Ok(());
+            Some(oldest_held) if mutant(Mutant::BarPagesJoinKeepsOverlap) => {
+                bars.partition_point(|b| b.time <= oldest_held)
+            }
+            Some(oldest_held) => bars.partition_point(|b| b.time < oldest_held),
         };
-        if bars.last().is_none_or(|newest| newest.time < oldest_held) {
-            // Nothing at or after the oldest bar held: bars in between may
-            // be missing. Ask again from one page further back.
-            let step = *REJOIN_BACK.get(self.misses).ok_or(SeriesMoved)?;
-            self.misses += 1;
-            self.next = Some((start.saturating_sub(u32::from(step)), BARS_PER_PAGE_MAX));
-            return Ok(());
-        }
         self.misses = 0;
-        let older = if mutant(Mutant::BarPagesJoinKeepsOverlap) {
-            bars.partition_point(|b| b.time <= oldest_held)
-        } else {
-            bars.partition_point(|b| b.time < oldest_held)
-        };
-        // The next page starts on this page's oldest bar, as the server counts.
+        // A short page (an empty first one too) ends the series; after a
+        // full one, the next starts on its oldest bar, as the server counts.
+        let short = bars.len() < usize::from(count);
         self.next = (!short).then(|| (start + bars.len() as u32 - 1, BARS_PER_PAGE_MAX));
         let mut bars = bars;
         bars.truncate(older);

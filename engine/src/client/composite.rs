@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::bar_pages::{BarPages, SeriesMoved};
+use super::bar_pages::BarPages;
 use super::commands::{Page, PageOrder, Paged};
 use super::Client;
 use crate::adjust::AdjustmentFactors;
@@ -99,7 +99,7 @@ impl Client {
             }
             asked += 1;
             let bars = self.call_listed(request.at_page(page)).await?;
-            pages.received(bars).map_err(|SeriesMoved| Error::SeriesMoved { series: format!("{code} {period}") })?;
+            pages.received(bars).map_err(|e| e.of(code, period))?;
         }
         Ok(pages.into_bars())
     }
