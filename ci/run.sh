@@ -29,8 +29,7 @@ CARGO_FUZZ_VERSION="0.13.2"
 # thin LTO, debug builds with line tables only, which saves most of the
 # linking (docs/decisions/0011-ci-build-profiles.md); a failing seed still
 # names its file and line, and the benchmarks, not run here, keep the
-# manifest's profiles. (`cargo test --release`, the loom step, builds with
-# the release profile too.)
+# manifest's profiles.
 export CARGO_PROFILE_RELEASE_LTO=false
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
@@ -101,9 +100,11 @@ step "docs (every link and protocol citation resolves inside the repository)"
 python3 ci/doc-links.py
 
 step "loom (budgets and every primitive shared between threads, all interleavings)"
-# A separate target dir: --cfg loom rebuilds every crate.
-RUSTFLAGS="--cfg loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
-    cargo test -p tdx-engine --lib --release --locked loom
+# A separate target dir: --cfg loom rebuilds every crate. The dev profile:
+# the models run in well under a second either way, and its build is the
+# shorter (decision 0011, "Later (2026-12-04, second)").
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
+    cargo test -p tdx-engine --lib --locked loom
 
 step "fuzz smoke (${FUZZ_SECONDS}s per target)"
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
