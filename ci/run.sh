@@ -8,9 +8,9 @@
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 20; 0 skips the smoke)
 #   SIM_SEEDS=N      simulation seeds in the sweep (default 400; 0 skips it)
 #
-# Also runs the Python package's tests (python/tests/run.sh: a wheel built
-# with maturin, installed into a venv under target/ with no Rust on PATH,
-# the sdist built by pip, stubtest, pytest), the mutant check (every
+# Also runs the Python package's tests (python/tests/run.sh: the sdist by
+# maturin, the abi3 wheel pip builds from it installed into a venv under
+# target/ with no Rust on PATH, stubtest, pytest), the mutant check (every
 # deliberate bug caught), loom models of every shared primitive, the
 # interop tests in a network namespace with only loopback up, the
 # examples, the test kit from a crate outside the workspace
@@ -31,6 +31,10 @@ CARGO_FUZZ_VERSION="0.13.2"
 # names its file and line, and the benchmarks, not run here, keep the
 # manifest's profiles.
 export CARGO_PROFILE_RELEASE_LTO=false
+# Release builds at opt-level 1: the release tree builds in 79% of the time
+# at 3, and the sweep and the mutants run 17% slower (decision 0011, "Later
+# (2026-12-04, second)"); the seeds replay to the same trace hashes.
+export CARGO_PROFILE_RELEASE_OPT_LEVEL=1
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
 # Something in the toolchain's build probes can replace /dev/null with a
@@ -53,12 +57,39 @@ step() {
     step_names+=("$*")
 }
 
+# Work off the critical path runs in the background: the downloads of
+# ci/setup.sh from the start, and the Python package's build (niced, so it
+# takes only what the steps in front leave idle) from the release build on.
+# A background job that fails stops the run where its result is needed,
+# with its log; one still running when the run ends is stopped.
+background_pids=()
+# Each job leads a process group of its own (setsid), so the cargo and rustc
+# under it stop with it.
+trap 'for pid in "${background_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
+in_background() { # LOG COMMAND...: sets background_pid
+    setsid "${@:2}" >"$1" 2>&1 &
+    background_pid=$!
+    background_pids+=("$background_pid")
+}
+finish_background() { # PID LOG WHAT
+    if ! wait "$1"; then
+        tail -n 60 "$2" >&2
+        echo "$3 failed (its log: $2)" >&2
+        exit 1
+    fi
+    echo "($3: done, log in $2)"
+}
+
 step "toolchain"
 cargo --version
 rustc --version
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
     rustup component add rustfmt clippy
 fi
+
+mkdir -p target
+in_background target/ci-setup.log bash ci/setup.sh
+setup_pid=$background_pid
 
 step "fmt"
 cargo fmt --all -- --check
@@ -165,6 +196,11 @@ step "release build (tdx and tdx-sim, the deliberate bugs compiled in, none swit
 # are the shipped engine's (seeds 1000, 1001 and 1017 replay to the same
 # trace hashes with and without the feature).
 cargo build --release --locked -p tdx -p tdx-sim --features tdx/mutants,tdx-sim/mutants
+# The Python package's build from here on, behind every step until its own:
+# the sdist, the wheel pip builds from it, the test venv's installs.
+finish_background "$setup_pid" target/ci-setup.log "the interop and gateway setup (ci/setup.sh)"
+in_background target/python-build.log nice -n 19 bash python/tests/run.sh --build-only
+python_build_pid=$background_pid
 
 step "simulation sweep (${SIM_SEEDS} seeds, release)"
 if [ "$SIM_SEEDS" -gt 0 ]; then
@@ -202,9 +238,10 @@ target/debug/examples/test_under_faults --seeds 5
 step "test kit in a consumer crate outside the workspace (fault test, failing seed replayed)"
 bash ci/consumer.sh
 
-step "python package (abi3 wheel and sdist by maturin; the sdist built by pip and called; the wheel installed with no Rust on PATH; stubtest, mypy --strict; pytest against tdx-sim, loopback-only network namespace)"
-mkdir -p target
-bash python/tests/run.sh 2>&1 | tee target/pytest.log
+step "python package (the sdist by maturin, the abi3 wheel pip builds from it installed with no Rust on PATH; stubtest, mypy --strict; pytest against tdx-sim, loopback-only network namespace)"
+finish_background "$python_build_pid" target/python-build.log "the Python package's build (python/tests/run.sh --build-only)"
+cat target/python-build.log
+TDX_PYTHON_BUILT=1 bash python/tests/run.sh 2>&1 | tee target/pytest.log
 
 step "gateway and MCP clients (OpenAPI validated, Arrow and Parquet read by pyarrow, the MCP Python SDK, the page in Debian's chromium; loopback-only network namespace)"
 bash tests/gateway/run.sh

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# The Python package's tests, against the wheel a user would install: one
-# release build makes the abi3 wheel (`maturin build --release`, sharing the
-# workspace's target dir, so the engine's dependencies are not built twice)
-# and the sdist, which pip builds into a venv of its own (Rust on PATH,
-# maturin pinned, no build isolation) and a smoke call checks; the wheel goes
-# into a fresh venv from a shell whose PATH has no cargo or rustc, beside
-# pinned pytest, pyarrow, pandas, polars, mypy, dask, distributed, moto's S3 server, s3fs and duckdb; then the stubs are checked
-# against the extension (mypy.stubtest, signatures included), the typed
-# example with `mypy --strict`, and pytest runs against `tdx-sim serve`
-# inside a network namespace where only loopback is up. Arguments go to pytest.
+# The Python package's tests, against the wheel a user would install, built
+# the way pip builds it from the sdist: `maturin sdist`, then pip turns the
+# sdist into the abi3 wheel (maturin's PEP 517 backend: its release build,
+# the lock file, manylinux audit; Rust on PATH, maturin pinned, no build
+# isolation, the workspace's target dir so the registry crates already built
+# there are reused). One release build proves both that the sdist builds and
+# that its wheel works. The wheel goes into a fresh venv from a shell whose
+# PATH has no cargo or rustc, beside pinned pytest, pyarrow, pandas, polars,
+# mypy, dask, distributed, moto's S3 server, s3fs and duckdb; then the stubs
+# are checked against the extension (mypy.stubtest, signatures included),
+# the typed example with `mypy --strict`, and pytest runs against `tdx-sim
+# serve` inside a network namespace where only loopback is up. Arguments go
+# to pytest.
+#
+#   --build-only       build and install the wheel, run nothing (ci/run.sh
+#                      starts it in the background while other steps run)
+#   TDX_PYTHON_BUILT=1 the wheel is built and installed already: tests only
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=tests/interop/lib.sh
@@ -16,9 +23,6 @@ source tests/interop/lib.sh
 
 BUILD_VENV="target/py-venv"   # maturin, kept between runs
 PYVENV="target/py-wheel-venv" # fresh every run: the wheel and the test pins only
-SDIST_VENV="target/py-sdist-venv" # fresh every run: maturin, then the sdist built by pip
-# Not target/wheels: pip's build of the sdist (maturin's PEP 517 backend)
-# leaves its own linux_x86_64 wheel there, beside the one under test.
 WHEELS="target/python-dist"
 BUILD_PINS=(maturin==1.16.0)
 PINS=(pytest==9.2.0 pyarrow==26.0.1 pandas==3.1.1 numpy==2.4.6 polars==2.1.0 mypy==2.4.1
@@ -45,50 +49,39 @@ pins = dict(p.split("==") for p in sys.argv[1:])
 assert all(m.version(k) == v for k, v in pins.items())' "${@:2}" 2>/dev/null
 }
 
-if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
-    bash ci/debug-build.sh # tdx-sim serves the tests; tests/test_s3.py runs the CLI
+build_only=0
+if [ "${1:-}" = --build-only ]; then
+    build_only=1
+    shift
+fi
+if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ] && [ "${TDX_PYTHON_BUILT:-}" != 1 ]; then
     [ -x "$BUILD_VENV/bin/python" ] || python3 -m venv "$BUILD_VENV"
     pinned "$BUILD_VENV" "${BUILD_PINS[@]}" ||
         "$BUILD_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${BUILD_PINS[@]}"
     rm -rf "$WHEELS"
-    # The one release build (cargo makes an unchanged build a no-op).
-    (cd python && CARGO_TARGET_DIR="$(pwd)/../target" "../$BUILD_VENV/bin/maturin" build --quiet --release \
-        --locked --out "../$WHEELS")
     (cd python && "../$BUILD_VENV/bin/maturin" sdist --out "../$WHEELS")
     # The sdist as pip builds it on a machine with Rust: its own sources
-    # only (the archive is unpacked elsewhere), its lock file (--locked);
-    # the shared target dir spares rebuilding the registry crates; the
-    # backend runs the `maturin` it finds on PATH, so the venv's goes first.
-    rm -rf "$SDIST_VENV"
-    python3 -m venv "$SDIST_VENV"
-    "$SDIST_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${BUILD_PINS[@]}"
-    env PATH="$(pwd)/$SDIST_VENV/bin:$PATH" CARGO_TARGET_DIR="$(pwd)/target" MATURIN_PEP517_ARGS="--locked" \
-        "$SDIST_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps \
-        "$WHEELS"/tdx_engine-*.tar.gz
+    # only (the archive is unpacked elsewhere), its lock file (--locked), the
+    # manylinux audit `maturin build` does; the backend runs the `maturin` it
+    # finds on PATH, so the build venv's goes first.
+    env PATH="$(pwd)/$BUILD_VENV/bin:$PATH" CARGO_TARGET_DIR="$(pwd)/target" \
+        MATURIN_PEP517_ARGS="--locked --compatibility manylinux_2_34" \
+        "$BUILD_VENV/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-build-isolation --no-deps \
+        --wheel-dir "$WHEELS" "$WHEELS"/tdx_engine-*.tar.gz
+    ls "$WHEELS"/tdx_engine-*-abi3-manylinux*.whl >/dev/null # abi3, audited
 
     rm -rf "$PYVENV"
     python3 -m venv "$PYVENV"
     env PATH="$(no_rust_path)" bash -euc '
         if command -v cargo || command -v rustc; then echo "Rust is still on PATH" >&2; exit 1; fi
-        "$1/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: "${@:3}" "$2"/tdx_engine-*-abi3-*.whl
+        "$1/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: "${@:3}" "$2"/tdx_engine-*-abi3-manylinux*.whl
     ' bash "$PYVENV" "$WHEELS" "${PINS[@]}"
 fi
+[ "$build_only" = 0 ] || exit 0
+if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
+    bash ci/debug-build.sh # tdx-sim serves the tests; tests/test_s3.py runs the CLI
+fi
 loopback_only "$0" "$@"
-
-# The sdist's build, from outside python/ (whose source package would
-# shadow it), against a loopback server: the count the truth gives.
-make_scratch
-start_sim target/debug/tdx-sim 1 7
-want="$(target/debug/tdx-sim truth --seed 7 count sz)"
-(cd "$scratch" && env PATH="$(no_rust_path)" "$OLDPWD/$SDIST_VENV/bin/python" -c '
-import json, sys, tdx_engine
-assert "py-sdist-venv" in tdx_engine.__file__, tdx_engine.__file__
-with tdx_engine.Client([sys.argv[1]], server_count=1, connections_per_server=1, timeout=20) as c:
-    got = c.codes.count("sz")
-assert got == json.loads(sys.argv[2])["count"], (got, sys.argv[2])
-print(f"sdist build: {tdx_engine.__file__}: {got} SZ securities, as the truth says")
-' "$hosts" "$want")
-kill "$server_pid"
 
 # The stubs against the installed extension, and a strict typed user.
 (cd target && env PATH="$(no_rust_path)" "../$PYVENV/bin/python" -m mypy.stubtest tdx_engine)

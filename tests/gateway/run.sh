@@ -17,34 +17,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-VENV="target/gateway-venv"
-PINS=(pyarrow==26.0.1 mcp==2.3.0 openapi-spec-validator==0.9.0)
-VENDORED="src/gateway/page/vendor/lightweight-charts.standalone.production.js"
+VENV="target/gateway-venv" # tests/gateway/setup.sh makes it
 
 if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ]; then
     bash ci/debug-build.sh
-    [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-    if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys
-pins = dict(p.split("==") for p in sys.argv[1:])
-assert all(m.version(k) == v for k, v in pins.items())' "${PINS[@]}" 2>/dev/null; then
-        "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PINS[@]}"
-    fi
-    # A small CJK font, so that names in the screenshot are legible.
-    BROWSER_PACKAGES=(chromium chromium-driver fonts-wqy-microhei)
-    if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] ||
-        [ ! -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]; then
-        apt-get install -y -qq "${BROWSER_PACKAGES[@]}" >/dev/null ||
-            { apt-get update -qq && apt-get install -y -qq "${BROWSER_PACKAGES[@]}" >/dev/null; }
-    fi
-    (cd tests/gateway && npm ci --no-audit --no-fund --loglevel=error)
-    # The page's chart library is the pinned package's file, unmodified.
-    if ! cmp -s "$VENDORED" tests/gateway/node_modules/lightweight-charts/dist/lightweight-charts.standalone.production.js; then
-        echo "$VENDORED differs from the lightweight-charts package pinned in tests/gateway/package.json" >&2
-        exit 1
-    fi
-    if ! command -v ip >/dev/null 2>&1; then
-        apt-get install -y -qq iproute2 >/dev/null || { apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null; }
-    fi
+    bash tests/gateway/setup.sh
     exec unshare --net env TDX_LOOPBACK_NETNS=1 bash -c 'ip link set lo up && exec bash "$0"' "$0"
 fi
 
