@@ -136,14 +136,11 @@ async fn every_ex_method_answers_what_the_reference_exchange_holds() {
     assert!(client.started_pools().contains(&Pool::Ex));
     // The snapshot is refreshed every 25 ms: the calls above can all end
     // before the first refresh after the canary (one run in five did).
-    let mut d = client.pool_diagnostics(Pool::Ex).unwrap();
-    for _ in 0..1000 {
-        if d.supervisor.verdicts[0].is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        d = client.pool_diagnostics(Pool::Ex).unwrap();
-    }
+    diagnostics_when(&client, Duration::from_secs(20), |_| {
+        client.pool_diagnostics(Pool::Ex).is_some_and(|d| d.supervisor.verdicts[0].is_some())
+    })
+    .await;
+    let d = client.pool_diagnostics(Pool::Ex).unwrap();
     assert_eq!(d.supervisor.verdicts[0], Some(Verdict::Good), "the listener passed the instrument-page canary");
     assert_eq!(client.close().await, CloseState::Closed);
 }
