@@ -652,6 +652,7 @@ fn run_serve(serve: Serve) -> Result<(), String> {
 mod mutants {
     //! The mutant runner: every deliberate bug must be caught.
 
+    use std::collections::BTreeSet;
     use std::fs;
     use std::io::{BufRead, BufReader};
     use std::path::{Path, PathBuf};
@@ -787,9 +788,10 @@ mod mutants {
         let tdx = tdx_binary()?;
         // Failures are the point here: keep the panic hook's noise out.
         std::panic::set_hook(Box::new(|_| {}));
+        let (model, sim): (Vec<u64>, Vec<u64>) = ((0..model_seeds).collect(), (0..sim_seeds).collect());
         let hunt_here = |mutant: Mutant| {
             select(Some(mutant));
-            let verdict = hunt(model_seeds, sim_seeds, &tdx, Some(mutant));
+            let verdict = hunt(&model, &sim, &tdx, Some(mutant));
             select(None);
             verdict
         };
@@ -805,13 +807,13 @@ mod mutants {
         };
         let mut survived = 0;
         // The seeds that caught something, per tier: the control run below.
-        let (mut model_used, mut sim_used) = (0, 0);
+        let (mut model_caught, mut sim_caught) = (BTreeSet::new(), BTreeSet::new());
         for (mutant, verdict) in chosen.iter().zip(verdicts) {
             match verdict {
                 Verdict::Caught { by, seed, seeds, why } => {
                     match by {
-                        Tier::Model => model_used = model_used.max(seeds),
-                        Tier::Simulation => sim_used = sim_used.max(seeds),
+                        Tier::Model => _ = model_caught.insert(seed),
+                        Tier::Simulation => _ = sim_caught.insert(seed),
                         // The client and store tiers run whole in every control.
                         Tier::Client | Tier::Sync => {}
                     }
@@ -825,13 +827,19 @@ mod mutants {
             }
         }
         println!("mutants: {} caught, {survived} survived", chosen.len() - survived);
-        // A catch means something only if the same seeds pass without the
-        // bug: otherwise a broken build would "catch" every mutant.
-        if let Verdict::Caught { by, seed, why, .. } = hunt(model_used, sim_used, &tdx, None) {
+        // A catch means something only if the seed that caught it passes
+        // without the bug: otherwise a broken build would "catch" every
+        // mutant. The seeds before it passed with the bug in, so they need
+        // no control (sweeps run clean seeds by the thousand).
+        let (model_caught, sim_caught): (Vec<u64>, Vec<u64>) =
+            (model_caught.into_iter().collect(), sim_caught.into_iter().collect());
+        if let Verdict::Caught { by, seed, why, .. } = hunt(&model_caught, &sim_caught, &tdx, None) {
             println!("control: the build without mutants fails {} seed {seed}: {why}", by.name());
             return Ok(false);
         }
-        println!("control: no mutant, {model_used} model, {sim_used} simulation and {CLIENT_SEEDS} client seeds pass");
+        println!(
+            "control: no mutant, the catching seeds pass: model {model_caught:?}, simulation {sim_caught:?}, and the {CLIENT_SEEDS} client seeds and the store's check"
+        );
         Ok(survived == 0)
     }
 
@@ -879,37 +887,38 @@ mod mutants {
     /// run does not pay for the slow tiers before it), then the others in
     /// [`Tier::ALL`]'s order: cheap model worlds, the simulation, the client
     /// and store checks.
-    fn hunt(model_seeds: u64, sim_seeds: u64, tdx: &Path, mutant: Option<Mutant>) -> Verdict {
+    fn hunt(model: &[u64], sim: &[u64], tdx: &Path, mutant: Option<Mutant>) -> Verdict {
         let home = mutant.map_or(Tier::Model, Tier::home_of);
         let order = std::iter::once(home).chain(Tier::ALL.into_iter().filter(|&t| t != home));
         for tier in order {
-            if let Some(caught) = try_tier(tier, model_seeds, sim_seeds, tdx, mutant) {
+            if let Some(caught) = try_tier(tier, model, sim, tdx, mutant) {
                 return caught;
             }
         }
         Verdict::Survived
     }
 
-    /// The first seed of `tier` that fails, as a catch.
-    fn try_tier(tier: Tier, model_seeds: u64, sim_seeds: u64, tdx: &Path, mutant: Option<Mutant>) -> Option<Verdict> {
-        let caught = |seed: u64, why: String| Some(Verdict::Caught { by: tier, seed, seeds: seed + 1, why });
+    /// The first of `tier`'s seeds that fails, as a catch.
+    fn try_tier(tier: Tier, model: &[u64], sim: &[u64], tdx: &Path, mutant: Option<Mutant>) -> Option<Verdict> {
+        let caught = |tried: usize, seed: u64, why: String| {
+            Some(Verdict::Caught { by: tier, seed, seeds: tried as u64 + 1, why })
+        };
         match tier {
-            Tier::Model => (0..model_seeds).find_map(|seed| {
+            Tier::Model => model.iter().enumerate().find_map(|(tried, &seed)| {
                 let panic = std::panic::catch_unwind(|| run_seed(seed)).err()?;
                 let why = panic
                     .downcast_ref::<String>()
                     .cloned()
                     .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
-                caught(seed, why)
+                caught(tried, seed, why)
             }),
-            Tier::Simulation => {
-                (0..sim_seeds).find_map(|seed| simulation::run(seed, false).err().and_then(|f| caught(seed, f.message)))
-            }
-            Tier::Client => {
-                (0..CLIENT_SEEDS).find_map(|seed| client_check(seed).err().and_then(|why| caught(seed, why)))
-            }
-            Tier::Sync => sync_check(tdx, mutant).err().and_then(|why| caught(0, why)),
+            Tier::Simulation => sim.iter().enumerate().find_map(|(tried, &seed)| {
+                simulation::run(seed, false).err().and_then(|f| caught(tried, seed, f.message))
+            }),
+            Tier::Client => (0..CLIENT_SEEDS)
+                .find_map(|seed| client_check(seed).err().and_then(|why| caught(seed as usize, seed, why))),
+            Tier::Sync => sync_check(tdx, mutant).err().and_then(|why| caught(0, 0, why)),
         }
     }
 
@@ -1023,7 +1032,7 @@ mod mutants {
         // The codes with the most corporate actions, so one reply cannot hold a batch.
         let mut codes: Vec<SecurityCode> =
             [Exchange::Sz, Exchange::Sh].iter().flat_map(|&e| market.listings(e)).map(|l| l.code).collect();
-        codes.sort_by_key(|&c| (std::cmp::Reverse(records(c).len()), c.to_string()));
+        codes.sort_by_cached_key(|&c| (std::cmp::Reverse(records(c).len()), c.to_string()));
         codes.truncate(2 * CAPITAL_CHANGES_BATCH);
         let answered = responder::capital_changes(market, &codes[..CAPITAL_CHANGES_BATCH]).len();
         if answered >= CAPITAL_CHANGES_BATCH {
