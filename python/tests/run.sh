@@ -3,12 +3,14 @@
 # the way pip builds it from the sdist: `maturin sdist`, then pip turns the
 # sdist into the abi3 wheel (maturin's PEP 517 backend: its release build,
 # the lock file, manylinux audit; Rust on PATH, maturin pinned, no build
-# isolation, the workspace's target dir so the registry crates already built
-# there are reused). One release build proves both that the sdist builds and
-# that its wheel works. The wheel goes into a fresh venv from a shell whose
-# PATH has no cargo or rustc, beside pinned pytest, pyarrow, pandas, polars,
-# mypy, dask, distributed, moto's S3 server, s3fs and duckdb; then the stubs
-# are checked against the extension (mypy.stubtest, signatures included),
+# isolation, the workspace's target dir and `--features feature-union` so
+# the registry crates the release build made there are reused: see
+# ci/feature-union/Cargo.toml). One release build proves both that the
+# sdist builds and that its wheel works. The wheel goes into a fresh venv
+# from a shell whose PATH has no cargo or rustc, beside pinned pytest,
+# pyarrow, pandas, polars, mypy, dask, distributed, moto's S3 server, s3fs
+# and duckdb; then the stubs are checked against the extension
+# (mypy.stubtest, signatures included),
 # the typed example with `mypy --strict`, and pytest runs against `tdx-sim
 # serve` inside a network namespace where only loopback is up. Arguments go
 # to pytest.
@@ -65,7 +67,7 @@ if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ] && [ "${TDX_PYTHON_BUILT:-}" != 1 ]; then
     # manylinux audit `maturin build` does; the backend runs the `maturin` it
     # finds on PATH, so the build venv's goes first.
     env PATH="$(pwd)/$BUILD_VENV/bin:$PATH" CARGO_TARGET_DIR="$(pwd)/target" \
-        MATURIN_PEP517_ARGS="--locked --compatibility manylinux_2_34" \
+        MATURIN_PEP517_ARGS="--locked --compatibility manylinux_2_34 --features feature-union" \
         "$BUILD_VENV/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-build-isolation --no-deps \
         --wheel-dir "$WHEELS" "$WHEELS"/tdx_engine-*.tar.gz
     ls "$WHEELS"/tdx_engine-*-abi3-manylinux*.whl >/dev/null # abi3, audited

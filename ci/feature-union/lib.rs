@@ -1,0 +1,2 @@
+//! CI only: no code; its dependency list is the point (see Cargo.toml).
+#![no_std]
