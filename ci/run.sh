@@ -36,6 +36,15 @@ export CARGO_PROFILE_RELEASE_LTO=false
 # (2026-12-04, second)"); the seeds replay to the same trace hashes.
 export CARGO_PROFILE_RELEASE_OPT_LEVEL=1
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
+# A build from nothing gains nothing from incremental compilation's caches,
+# and writing them cost the workspace's crates 12% of their debug build
+# (decision 0011, "Later (2026-12-04, third)").
+export CARGO_INCREMENTAL=0
+# The Python wheel's build reuses the release build's registry crates: the
+# same features (ci/feature-union) and the same profile, so its own
+# codegen-units and debug settings give way to the workspace's here.
+export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
 
 # Something in the toolchain's build probes can replace /dev/null with a
 # regular file when run as root (seen on this CI machine), after which every
@@ -80,6 +89,13 @@ in_background() { # LOG COMMAND...: sets background_pid
     background_pid=$!
     background_pids+=("$background_pid")
 }
+# The same, at the steps' own priority: for work that shares a step with
+# another and should get its fair half.
+beside() { # LOG COMMAND...: sets background_pid
+    setsid "${@:2}" >"$1" 2>&1 &
+    background_pid=$!
+    background_pids+=("$background_pid")
+}
 finish_background() { # PID LOG WHAT
     if ! wait "$1"; then
         tail -n 60 "$2" >&2
@@ -106,9 +122,9 @@ cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 cargo fmt --manifest-path python/Cargo.toml -- --check
 
 step "clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-# The deliberate bugs compile only with the mutants feature: lint them too.
-cargo clippy -p tdx-sim --features mutants --all-targets --locked -- -D warnings
+# With the deliberate bugs compiled in, so they are linted too: the build
+# without them differs only by three stubs that refuse to run a mutant.
+cargo clippy --workspace --all-targets --locked --features tdx/mutants,tdx-sim/mutants -- -D warnings
 # The Python binding is its own workspace (an extension module links
 # against the interpreter only when Python loads it); the shared target dir
 # reuses the engine's build.
@@ -204,7 +220,9 @@ step "release build (tdx and tdx-sim, the deliberate bugs compiled in, none swit
 # so the release tree was built twice. With no mutant switched on the runs
 # are the shipped engine's (seeds 1000, 1001 and 1017 replay to the same
 # trace hashes with and without the feature).
-cargo build --release --locked -p tdx -p tdx-sim --features tdx/mutants,tdx-sim/mutants
+# `feature-union`: the registry crates get the features the Python wheel's
+# build turns on too, so that build (below, in the background) reuses them.
+cargo build --release --locked -p tdx -p tdx-sim --features tdx/mutants,tdx-sim/mutants,tdx/feature-union
 # The Python package's build from here on, behind every step until its own:
 # the sdist, the wheel pip builds from it, the test venv's installs.
 finish_background "$setup_pid" target/ci-setup.log "the interop and gateway setup (ci/setup.sh)"
@@ -247,16 +265,28 @@ target/debug/examples/test_under_faults --seeds 5
 step "test kit in a consumer crate outside the workspace (fault test, failing seed replayed)"
 bash ci/consumer.sh
 
-step "python package (the sdist by maturin, the abi3 wheel pip builds from it installed with no Rust on PATH; stubtest, mypy --strict; pytest against tdx-sim, loopback-only network namespace)"
+step "tests: cargo test --workspace; beside it the Python package (the wheel pip built from the sdist, installed with no Rust on PATH; stubtest, mypy --strict; pytest) and the gateway and MCP clients (OpenAPI validated, pyarrow, the MCP Python SDK, the page in Debian's chromium), both against tdx-sim in a loopback-only network namespace"
 finish_background "$python_build_pid" target/python-build.log "the Python package's build (python/tests/run.sh --build-only)"
 cat target/python-build.log
-TDX_PYTHON_BUILT=1 bash python/tests/run.sh 2>&1 | tee target/pytest.log
-
-step "gateway and MCP clients (OpenAPI validated, Arrow and Parquet read by pyarrow, the MCP Python SDK, the page in Debian's chromium; loopback-only network namespace)"
-bash tests/gateway/run.sh
-
-step "tests"
+# cargo's test binaries keep 1.4 cores busy on average and pytest one:
+# run apart, each left a core idle for minutes.
+rm -f target/pytest.log target/gateway.log
+beside target/python-tests.log bash -c 'TDX_PYTHON_BUILT=1 bash python/tests/run.sh >target/pytest.log 2>&1 &&
+    bash tests/gateway/run.sh >target/gateway.log 2>&1'
+python_tests_pid=$background_pid
 cargo test --workspace --locked 2>&1 | tee target/test.log
+python_ok=1
+wait "$python_tests_pid" || python_ok=0
+printf '\n==> the Python package (python/tests/run.sh)\n'
+cat target/pytest.log
+if [ -s target/gateway.log ]; then
+    printf '\n==> the gateway and MCP clients (tests/gateway/run.sh)\n'
+    cat target/gateway.log
+fi
+if [ "$python_ok" = 0 ]; then
+    echo "the Python package's or the gateway's tests failed (logs: target/pytest.log, target/gateway.log)" >&2
+    exit 1
+fi
 # The whole machine's busy CPU seconds beside the wall time: on a machine
 # doing nothing else, busy / cores is the floor no reordering goes under.
 ticks_per_second="$(getconf CLK_TCK)"
