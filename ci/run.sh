@@ -250,9 +250,7 @@ step "debug build (tdx, tdx-sim, the examples and every test binary, as \`cargo 
 # binaries; ci/debug-build.sh is their one build command, so none of them
 # builds the debug tree a second time.
 bash ci/debug-build.sh
-
-step "interop (pytdx 1.72, eltdx 3.3.0, tdxrs 0.6.7 against tdx-sim; tdx sync read by pyarrow 26.0.1; loopback-only network namespace)"
-bash tests/interop/run.sh
+export TDX_DEBUG_BUILT=1
 
 step "examples (against the embedded exchange, no network)"
 bash ci/debug-build.sh
@@ -262,8 +260,21 @@ target/debug/examples/watch --batches 2
 target/debug/examples/adjusted_bars
 target/debug/examples/test_under_faults --seeds 5
 
-step "test kit in a consumer crate outside the workspace (fault test, failing seed replayed)"
+step "test kit in a consumer crate outside the workspace (fault test, failing seed replayed); beside it interop (pytdx 1.72, eltdx 3.3.0, tdxrs 0.6.7 against tdx-sim; tdx sync read by pyarrow 26.0.1; loopback-only network namespace)"
+# The interop clients keep one core busy and the consumer's build two:
+# together they take about the consumer's time (decision 0011, "Later
+# (2026-12-04, third)").
+beside target/interop.log bash tests/interop/run.sh
+interop_pid=$background_pid
 bash ci/consumer.sh
+interop_ok=1
+wait "$interop_pid" || interop_ok=0
+printf '\n==> interop (tests/interop/run.sh)\n'
+cat target/interop.log
+if [ "$interop_ok" = 0 ]; then
+    echo "the interop tests failed (log: target/interop.log)" >&2
+    exit 1
+fi
 
 step "tests: cargo test --workspace; beside it the Python package (the wheel pip built from the sdist, installed with no Rust on PATH; stubtest, mypy --strict; pytest) and the gateway and MCP clients (OpenAPI validated, pyarrow, the MCP Python SDK, the page in Debian's chromium), both against tdx-sim in a loopback-only network namespace"
 finish_background "$python_build_pid" target/python-build.log "the Python package's build (python/tests/run.sh --build-only)"
