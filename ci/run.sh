@@ -223,6 +223,7 @@ step "release build (tdx and tdx-sim, the deliberate bugs compiled in, none swit
 # `feature-union`: the registry crates get the features the Python wheel's
 # build turns on too, so that build (below, in the background) reuses them.
 cargo build --release --locked -p tdx -p tdx-sim --features tdx/mutants,tdx-sim/mutants,tdx/feature-union
+touch target/release-build.stamp
 # The Python package's build from here on, behind every step until its own:
 # the sdist, the wheel pip builds from it, the test venv's installs.
 finish_background "$setup_pid" target/ci-setup.log "the interop and gateway setup (ci/setup.sh)"
@@ -269,7 +270,7 @@ interop_pid=$background_pid
 bash ci/consumer.sh
 interop_ok=1
 wait "$interop_pid" || interop_ok=0
-printf '\n==> interop (tests/interop/run.sh)\n'
+printf '\n--- interop, run beside the consumer crate (tests/interop/run.sh)\n'
 cat target/interop.log
 if [ "$interop_ok" = 0 ]; then
     echo "the interop tests failed (log: target/interop.log)" >&2
@@ -279,6 +280,16 @@ fi
 step "tests: cargo test --workspace; beside it the Python package (the wheel pip built from the sdist, installed with no Rust on PATH; stubtest, mypy --strict; pytest) and the gateway and MCP clients (OpenAPI validated, pyarrow, the MCP Python SDK, the page in Debian's chromium), both against tdx-sim in a loopback-only network namespace"
 finish_background "$python_build_pid" target/python-build.log "the Python package's build (python/tests/run.sh --build-only)"
 cat target/python-build.log
+# What the wheel's build compiled that the release build had not: pyo3 and
+# the package's own crates, or ci/feature-union has fallen behind a
+# dependency's features (which costs time, not correctness).
+rebuilt="$(find target/release/deps -newer target/release-build.stamp \( -name 'lib*.rlib' -o -name 'lib*.so' \) |
+    sed -E 's#.*/lib([a-z0-9_]+)(-[0-9a-f]+)?\.(rlib|so)$#\1#' | sort -u |
+    grep -vxE 'pyo3(_ffi|_macros|_macros_backend|_build_config)?|indoc|unindent|memoffset|target_lexicon|tdx_engine|tdx_store|tdx_feature_union|_native' || true)"
+if [ -n "$rebuilt" ]; then
+    echo "note: the wheel's build compiled registry crates the release build had built with other features" \
+        "(add them to ci/feature-union/Cargo.toml): $(echo $rebuilt)"
+fi
 # cargo's test binaries keep 1.4 cores busy on average and pytest one:
 # run apart, each left a core idle for minutes.
 rm -f target/pytest.log target/gateway.log
@@ -288,10 +299,10 @@ python_tests_pid=$background_pid
 cargo test --workspace --locked 2>&1 | tee target/test.log
 python_ok=1
 wait "$python_tests_pid" || python_ok=0
-printf '\n==> the Python package (python/tests/run.sh)\n'
+printf '\n--- the Python package, run beside cargo test (python/tests/run.sh)\n'
 cat target/pytest.log
 if [ -s target/gateway.log ]; then
-    printf '\n==> the gateway and MCP clients (tests/gateway/run.sh)\n'
+    printf '\n--- the gateway and MCP clients, run beside cargo test (tests/gateway/run.sh)\n'
     cat target/gateway.log
 fi
 if [ "$python_ok" = 0 ]; then
