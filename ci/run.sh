@@ -84,17 +84,16 @@ background_pids=()
 # whose weight nice alone does not lower (a niced build in one slowed the
 # simulation sweep from 68 s to 153 s): the group's own nice goes up too.
 trap 'for pid in "${background_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
-in_background() { # LOG COMMAND...: sets background_pid
-    setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 "$@"' bash "${@:2}" >"$1" 2>&1 &
-    background_pid=$!
-    background_pids+=("$background_pid")
-}
-# The same, at the steps' own priority: for work that shares a step with
+# A job at the steps' own priority, for work that shares a step with
 # another and should get its fair half.
 beside() { # LOG COMMAND...: sets background_pid
     setsid "${@:2}" >"$1" 2>&1 &
     background_pid=$!
     background_pids+=("$background_pid")
+}
+# The same, niced: work off the critical path.
+in_background() { # LOG COMMAND...: sets background_pid
+    beside "$1" bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 "$@"' bash "${@:2}"
 }
 finish_background() { # PID LOG WHAT
     if ! wait "$1"; then
@@ -103,6 +102,21 @@ finish_background() { # PID LOG WHAT
         exit 1
     fi
     echo "($3: done, log in $2)"
+}
+# A job run beside a step: its logs in full, after the step's own output.
+finish_beside() { # PID WHAT LOG...
+    local ok=1 log
+    wait "$1" || ok=0
+    for log in "${@:3}"; do
+        if [ -s "$log" ]; then
+            printf '\n--- %s, run beside the step (%s)\n' "$2" "$log"
+            cat "$log"
+        fi
+    done
+    if [ "$ok" = 0 ]; then
+        echo "$2 failed (logs: ${*:3})" >&2
+        exit 1
+    fi
 }
 
 step "toolchain"
@@ -254,7 +268,6 @@ bash ci/debug-build.sh
 export TDX_DEBUG_BUILT=1
 
 step "examples (against the embedded exchange, no network)"
-bash ci/debug-build.sh
 target/debug/examples/quickstart
 target/debug/examples/download_all --limit 200
 target/debug/examples/watch --batches 2
@@ -268,14 +281,7 @@ step "test kit in a consumer crate outside the workspace (fault test, failing se
 beside target/interop.log bash tests/interop/run.sh
 interop_pid=$background_pid
 bash ci/consumer.sh
-interop_ok=1
-wait "$interop_pid" || interop_ok=0
-printf '\n--- interop, run beside the consumer crate (tests/interop/run.sh)\n'
-cat target/interop.log
-if [ "$interop_ok" = 0 ]; then
-    echo "the interop tests failed (log: target/interop.log)" >&2
-    exit 1
-fi
+finish_beside "$interop_pid" "the interop tests" target/interop.log
 
 step "tests: cargo test --workspace; beside it the Python package (the wheel pip built from the sdist, installed with no Rust on PATH; stubtest, mypy --strict; pytest) and the gateway and MCP clients (OpenAPI validated, pyarrow, the MCP Python SDK, the page in Debian's chromium), both against tdx-sim in a loopback-only network namespace"
 finish_background "$python_build_pid" target/python-build.log "the Python package's build (python/tests/run.sh --build-only)"
@@ -297,18 +303,7 @@ beside target/python-tests.log bash -c 'TDX_PYTHON_BUILT=1 bash python/tests/run
     bash tests/gateway/run.sh >target/gateway.log 2>&1'
 python_tests_pid=$background_pid
 cargo test --workspace --locked 2>&1 | tee target/test.log
-python_ok=1
-wait "$python_tests_pid" || python_ok=0
-printf '\n--- the Python package, run beside cargo test (python/tests/run.sh)\n'
-cat target/pytest.log
-if [ -s target/gateway.log ]; then
-    printf '\n--- the gateway and MCP clients, run beside cargo test (tests/gateway/run.sh)\n'
-    cat target/gateway.log
-fi
-if [ "$python_ok" = 0 ]; then
-    echo "the Python package's or the gateway's tests failed (logs: target/pytest.log, target/gateway.log)" >&2
-    exit 1
-fi
+finish_beside "$python_tests_pid" "the Python package's and the gateway's tests" target/pytest.log target/gateway.log
 # The whole machine's busy CPU seconds beside the wall time: on a machine
 # doing nothing else, busy / cores is the floor no reordering goes under.
 ticks_per_second="$(getconf CLK_TCK)"
