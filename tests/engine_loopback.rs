@@ -1050,9 +1050,12 @@ async fn a_stalling_server_costs_only_its_requests_on(flavor: RuntimeFlavor) {
     let request: Request = SecurityCount { market: Exchange::Sz, client_date: 0 }.into();
     let want = respond(&s.data, 0, &request);
     // Every connection up first, then server 0 starts stalling every request.
+    // Calls alone may leave server 0's connections still connecting on a
+    // loaded machine, and the 100 calls then all pass by them.
     for _ in 0..20 {
         client.call_raw(request.clone()).await.unwrap();
     }
+    all_ready(&client).await;
     s.handles[0].faults().set(Faults { stall_per_mille: 1000, stall: Duration::from_secs(5), ..Default::default() });
     let calls = (0..100).map(|_| {
         let (client, request) = (client.clone(), request.clone());
