@@ -3,7 +3,7 @@
 //! servers, push floods, close while busy.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tdx_engine::proto::commands::*;
 use tdx_engine::proto::{Category, Market as Exchange, Reply, Request, SecurityCode, TradeDate};
@@ -660,9 +660,27 @@ fn blocking_callers_borrow_their_connection_on_their_own_thread() {
     }
     let lent = runtime.block_on(diagnostics_when(&client, Duration::from_secs(2), |d| d.lent_exchanges >= before + 40));
     assert_eq!(lent.lent_exchanges - before, 40, "every blocking call was done on the caller's thread");
-    let (begun, ended) = loans.get();
-    assert_eq!((begun, ended), (40, 40), "each thread loan readied its socket and gave it back non-blocking");
-    // The connections went back non-blocking: their slot tasks read pushes.
+    assert_eq!(loans.loans(), (40, 40), "each thread loan took its socket off the reactor and left it there");
+    // Once the loans pause, each slot task puts its connection back on the
+    // reactor, non-blocking.
+    let back = |loans: &thread_loans::Count| {
+        let (off, back) = loans.moves();
+        off >= 1 && back == off
+    };
+    let waited = Instant::now();
+    while !back(&loans) && waited.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(back(&loans), "every connection off its reactor went back: (off, back) {:?}", loans.moves());
+    // A refresh by a thread leaves its connection off the reactor again;
+    // the pushes that follow are read once its slot task puts it back.
+    let (off_before, _) = loans.moves();
+    assert_eq!(blocking.refresh_quotes(&codes).unwrap().len(), 2);
+    let pushes =
+        runtime.block_on(async { tokio::time::timeout(Duration::from_secs(5), client.recv_pushes(1)).await }).unwrap();
+    assert!(pushes.is_some_and(|p| !p.frames.is_empty()), "a push after a thread's refresh");
+    assert!(loans.moves().0 > off_before, "the refresh went off the reactor again");
+    // The async client's refresh, through the slot task.
     runtime.block_on(async {
         client.refresh_quotes(&codes).await.unwrap();
         let pushes = tokio::time::timeout(Duration::from_secs(5), client.recv_pushes(1)).await.unwrap();
@@ -778,7 +796,8 @@ fn drop_within_a_generous_bound(client: Client) {
 }
 
 mod thread_loans {
-    //! TCP, counting thread loans and checking that each gives its socket
+    //! TCP, counting thread loans, the connections they leave off their
+    //! reactor and those their slot tasks put back, checking that each goes
     //! back non-blocking (a blocking socket would stall its slot task's
     //! worker in a read).
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -786,54 +805,74 @@ mod thread_loans {
     use std::task::{Context, Poll, Waker};
     use std::time::Duration;
 
-    use tdx_engine::runtime::connector::{Connector, TcpConnector};
+    use tdx_engine::runtime::connector::{Connector, TcpConn, TcpConnector};
     use tdx_engine::supervisor::Endpoint;
-    use tokio::net::TcpStream;
 
     #[derive(Default)]
     pub struct Count {
         begun: AtomicUsize,
-        ended_non_blocking: AtomicUsize,
+        went_off: AtomicUsize,
+        ended_off: AtomicUsize,
+        back_non_blocking: AtomicUsize,
     }
 
     impl Count {
-        pub fn get(&self) -> (usize, usize) {
-            (self.begun.load(Ordering::SeqCst), self.ended_non_blocking.load(Ordering::SeqCst))
+        /// Loans begun, ended with the socket off its reactor.
+        pub fn loans(&self) -> (usize, usize) {
+            (self.begun.load(Ordering::SeqCst), self.ended_off.load(Ordering::SeqCst))
+        }
+
+        /// Times a socket went off its reactor, came back non-blocking.
+        pub fn moves(&self) -> (usize, usize) {
+            (self.went_off.load(Ordering::SeqCst), self.back_non_blocking.load(Ordering::SeqCst))
         }
     }
 
     pub struct Checked(pub Arc<Count>);
 
     impl Connector for Checked {
-        type Stream = TcpStream;
+        type Stream = TcpConn;
 
-        async fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> std::io::Result<TcpStream> {
+        async fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> std::io::Result<TcpConn> {
             TcpConnector::default().connect(endpoint, timeout).await
         }
 
-        fn read_ready(&self, stream: &TcpStream, waker: &Waker) -> bool {
+        fn read_ready(&self, stream: &mut TcpConn, waker: &Waker) -> bool {
             TcpConnector::default().read_ready(stream, waker)
         }
 
-        fn begin_thread_loan(&self, stream: &TcpStream, first: bool) -> bool {
+        fn begin_thread_loan(&self, stream: &mut TcpConn, first: bool) -> bool {
+            let was_off = stream.off_reactor();
             let begun = TcpConnector::default().begin_thread_loan(stream, first);
             self.0.begun.fetch_add(usize::from(begun), Ordering::SeqCst);
+            self.0.went_off.fetch_add(usize::from(!was_off && stream.off_reactor()), Ordering::SeqCst);
             begun
         }
 
         fn read_slice(
             &self,
-            stream: &mut TcpStream,
+            stream: &mut TcpConn,
             buf: &mut [u8],
             cx: &mut Context<'_>,
         ) -> Poll<std::io::Result<usize>> {
             TcpConnector::default().read_slice(stream, buf, cx)
         }
 
-        fn end_thread_loan(&self, stream: &TcpStream) {
+        fn end_thread_loan(&self, stream: &mut TcpConn) {
             TcpConnector::default().end_thread_loan(stream);
-            let non_blocking = socket2::SockRef::from(stream).nonblocking().unwrap_or(false);
-            self.0.ended_non_blocking.fetch_add(usize::from(non_blocking), Ordering::SeqCst);
+            self.0.ended_off.fetch_add(usize::from(stream.off_reactor()), Ordering::SeqCst);
+        }
+
+        fn off_reactor(&self, stream: &TcpConn) -> bool {
+            TcpConnector::default().off_reactor(stream)
+        }
+
+        fn reattach(&self, stream: &mut TcpConn) -> std::io::Result<()> {
+            let was_off = stream.off_reactor();
+            TcpConnector::default().reattach(stream)?;
+            let non_blocking = socket2::SockRef::from(&*stream.reattach()?).nonblocking()?;
+            self.0.back_non_blocking.fetch_add(usize::from(was_off && non_blocking), Ordering::SeqCst);
+            Ok(())
         }
     }
 }
@@ -848,15 +887,14 @@ mod panicky {
     use std::task::{Context, Poll};
     use std::time::Duration;
 
-    use tdx_engine::runtime::connector::{Connector, TcpConnector};
+    use tdx_engine::runtime::connector::{Connector, TcpConn, TcpConnector};
     use tdx_engine::supervisor::Endpoint;
     use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-    use tokio::net::TcpStream;
 
     pub struct PanicOnce(pub Arc<AtomicBool>);
 
     pub struct Stream {
-        inner: TcpStream,
+        inner: TcpConn,
         armed: Arc<AtomicBool>,
         wrote_armed: bool,
     }

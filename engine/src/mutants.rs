@@ -48,6 +48,9 @@ pub enum Mutant {
     /// A caller's thread that borrowed a connection keeps it when done
     /// instead of giving it back to its slot task.
     ThreadLoanNotGivenBack,
+    /// A connection that thread loans left off its reactor is never put
+    /// back once they pause: its pushes and its server's close wake nobody.
+    OffReactorNeverReattached,
     /// A MAC request that timed out leaves its connection in use instead of
     /// retiring it: its late reply (msg_id 0, like every MAC reply) answers
     /// the next MAC request on that connection.
@@ -85,7 +88,7 @@ pub enum Mutant {
 
 impl Mutant {
     /// Every mutant, in declaration order.
-    pub const ALL: [Mutant; 26] = [
+    pub const ALL: [Mutant; 27] = [
         Mutant::CancelReleasesSlot,
         Mutant::GenerationCheckSkipped,
         Mutant::ReplyCompletedTwice,
@@ -99,6 +102,7 @@ impl Mutant {
         Mutant::AdmissionPastCapacity,
         Mutant::BorrowerFailureUnreported,
         Mutant::ThreadLoanNotGivenBack,
+        Mutant::OffReactorNeverReattached,
         Mutant::MacTimeoutKeepsConnection,
         Mutant::MacReplyMatchedByEngineId,
         Mutant::DataCanaryAcceptsEmpty,
@@ -130,6 +134,7 @@ impl Mutant {
             Mutant::AdmissionPastCapacity => "admission_past_capacity",
             Mutant::BorrowerFailureUnreported => "borrower_failure_unreported",
             Mutant::ThreadLoanNotGivenBack => "thread_loan_not_given_back",
+            Mutant::OffReactorNeverReattached => "off_reactor_never_reattached",
             Mutant::MacTimeoutKeepsConnection => "mac_timeout_keeps_connection",
             Mutant::MacReplyMatchedByEngineId => "mac_reply_matched_by_engine_id",
             Mutant::DataCanaryAcceptsEmpty => "data_canary_accepts_empty",

@@ -18,7 +18,7 @@ struct Counting {
 }
 
 impl Connector for Counting {
-    type Stream = tokio::net::TcpStream;
+    type Stream = tdx_engine::runtime::connector::TcpConn;
     async fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> std::io::Result<Self::Stream> {
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak.fetch_max(now, Ordering::SeqCst);

@@ -731,6 +731,7 @@ mod mutants {
                 | Mutant::DecodedBudgetLeakOnBadReply
                 | Mutant::BorrowerFailureUnreported
                 | Mutant::ThreadLoanNotGivenBack
+                | Mutant::OffReactorNeverReattached
                 | Mutant::MacTimeoutKeepsConnection
                 | Mutant::MacReplyMatchedByEngineId
                 | Mutant::ExSilentServerAccepted => Tier::Simulation,

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
+pub use super::tcp_conn::{TcpConn, THREAD_READ_SLICE};
 use crate::supervisor::Endpoint;
 
 /// Opens one connection to an endpoint.
@@ -24,8 +25,9 @@ pub trait Connector: Send + Sync + 'static {
     /// says whether it has some already. A borrowed connection goes back
     /// to its slot task this way without waking it. The default cannot
     /// register without reading and says `true`: the task is woken and
-    /// polls the stream itself (correct, one wake-up dearer).
-    fn read_ready(&self, stream: &Self::Stream, waker: &Waker) -> bool {
+    /// polls the stream itself (correct, one wake-up dearer). Not called
+    /// for a stream [off its reactor](Self::off_reactor).
+    fn read_ready(&self, stream: &mut Self::Stream, waker: &Waker) -> bool {
         let _ = (stream, waker);
         true
     }
@@ -34,7 +36,7 @@ pub trait Connector: Send + Sync + 'static {
     /// reads ([`read_slice`](Self::read_slice)) instead of being woken by a
     /// reactor on another thread; `first`: its first thread loan. False: it
     /// cannot, and the borrower waits as a task does (the default).
-    fn begin_thread_loan(&self, stream: &Self::Stream, first: bool) -> bool {
+    fn begin_thread_loan(&self, stream: &mut Self::Stream, first: bool) -> bool {
         let _ = (stream, first);
         false
     }
@@ -48,16 +50,27 @@ pub trait Connector: Send + Sync + 'static {
         std::pin::Pin::new(stream).poll_read(cx, &mut read).map_ok(|()| read.filled().len())
     }
 
-    /// Ends a thread loan: `stream` as its runtime needs it again.
-    fn end_thread_loan(&self, stream: &Self::Stream) {
+    /// Ends a thread loan. The stream may stay [off its
+    /// reactor](Self::off_reactor) for the next one.
+    fn end_thread_loan(&self, stream: &mut Self::Stream) {
         let _ = stream;
     }
-}
 
-/// The longest a thread borrower waits in one read: between slices it
-/// looks whether its request ended elsewhere and its caller whether it was
-/// cancelled (Ctrl+C in Python), so both are noticed within this.
-pub const THREAD_READ_SLICE: Duration = Duration::from_millis(25);
+    /// Whether `stream` is off its runtime's reactor, left there by thread
+    /// loans: nothing wakes its slot task for its bytes, so the task puts it
+    /// back ([`reattach`](Self::reattach)) once the loans pause. Whoever
+    /// reads or writes it as a task puts it back first.
+    fn off_reactor(&self, stream: &Self::Stream) -> bool {
+        let _ = stream;
+        false
+    }
+
+    /// Puts `stream` back on its runtime's reactor.
+    fn reattach(&self, stream: &mut Self::Stream) -> io::Result<()> {
+        let _ = stream;
+        Ok(())
+    }
+}
 
 fn socket_addr(endpoint: &Endpoint) -> io::Result<SocketAddr> {
     let ip = endpoint.ip().ok_or_else(|| {
@@ -105,7 +118,7 @@ impl Default for TcpConnector {
 }
 
 impl Connector for TcpConnector {
-    type Stream = tokio::net::TcpStream;
+    type Stream = TcpConn;
 
     async fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> io::Result<Self::Stream> {
         let addr = socket_addr(endpoint)?;
@@ -117,50 +130,41 @@ impl Connector for TcpConnector {
             let keepalive = socket2::TcpKeepalive::new().with_time(idle);
             socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive)?;
         }
-        Ok(stream)
+        Ok(TcpConn::new(stream))
     }
 
     /// Tokio keeps one read waker per socket for `poll_*` readers: this
     /// one replaces a borrower's, without reading.
-    fn read_ready(&self, stream: &Self::Stream, waker: &Waker) -> bool {
-        stream.poll_read_ready(&mut Context::from_waker(waker)).is_ready()
-    }
-
-    /// The socket stays registered with its runtime's reactor (moving it
-    /// off and back costs two `epoll_ctl` calls a request); it turns
-    /// blocking, with read and write timeouts of one slice (set on its first
-    /// loan: they do nothing to a non-blocking socket), and a no-op waker
-    /// takes the slot task's place, so the reply wakes only the caller's thread.
-    fn begin_thread_loan(&self, stream: &Self::Stream, first: bool) -> bool {
-        let socket = socket2::SockRef::from(stream);
-        let timeouts = |s: &socket2::SockRef<'_>| {
-            s.set_read_timeout(Some(THREAD_READ_SLICE))?;
-            s.set_write_timeout(Some(THREAD_READ_SLICE))
-        };
-        if (first && timeouts(&socket).is_err()) || socket.set_nonblocking(false).is_err() {
-            let _ = socket.set_nonblocking(true);
+    fn read_ready(&self, stream: &mut TcpConn, waker: &Waker) -> bool {
+        if stream.off_reactor() {
+            // Nothing to register with until its slot task puts it back.
             return false;
         }
-        let _ = stream.poll_read_ready(&mut Context::from_waker(Waker::noop()));
-        true
-    }
-
-    fn read_slice(&self, stream: &mut Self::Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        use std::io::Read;
-        let socket = socket2::SockRef::from(&*stream);
-        match (&*socket).read(buf) {
-            // A read timeout is EAGAIN on Linux, a timeout elsewhere.
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                cx.waker().wake_by_ref();
-                Poll::Pending
-            }
-            other => Poll::Ready(other),
+        match stream.reattach() {
+            Ok(stream) => stream.poll_read_ready(&mut Context::from_waker(waker)).is_ready(),
+            Err(_) => true,
         }
     }
 
-    fn end_thread_loan(&self, stream: &Self::Stream) {
-        // A socket that cannot turn back fails its slot task's next read.
-        let _ = socket2::SockRef::from(stream).set_nonblocking(true);
+    /// The socket leaves its runtime's reactor and turns blocking, with
+    /// read and write timeouts of one slice, so the reply wakes only the
+    /// caller's thread; it stays off while loans follow one another
+    /// ([`TcpConn`]).
+    fn begin_thread_loan(&self, stream: &mut TcpConn, first: bool) -> bool {
+        let _ = first;
+        stream.begin_thread_loan()
+    }
+
+    fn end_thread_loan(&self, stream: &mut TcpConn) {
+        stream.end_thread_loan();
+    }
+
+    fn off_reactor(&self, stream: &TcpConn) -> bool {
+        stream.off_reactor()
+    }
+
+    fn reattach(&self, stream: &mut TcpConn) -> io::Result<()> {
+        stream.reattach().map(drop)
     }
 }
 
@@ -169,24 +173,92 @@ impl Connector for TcpConnector {
 #[derive(Debug, Clone, Default)]
 pub struct TurmoilConnector;
 
+/// A simulated connection, with the reactor's part of [`TcpConn`] modelled:
+/// off the reactor (after a thread loan) its bytes wake nobody until a task
+/// puts it back, so the simulation checks that the slot task does.
+#[cfg(feature = "turmoil")]
+#[derive(Debug)]
+pub struct SimConn {
+    stream: turmoil::net::TcpStream,
+    off: bool,
+    thread_loan: bool,
+}
+
+#[cfg(feature = "turmoil")]
+impl SimConn {
+    /// Used as a task: back on the reactor first, as [`TcpConn`] is.
+    fn as_task(&mut self) -> std::pin::Pin<&mut turmoil::net::TcpStream> {
+        if !self.thread_loan {
+            self.off = false;
+        }
+        std::pin::Pin::new(&mut self.stream)
+    }
+}
+
+#[cfg(feature = "turmoil")]
+impl AsyncRead for SimConn {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.get_mut().as_task().poll_read(cx, buf)
+    }
+}
+
+#[cfg(feature = "turmoil")]
+impl AsyncWrite for SimConn {
+    fn poll_write(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.get_mut().as_task().poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().as_task().poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().as_task().poll_shutdown(cx)
+    }
+}
+
 #[cfg(feature = "turmoil")]
 impl Connector for TurmoilConnector {
-    type Stream = turmoil::net::TcpStream;
+    type Stream = SimConn;
 
     async fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> io::Result<Self::Stream> {
         let target = (endpoint.host.clone(), endpoint.port);
-        tokio::time::timeout(timeout, turmoil::net::TcpStream::connect(target))
+        let stream = tokio::time::timeout(timeout, turmoil::net::TcpStream::connect(target))
             .await
-            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, format!("connect to {endpoint} timed out")))?
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, format!("connect to {endpoint} timed out")))??;
+        Ok(SimConn { stream, off: false, thread_loan: false })
+    }
+
+    /// Off the reactor nothing can be registered (and nothing wakes).
+    fn read_ready(&self, stream: &mut SimConn, _: &Waker) -> bool {
+        !stream.off
     }
 
     /// Simulated sockets cannot block a thread: a thread borrower in a
     /// simulation reads as a task does (the default `read_slice`), so the
-    /// thread loan's path (lending to a thread, its begin and end) runs
-    /// under turmoil.
-    fn begin_thread_loan(&self, stream: &Self::Stream, first: bool) -> bool {
-        let _ = (stream, first);
+    /// thread loan's path (lending to a thread, its begin and end, the
+    /// socket off its reactor between loans) runs under turmoil.
+    fn begin_thread_loan(&self, stream: &mut SimConn, _: bool) -> bool {
+        stream.off = true;
+        stream.thread_loan = true;
         true
+    }
+
+    fn end_thread_loan(&self, stream: &mut SimConn) {
+        stream.thread_loan = false;
+    }
+
+    fn off_reactor(&self, stream: &SimConn) -> bool {
+        stream.off
+    }
+
+    fn reattach(&self, stream: &mut SimConn) -> io::Result<()> {
+        stream.off = false;
+        Ok(())
     }
 }
 

@@ -488,7 +488,9 @@ impl Core {
     pub(super) fn refresh(&self, seconds: f64) {
         let mut state = self.lock();
         state.workers.tick(seconds);
-        if std::mem::take(&mut state.dirty) {
+        // Connections go back on their reactor without any input.
+        let off_reactor = off_reactor_connections(&state);
+        if std::mem::take(&mut state.dirty) || off_reactor != self.diagnostics.get().off_reactor_connections {
             let snapshot = self.snapshot(&state);
             drop(state);
             self.diagnostics.set(snapshot);
@@ -518,6 +520,7 @@ impl Core {
             slot_command_overflows: state.slot_command_overflows,
             bytes_read: self.budgets.bytes_read.load(std::sync::atomic::Ordering::Relaxed),
             lent_exchanges: state.lent_exchanges,
+            off_reactor_connections: off_reactor_connections(state),
             core_locks: state.locks,
             core_lock_waits: state.lock_waits,
             ranking: state.ranking.clone(),
@@ -788,6 +791,14 @@ impl Reports for Core {
     fn now(&self) -> Instant {
         self.now_on_connections()
     }
+}
+
+/// Connections a thread loan left off their reactor, not yet put back.
+fn off_reactor_connections(state: &State) -> usize {
+    let off = |e: &SlotEntry| {
+        e.lender.as_ref().is_some_and(|(l, _)| l.off_reactor.load(std::sync::atomic::Ordering::Relaxed))
+    };
+    state.slots.iter().flatten().filter(|e| off(e)).count()
 }
 
 impl SlotCore for Core {

@@ -60,6 +60,11 @@ pub struct EngineDiagnostics {
     /// Exchanges a caller did itself on a connection lent to it (callers
     /// on the connections' runtime; see docs/decisions/0002-lending.md).
     pub lent_exchanges: u64,
+    /// Connections that callers' threads left off their runtime's reactor
+    /// and their slot tasks have not put back yet: they go back once the
+    /// thread loans pause for a whole watch interval (25 ms), so this is 0
+    /// a moment after the last blocking call (docs/decisions/0018).
+    pub off_reactor_connections: usize,
     /// Times the engine's core lock was taken (about two per request: its
     /// submit and its reply; see docs/decisions/0001-locked-core.md).
     pub core_locks: u64,
@@ -87,6 +92,7 @@ impl EngineDiagnostics {
             slot_command_overflows: 0,
             bytes_read: 0,
             lent_exchanges: 0,
+            off_reactor_connections: 0,
             core_locks: 0,
             core_lock_waits: 0,
             ranking: None,

@@ -33,7 +33,7 @@
 
 use std::future::{poll_fn, Future};
 use std::io;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -48,27 +48,31 @@ use crate::sync::{Closed, LoanCell};
 /// What a loan needs of the connection's connector, whatever its stream.
 pub(crate) trait StreamOps: Send + Sync {
     /// Registers the slot task's waker for the stream's next bytes, and
-    /// says whether it has some now.
-    fn read_ready(&self, stream: &dyn Stream, waker: &Waker) -> bool;
+    /// says whether it has some now (or has just gone off its reactor).
+    fn read_ready(&self, stream: &mut dyn Stream, waker: &Waker) -> bool;
     /// Readies the stream for a thread borrower (`first`: its first thread
     /// loan); false: it cannot.
-    fn begin_thread_loan(&self, stream: &dyn Stream, first: bool) -> bool;
+    fn begin_thread_loan(&self, stream: &mut dyn Stream, first: bool) -> bool;
     /// A thread borrower's read, one slice at most.
     fn read_slice(&self, stream: &mut dyn Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>>;
-    /// The stream back as its runtime needs it.
-    fn end_thread_loan(&self, stream: &dyn Stream);
+    /// Ends a thread loan.
+    fn end_thread_loan(&self, stream: &mut dyn Stream);
+    /// Whether the stream is off its runtime's reactor (see [`Connector::off_reactor`]).
+    fn off_reactor(&self, stream: &dyn Stream) -> bool;
+    /// Puts the stream back on its runtime's reactor.
+    fn reattach(&self, stream: &mut dyn Stream) -> io::Result<()>;
 }
 
 /// A connector's operations on its own stream type.
 pub(crate) struct ConnectorOps<C>(pub(crate) Arc<C>);
 
 impl<C: Connector> StreamOps for ConnectorOps<C> {
-    fn read_ready(&self, stream: &dyn Stream, waker: &Waker) -> bool {
-        stream.as_any().downcast_ref::<C::Stream>().is_none_or(|stream| self.0.read_ready(stream, waker))
+    fn read_ready(&self, stream: &mut dyn Stream, waker: &Waker) -> bool {
+        stream.as_any_mut().downcast_mut::<C::Stream>().is_none_or(|stream| self.0.read_ready(stream, waker))
     }
 
-    fn begin_thread_loan(&self, stream: &dyn Stream, first: bool) -> bool {
-        stream.as_any().downcast_ref::<C::Stream>().is_some_and(|stream| self.0.begin_thread_loan(stream, first))
+    fn begin_thread_loan(&self, stream: &mut dyn Stream, first: bool) -> bool {
+        stream.as_any_mut().downcast_mut::<C::Stream>().is_some_and(|stream| self.0.begin_thread_loan(stream, first))
     }
 
     fn read_slice(&self, stream: &mut dyn Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
@@ -78,9 +82,20 @@ impl<C: Connector> StreamOps for ConnectorOps<C> {
         }
     }
 
-    fn end_thread_loan(&self, stream: &dyn Stream) {
-        if let Some(stream) = stream.as_any().downcast_ref::<C::Stream>() {
+    fn end_thread_loan(&self, stream: &mut dyn Stream) {
+        if let Some(stream) = stream.as_any_mut().downcast_mut::<C::Stream>() {
             self.0.end_thread_loan(stream);
+        }
+    }
+
+    fn off_reactor(&self, stream: &dyn Stream) -> bool {
+        stream.as_any().downcast_ref::<C::Stream>().is_some_and(|stream| self.0.off_reactor(stream))
+    }
+
+    fn reattach(&self, stream: &mut dyn Stream) -> io::Result<()> {
+        match stream.as_any_mut().downcast_mut::<C::Stream>() {
+            Some(stream) => self.0.reattach(stream),
+            None => Ok(()),
         }
     }
 }
@@ -91,12 +106,25 @@ pub(crate) struct Lender {
     pub(crate) cell: LoanCell<Box<Session>>,
     at: SlotRef,
     budgets: EngineShared,
-    ops: Arc<dyn StreamOps>,
+    pub(crate) ops: Arc<dyn StreamOps>,
+    /// A thread loan left the connection off its reactor, and its slot
+    /// task has not put it back yet.
+    pub(crate) off_reactor: AtomicBool,
+    /// Its slot task watches it for the loans to pause: giving it back
+    /// off the reactor needs no wake-up.
+    pub(crate) watched: AtomicBool,
 }
 
 impl Lender {
     pub(crate) fn new(at: SlotRef, budgets: EngineShared, ops: Arc<dyn StreamOps>) -> Self {
-        Self { cell: LoanCell::default(), at, budgets, ops }
+        Self {
+            cell: LoanCell::default(),
+            at,
+            budgets,
+            ops,
+            off_reactor: AtomicBool::new(false),
+            watched: AtomicBool::new(false),
+        }
     }
 
     /// Lends the connection for `outgoing`, the first send of `own`
@@ -129,7 +157,15 @@ impl Lender {
     /// socket with the task's waker, or the task woken when it has work.
     fn give_back(&self, session: Box<Session>) {
         self.cell.give_back(session, |session, owner: &Waker| {
-            session.has_staged_frames() || self.ops.read_ready(&*session.conn.stream, owner)
+            if session.has_staged_frames() {
+                return true;
+            }
+            if self.ops.off_reactor(&*session.conn.stream) {
+                // Its bytes wake nobody now: its task must watch it.
+                self.off_reactor.store(true, Ordering::SeqCst);
+                return !self.watched.load(Ordering::SeqCst);
+            }
+            self.ops.read_ready(&mut *session.conn.stream, owner)
         });
     }
 }
@@ -181,7 +217,7 @@ impl Loan {
             // A stream that cannot block a thread is read as a task reads it.
             let thread = self.thread && {
                 let first = session.first_thread_loan();
-                lender.ops.begin_thread_loan(&*session.conn.stream, first)
+                lender.ops.begin_thread_loan(&mut *session.conn.stream, first)
             };
             let mut on_loan = OnLoan { lender, session: Some(session), thread };
             let ctx = Ctx { at: lender.at, core, budgets: &lender.budgets, own: Some(self.own) };
@@ -228,13 +264,13 @@ impl OnLoan<'_> {
     }
 
     fn give_back(&mut self) {
-        if let Some(session) = self.session.take() {
+        if let Some(mut session) = self.session.take() {
             if self.thread {
                 if crate::mutants::on(crate::mutants::Mutant::ThreadLoanNotGivenBack) {
                     std::mem::forget(session);
                     return;
                 }
-                self.lender.ops.end_thread_loan(&*session.conn.stream);
+                self.lender.ops.end_thread_loan(&mut *session.conn.stream);
             }
             self.lender.give_back(session);
         }

@@ -22,7 +22,8 @@
 //! and a connection's holders say to each other), `place` (where a caller
 //! runs) and `catch_panic`;
 //! `session` (a ready connection's exchange); `loan` (lending it to a
-//! caller); `slot` (its task); `core`; `clock`. Beside them: `connector`,
+//! caller); `slot` (its task); `core`; `clock`. Beside them: `tcp_conn`
+//! (a TCP connection, on or off its reactor) and `connector`,
 //! `workers`, `diagnostics`.
 
 mod catch_panic;
@@ -35,6 +36,7 @@ pub(crate) mod messages;
 pub(crate) mod place;
 pub(crate) mod session;
 pub(crate) mod slot;
+mod tcp_conn;
 pub mod workers;
 
 use std::sync::Arc;
@@ -59,6 +61,7 @@ pub use self::core::check_invariants_always;
 pub use crate::supervisor::PushFrame;
 pub use diagnostics::{BudgetDiagnostics, EngineDiagnostics, DIAGNOSTICS_REFRESH};
 pub use place::{as_thread_caller, on_blocking_thread};
+pub use slot::OFF_REACTOR_WATCH;
 use workers::Workers;
 pub use workers::{Placement, WorkerDiagnostics};
 

@@ -20,6 +20,7 @@
 use std::future::{poll_fn, Future};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -154,7 +155,12 @@ impl<C: Connector> SlotTask<C> {
             }
         }
         lender.cell.park(session);
+        // Set while thread loans keep the connection off its reactor.
+        let mut watch: Option<Watch> = None;
+        let watch_ends = tokio::time::sleep(OFF_REACTOR_WATCH);
+        tokio::pin!(watch_ends);
         loop {
+            let watching = watch.is_some();
             tokio::select! {
                 biased;
                 command = commands.recv() => match command {
@@ -163,6 +169,7 @@ impl<C: Connector> SlotTask<C> {
                         let Some(mut session) = poll_fn(|cx| lender.cell.poll_take(cx)).await else {
                             return End::ReportedElsewhere;
                         };
+                        // Written as a task: the stream goes back on its reactor first.
                         if let Err(end) = session.write(outgoing, SentAt::Now(ctx.core)).await {
                             return end;
                         }
@@ -170,9 +177,54 @@ impl<C: Connector> SlotTask<C> {
                     }
                     other => return retired_or_gone(other),
                 },
-                work = poll_fn(|cx| lender.cell.poll_work(cx, |session, cx| session.poll_fill(cx))) => {
-                    // Closed by a borrower whose exchange failed (it reported that).
-                    let Some((mut session, read)) = work else { return End::ReportedElsewhere };
+                () = &mut watch_ends, if watching => {
+                    let borrows = lender.cell.borrows();
+                    let Some(w) = watch.as_mut() else { continue };
+                    let quiet = borrows == w.borrows;
+                    let taken = if quiet { lender.cell.try_take() } else { None };
+                    let Some(mut session) = taken else {
+                        // Borrowed meanwhile, or lent now: watch another interval.
+                        w.borrows = borrows;
+                        watch_ends.as_mut().reset(tokio::time::Instant::now() + OFF_REACTOR_WATCH);
+                        continue;
+                    };
+                    if crate::mutants::on(crate::mutants::Mutant::OffReactorNeverReattached) {
+                        watch_ends.as_mut().reset(tokio::time::Instant::now() + OFF_REACTOR_WATCH);
+                        lender.cell.park(session);
+                        continue;
+                    }
+                    if let Err(e) = lender.ops.reattach(&mut *session.conn.stream) {
+                        return End::Failed(SlotError::Io(e.to_string()));
+                    }
+                    // Held here, so no borrower sees the flags change under it.
+                    lender.off_reactor.store(false, Ordering::SeqCst);
+                    lender.watched.store(false, Ordering::SeqCst);
+                    watch = None;
+                    lender.cell.park(session);
+                }
+                work = poll_fn(|cx| {
+                    if !watching && lender.off_reactor.load(Ordering::SeqCst) {
+                        return Poll::Ready(Some(None));
+                    }
+                    lender.cell.poll_work(cx, |session, cx| {
+                        if !session.has_staged_frames() && lender.ops.off_reactor(&*session.conn.stream) {
+                            // Its bytes wake nobody: the watch puts it back once the loans pause.
+                            return Poll::Pending;
+                        }
+                        session.poll_fill(cx)
+                    }).map(|work| work.map(Some))
+                }) => {
+                    let Some(work) = work else {
+                        // Closed by a borrower whose exchange failed (it reported that).
+                        return End::ReportedElsewhere;
+                    };
+                    let Some((mut session, read)) = work else {
+                        // A thread loan left the connection off its reactor: watch it.
+                        lender.watched.store(true, Ordering::SeqCst);
+                        watch = Some(Watch { borrows: lender.cell.borrows() });
+                        watch_ends.as_mut().reset(tokio::time::Instant::now() + OFF_REACTOR_WATCH);
+                        continue;
+                    };
                     if let Err(end) = session.serve(read, &ctx).await {
                         return end;
                     }
@@ -185,6 +237,17 @@ impl<C: Connector> SlotTask<C> {
             }
         }
     }
+}
+
+/// How long thread loans must pause before a slot task puts its connection
+/// back on its reactor: pushes and a server's close on a connection idle
+/// after thread loans are seen within two of these.
+pub const OFF_REACTOR_WATCH: Duration = Duration::from_millis(25);
+
+/// The watch over a connection off its reactor: the borrows counted when
+/// its interval began.
+struct Watch {
+    borrows: u64,
 }
 
 /// Closes a loan cell when dropped (the normal ends close it first, to

@@ -38,6 +38,8 @@ struct Inner<T> {
     borrower: Option<Waker>,
     /// The borrower was told to stop (`stop_borrower`): until the next borrow.
     stopped: bool,
+    /// Borrows so far.
+    borrows: u64,
 }
 
 /// Whether a `close` was the first (its caller reports the end).
@@ -59,6 +61,7 @@ impl<T> Default for LoanCell<T> {
                 owner_wants: false,
                 borrower: None,
                 stopped: false,
+                borrows: 0,
             }),
         }
     }
@@ -119,8 +122,7 @@ impl<T> LoanCell<T> {
         Poll::Pending
     }
 
-    /// The value if it is parked now (tests look without registering a waker).
-    #[cfg(test)]
+    /// The value if it is parked now, without registering a waker.
     pub(crate) fn try_take(&self) -> Option<T> {
         let mut inner = self.lock();
         if inner.closed {
@@ -163,7 +165,13 @@ impl<T> LoanCell<T> {
         let value = inner.parked.take()?;
         inner.lent = true;
         inner.stopped = false;
+        inner.borrows += 1;
         Some(value)
+    }
+
+    /// Borrows so far: the owner sees whether any came in an interval.
+    pub(crate) fn borrows(&self) -> u64 {
+        self.lock().borrows
     }
 
     /// Registers the borrower's waker (woken by `close` and

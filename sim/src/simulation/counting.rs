@@ -48,20 +48,28 @@ impl<C: Connector> Connector for Counting<C> {
         Ok(Counted { stream, live: self.live.clone() })
     }
 
-    fn read_ready(&self, stream: &Self::Stream, waker: &std::task::Waker) -> bool {
-        self.inner.read_ready(&stream.stream, waker)
+    fn read_ready(&self, stream: &mut Self::Stream, waker: &std::task::Waker) -> bool {
+        self.inner.read_ready(&mut stream.stream, waker)
     }
 
-    fn begin_thread_loan(&self, stream: &Self::Stream, first: bool) -> bool {
-        self.inner.begin_thread_loan(&stream.stream, first)
+    fn begin_thread_loan(&self, stream: &mut Self::Stream, first: bool) -> bool {
+        self.inner.begin_thread_loan(&mut stream.stream, first)
     }
 
     fn read_slice(&self, stream: &mut Self::Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         self.inner.read_slice(&mut stream.stream, buf, cx)
     }
 
-    fn end_thread_loan(&self, stream: &Self::Stream) {
-        self.inner.end_thread_loan(&stream.stream)
+    fn end_thread_loan(&self, stream: &mut Self::Stream) {
+        self.inner.end_thread_loan(&mut stream.stream)
+    }
+
+    fn off_reactor(&self, stream: &Self::Stream) -> bool {
+        self.inner.off_reactor(&stream.stream)
+    }
+
+    fn reattach(&self, stream: &mut Self::Stream) -> io::Result<()> {
+        self.inner.reattach(&mut stream.stream)
     }
 }
 

@@ -49,6 +49,7 @@ use tdx_engine::proto::ex::{
 };
 use tdx_engine::proto::{Market as Exchange, Request, SecurityCode, TradeDate};
 use tdx_engine::runtime::connector::TurmoilConnector;
+use tdx_engine::runtime::{DIAGNOSTICS_REFRESH, OFF_REACTOR_WATCH};
 use tdx_engine::supervisor::{CloseState, RequestError, Verdict};
 use tdx_engine::{Client, Error, Pool, RuntimeFlavor};
 
@@ -559,6 +560,15 @@ async fn engine_world(plan: &Plan, shared: &Arc<Shared>, data: &Arc<MarketData>)
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
+    }
+
+    // Thread loans ended with phase one: every connection they left off its
+    // reactor went back within two watch intervals (mutant
+    // `off_reactor_never_reattached`).
+    tokio::time::sleep(OFF_REACTOR_WATCH * 2 + DIAGNOSTICS_REFRESH * 2).await;
+    let off = client.diagnostics().off_reactor_connections;
+    if off > 0 {
+        return Err(format!("{off} connections still off their reactor long after the thread loans ended"));
     }
 
     // Bounds held throughout.
