@@ -48,7 +48,7 @@ use crate::sync::{Closed, LoanCell};
 /// What a loan needs of the connection's connector, whatever its stream.
 pub(crate) trait StreamOps: Send + Sync {
     /// Registers the slot task's waker for the stream's next bytes, and
-    /// says whether it has some now (or has just gone off its reactor).
+    /// says whether it has some now (never asked off its reactor).
     fn read_ready(&self, stream: &mut dyn Stream, waker: &Waker) -> bool;
     /// Readies the stream for a thread borrower (`first`: its first thread
     /// loan); false: it cannot.
