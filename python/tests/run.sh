@@ -45,21 +45,13 @@ no_rust_path() {
     printf '%s' "$out"
 }
 
-pinned() {
-    "$1/bin/python" -c 'import importlib.metadata as m, sys
-pins = dict(p.split("==") for p in sys.argv[1:])
-assert all(m.version(k) == v for k, v in pins.items())' "${@:2}" 2>/dev/null
-}
-
 build_only=0
 if [ "${1:-}" = --build-only ]; then
     build_only=1
     shift
 fi
 if [ "${TDX_LOOPBACK_NETNS:-}" != 1 ] && [ "${TDX_PYTHON_BUILT:-}" != 1 ]; then
-    [ -x "$BUILD_VENV/bin/python" ] || python3 -m venv "$BUILD_VENV"
-    pinned "$BUILD_VENV" "${BUILD_PINS[@]}" ||
-        "$BUILD_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${BUILD_PINS[@]}"
+    pinned_venv "$BUILD_VENV" "${BUILD_PINS[@]}"
     rm -rf "$WHEELS"
     (cd python && "../$BUILD_VENV/bin/maturin" sdist --out "../$WHEELS")
     # The sdist as pip builds it on a machine with Rust: its own sources

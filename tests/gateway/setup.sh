@@ -7,23 +7,19 @@
 # background at its start; run.sh runs it again (a no-op by then).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=ci/lib.sh
+source ci/lib.sh
 
 VENV="target/gateway-venv"
 PINS=(pyarrow==26.0.1 mcp==2.3.0 openapi-spec-validator==0.9.0)
 VENDORED="src/gateway/page/vendor/lightweight-charts.standalone.production.js"
 
-[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys
-pins = dict(p.split("==") for p in sys.argv[1:])
-assert all(m.version(k) == v for k, v in pins.items())' "${PINS[@]}" 2>/dev/null; then
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PINS[@]}"
-fi
+pinned_venv "$VENV" "${PINS[@]}"
 # A small CJK font, so that names in the screenshot are legible.
 BROWSER_PACKAGES=(chromium chromium-driver fonts-wqy-microhei)
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] ||
     [ ! -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]; then
-    apt-get install -y -qq "${BROWSER_PACKAGES[@]}" >/dev/null ||
-        { apt-get update -qq && apt-get install -y -qq "${BROWSER_PACKAGES[@]}" >/dev/null; }
+    apt_install "${BROWSER_PACKAGES[@]}"
 fi
 (cd tests/gateway && npm ci --no-audit --no-fund --loglevel=error)
 # The page's chart library is the pinned package's file, unmodified.
@@ -31,6 +27,4 @@ if ! cmp -s "$VENDORED" tests/gateway/node_modules/lightweight-charts/dist/light
     echo "$VENDORED differs from the lightweight-charts package pinned in tests/gateway/package.json" >&2
     exit 1
 fi
-if ! command -v ip >/dev/null 2>&1; then
-    apt-get install -y -qq iproute2 >/dev/null || { apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null; }
-fi
+needs_ip

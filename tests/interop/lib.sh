@@ -7,13 +7,10 @@
 # party clients can reach nothing but 127.0.0.1), a scratch dir removed on
 # exit (sets scratch), and `start_sim`.
 
+# shellcheck source=ci/lib.sh
+source ci/lib.sh
 VENV="target/interop-venv"
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
-fi
-if ! "$VENV/bin/python" -c 'import importlib.metadata as m; assert m.version("pytdx") == "1.72" and m.version("eltdx") == "3.3.0" and m.version("tdxrs") == "0.6.7" and m.version("pyarrow") == "26.0.1" and m.version("mootdx") == "0.11.7"' 2>/dev/null; then
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check pytdx==1.72 eltdx==3.3.0 tdxrs==0.6.7 pyarrow==26.0.1 mootdx==0.11.7
-fi
+pinned_venv "$VENV" pytdx==1.72 eltdx==3.3.0 tdxrs==0.6.7 pyarrow==26.0.1 mootdx==0.11.7
 
 # loopback_only SCRIPT ARGS...: unless already inside, re-executes SCRIPT in
 # a new network namespace where only `lo` is up. Everything that needs the
@@ -22,9 +19,7 @@ loopback_only() {
     if [ "${TDX_LOOPBACK_NETNS:-}" = 1 ]; then
         return 0
     fi
-    if ! command -v ip >/dev/null 2>&1; then
-        apt-get install -y -qq iproute2 >/dev/null || { apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null; }
-    fi
+    needs_ip
     exec unshare --net env TDX_LOOPBACK_NETNS=1 bash -c 'ip link set lo up && exec bash "$@"' bash "$@"
 }
 
