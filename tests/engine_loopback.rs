@@ -841,9 +841,9 @@ mod thread_loans {
             TcpConnector::default().read_ready(stream, waker)
         }
 
-        fn begin_thread_loan(&self, stream: &mut TcpConn, first: bool) -> bool {
+        fn begin_thread_loan(&self, stream: &mut TcpConn) -> bool {
             let was_off = stream.off_reactor();
-            let begun = TcpConnector::default().begin_thread_loan(stream, first);
+            let begun = TcpConnector::default().begin_thread_loan(stream);
             self.0.begun.fetch_add(usize::from(begun), Ordering::SeqCst);
             self.0.went_off.fetch_add(usize::from(!was_off && stream.off_reactor()), Ordering::SeqCst);
             begun

@@ -34,10 +34,10 @@ pub trait Connector: Send + Sync + 'static {
 
     /// Lends `stream` to a caller's own thread, which then waits in its
     /// reads ([`read_slice`](Self::read_slice)) instead of being woken by a
-    /// reactor on another thread; `first`: its first thread loan. False: it
-    /// cannot, and the borrower waits as a task does (the default).
-    fn begin_thread_loan(&self, stream: &mut Self::Stream, first: bool) -> bool {
-        let _ = (stream, first);
+    /// reactor on another thread. False: it cannot, and the borrower waits
+    /// as a task does (the default).
+    fn begin_thread_loan(&self, stream: &mut Self::Stream) -> bool {
+        let _ = stream;
         false
     }
 
@@ -150,8 +150,7 @@ impl Connector for TcpConnector {
     /// read and write timeouts of one slice, so the reply wakes only the
     /// caller's thread; it stays off while loans follow one another
     /// ([`TcpConn`]).
-    fn begin_thread_loan(&self, stream: &mut TcpConn, first: bool) -> bool {
-        let _ = first;
+    fn begin_thread_loan(&self, stream: &mut TcpConn) -> bool {
         stream.begin_thread_loan()
     }
 
@@ -242,7 +241,7 @@ impl Connector for TurmoilConnector {
     /// simulation reads as a task does (the default `read_slice`), so the
     /// thread loan's path (lending to a thread, its begin and end, the
     /// socket off its reactor between loans) runs under turmoil.
-    fn begin_thread_loan(&self, stream: &mut SimConn, _: bool) -> bool {
+    fn begin_thread_loan(&self, stream: &mut SimConn) -> bool {
         stream.off = true;
         stream.thread_loan = true;
         true

@@ -50,9 +50,8 @@ pub(crate) trait StreamOps: Send + Sync {
     /// Registers the slot task's waker for the stream's next bytes, and
     /// says whether it has some now (never asked off its reactor).
     fn read_ready(&self, stream: &mut dyn Stream, waker: &Waker) -> bool;
-    /// Readies the stream for a thread borrower (`first`: its first thread
-    /// loan); false: it cannot.
-    fn begin_thread_loan(&self, stream: &mut dyn Stream, first: bool) -> bool;
+    /// Readies the stream for a thread borrower; false: it cannot.
+    fn begin_thread_loan(&self, stream: &mut dyn Stream) -> bool;
     /// A thread borrower's read, one slice at most.
     fn read_slice(&self, stream: &mut dyn Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>>;
     /// Ends a thread loan.
@@ -71,8 +70,8 @@ impl<C: Connector> StreamOps for ConnectorOps<C> {
         stream.as_any_mut().downcast_mut::<C::Stream>().is_none_or(|stream| self.0.read_ready(stream, waker))
     }
 
-    fn begin_thread_loan(&self, stream: &mut dyn Stream, first: bool) -> bool {
-        stream.as_any_mut().downcast_mut::<C::Stream>().is_some_and(|stream| self.0.begin_thread_loan(stream, first))
+    fn begin_thread_loan(&self, stream: &mut dyn Stream) -> bool {
+        stream.as_any_mut().downcast_mut::<C::Stream>().is_some_and(|stream| self.0.begin_thread_loan(stream))
     }
 
     fn read_slice(&self, stream: &mut dyn Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
@@ -215,10 +214,7 @@ impl Loan {
             let (mut session, outgoing) = self.lent.take()?;
             let lender = &*self.lender;
             // A stream that cannot block a thread is read as a task reads it.
-            let thread = self.thread && {
-                let first = session.first_thread_loan();
-                lender.ops.begin_thread_loan(&mut *session.conn.stream, first)
-            };
+            let thread = self.thread && lender.ops.begin_thread_loan(&mut *session.conn.stream);
             let mut on_loan = OnLoan { lender, session: Some(session), thread };
             let ctx = Ctx { at: lender.at, core, budgets: &lender.budgets, own: Some(self.own) };
             let ended = {

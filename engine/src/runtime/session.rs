@@ -170,18 +170,11 @@ pub(crate) struct Session {
     /// raw budget for more than a partial frame plus one read.
     frames_staged: bool,
     wire_this_round: usize,
-    /// A caller's thread has borrowed it before (its socket's timeouts are set).
-    thread_lent: bool,
 }
 
 impl Session {
     pub(crate) fn new(conn: Conn) -> Self {
-        Self { conn, awaiting: None, frames_staged: false, wire_this_round: 0, thread_lent: false }
-    }
-
-    /// Whether this is the connection's first loan to a caller's thread.
-    pub(crate) fn first_thread_loan(&mut self) -> bool {
-        !std::mem::replace(&mut self.thread_lent, true)
+        Self { conn, awaiting: None, frames_staged: false, wire_this_round: 0 }
     }
 
     /// Whether the request written with `msg_id` still awaits its reply.

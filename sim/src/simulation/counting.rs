@@ -52,8 +52,8 @@ impl<C: Connector> Connector for Counting<C> {
         self.inner.read_ready(&mut stream.stream, waker)
     }
 
-    fn begin_thread_loan(&self, stream: &mut Self::Stream, first: bool) -> bool {
-        self.inner.begin_thread_loan(&mut stream.stream, first)
+    fn begin_thread_loan(&self, stream: &mut Self::Stream) -> bool {
+        self.inner.begin_thread_loan(&mut stream.stream)
     }
 
     fn read_slice(&self, stream: &mut Self::Stream, buf: &mut [u8], cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
